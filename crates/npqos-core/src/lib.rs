@@ -1,0 +1,36 @@
+//! # npqos-core: the QoS mechanisms of a multicore network processor
+//!
+//! This crate is the part of npqos that a real data plane can link: it performs no I/O, reads no
+//! clock and holds no global state. Time is passed in as an integer nanosecond [`Instant`];
+//! randomness, where a mechanism needs it, comes from an RNG the caller injects. Each mechanism
+//! follows the sans-IO pattern: it is told `now`, returns its decisions, and reports when it next
+//! needs attention (`next_wakeup()`).
+//!
+//! ## How a packet flows through the mechanisms
+//!
+//! A packet arrives and is classified to a [`flow::FlowKey`] (the unidirectional 5-tuple). The
+//! flow is mapped to one of a few hundred physical queues on demand (dynamic queue sharing,
+//! paper `dqs`); the services that process it are given processors by an allocator (Everest,
+//! paper `everest`); within a service, the next packet a core runs is chosen by a fair or
+//! locality-aware scheduler using predicted processing times (paper `predictive`); the queue
+//! operations go through a queue-descriptor subsystem such as the queuing cache (paper
+//! `qcache`); and at egress each queue is rate-limited by an event-driven token bucket whose
+//! refill events live in per-core heaps (paper `kim`), before a link scheduler puts the packet
+//! on the wire.
+//!
+//! ## Modules, in that order
+//!
+//! * [`time`]: [`Instant`] and [`Duration`], integer nanoseconds.
+//! * [`rate`]: [`Rate`] in bits/s and the drift-free [`rate::Serializer`].
+//! * [`flow`]: the 5-tuple [`flow::FlowKey`].
+//!
+//! The mechanism modules (`flowmap/` for dqs, `alloc/` for everest, `sched/` for predictive,
+//! `queues/` for qcache, `shaper/` for kim, `model/` for analytical models) are **not written
+//! yet**; the README's feature table tracks them.
+
+pub mod flow;
+pub mod rate;
+pub mod time;
+
+pub use rate::Rate;
+pub use time::{Duration, Instant};

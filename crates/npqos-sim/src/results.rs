@@ -1,0 +1,144 @@
+//! The in-memory result of a run: named scalars, time series and histograms, plus whether the
+//! run completed. The CLI writes these to `summary.json`, `results.sqlite`, CSV and plots; this
+//! module does no I/O.
+
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Scalar {
+    pub name: String,
+    pub value: f64,
+    pub unit: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Series {
+    pub name: String,
+    pub x_unit: String,
+    pub unit: String,
+    pub points: Vec<(f64, f64)>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Histogram {
+    pub name: String,
+    pub unit: String,
+    /// (lower edge, upper edge, count); edges in `unit`.
+    pub bins: Vec<(f64, f64, u64)>,
+}
+
+/// One run (one replication, or one point of an experiment).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct RunResult {
+    /// Short label, unique within its output (`rep0`, `overload=1.29`, ...).
+    pub label: String,
+    /// The parameters that distinguish this run.
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub scalars: Vec<Scalar>,
+    pub series: Vec<Series>,
+    pub histograms: Vec<Histogram>,
+    pub complete: bool,
+    pub stop_reason: String,
+    pub events: u64,
+    pub sim_time_ns: u64,
+}
+
+impl RunResult {
+    pub fn scalar(&mut self, name: &str, value: f64, unit: &str) {
+        self.scalars.push(Scalar {
+            name: name.into(),
+            value,
+            unit: unit.into(),
+        });
+    }
+    pub fn get(&self, name: &str) -> Option<f64> {
+        self.scalars
+            .iter()
+            .find(|s| s.name == name)
+            .map(|s| s.value)
+    }
+}
+
+/// One compared quantity of a reproduction (a row of `comparison.json`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Comparison {
+    pub metric: String,
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub ours: f64,
+    /// The paper's number, `None` where the paper gives none.
+    pub paper: Option<f64>,
+    pub unit: String,
+    /// Where in the paper (table, figure, equation).
+    pub source: String,
+}
+
+/// What a plot of an experiment shows (drawn by the CLI).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PlotSpec {
+    /// File stem of the SVG.
+    pub name: String,
+    pub title: String,
+    pub x_label: String,
+    pub y_label: String,
+    /// (legend, points)
+    pub lines: Vec<(String, Vec<(f64, f64)>)>,
+    /// Draw as bars (a histogram) rather than lines.
+    pub bars: bool,
+}
+
+/// Everything a model or experiment produced.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Output {
+    pub id: String,
+    pub runs: Vec<RunResult>,
+    /// Aggregated scalars over runs (mean and 95% CI half-width), name -> (mean, ci, unit).
+    pub aggregate: Vec<(String, f64, f64, String)>,
+    pub comparisons: Vec<Comparison>,
+    pub assumptions: Vec<String>,
+    pub plots: Vec<PlotSpec>,
+    /// Markdown paragraphs for the report (analysis, differences from the paper).
+    pub notes: Vec<String>,
+}
+
+impl Output {
+    pub fn complete(&self) -> bool {
+        self.runs.iter().all(|r| r.complete)
+    }
+
+    /// Fills `aggregate` with the mean and Student-t 95% confidence half-width of every
+    /// scalar over the runs (half-width 0 for a single run).
+    pub fn aggregate_runs(&mut self) {
+        self.aggregate.clear();
+        let Some(first) = self.runs.first() else {
+            return;
+        };
+        for s in &first.scalars {
+            let vals: Vec<f64> = self.runs.iter().filter_map(|r| r.get(&s.name)).collect();
+            let n = vals.len() as f64;
+            let mean = vals.iter().sum::<f64>() / n;
+            let ci = if vals.len() > 1 {
+                let var = vals.iter().map(|v| (v - mean).powi(2)).sum::<f64>() / (n - 1.0);
+                t95(vals.len() - 1) * (var / n).sqrt()
+            } else {
+                0.0
+            };
+            self.aggregate
+                .push((s.name.clone(), mean, ci, s.unit.clone()));
+        }
+    }
+}
+
+/// Two-sided 95% Student-t quantile for `df` degrees of freedom.
+pub fn t95(df: usize) -> f64 {
+    const T: [f64; 30] = [
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
+        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
+        2.052, 2.048, 2.045, 2.042,
+    ];
+    match df {
+        0 => f64::NAN,
+        1..=30 => T[df - 1],
+        _ => 1.96 + 2.4 / df as f64,
+    }
+}

@@ -1,0 +1,899 @@
+//! Scenario files: TOML with units, validated separately from construction.
+//!
+//! [`Scenario::parse`] turns text into a validated [`Scenario`] or a [`Problems`] list holding
+//! **every** problem found (unknown keys, missing units, out-of-range values, memory budget),
+//! each with the file, the key path, the value and what was expected. Nothing is allocated for
+//! the simulation before validation passes, and [`Scenario::estimate_memory`] lets the caller
+//! refuse a scenario whose state would not fit before building it.
+//!
+//! The format (one table per component; every key optional unless marked):
+//!
+//! ```toml
+//! model = "link"                 # the model to run (only "link" so far)
+//! [run]
+//! seed = 1                       # u64
+//! duration = "100ms"             # simulated time
+//! warmup = "0s"                  # statistics ignore packets that arrive earlier
+//! replications = 1               # independent runs with derived seeds, averaged with a 95% CI
+//! sample_interval = "1ms"        # period of time series (default duration / 100)
+//! memory_budget = "4GiB"         # refuse scenarios whose estimated state exceeds this
+//! max_events = 0                 # event budget per replication, 0 = unlimited
+//! [link]
+//! rate = "10Gbps"
+//! scheduler = "drr"
+//! quantum = "1500B"
+//! [queues]
+//! count = 16
+//! buffer = "64KiB"               # per-queue tail-drop limit
+//! [traffic]
+//! source = "synthetic"           # or "trace"
+//! overload = 0.9                 # per-queue input rate / (link rate / count), kim eq 15
+//! sizes = "imix"                 # "imix" (kim Table I), "constant", "uniform"
+//! size = "1500B"                 # with sizes = "constant"
+//! min_size = "40B"               # with sizes = "uniform"
+//! max_size = "1500B"
+//! arrivals = "exponential"       # "constant", "exponential", "onoff"
+//! on_mean = "10ms"               # with arrivals = "onoff"
+//! off_mean = "40ms"
+//! pareto_shape = 1.5
+//! files = ["a.pcap"]             # with source = "trace" (relative to the scenario file)
+//! time_scale = 1.0               # speed-up factor
+//! flow_multiply = 1
+//! lenient = false
+//! ```
+
+use crate::units::{fmt_size, parse_duration, parse_rate, parse_size};
+use crate::workload::{GapDist, SizeDist};
+use npqos_core::{Duration, Rate};
+use std::collections::BTreeSet;
+use std::fmt;
+use std::path::{Path, PathBuf};
+
+/// One problem in a scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// Dotted key path, e.g. `link.rate`; empty for whole-file problems.
+    pub key: String,
+    /// The offending value as written, if any.
+    pub value: Option<String>,
+    pub message: String,
+}
+
+/// Every problem found in one scenario file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problems {
+    pub file: String,
+    pub list: Vec<Problem>,
+}
+
+impl fmt::Display for Problems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{}: {} problem{} in scenario",
+            self.file,
+            self.list.len(),
+            if self.list.len() == 1 { "" } else { "s" }
+        )?;
+        for p in &self.list {
+            match (&p.key[..], &p.value) {
+                ("", _) => writeln!(f, "  {}: {}", self.file, p.message)?,
+                (k, Some(v)) => writeln!(f, "  {}: key `{k}` = {v}: {}", self.file, p.message)?,
+                (k, None) => writeln!(f, "  {}: key `{k}`: {}", self.file, p.message)?,
+            }
+        }
+        Ok(())
+    }
+}
+impl std::error::Error for Problems {}
+
+/// Where the traffic comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Traffic {
+    Synthetic {
+        overload: f64,
+        sizes: SizeDist,
+        arrivals: GapDist,
+    },
+    Trace {
+        files: Vec<PathBuf>,
+        time_scale: f64,
+        flow_multiply: u32,
+        lenient: bool,
+    },
+}
+
+/// A validated scenario with every default filled in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    pub model: String,
+    pub seed: u64,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub replications: u32,
+    pub sample_interval: Duration,
+    pub memory_budget: u64,
+    pub max_events: u64,
+    pub link_rate: Rate,
+    pub scheduler: String,
+    pub quantum: u64,
+    pub queues: u32,
+    pub buffer: u64,
+    pub traffic: Traffic,
+}
+
+/// Reads typed values from one TOML table, recording problems and the keys it consumed.
+struct Reader<'a> {
+    prefix: String,
+    table: Option<&'a toml::Table>,
+    used: BTreeSet<String>,
+}
+
+fn show(v: &toml::Value) -> String {
+    match v {
+        toml::Value::String(s) => format!("{s:?}"),
+        other => other.to_string(),
+    }
+}
+
+impl<'a> Reader<'a> {
+    fn new(root: &'a toml::Table, name: &str, probs: &mut Vec<Problem>) -> Self {
+        let table = match root.get(name) {
+            None => None,
+            Some(toml::Value::Table(t)) => Some(t),
+            Some(v) => {
+                probs.push(Problem {
+                    key: name.into(),
+                    value: Some(show(v)),
+                    message: "expected a table ([section])".into(),
+                });
+                None
+            }
+        };
+        Reader {
+            prefix: name.into(),
+            table,
+            used: BTreeSet::new(),
+        }
+    }
+    fn path(&self, key: &str) -> String {
+        format!("{}.{key}", self.prefix)
+    }
+    fn raw(&mut self, key: &str) -> Option<&'a toml::Value> {
+        self.used.insert(key.into());
+        self.table.and_then(|t| t.get(key))
+    }
+    fn string_with<T>(
+        &mut self,
+        key: &str,
+        default: T,
+        probs: &mut Vec<Problem>,
+        expected: &str,
+        parse: impl Fn(&str) -> Result<T, String>,
+    ) -> T
+    where
+        T: Clone,
+    {
+        match self.raw(key) {
+            None => default,
+            Some(toml::Value::String(s)) => match parse(s) {
+                Ok(v) => v,
+                Err(m) => {
+                    probs.push(Problem {
+                        key: self.path(key),
+                        value: Some(format!("{s:?}")),
+                        message: m,
+                    });
+                    default
+                }
+            },
+            Some(v) => {
+                probs.push(Problem {
+                    key: self.path(key),
+                    value: Some(show(v)),
+                    message: format!("expected {expected} as a quoted string"),
+                });
+                default
+            }
+        }
+    }
+    fn duration(&mut self, key: &str, default: Duration, probs: &mut Vec<Problem>) -> Duration {
+        self.string_with(key, default, probs, "a duration such as \"2ms\"", |s| {
+            parse_duration(s).map_err(|e| e.0)
+        })
+    }
+    fn rate(&mut self, key: &str, default: Rate, probs: &mut Vec<Problem>) -> Rate {
+        self.string_with(key, default, probs, "a rate such as \"10Gbps\"", |s| {
+            parse_rate(s).map_err(|e| e.0)
+        })
+    }
+    fn size(&mut self, key: &str, default: u64, probs: &mut Vec<Problem>) -> u64 {
+        self.string_with(key, default, probs, "a size such as \"1500B\"", |s| {
+            parse_size(s).map_err(|e| e.0)
+        })
+    }
+    fn choice(
+        &mut self,
+        key: &str,
+        default: &str,
+        allowed: &[&str],
+        probs: &mut Vec<Problem>,
+    ) -> String {
+        let list = allowed
+            .iter()
+            .map(|a| format!("{a:?}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        self.string_with(
+            key,
+            default.to_string(),
+            probs,
+            &format!("one of {list}"),
+            |s| {
+                if allowed.contains(&s) {
+                    Ok(s.to_string())
+                } else {
+                    Err(format!("expected one of {list}"))
+                }
+            },
+        )
+    }
+    fn int(
+        &mut self,
+        key: &str,
+        default: i64,
+        min: i64,
+        max: i64,
+        probs: &mut Vec<Problem>,
+    ) -> i64 {
+        match self.raw(key) {
+            None => default,
+            Some(toml::Value::Integer(i)) if (min..=max).contains(i) => *i,
+            Some(v @ toml::Value::Integer(_)) => {
+                probs.push(Problem {
+                    key: self.path(key),
+                    value: Some(show(v)),
+                    message: format!("expected an integer from {min} to {max}"),
+                });
+                default
+            }
+            Some(v) => {
+                probs.push(Problem {
+                    key: self.path(key),
+                    value: Some(show(v)),
+                    message: "expected an integer".into(),
+                });
+                default
+            }
+        }
+    }
+    fn float(
+        &mut self,
+        key: &str,
+        default: f64,
+        probs: &mut Vec<Problem>,
+        ok: impl Fn(f64) -> bool,
+        expected: &str,
+    ) -> f64 {
+        let v = match self.raw(key) {
+            None => return default,
+            Some(toml::Value::Float(f)) => *f,
+            Some(toml::Value::Integer(i)) => *i as f64,
+            Some(v) => {
+                probs.push(Problem {
+                    key: self.path(key),
+                    value: Some(show(v)),
+                    message: format!("expected a number {expected}"),
+                });
+                return default;
+            }
+        };
+        if v.is_finite() && ok(v) {
+            v
+        } else {
+            probs.push(Problem {
+                key: self.path(key),
+                value: Some(v.to_string()),
+                message: format!("expected a number {expected}"),
+            });
+            default
+        }
+    }
+    fn boolean(&mut self, key: &str, default: bool, probs: &mut Vec<Problem>) -> bool {
+        match self.raw(key) {
+            None => default,
+            Some(toml::Value::Boolean(b)) => *b,
+            Some(v) => {
+                probs.push(Problem {
+                    key: self.path(key),
+                    value: Some(show(v)),
+                    message: "expected true or false".into(),
+                });
+                default
+            }
+        }
+    }
+    fn present(&self, key: &str) -> bool {
+        self.table.is_some_and(|t| t.contains_key(key))
+    }
+    /// Reports keys of the table that nobody read.
+    fn finish(self, probs: &mut Vec<Problem>) {
+        if let Some(t) = self.table {
+            for (k, v) in t {
+                if !self.used.contains(k) {
+                    let known = self
+                        .used
+                        .iter()
+                        .map(|s| s.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ");
+                    probs.push(Problem {
+                        key: self.path(k),
+                        value: Some(show(v)),
+                        message: format!("unknown key (known keys here: {known})"),
+                    });
+                }
+            }
+        }
+    }
+}
+
+/// Default memory budget: 4 GiB.
+pub const DEFAULT_MEMORY_BUDGET: u64 = 4 << 30;
+
+impl Scenario {
+    /// Parses and validates scenario text. `file` names the source in messages; relative trace
+    /// paths are resolved against `base_dir`.
+    pub fn parse(text: &str, file: &str, base_dir: &Path) -> Result<Scenario, Problems> {
+        let root: toml::Table = toml::from_str(text).map_err(|e| Problems {
+            file: file.into(),
+            list: vec![Problem {
+                key: String::new(),
+                value: None,
+                message: format!("TOML syntax error: {}", e.to_string().trim()),
+            }],
+        })?;
+        Self::from_table(&root, file, base_dir)
+    }
+
+    /// Validates an already-parsed table (used by sweeps after `--set` overrides).
+    pub fn from_table(
+        root: &toml::Table,
+        file: &str,
+        base_dir: &Path,
+    ) -> Result<Scenario, Problems> {
+        let mut probs = Vec::new();
+        let model = match root.get("model") {
+            None => "link".to_string(),
+            Some(toml::Value::String(s)) if s == "link" => s.clone(),
+            Some(v) => {
+                probs.push(Problem {
+                    key: "model".into(),
+                    value: Some(show(v)),
+                    message: "expected \"link\" (the only model so far)".into(),
+                });
+                "link".into()
+            }
+        };
+        for (k, v) in root {
+            if !["model", "run", "link", "queues", "traffic"].contains(&k.as_str()) {
+                probs.push(Problem {
+                    key: k.clone(),
+                    value: Some(show(v)),
+                    message: "unknown key (known: model, [run], [link], [queues], [traffic])"
+                        .into(),
+                });
+            }
+        }
+
+        let mut run = Reader::new(root, "run", &mut probs);
+        let seed = run.int("seed", 1, 0, i64::MAX, &mut probs) as u64;
+        let duration = run.duration("duration", Duration::from_millis(100), &mut probs);
+        if duration.is_zero() {
+            probs.push(Problem {
+                key: "run.duration".into(),
+                value: Some("\"0s\"".into()),
+                message: "expected a positive duration".into(),
+            });
+        }
+        let warmup = run.duration("warmup", Duration::ZERO, &mut probs);
+        if warmup >= duration && !duration.is_zero() {
+            probs.push(Problem {
+                key: "run.warmup".into(),
+                value: Some(format!("\"{warmup}\"")),
+                message: format!("expected less than run.duration ({duration})"),
+            });
+        }
+        let replications = run.int("replications", 1, 1, 10_000, &mut probs) as u32;
+        let sample_interval = run.duration("sample_interval", Duration::ZERO, &mut probs);
+        // Unset (or zero): a hundred samples per run.
+        let sample_interval = if sample_interval.is_zero() {
+            Duration::from_nanos((duration.as_nanos() / 100).max(1))
+        } else {
+            sample_interval
+        };
+        let memory_budget = run.size("memory_budget", DEFAULT_MEMORY_BUDGET, &mut probs);
+        let max_events = run.int("max_events", 0, 0, i64::MAX, &mut probs) as u64;
+        run.finish(&mut probs);
+
+        let mut link = Reader::new(root, "link", &mut probs);
+        let link_rate = link.rate("rate", Rate::gbps(10), &mut probs);
+        if link_rate.is_zero() {
+            probs.push(Problem {
+                key: "link.rate".into(),
+                value: Some("0".into()),
+                message: "expected a positive rate".into(),
+            });
+        }
+        let scheduler = link.choice("scheduler", "drr", &["drr"], &mut probs);
+        let quantum = link.size("quantum", 1500, &mut probs);
+        if quantum == 0 {
+            probs.push(Problem {
+                key: "link.quantum".into(),
+                value: Some("\"0B\"".into()),
+                message: "expected a positive size".into(),
+            });
+        }
+        link.finish(&mut probs);
+
+        let mut q = Reader::new(root, "queues", &mut probs);
+        let queues = q.int("count", 16, 1, u32::MAX as i64 - 1, &mut probs) as u32;
+        let buffer = q.size("buffer", 64 << 10, &mut probs);
+        q.finish(&mut probs);
+
+        let mut t = Reader::new(root, "traffic", &mut probs);
+        let source = t.choice("source", "synthetic", &["synthetic", "trace"], &mut probs);
+        let traffic = if source == "trace" {
+            let mut files = Vec::new();
+            match t.raw("files") {
+                Some(toml::Value::Array(a)) if !a.is_empty() => {
+                    for (i, v) in a.iter().enumerate() {
+                        match v {
+                            toml::Value::String(s) => {
+                                let p = base_dir.join(s);
+                                if !p.is_file() {
+                                    probs.push(Problem {
+                                        key: format!("traffic.files[{i}]"),
+                                        value: Some(format!("{s:?}")),
+                                        message: format!("no such file ({})", p.display()),
+                                    });
+                                }
+                                files.push(p);
+                            }
+                            other => probs.push(Problem {
+                                key: format!("traffic.files[{i}]"),
+                                value: Some(show(other)),
+                                message: "expected a file path string".into(),
+                            }),
+                        }
+                    }
+                }
+                Some(v) => probs.push(Problem {
+                    key: "traffic.files".into(),
+                    value: Some(show(v)),
+                    message: "expected a non-empty array of pcap/pcapng paths".into(),
+                }),
+                None => probs.push(Problem {
+                    key: "traffic.files".into(),
+                    value: None,
+                    message: "required with source = \"trace\": an array of pcap/pcapng paths"
+                        .into(),
+                }),
+            }
+            let time_scale = t.float("time_scale", 1.0, &mut probs, |v| v > 0.0, "greater than 0");
+            let flow_multiply = t.int("flow_multiply", 1, 1, 65_535, &mut probs) as u32;
+            let lenient = t.boolean("lenient", false, &mut probs);
+            Traffic::Trace {
+                files,
+                time_scale,
+                flow_multiply,
+                lenient,
+            }
+        } else {
+            let overload = t.float(
+                "overload",
+                0.9,
+                &mut probs,
+                |v| v > 0.0 && v <= 1000.0,
+                "greater than 0 and at most 1000",
+            );
+            let kind = t.choice(
+                "sizes",
+                "imix",
+                &["imix", "constant", "uniform"],
+                &mut probs,
+            );
+            let sizes = match kind.as_str() {
+                "constant" => {
+                    let s = t.size("size", 1500, &mut probs);
+                    check_pkt(s, "traffic.size", &mut probs);
+                    SizeDist::Constant(s.clamp(1, 65535) as u32)
+                }
+                "uniform" => {
+                    let a = t.size("min_size", 40, &mut probs);
+                    let b = t.size("max_size", 1500, &mut probs);
+                    check_pkt(a, "traffic.min_size", &mut probs);
+                    check_pkt(b, "traffic.max_size", &mut probs);
+                    if a > b {
+                        probs.push(Problem {
+                            key: "traffic.min_size".into(),
+                            value: Some(format!("\"{a}B\"")),
+                            message: format!("expected at most traffic.max_size ({b}B)"),
+                        });
+                    }
+                    let (a, b) = (a.clamp(1, 65535) as u32, b.clamp(1, 65535) as u32);
+                    SizeDist::Uniform {
+                        min: a.min(b),
+                        max: b.max(a),
+                    }
+                }
+                _ => SizeDist::kim_imix(),
+            };
+            for k in ["size", "min_size", "max_size"] {
+                let belongs =
+                    (k == "size" && kind == "constant") || (k != "size" && kind == "uniform");
+                if t.present(k) && !belongs {
+                    probs.push(Problem {
+                        key: format!("traffic.{k}"),
+                        value: None,
+                        message: format!("does not apply to sizes = {kind:?}"),
+                    });
+                }
+            }
+            let akind = t.choice(
+                "arrivals",
+                "exponential",
+                &["constant", "exponential", "onoff"],
+                &mut probs,
+            );
+            let arrivals = match akind.as_str() {
+                "constant" => GapDist::Constant,
+                "onoff" => {
+                    let on_mean = t.duration("on_mean", Duration::from_millis(10), &mut probs);
+                    let off_mean = t.duration("off_mean", Duration::from_millis(40), &mut probs);
+                    for (k, v) in [("on_mean", on_mean), ("off_mean", off_mean)] {
+                        if v.is_zero() {
+                            probs.push(Problem {
+                                key: format!("traffic.{k}"),
+                                value: Some("\"0s\"".into()),
+                                message: "expected a positive duration".into(),
+                            });
+                        }
+                    }
+                    let shape = t.float(
+                        "pareto_shape",
+                        1.5,
+                        &mut probs,
+                        |v| v > 1.0,
+                        "greater than 1 (finite mean)",
+                    );
+                    GapDist::OnOff {
+                        on_mean,
+                        off_mean,
+                        shape,
+                    }
+                }
+                _ => GapDist::Exponential,
+            };
+            if akind != "onoff" {
+                for k in ["on_mean", "off_mean", "pareto_shape"] {
+                    if t.present(k) {
+                        probs.push(Problem {
+                            key: format!("traffic.{k}"),
+                            value: None,
+                            message: format!("does not apply to arrivals = {akind:?}"),
+                        });
+                    }
+                }
+            }
+            Traffic::Synthetic {
+                overload,
+                sizes,
+                arrivals,
+            }
+        };
+        for k in ["files", "time_scale", "flow_multiply", "lenient"] {
+            if source != "trace" {
+                t.used.insert(k.into());
+                if t.present(k) {
+                    probs.push(Problem {
+                        key: format!("traffic.{k}"),
+                        value: None,
+                        message: "only applies to source = \"trace\"".into(),
+                    });
+                }
+            }
+        }
+        if source == "trace" {
+            for k in [
+                "overload",
+                "sizes",
+                "size",
+                "min_size",
+                "max_size",
+                "arrivals",
+                "on_mean",
+                "off_mean",
+                "pareto_shape",
+            ] {
+                t.used.insert(k.into());
+                if t.present(k) {
+                    probs.push(Problem {
+                        key: format!("traffic.{k}"),
+                        value: None,
+                        message: "only applies to source = \"synthetic\"".into(),
+                    });
+                }
+            }
+        }
+        t.finish(&mut probs);
+
+        let sc = Scenario {
+            model,
+            seed,
+            duration,
+            warmup,
+            replications,
+            sample_interval,
+            memory_budget,
+            max_events,
+            link_rate,
+            scheduler,
+            quantum,
+            queues,
+            buffer,
+            traffic,
+        };
+        if probs.is_empty() {
+            let need = sc.estimate_memory(1);
+            if need > sc.memory_budget {
+                probs.push(Problem {
+                    key: "queues.count".into(),
+                    value: Some(sc.queues.to_string()),
+                    message: format!(
+                        "the estimated state of one replication is {} (queues x per-queue state + worst-case buffered packets), above run.memory_budget = {}; lower queues.count or queues.buffer, or raise run.memory_budget",
+                        human_bytes(need),
+                        human_bytes(sc.memory_budget)
+                    ),
+                });
+            }
+        }
+        if probs.is_empty() {
+            Ok(sc)
+        } else {
+            Err(Problems {
+                file: file.into(),
+                list: probs,
+            })
+        }
+    }
+
+    /// The sampling interval of time series (duration / 100 when not configured).
+    pub fn sample_every(&self) -> Duration {
+        self.sample_interval
+    }
+
+    /// Upper estimate of the memory `parallel` replications running at once need, in bytes:
+    /// per-queue state (queue record, arrival generator, DRR list entry, pending arrival event)
+    /// plus the packet-node pool in the worst case (every buffer full of minimum-size packets).
+    pub fn estimate_memory(&self, parallel: u32) -> u64 {
+        let n = self.queues as u128;
+        let per_queue = 32 + 64 + 8 + 48 + 16; // see models::link for the layout
+        let min_pkt = match &self.traffic {
+            Traffic::Synthetic { sizes, .. } => sizes.min().max(1) as u128,
+            Traffic::Trace { .. } => 40,
+        };
+        let nodes = n * (self.buffer as u128 / min_pkt + 1);
+        let series =
+            2 * 3 * 16 * (self.duration.as_nanos() / self.sample_every().as_nanos().max(1)) as u128;
+        let total = (n * per_queue + nodes * 16 + series + (1 << 20)) * parallel.max(1) as u128;
+        u64::try_from(total).unwrap_or(u64::MAX)
+    }
+
+    /// The scenario with every default filled in, as TOML (the `scenario.resolved.toml` body).
+    pub fn to_toml(&self) -> toml::Table {
+        let mut root = toml::Table::new();
+        root.insert("model".into(), self.model.clone().into());
+        let mut run = toml::Table::new();
+        run.insert("seed".into(), (self.seed as i64).into());
+        run.insert("duration".into(), self.duration.to_string().into());
+        run.insert("warmup".into(), self.warmup.to_string().into());
+        run.insert("replications".into(), (self.replications as i64).into());
+        run.insert(
+            "sample_interval".into(),
+            self.sample_every().to_string().into(),
+        );
+        run.insert("memory_budget".into(), fmt_size(self.memory_budget).into());
+        run.insert("max_events".into(), (self.max_events as i64).into());
+        root.insert("run".into(), run.into());
+        let mut link = toml::Table::new();
+        link.insert("rate".into(), self.link_rate.to_string().into());
+        link.insert("scheduler".into(), self.scheduler.clone().into());
+        link.insert("quantum".into(), fmt_size(self.quantum).into());
+        root.insert("link".into(), link.into());
+        let mut q = toml::Table::new();
+        q.insert("count".into(), (self.queues as i64).into());
+        q.insert("buffer".into(), fmt_size(self.buffer).into());
+        root.insert("queues".into(), q.into());
+        let mut t = toml::Table::new();
+        match &self.traffic {
+            Traffic::Synthetic {
+                overload,
+                sizes,
+                arrivals,
+            } => {
+                t.insert("source".into(), "synthetic".into());
+                t.insert("overload".into(), (*overload).into());
+                match sizes {
+                    SizeDist::Constant(s) => {
+                        t.insert("sizes".into(), "constant".into());
+                        t.insert("size".into(), format!("{s}B").into());
+                    }
+                    SizeDist::Uniform { min, max } => {
+                        t.insert("sizes".into(), "uniform".into());
+                        t.insert("min_size".into(), format!("{min}B").into());
+                        t.insert("max_size".into(), format!("{max}B").into());
+                    }
+                    SizeDist::Empirical(_) => {
+                        t.insert("sizes".into(), "imix".into());
+                    }
+                }
+                match arrivals {
+                    GapDist::Constant => {
+                        t.insert("arrivals".into(), "constant".into());
+                    }
+                    GapDist::Exponential => {
+                        t.insert("arrivals".into(), "exponential".into());
+                    }
+                    GapDist::OnOff {
+                        on_mean,
+                        off_mean,
+                        shape,
+                    } => {
+                        t.insert("arrivals".into(), "onoff".into());
+                        t.insert("on_mean".into(), on_mean.to_string().into());
+                        t.insert("off_mean".into(), off_mean.to_string().into());
+                        t.insert("pareto_shape".into(), (*shape).into());
+                    }
+                }
+            }
+            Traffic::Trace {
+                files,
+                time_scale,
+                flow_multiply,
+                lenient,
+            } => {
+                t.insert("source".into(), "trace".into());
+                t.insert(
+                    "files".into(),
+                    toml::Value::Array(
+                        files
+                            .iter()
+                            .map(|f| f.display().to_string().into())
+                            .collect(),
+                    ),
+                );
+                t.insert("time_scale".into(), (*time_scale).into());
+                t.insert("flow_multiply".into(), (*flow_multiply as i64).into());
+                t.insert("lenient".into(), (*lenient).into());
+            }
+        }
+        root.insert("traffic".into(), t.into());
+        root
+    }
+}
+
+fn check_pkt(s: u64, key: &str, probs: &mut Vec<Problem>) {
+    if !(1..=65535).contains(&s) {
+        probs.push(Problem {
+            key: key.into(),
+            value: Some(format!("\"{s}B\"")),
+            message: "expected a packet size from 1B to 65535B".into(),
+        });
+    }
+}
+
+/// `1.5 GiB`-style formatting for messages.
+pub fn human_bytes(b: u64) -> String {
+    let f = b as f64;
+    for (s, u) in [
+        (1u64 << 40, "TiB"),
+        (1 << 30, "GiB"),
+        (1 << 20, "MiB"),
+        (1 << 10, "KiB"),
+    ] {
+        if b >= s {
+            return format!("{:.1} {u}", f / s as f64);
+        }
+    }
+    format!("{b} B")
+}
+
+/// Applies a `--set key.path=value` override to a parsed table. The value is read as a TOML
+/// value when it parses as one (numbers, booleans, arrays), else taken as a string.
+pub fn set_key(root: &mut toml::Table, path: &str, value: &str) -> Result<(), String> {
+    let parsed: toml::Value = toml::from_str::<toml::Table>(&format!("v = {value}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_string()));
+    let parts: Vec<&str> = path.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(format!(
+            "bad key path {path:?}: expected dotted keys such as link.rate"
+        ));
+    }
+    let mut t = root;
+    for p in &parts[..parts.len() - 1] {
+        let e = t
+            .entry(p.to_string())
+            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        t = match e {
+            toml::Value::Table(tt) => tt,
+            _ => return Err(format!("key path {path:?}: {p} is not a table")),
+        };
+    }
+    t.insert(parts[parts.len() - 1].to_string(), parsed);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(s: &str) -> Result<Scenario, Problems> {
+        Scenario::parse(s, "t.toml", Path::new("."))
+    }
+
+    #[test]
+    fn defaults_fill_in() {
+        let s = parse("").unwrap();
+        assert_eq!(s.queues, 16);
+        assert_eq!(s.link_rate, Rate::gbps(10));
+        let again = Scenario::from_table(&s.to_toml(), "r.toml", Path::new(".")).unwrap();
+        assert_eq!(
+            again, s,
+            "the resolved scenario parses back to the same scenario"
+        );
+    }
+
+    #[test]
+    fn every_problem_is_reported() {
+        let e = parse(
+            "[link]\nrate = \"10\"\nspeed = 3\n[queues]\ncount = 0\n[traffic]\noverload = -1\n",
+        )
+        .unwrap_err();
+        let keys: Vec<&str> = e.list.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(
+            keys,
+            vec![
+                "link.rate",
+                "link.speed",
+                "queues.count",
+                "traffic.overload"
+            ],
+            "{e}"
+        );
+        let msg = e.to_string();
+        assert!(
+            msg.contains("t.toml: key `link.rate` = \"10\": missing unit"),
+            "{msg}"
+        );
+        assert!(msg.contains("unknown key"), "{msg}");
+    }
+
+    #[test]
+    fn memory_budget_refuses_before_allocating() {
+        let e = parse("[queues]\ncount = 100000000\n").unwrap_err();
+        assert!(e.to_string().contains("above run.memory_budget"), "{e}");
+    }
+
+    #[test]
+    fn set_key_overrides() {
+        let mut t: toml::Table = toml::from_str("[link]\nrate = \"1Gbps\"").unwrap();
+        set_key(&mut t, "link.rate", "40Gbps").unwrap();
+        set_key(&mut t, "queues.count", "64").unwrap();
+        let s = Scenario::from_table(&t, "x", Path::new(".")).unwrap();
+        assert_eq!(s.link_rate, Rate::gbps(40));
+        assert_eq!(s.queues, 64);
+    }
+}

@@ -1,0 +1,274 @@
+//! Real trace input: streaming pcap / pcapng reading ([`reader`]), link-layer decoding
+//! ([`decode`]), a time-ordered merge of several files, and the transformations used to turn
+//! small captures into router-scale workloads ([`TraceSource`]): rebasing to time zero, speeding
+//! up by a factor, and flow multiplication. [`stats`] summarises traces for `npqos trace stats`;
+//! [`writer`] writes pcap files (test corpora, generated workloads).
+
+pub mod decode;
+pub mod reader;
+pub mod stats;
+pub mod writer;
+
+use decode::{decode, NonIp, PacketMeta};
+use npqos_core::flow::FlowKey;
+use npqos_core::Instant;
+use rand::Rng;
+pub use reader::{Format, ReaderCounters, TraceError, TraceReader};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::path::PathBuf;
+
+/// One record of a (merged) trace, decoded.
+#[derive(Clone, Copy, Debug)]
+pub struct TracePacket {
+    /// Timestamp (absolute in a [`Merge`], rebased and scaled in a [`TraceSource`]).
+    pub ts: Instant,
+    pub wire_len: u32,
+    pub link: u16,
+    /// The 5-tuple, or why the record is not an IP packet.
+    pub flow: Result<FlowKey, NonIp>,
+    /// Index of the file it came from.
+    pub file: usize,
+}
+
+/// Several trace files merged into one stream in timestamp order. Equal timestamps are taken
+/// from the lower file index first, and within one file in file order, so the merge is
+/// deterministic. Records within one file that go back in time are passed on as they are
+/// (captures are not always sorted); the merge only orders across files.
+pub struct Merge {
+    readers: Vec<TraceReader>,
+    heads: Vec<Option<TracePacket>>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+}
+
+impl Merge {
+    pub fn open(paths: &[PathBuf], lenient: bool) -> Result<Self, TraceError> {
+        let mut readers = Vec::with_capacity(paths.len());
+        for p in paths {
+            readers.push(TraceReader::open(p, lenient)?);
+        }
+        let mut m = Merge {
+            heads: vec![None; readers.len()],
+            readers,
+            heap: BinaryHeap::new(),
+        };
+        for i in 0..m.readers.len() {
+            m.advance(i)?;
+        }
+        Ok(m)
+    }
+
+    fn advance(&mut self, i: usize) -> Result<(), TraceError> {
+        let next = self.readers[i].next()?.map(|rec| TracePacket {
+            ts: Instant::from_nanos(rec.ts_ns),
+            wire_len: rec.orig_len,
+            link: rec.link,
+            flow: decode(&rec).map(|m: PacketMeta| m.flow),
+            file: i,
+        });
+        if let Some(p) = &next {
+            self.heap.push(Reverse((p.ts.as_nanos(), i)));
+        }
+        self.heads[i] = next;
+        Ok(())
+    }
+
+    /// The next record in time order.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<TracePacket>, TraceError> {
+        let Some(Reverse((_, i))) = self.heap.pop() else {
+            return Ok(None);
+        };
+        let p = self.heads[i].take().expect("heap entry has a head");
+        self.advance(i)?;
+        Ok(Some(p))
+    }
+
+    /// Sum of the readers' lenient-mode counters.
+    pub fn counters(&self) -> ReaderCounters {
+        let mut c = ReaderCounters::default();
+        for r in &self.readers {
+            let rc = r.counters();
+            c.corrupt_skipped += rc.corrupt_skipped;
+            c.abandoned_tail |= rc.abandoned_tail;
+        }
+        c
+    }
+}
+
+/// How a trace is turned into a workload.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceOptions {
+    pub files: Vec<PathBuf>,
+    pub lenient: bool,
+    /// Speed-up factor (> 0): inter-packet times are divided by it. 1 keeps the original pace.
+    pub time_scale: f64,
+    /// Number of copies of the trace overlaid (>= 1); see [`TraceSource`].
+    pub flow_multiply: u32,
+}
+
+/// A trace as a workload: the files merged, rebased so the first packet is at time zero,
+/// sped up by `time_scale`, and overlaid `flow_multiply` times.
+///
+/// Flow multiplication follows the everest paper's trace scaling ("we scale the number of flows
+/// observed in unit time, and retain the flow level properties", everest section 5): copy `j`
+/// of the trace is rotated in time by an offset `o_j` drawn uniformly from `[0, D)` (`D` the
+/// trace duration; copy 0 is not rotated) — packets after `D - o_j` wrap to the start — and its
+/// flows get distinct keys (the copy index is XORed into a source-address byte). The result has
+/// the same duration, `k` times the flows and packets per unit time, and every flow keeps its
+/// packet sizes and inter-packet gaps. Rotation needs the duration first, so `k > 1` reads the
+/// files once more up front; each copy streams its two segments one after the other, so memory
+/// stays constant and `k x files` readers are open at once.
+pub struct TraceSource {
+    copies: Vec<Copy>,
+    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    heads: Vec<Option<TracePacket>>,
+    opts: TraceOptions,
+    first_ts: u64,
+    duration: u64,
+    counters: ReaderCounters,
+}
+
+struct Copy {
+    index: u32,
+    /// Offset o_j in original (unscaled) nanoseconds.
+    offset: u64,
+    /// 0: emitting the wrapped tail segment, 1: the head segment, 2: done.
+    phase: u8,
+    merge: Option<Merge>,
+}
+
+impl TraceSource {
+    /// Opens the trace. `rng` draws the flow-multiplication offsets (unused when `k == 1`).
+    pub fn open<R: Rng + ?Sized>(opts: TraceOptions, rng: &mut R) -> Result<Self, TraceError> {
+        let k = opts.flow_multiply.max(1);
+        let mut probe = Merge::open(&opts.files, opts.lenient)?;
+        let first_ts = probe.next()?.map(|p| p.ts.as_nanos()).unwrap_or(0);
+        let mut duration = 1u64;
+        if k > 1 {
+            let mut last = first_ts;
+            while let Some(p) = probe.next()? {
+                last = last.max(p.ts.as_nanos());
+            }
+            duration = last.saturating_sub(first_ts) + 1;
+        }
+        drop(probe);
+        let copies: Vec<Copy> = (0..k)
+            .map(|j| {
+                let offset = if j == 0 {
+                    0
+                } else {
+                    rng.random_range(0..duration)
+                };
+                Copy {
+                    index: j,
+                    offset,
+                    phase: if offset == 0 { 1 } else { 0 },
+                    merge: None,
+                }
+            })
+            .collect();
+        let mut s = TraceSource {
+            heads: vec![None; copies.len()],
+            copies,
+            heap: BinaryHeap::new(),
+            opts,
+            first_ts,
+            duration,
+            counters: ReaderCounters::default(),
+        };
+        for j in 0..s.copies.len() {
+            s.advance(j)?;
+        }
+        Ok(s)
+    }
+
+    /// Lenient-mode counters of every reader opened so far (each copy counts its own reads).
+    pub fn counters(&self) -> ReaderCounters {
+        let mut c = self.counters;
+        for cp in &self.copies {
+            if let Some(m) = &cp.merge {
+                let mc = m.counters();
+                c.corrupt_skipped += mc.corrupt_skipped;
+                c.abandoned_tail |= mc.abandoned_tail;
+            }
+        }
+        c
+    }
+
+    /// Duration of the original trace in nanoseconds (only measured when `flow_multiply > 1`).
+    pub fn original_duration_ns(&self) -> u64 {
+        self.duration
+    }
+
+    fn retire(&mut self, j: usize) {
+        if let Some(m) = self.copies[j].merge.take() {
+            let mc = m.counters();
+            self.counters.corrupt_skipped += mc.corrupt_skipped;
+            self.counters.abandoned_tail |= mc.abandoned_tail;
+        }
+    }
+
+    /// Loads the next packet of copy `j` into `heads[j]`.
+    fn advance(&mut self, j: usize) -> Result<(), TraceError> {
+        loop {
+            let cp = &mut self.copies[j];
+            if cp.phase >= 2 {
+                self.heads[j] = None;
+                return Ok(());
+            }
+            if cp.merge.is_none() {
+                cp.merge = Some(Merge::open(&self.opts.files, self.opts.lenient)?);
+            }
+            let cut = self.duration - cp.offset; // phase 0 keeps rel >= cut, phase 1 rel < cut
+            let next = cp.merge.as_mut().expect("opened").next()?;
+            let Some(mut p) = next else {
+                cp.phase += 1;
+                self.retire(j);
+                continue;
+            };
+            let rel = p.ts.as_nanos().saturating_sub(self.first_ts);
+            let cp = &mut self.copies[j];
+            let shifted = match cp.phase {
+                0 if rel >= cut => rel - cut,
+                0 => continue,
+                _ if cp.offset == 0 => rel,
+                _ if rel < cut => rel + cp.offset,
+                _ => {
+                    cp.phase = 2;
+                    self.retire(j);
+                    continue;
+                }
+            };
+            let scaled = if self.opts.time_scale == 1.0 {
+                shifted
+            } else {
+                (shifted as f64 / self.opts.time_scale).round() as u64
+            };
+            p.ts = Instant::from_nanos(scaled);
+            if cp.index > 0 {
+                if let Ok(f) = &mut p.flow {
+                    // Distinct keys per copy: XOR the copy index into a source-address byte
+                    // (the first IPv4 octet, or the second IPv6 byte).
+                    let at = if f.is_v6 { 1 } else { 12 };
+                    f.src[at] ^= (cp.index & 0xff) as u8;
+                    f.src[at + 1] ^= (cp.index >> 8) as u8;
+                }
+            }
+            self.heap.push(Reverse((p.ts.as_nanos(), j)));
+            self.heads[j] = Some(p);
+            return Ok(());
+        }
+    }
+
+    /// The next packet of the workload, in time order.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<TracePacket>, TraceError> {
+        let Some(Reverse((_, j))) = self.heap.pop() else {
+            return Ok(None);
+        };
+        let p = self.heads[j].take().expect("heap entry has a head");
+        self.advance(j)?;
+        Ok(Some(p))
+    }
+}
