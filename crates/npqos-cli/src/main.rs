@@ -1,1 +1,170 @@
-fn main() {}
+//! `npqos`: run scenarios, reproduce the papers' experiments, inspect traces, size structures
+//! with analytical models, and sweep parameters. See `npqos --help`.
+
+mod commands;
+mod error;
+mod output;
+mod plots;
+mod progress;
+
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(name = "npqos", version, about = "Network-processor QoS: library, simulator and tool", long_about = None,
+    after_help = "Examples:\n  npqos list\n  npqos reproduce kim-table1 --quick\n  npqos run scenarios/demo.toml --out results/demo\n  npqos trace stats capture.pcap --json\n  npqos model kim --queues 1000000 --link 100Gbps --overload 1.29\n  npqos sweep scenarios/demo.toml --set traffic.overload=0.5,0.9,1.2 --jobs 2\n\nExit codes: 0 success, 1 internal failure, 2 bad input, 130 interrupted (partial results written).")]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Run a scenario file and write a results directory
+    #[command(
+        after_help = "Examples:\n  npqos run scenarios/demo.toml\n  npqos run scenarios/demo.toml --seed 7 --threads 2 --out results/demo-7"
+    )]
+    Run {
+        /// Scenario file (TOML)
+        scenario: PathBuf,
+        /// Output directory [default: results/run/<scenario name>]
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override the scenario's seed
+        #[arg(long)]
+        seed: Option<u64>,
+        /// Worker threads for replications (results do not depend on it)
+        #[arg(long, default_value_t = 1)]
+        threads: usize,
+        /// No progress bar and no summary on stdout
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// List the reproducible experiments: id, tab, description
+    List,
+    /// Reproduce experiments of the papers side by side with the papers' numbers
+    #[command(
+        after_help = "Examples:\n  npqos reproduce kim-table1\n  npqos reproduce all --quick --out results/quick"
+    )]
+    Reproduce {
+        /// Experiment ids (see `npqos list`) or `all`
+        #[arg(required = true)]
+        ids: Vec<String>,
+        /// Reduced-scale version (well under a minute each)
+        #[arg(long)]
+        quick: bool,
+        /// Output directory; each experiment writes to a subdirectory named by its id
+        #[arg(long)]
+        out: Option<PathBuf>,
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// Packet-trace tools
+    #[command(subcommand)]
+    Trace(TraceCmd),
+    /// Analytical models as sizing tools
+    #[command(
+        after_help = "Examples:\n  npqos model kim --queues 1000000 --link 100Gbps --overload 1.29\n  npqos model kim --queues 512000 --link 400Gbps --sizes uniform --json"
+    )]
+    Model {
+        /// Paper short name (kim)
+        short: String,
+        #[command(flatten)]
+        args: commands::model::ModelArgs,
+    },
+    /// Run a scenario over a grid of parameter values, in parallel
+    #[command(
+        after_help = "Examples:\n  npqos sweep scenarios/demo.toml --set traffic.overload=0.5,0.9,1.2\n  npqos sweep scenarios/demo.toml --set queues.count=8,64 --set link.rate=10Gbps,40Gbps --jobs 2 --out results/grid"
+    )]
+    Sweep {
+        scenario: PathBuf,
+        /// KEY=V1,V2,...: a dotted scenario key and its values (repeatable; the grid is the product)
+        #[arg(long = "set", required = true)]
+        sets: Vec<String>,
+        /// Points run in parallel
+        #[arg(long, default_value_t = 1)]
+        jobs: usize,
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override the scenario's seed (every point uses the same seed: common random numbers)
+        #[arg(long)]
+        seed: Option<u64>,
+        #[arg(long)]
+        quiet: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum TraceCmd {
+    /// Packets, bytes, duration, sizes, link types, flows of pcap / pcapng files
+    #[command(
+        after_help = "Examples:\n  npqos trace stats a.pcap b.pcapng\n  npqos trace stats *.pcap --json"
+    )]
+    Stats {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// One JSON array: an object per file, then a `total` object when several files are given
+        #[arg(long)]
+        json: bool,
+        /// Skip and count corrupt records instead of failing
+        #[arg(long)]
+        lenient: bool,
+    },
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("NPQOS_LOG")
+                .unwrap_or_else(|_| "warn".into()),
+        )
+        .init();
+    let cli = Cli::parse();
+    let r = match cli.cmd {
+        Cmd::Run {
+            scenario,
+            out,
+            seed,
+            threads,
+            quiet,
+        } => commands::run::run(&scenario, out, seed, threads, quiet),
+        Cmd::List => commands::reproduce::list(),
+        Cmd::Reproduce {
+            ids,
+            quick,
+            out,
+            seed,
+            quiet,
+        } => commands::reproduce::reproduce(&ids, quick, out, seed, quiet),
+        Cmd::Trace(TraceCmd::Stats {
+            files,
+            json,
+            lenient,
+        }) => commands::trace::stats(&files, json, lenient),
+        Cmd::Model { short, args } => commands::model::model(&short, &args),
+        Cmd::Sweep {
+            scenario,
+            sets,
+            jobs,
+            out,
+            seed,
+            quiet,
+        } => commands::sweep::sweep(&scenario, &sets, jobs, out, seed, quiet),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let code = error::exit_code(&e);
+            if e.downcast_ref::<npqos_sim::scenario::Problems>().is_some() {
+                eprint!("error: {e}");
+            } else {
+                eprintln!("error: {e:#}");
+            }
+            ExitCode::from(code as u8)
+        }
+    }
+}

@@ -1,0 +1,6 @@
+//! One module per subcommand.
+pub mod model;
+pub mod reproduce;
+pub mod run;
+pub mod sweep;
+pub mod trace;

@@ -1,0 +1,215 @@
+//! `npqos run`: validate a scenario, run its replications (in parallel if asked), write results.
+
+use crate::error::{bad, from_trace, Interrupted};
+use crate::output::{self, Meta};
+use crate::progress::Progress;
+use anyhow::Result;
+use npqos_sim::models::link;
+use npqos_sim::results::{Output, RunResult};
+use npqos_sim::scenario::{human_bytes, Scenario};
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// The process-wide Ctrl-C flag (installed once).
+pub fn interrupt_flag() -> Arc<AtomicBool> {
+    static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+    FLAG.get_or_init(|| {
+        let f = Arc::new(AtomicBool::new(false));
+        let g = f.clone();
+        if let Err(e) = ctrlc::set_handler(move || g.store(true, Ordering::Relaxed)) {
+            tracing::warn!("cannot install the Ctrl-C handler: {e}");
+        }
+        f
+    })
+    .clone()
+}
+
+/// Reads and validates a scenario file; problems are bad input (exit 2).
+pub fn load(path: &Path) -> Result<(toml::Table, Scenario)> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| bad(format!("{}: cannot read scenario: {e}", path.display())))?;
+    let base = path.parent().unwrap_or(Path::new("."));
+    let table: toml::Table = toml::from_str(&text).map_err(|e| {
+        bad(format!(
+            "{}: TOML syntax error: {}",
+            path.display(),
+            e.to_string().trim()
+        ))
+    })?;
+    let sc = Scenario::from_table(&table, &path.display().to_string(), base)?;
+    Ok((table, sc))
+}
+
+/// Seed of replication `i`: the scenario seed plus `i`.
+pub fn replication_seed(seed: u64, i: u32) -> u64 {
+    seed.wrapping_add(i as u64)
+}
+
+/// Runs every replication of `sc` on `threads` workers. Results are in replication order,
+/// whatever the number of threads. Stops early (keeping finished and partial runs) when
+/// `interrupt` is raised.
+pub fn execute(
+    sc: &Scenario,
+    id: &str,
+    threads: usize,
+    interrupt: &Arc<AtomicBool>,
+    progress: &Progress,
+) -> Result<Output> {
+    let n = sc.replications as usize;
+    let next = AtomicUsize::new(0);
+    let slots: Mutex<Vec<Option<Result<RunResult, npqos_sim::trace::TraceError>>>> =
+        Mutex::new((0..n).map(|_| None).collect());
+    let done_ns: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
+    let total_ns = sc.duration.as_nanos() as f64 * n as f64;
+    std::thread::scope(|s| {
+        for _ in 0..threads.clamp(1, n) {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n || interrupt.load(Ordering::Relaxed) {
+                    return;
+                }
+                let seed = replication_seed(sc.seed, i as u32);
+                let r = link::run(sc, seed, Some(interrupt.clone()), &mut |now| {
+                    done_ns[i].store(now.as_nanos(), Ordering::Relaxed);
+                    let sum: u64 = done_ns.iter().map(|a| a.load(Ordering::Relaxed)).sum();
+                    progress.set(sum as f64 / total_ns);
+                });
+                slots.lock().expect("no worker panicked")[i] = Some(r);
+            });
+        }
+    });
+    let mut out = Output {
+        id: id.to_string(),
+        ..Default::default()
+    };
+    for (i, r) in slots
+        .into_inner()
+        .expect("no worker panicked")
+        .into_iter()
+        .enumerate()
+    {
+        let Some(r) = r else { continue };
+        let mut r = r.map_err(from_trace)?;
+        r.label = format!("rep{i}");
+        r.params.insert("replication".into(), json!(i));
+        out.runs.push(r);
+    }
+    out.aggregate_runs();
+    Ok(out)
+}
+
+pub fn run(
+    path: &Path,
+    out: Option<PathBuf>,
+    seed: Option<u64>,
+    threads: usize,
+    quiet: bool,
+) -> Result<()> {
+    let (_, mut sc) = load(path)?;
+    if let Some(s) = seed {
+        sc.seed = s;
+    }
+    let parallel = threads.clamp(1, sc.replications as usize) as u32;
+    let need = sc.estimate_memory(parallel);
+    if need > sc.memory_budget {
+        return Err(bad(format!(
+            "{}: {parallel} replications in parallel need an estimated {}, above run.memory_budget = {}; use fewer --threads or raise the budget",
+            path.display(),
+            human_bytes(need),
+            human_bytes(sc.memory_budget)
+        )));
+    }
+    let name = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().to_string())
+        .unwrap_or_else(|| "scenario".into());
+    let dir = out.unwrap_or_else(|| output::default_dir("run", &name));
+    let flag = interrupt_flag();
+    let progress = Progress::new(&name, quiet);
+    let started = std::time::SystemTime::now();
+    let t0 = std::time::Instant::now();
+    let result = execute(&sc, &name, threads, &flag, &progress)?;
+    progress.finish();
+    let elapsed = t0.elapsed().as_secs_f64();
+    let events: u64 = result.runs.iter().map(|r| r.events).sum();
+    let meta = Meta {
+        kind: "run",
+        seed: sc.seed,
+        resolved: Some(sc.to_toml()),
+        extra: serde_json::Map::from_iter([
+            ("scenario".to_string(), json!(name)),
+            ("replications".to_string(), json!(sc.replications)),
+        ]),
+        run_info: run_info(started, elapsed, events, threads),
+        seeds: (0..sc.replications)
+            .map(|i| replication_seed(sc.seed, i))
+            .collect(),
+    };
+    output::write_all(&dir, &result, &meta)?;
+    if !quiet {
+        print_aggregate(&result);
+        println!("results: {}", dir.display());
+    }
+    if !result.complete() || flag.load(Ordering::Relaxed) {
+        return Err(Interrupted(dir.display().to_string()).into());
+    }
+    Ok(())
+}
+
+/// Non-deterministic metadata for run.json.
+pub fn run_info(
+    started: std::time::SystemTime,
+    elapsed: f64,
+    events: u64,
+    threads: usize,
+) -> serde_json::Map<String, serde_json::Value> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|s| s.trim().to_string())
+        .unwrap_or_default();
+    let secs = started
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    serde_json::Map::from_iter([
+        ("started_unix_s".to_string(), json!(secs)),
+        ("wall_clock_s".to_string(), json!(elapsed)),
+        ("events".to_string(), json!(events)),
+        (
+            "events_per_s".to_string(),
+            json!(if elapsed > 0.0 {
+                events as f64 / elapsed
+            } else {
+                0.0
+            }),
+        ),
+        ("threads".to_string(), json!(threads)),
+        ("host".to_string(), json!(host)),
+        (
+            "args".to_string(),
+            json!(std::env::args().collect::<Vec<_>>()),
+        ),
+        (
+            "cwd".to_string(),
+            json!(std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default()),
+        ),
+    ])
+}
+
+fn print_aggregate(out: &Output) {
+    let n = out.runs.len();
+    for (name, mean, ci, unit) in &out.aggregate {
+        if n > 1 {
+            println!(
+                "{name:>20}  {} ± {} {unit}",
+                output::num(*mean),
+                output::num(*ci)
+            );
+        } else {
+            println!("{name:>20}  {} {unit}", output::num(*mean));
+        }
+    }
+}

@@ -1,0 +1,436 @@
+//! Writes a results directory (DESIGN "Results layout"): `scenario.resolved.toml`,
+//! `summary.json` (deterministic), `run.json` (wall clock, host: not deterministic),
+//! `results.sqlite`, CSV exports, SVG plots, `report.md` and, for reproductions,
+//! `comparison.json`. Every file is written to a temporary name and renamed into place, so a
+//! crash never leaves a half-written file that looks complete.
+
+use crate::plots;
+use anyhow::{Context, Result};
+use npqos_sim::results::{Output, PlotSpec};
+use rusqlite::{params, Connection};
+use serde_json::{json, Value};
+use std::fmt::Write as _;
+use std::fs;
+use std::path::{Path, PathBuf};
+
+/// Writes `bytes` to `dir/name` atomically (temporary file in the same directory, then rename).
+pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
+    let tmp = dir.join(format!(".{name}.tmp"));
+    let dst = dir.join(name);
+    fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
+    fs::rename(&tmp, &dst)
+        .with_context(|| format!("renaming {} to {}", tmp.display(), dst.display()))?;
+    Ok(())
+}
+
+/// What kind of output directory this is, with the context its files need.
+pub struct Meta {
+    /// `run`, `reproduce` or `sweep-point`.
+    pub kind: &'static str,
+    pub seed: u64,
+    /// Body of `scenario.resolved.toml` (without the meta table), if a scenario was run.
+    pub resolved: Option<toml::Table>,
+    /// Extra deterministic fields for summary.json.
+    pub extra: serde_json::Map<String, Value>,
+    /// Non-deterministic run metadata for run.json.
+    pub run_info: serde_json::Map<String, Value>,
+    pub seeds: Vec<u64>,
+}
+
+pub fn version() -> &'static str {
+    env!("CARGO_PKG_VERSION")
+}
+pub fn git_commit() -> &'static str {
+    env!("NPQOS_GIT_COMMIT")
+}
+
+/// The deterministic summary of an output.
+pub fn summary_json(out: &Output, meta: &Meta) -> Value {
+    let mut scalars = serde_json::Map::new();
+    for (name, mean, ci, unit) in &out.aggregate {
+        scalars.insert(
+            name.clone(),
+            json!({"value": finite(*mean), "ci95": finite(*ci), "unit": unit}),
+        );
+    }
+    let runs: Vec<Value> = out
+        .runs
+        .iter()
+        .zip(meta.seeds.iter().chain(std::iter::repeat(&meta.seed)))
+        .map(|(r, seed)| {
+            let sc: serde_json::Map<String, Value> = r.scalars.iter().map(|s| (s.name.clone(), finite(s.value))).collect();
+            json!({"label": r.label, "seed": seed, "params": r.params, "complete": r.complete, "stop_reason": r.stop_reason,
+                   "events": r.events, "sim_time_ns": r.sim_time_ns, "scalars": sc})
+        })
+        .collect();
+    let mut m = serde_json::Map::new();
+    m.insert("npqos_version".into(), json!(version()));
+    m.insert("kind".into(), json!(meta.kind));
+    m.insert("id".into(), json!(out.id));
+    m.insert("seed".into(), json!(meta.seed));
+    m.insert("complete".into(), json!(out.complete()));
+    for (k, v) in &meta.extra {
+        m.insert(k.clone(), v.clone());
+    }
+    m.insert("scalars".into(), Value::Object(scalars));
+    m.insert("runs".into(), Value::Array(runs));
+    Value::Object(m)
+}
+
+fn finite(v: f64) -> Value {
+    if v.is_finite() {
+        json!(v)
+    } else {
+        Value::Null
+    }
+}
+
+/// Writes the whole results directory for `out` into `dir`.
+pub fn write_all(dir: &Path, out: &Output, meta: &Meta) -> Result<()> {
+    fs::create_dir_all(dir)
+        .with_context(|| format!("creating output directory {}", dir.display()))?;
+    if let Some(resolved) = &meta.resolved {
+        let mut t = resolved.clone();
+        let mut m = toml::Table::new();
+        m.insert("seed".into(), (meta.seed as i64).into());
+        m.insert("npqos_version".into(), version().into());
+        m.insert("git_commit".into(), git_commit().into());
+        t.insert("meta".into(), m.into());
+        let text = format!(
+            "# Every parameter of this run with defaults filled in (written by npqos).\n{}",
+            toml::to_string(&t)?
+        );
+        write_atomic(dir, "scenario.resolved.toml", text.as_bytes())?;
+    }
+    let summary = summary_json(out, meta);
+    write_atomic(
+        dir,
+        "summary.json",
+        format!("{}\n", serde_json::to_string_pretty(&summary)?).as_bytes(),
+    )?;
+    let mut info = meta.run_info.clone();
+    info.insert("npqos_version".into(), json!(version()));
+    info.insert("git_commit".into(), json!(git_commit()));
+    write_atomic(
+        dir,
+        "run.json",
+        format!("{}\n", serde_json::to_string_pretty(&Value::Object(info))?).as_bytes(),
+    )?;
+    if !out.comparisons.is_empty() || meta.kind == "reproduce" {
+        let c =
+            json!({"id": out.id, "comparisons": out.comparisons, "assumptions": out.assumptions});
+        write_atomic(
+            dir,
+            "comparison.json",
+            format!("{}\n", serde_json::to_string_pretty(&c)?).as_bytes(),
+        )?;
+    }
+    write_sqlite(dir, out, meta)?;
+    write_csvs(dir, out)?;
+    let plot_files = write_plots(dir, out)?;
+    write_atomic(
+        dir,
+        "report.md",
+        report_md(out, meta, &plot_files).as_bytes(),
+    )?;
+    Ok(())
+}
+
+fn write_sqlite(dir: &Path, out: &Output, meta: &Meta) -> Result<()> {
+    let tmp = dir.join(".results.sqlite.tmp");
+    let _ = fs::remove_file(&tmp);
+    {
+        let mut db =
+            Connection::open(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        create_schema(&db)?;
+        let tx = db.transaction()?;
+        insert_output(&tx, out, meta, &Value::Null)?;
+        tx.commit()?;
+    }
+    fs::rename(&tmp, dir.join("results.sqlite"))?;
+    Ok(())
+}
+
+/// Creates the results schema (shared by run, reproduce and sweep databases).
+pub fn create_schema(db: &Connection) -> Result<()> {
+    db.execute_batch(
+        "CREATE TABLE runs (run_id INTEGER PRIMARY KEY, experiment TEXT NOT NULL, label TEXT NOT NULL, params TEXT NOT NULL,
+                            seed INTEGER NOT NULL, complete INTEGER NOT NULL, stop_reason TEXT NOT NULL, events INTEGER NOT NULL,
+                            sim_time_ns INTEGER NOT NULL, point TEXT);
+         CREATE TABLE scalars (run_id INTEGER NOT NULL REFERENCES runs(run_id), name TEXT NOT NULL, value REAL, unit TEXT NOT NULL);
+         CREATE TABLE series (run_id INTEGER NOT NULL REFERENCES runs(run_id), name TEXT NOT NULL, x REAL NOT NULL, y REAL,
+                              x_unit TEXT NOT NULL, unit TEXT NOT NULL);
+         CREATE TABLE histograms (run_id INTEGER NOT NULL REFERENCES runs(run_id), name TEXT NOT NULL, lo REAL NOT NULL,
+                                  hi REAL NOT NULL, count INTEGER NOT NULL, unit TEXT NOT NULL);
+         CREATE TABLE comparisons (experiment TEXT NOT NULL, metric TEXT NOT NULL, params TEXT NOT NULL, ours REAL, paper REAL,
+                                   unit TEXT NOT NULL, source TEXT NOT NULL);
+         CREATE INDEX scalars_by_name ON scalars(name);",
+    )?;
+    Ok(())
+}
+
+/// Inserts every run of `out`; `point` (sweep parameters) is stored with each run.
+pub fn insert_output(db: &Connection, out: &Output, meta: &Meta, point: &Value) -> Result<()> {
+    let point_s = if point.is_null() {
+        None
+    } else {
+        Some(point.to_string())
+    };
+    for (i, r) in out.runs.iter().enumerate() {
+        let seed = meta.seeds.get(i).copied().unwrap_or(meta.seed);
+        db.execute(
+            "INSERT INTO runs (experiment, label, params, seed, complete, stop_reason, events, sim_time_ns, point) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9)",
+            params![out.id, r.label, serde_json::to_string(&r.params)?, seed as i64, r.complete, r.stop_reason, r.events as i64, r.sim_time_ns as i64, point_s],
+        )?;
+        let id = db.last_insert_rowid();
+        let mut st = db.prepare_cached("INSERT INTO scalars VALUES (?1,?2,?3,?4)")?;
+        for s in &r.scalars {
+            st.execute(params![id, s.name, s.value, s.unit])?;
+        }
+        let mut st = db.prepare_cached("INSERT INTO series VALUES (?1,?2,?3,?4,?5,?6)")?;
+        for s in &r.series {
+            for (x, y) in &s.points {
+                st.execute(params![id, s.name, x, y, s.x_unit, s.unit])?;
+            }
+        }
+        let mut st = db.prepare_cached("INSERT INTO histograms VALUES (?1,?2,?3,?4,?5,?6)")?;
+        for h in &r.histograms {
+            for (lo, hi, c) in &h.bins {
+                st.execute(params![id, h.name, lo, hi, *c as i64, h.unit])?;
+            }
+        }
+    }
+    let mut st = db.prepare_cached("INSERT INTO comparisons VALUES (?1,?2,?3,?4,?5,?6,?7)")?;
+    for c in &out.comparisons {
+        st.execute(params![
+            out.id,
+            c.metric,
+            serde_json::to_string(&c.params)?,
+            c.ours,
+            c.paper,
+            c.unit,
+            c.source
+        ])?;
+    }
+    Ok(())
+}
+
+fn csv_field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+fn write_csvs(dir: &Path, out: &Output) -> Result<()> {
+    let mut sc = String::from("run,label,name,value,unit\n");
+    let mut se = String::from("run,label,name,x,y,x_unit,unit\n");
+    let mut hi = String::from("run,label,name,lo,hi,count,unit\n");
+    for (i, r) in out.runs.iter().enumerate() {
+        let l = csv_field(&r.label);
+        for s in &r.scalars {
+            let _ = writeln!(
+                sc,
+                "{i},{l},{},{},{}",
+                csv_field(&s.name),
+                s.value,
+                csv_field(&s.unit)
+            );
+        }
+        for s in &r.series {
+            for (x, y) in &s.points {
+                let _ = writeln!(
+                    se,
+                    "{i},{l},{},{x},{y},{},{}",
+                    csv_field(&s.name),
+                    s.x_unit,
+                    s.unit
+                );
+            }
+        }
+        for h in &r.histograms {
+            for (lo, hh, c) in &h.bins {
+                let _ = writeln!(
+                    hi,
+                    "{i},{l},{},{lo},{hh},{c},{}",
+                    csv_field(&h.name),
+                    h.unit
+                );
+            }
+        }
+    }
+    write_atomic(dir, "scalars.csv", sc.as_bytes())?;
+    write_atomic(dir, "series.csv", se.as_bytes())?;
+    write_atomic(dir, "histograms.csv", hi.as_bytes())?;
+    if !out.comparisons.is_empty() {
+        let mut c = String::from("metric,params,ours,paper,unit,source\n");
+        for r in &out.comparisons {
+            let p = r.paper.map(|p| p.to_string()).unwrap_or_default();
+            let _ = writeln!(
+                c,
+                "{},{},{},{p},{},{}",
+                csv_field(&r.metric),
+                csv_field(&serde_json::to_string(&r.params)?),
+                r.ours,
+                csv_field(&r.unit),
+                csv_field(&r.source)
+            );
+        }
+        write_atomic(dir, "comparison.csv", c.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// Draws the experiment's own plots, one per time series and one per histogram (up to eight
+/// runs each). Returns (file, title).
+fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
+    let mut specs: Vec<PlotSpec> = out.plots.clone();
+    let shown: Vec<_> = out.runs.iter().take(8).collect();
+    if let Some(first) = shown.first() {
+        for s in &first.series {
+            let lines = shown
+                .iter()
+                .filter_map(|r| {
+                    r.series
+                        .iter()
+                        .find(|x| x.name == s.name)
+                        .map(|x| (r.label.clone(), x.points.clone()))
+                })
+                .collect();
+            specs.push(PlotSpec {
+                name: format!("series-{}", s.name),
+                title: format!("{} over time", s.name),
+                x_label: format!("time ({})", s.x_unit),
+                y_label: format!("{} ({})", s.name, s.unit),
+                lines,
+                bars: false,
+            });
+        }
+        for h in &first.histograms {
+            if h.bins.is_empty() {
+                continue;
+            }
+            let pts = h.bins.iter().map(|(_, hi, c)| (*hi, *c as f64)).collect();
+            specs.push(PlotSpec {
+                name: format!("hist-{}", h.name),
+                title: format!("{} distribution ({})", h.name, first.label),
+                x_label: format!("{} upper bin edge ({}, log scale bins)", h.name, h.unit),
+                y_label: "count".into(),
+                lines: vec![(first.label.clone(), pts)],
+                bars: true,
+            });
+        }
+    }
+    let mut files = Vec::new();
+    for spec in &specs {
+        let name = format!("{}.svg", spec.name);
+        let svg = plots::render(spec)?;
+        write_atomic(dir, &name, svg.as_bytes())?;
+        files.push((name, spec.title.clone()));
+    }
+    Ok(files)
+}
+
+/// Formats a number for tables: integers plainly, others with 4 significant digits.
+pub fn num(v: f64) -> String {
+    if !v.is_finite() {
+        return "n/a".into();
+    }
+    if v == v.trunc() && v.abs() < 1e15 {
+        return format!("{}", v as i64);
+    }
+    let mag = v.abs().log10().floor() as i32;
+    let decimals = (3 - mag).clamp(0, 9) as usize;
+    format!("{v:.decimals$}")
+}
+
+fn report_md(out: &Output, meta: &Meta, plots: &[(String, String)]) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "# npqos {}: {}\n", meta.kind, out.id);
+    let _ = writeln!(
+        s,
+        "npqos {} (commit {}), seed {}. Complete: **{}**.\n",
+        version(),
+        git_commit(),
+        meta.seed,
+        out.complete()
+    );
+    if !out.complete() {
+        let _ = writeln!(s, "> **This run was interrupted or hit its event budget: the numbers below cover only the simulated time reached.**\n");
+    }
+    if !out.comparisons.is_empty() {
+        let _ = writeln!(s, "## Ours beside the paper\n");
+        let _ = writeln!(s, "| metric | params | ours | paper | diff | unit | source |\n|---|---|---|---|---|---|---|");
+        for c in &out.comparisons {
+            let p = c
+                .params
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let (paper, diff) = match c.paper {
+                Some(x) if x != 0.0 => (num(x), format!("{:+.1}%", (c.ours - x) / x.abs() * 100.0)),
+                Some(x) => (num(x), format!("{:+}", num(c.ours - x))),
+                None => ("—".into(), "—".into()),
+            };
+            let _ = writeln!(
+                s,
+                "| {} | {p} | {} | {paper} | {diff} | {} | {} |",
+                c.metric,
+                num(c.ours),
+                c.unit,
+                c.source
+            );
+        }
+        s.push('\n');
+    }
+    if !out.aggregate.is_empty() {
+        let n = out.runs.len();
+        let _ = writeln!(
+            s,
+            "## Results{}\n",
+            if n > 1 {
+                format!(" (mean ± 95% CI over {n} runs)")
+            } else {
+                String::new()
+            }
+        );
+        let _ = writeln!(s, "| quantity | value | unit |\n|---|---|---|");
+        for (name, mean, ci, unit) in &out.aggregate {
+            let v = if n > 1 {
+                format!("{} ± {}", num(*mean), num(*ci))
+            } else {
+                num(*mean)
+            };
+            let _ = writeln!(s, "| {name} | {v} | {unit} |");
+        }
+        s.push('\n');
+    }
+    if !plots.is_empty() {
+        let _ = writeln!(s, "## Plots\n");
+        for (f, t) in plots {
+            let _ = writeln!(s, "### {t}\n\n![{t}]({f})\n");
+        }
+    }
+    if !out.notes.is_empty() {
+        let _ = writeln!(s, "## Notes\n");
+        for n in &out.notes {
+            let _ = writeln!(s, "{n}\n");
+        }
+    }
+    if !out.assumptions.is_empty() {
+        let _ = writeln!(s, "## Assumptions (choices the paper leaves open)\n");
+        for a in &out.assumptions {
+            let _ = writeln!(s, "- {a}");
+        }
+        s.push('\n');
+    }
+    let _ = writeln!(s, "Files: `summary.json` (deterministic), `run.json` (wall clock, host), `results.sqlite` (tables runs, scalars, series, histograms, comparisons), `*.csv`.");
+    s
+}
+
+/// The default output directory for a kind and name: `results/<kind>/<name>`.
+pub fn default_dir(kind: &str, name: &str) -> PathBuf {
+    PathBuf::from("results").join(kind).join(name)
+}
