@@ -14,10 +14,7 @@ fn main() {
         .ok()
         .map(|o| !o.stdout.is_empty())
         .unwrap_or(false);
-    println!(
-        "cargo:rustc-env=NPQOS_GIT_COMMIT={commit}{}",
-        if dirty { "-dirty" } else { "" }
-    );
+    println!("cargo:rustc-env=NPQOS_GIT_COMMIT={commit}{}", if dirty { "-dirty" } else { "" });
     println!("cargo:rerun-if-changed=../../.git/HEAD");
     println!("cargo:rerun-if-changed=../../.git/index");
 }

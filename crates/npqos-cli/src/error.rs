@@ -33,19 +33,13 @@ pub fn from_trace(e: npqos_sim::trace::TraceError) -> anyhow::Error {
 pub struct Interrupted(pub String);
 impl fmt::Display for Interrupted {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "interrupted: partial results (complete: false) written to {}",
-            self.0
-        )
+        write!(f, "interrupted: partial results (complete: false) written to {}", self.0)
     }
 }
 impl std::error::Error for Interrupted {}
 
 pub fn exit_code(e: &anyhow::Error) -> i32 {
-    if e.downcast_ref::<BadInput>().is_some()
-        || e.downcast_ref::<npqos_sim::scenario::Problems>().is_some()
-    {
+    if e.downcast_ref::<BadInput>().is_some() || e.downcast_ref::<npqos_sim::scenario::Problems>().is_some() {
         2
     } else if e.downcast_ref::<Interrupted>().is_some() {
         130

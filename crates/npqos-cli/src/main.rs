@@ -100,9 +100,7 @@ enum Cmd {
 #[derive(Subcommand)]
 enum TraceCmd {
     /// Packets, bytes, duration, sizes, link types, flows of pcap / pcapng files
-    #[command(
-        after_help = "Examples:\n  npqos trace stats a.pcap b.pcapng\n  npqos trace stats *.pcap --json"
-    )]
+    #[command(after_help = "Examples:\n  npqos trace stats a.pcap b.pcapng\n  npqos trace stats *.pcap --json")]
     Stats {
         #[arg(required = true)]
         files: Vec<PathBuf>,
@@ -118,42 +116,20 @@ enum TraceCmd {
 fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("NPQOS_LOG")
-                .unwrap_or_else(|_| "warn".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("NPQOS_LOG").unwrap_or_else(|_| "warn".into()))
         .init();
     let cli = Cli::parse();
     let r = match cli.cmd {
-        Cmd::Run {
-            scenario,
-            out,
-            seed,
-            threads,
-            quiet,
-        } => commands::run::run(&scenario, out, seed, threads, quiet),
+        Cmd::Run { scenario, out, seed, threads, quiet } => commands::run::run(&scenario, out, seed, threads, quiet),
         Cmd::List => commands::reproduce::list(),
-        Cmd::Reproduce {
-            ids,
-            quick,
-            out,
-            seed,
-            quiet,
-        } => commands::reproduce::reproduce(&ids, quick, out, seed, quiet),
-        Cmd::Trace(TraceCmd::Stats {
-            files,
-            json,
-            lenient,
-        }) => commands::trace::stats(&files, json, lenient),
+        Cmd::Reproduce { ids, quick, out, seed, quiet } => {
+            commands::reproduce::reproduce(&ids, quick, out, seed, quiet)
+        }
+        Cmd::Trace(TraceCmd::Stats { files, json, lenient }) => commands::trace::stats(&files, json, lenient),
         Cmd::Model { short, args } => commands::model::model(&short, &args),
-        Cmd::Sweep {
-            scenario,
-            sets,
-            jobs,
-            out,
-            seed,
-            quiet,
-        } => commands::sweep::sweep(&scenario, &sets, jobs, out, seed, quiet),
+        Cmd::Sweep { scenario, sets, jobs, out, seed, quiet } => {
+            commands::sweep::sweep(&scenario, &sets, jobs, out, seed, quiet)
+        }
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

@@ -18,8 +18,7 @@ pub fn write_atomic(dir: &Path, name: &str, bytes: &[u8]) -> Result<()> {
     let tmp = dir.join(format!(".{name}.tmp"));
     let dst = dir.join(name);
     fs::write(&tmp, bytes).with_context(|| format!("writing {}", tmp.display()))?;
-    fs::rename(&tmp, &dst)
-        .with_context(|| format!("renaming {} to {}", tmp.display(), dst.display()))?;
+    fs::rename(&tmp, &dst).with_context(|| format!("renaming {} to {}", tmp.display(), dst.display()))?;
     Ok(())
 }
 
@@ -48,10 +47,7 @@ pub fn git_commit() -> &'static str {
 pub fn summary_json(out: &Output, meta: &Meta) -> Value {
     let mut scalars = serde_json::Map::new();
     for (name, mean, ci, unit) in &out.aggregate {
-        scalars.insert(
-            name.clone(),
-            json!({"value": finite(*mean), "ci95": finite(*ci), "unit": unit}),
-        );
+        scalars.insert(name.clone(), json!({"value": finite(*mean), "ci95": finite(*ci), "unit": unit}));
     }
     let runs: Vec<Value> = out
         .runs
@@ -87,8 +83,7 @@ fn finite(v: f64) -> Value {
 
 /// Writes the whole results directory for `out` into `dir`.
 pub fn write_all(dir: &Path, out: &Output, meta: &Meta) -> Result<()> {
-    fs::create_dir_all(dir)
-        .with_context(|| format!("creating output directory {}", dir.display()))?;
+    fs::create_dir_all(dir).with_context(|| format!("creating output directory {}", dir.display()))?;
     if let Some(resolved) = &meta.resolved {
         let mut t = resolved.clone();
         let mut m = toml::Table::new();
@@ -103,36 +98,19 @@ pub fn write_all(dir: &Path, out: &Output, meta: &Meta) -> Result<()> {
         write_atomic(dir, "scenario.resolved.toml", text.as_bytes())?;
     }
     let summary = summary_json(out, meta);
-    write_atomic(
-        dir,
-        "summary.json",
-        format!("{}\n", serde_json::to_string_pretty(&summary)?).as_bytes(),
-    )?;
+    write_atomic(dir, "summary.json", format!("{}\n", serde_json::to_string_pretty(&summary)?).as_bytes())?;
     let mut info = meta.run_info.clone();
     info.insert("npqos_version".into(), json!(version()));
     info.insert("git_commit".into(), json!(git_commit()));
-    write_atomic(
-        dir,
-        "run.json",
-        format!("{}\n", serde_json::to_string_pretty(&Value::Object(info))?).as_bytes(),
-    )?;
+    write_atomic(dir, "run.json", format!("{}\n", serde_json::to_string_pretty(&Value::Object(info))?).as_bytes())?;
     if !out.comparisons.is_empty() || meta.kind == "reproduce" {
-        let c =
-            json!({"id": out.id, "comparisons": out.comparisons, "assumptions": out.assumptions});
-        write_atomic(
-            dir,
-            "comparison.json",
-            format!("{}\n", serde_json::to_string_pretty(&c)?).as_bytes(),
-        )?;
+        let c = json!({"id": out.id, "comparisons": out.comparisons, "assumptions": out.assumptions});
+        write_atomic(dir, "comparison.json", format!("{}\n", serde_json::to_string_pretty(&c)?).as_bytes())?;
     }
     write_sqlite(dir, out, meta)?;
     write_csvs(dir, out)?;
     let plot_files = write_plots(dir, out)?;
-    write_atomic(
-        dir,
-        "report.md",
-        report_md(out, meta, &plot_files).as_bytes(),
-    )?;
+    write_atomic(dir, "report.md", report_md(out, meta, &plot_files).as_bytes())?;
     Ok(())
 }
 
@@ -140,8 +118,7 @@ fn write_sqlite(dir: &Path, out: &Output, meta: &Meta) -> Result<()> {
     let tmp = dir.join(".results.sqlite.tmp");
     let _ = fs::remove_file(&tmp);
     {
-        let mut db =
-            Connection::open(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
+        let mut db = Connection::open(&tmp).with_context(|| format!("creating {}", tmp.display()))?;
         create_schema(&db)?;
         let tx = db.transaction()?;
         insert_output(&tx, out, meta, &Value::Null)?;
@@ -171,11 +148,7 @@ pub fn create_schema(db: &Connection) -> Result<()> {
 
 /// Inserts every run of `out`; `point` (sweep parameters) is stored with each run.
 pub fn insert_output(db: &Connection, out: &Output, meta: &Meta, point: &Value) -> Result<()> {
-    let point_s = if point.is_null() {
-        None
-    } else {
-        Some(point.to_string())
-    };
+    let point_s = if point.is_null() { None } else { Some(point.to_string()) };
     for (i, r) in out.runs.iter().enumerate() {
         let seed = meta.seeds.get(i).copied().unwrap_or(meta.seed);
         db.execute(
@@ -202,15 +175,7 @@ pub fn insert_output(db: &Connection, out: &Output, meta: &Meta, point: &Value) 
     }
     let mut st = db.prepare_cached("INSERT INTO comparisons VALUES (?1,?2,?3,?4,?5,?6,?7)")?;
     for c in &out.comparisons {
-        st.execute(params![
-            out.id,
-            c.metric,
-            serde_json::to_string(&c.params)?,
-            c.ours,
-            c.paper,
-            c.unit,
-            c.source
-        ])?;
+        st.execute(params![out.id, c.metric, serde_json::to_string(&c.params)?, c.ours, c.paper, c.unit, c.source])?;
     }
     Ok(())
 }
@@ -230,33 +195,16 @@ fn write_csvs(dir: &Path, out: &Output) -> Result<()> {
     for (i, r) in out.runs.iter().enumerate() {
         let l = csv_field(&r.label);
         for s in &r.scalars {
-            let _ = writeln!(
-                sc,
-                "{i},{l},{},{},{}",
-                csv_field(&s.name),
-                s.value,
-                csv_field(&s.unit)
-            );
+            let _ = writeln!(sc, "{i},{l},{},{},{}", csv_field(&s.name), s.value, csv_field(&s.unit));
         }
         for s in &r.series {
             for (x, y) in &s.points {
-                let _ = writeln!(
-                    se,
-                    "{i},{l},{},{x},{y},{},{}",
-                    csv_field(&s.name),
-                    s.x_unit,
-                    s.unit
-                );
+                let _ = writeln!(se, "{i},{l},{},{x},{y},{},{}", csv_field(&s.name), s.x_unit, s.unit);
             }
         }
         for h in &r.histograms {
             for (lo, hh, c) in &h.bins {
-                let _ = writeln!(
-                    hi,
-                    "{i},{l},{},{lo},{hh},{c},{}",
-                    csv_field(&h.name),
-                    h.unit
-                );
+                let _ = writeln!(hi, "{i},{l},{},{lo},{hh},{c},{}", csv_field(&h.name), h.unit);
             }
         }
     }
@@ -291,12 +239,7 @@ fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
         for s in &first.series {
             let lines = shown
                 .iter()
-                .filter_map(|r| {
-                    r.series
-                        .iter()
-                        .find(|x| x.name == s.name)
-                        .map(|x| (r.label.clone(), x.points.clone()))
-                })
+                .filter_map(|r| r.series.iter().find(|x| x.name == s.name).map(|x| (r.label.clone(), x.points.clone())))
                 .collect();
             specs.push(PlotSpec {
                 name: format!("series-{}", s.name),
@@ -363,25 +306,14 @@ fn report_md(out: &Output, meta: &Meta, plots: &[(String, String)]) -> String {
         let _ = writeln!(s, "## Ours beside the paper\n");
         let _ = writeln!(s, "| metric | params | ours | paper | diff | unit | source |\n|---|---|---|---|---|---|---|");
         for c in &out.comparisons {
-            let p = c
-                .params
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(", ");
+            let p = c.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
             let (paper, diff) = match c.paper {
                 Some(x) if x != 0.0 => (num(x), format!("{:+.1}%", (c.ours - x) / x.abs() * 100.0)),
                 Some(x) => (num(x), format!("{:+}", num(c.ours - x))),
                 None => ("—".into(), "—".into()),
             };
-            let _ = writeln!(
-                s,
-                "| {} | {p} | {} | {paper} | {diff} | {} | {} |",
-                c.metric,
-                num(c.ours),
-                c.unit,
-                c.source
-            );
+            let _ =
+                writeln!(s, "| {} | {p} | {} | {paper} | {diff} | {} | {} |", c.metric, num(c.ours), c.unit, c.source);
         }
         s.push('\n');
     }
@@ -390,19 +322,11 @@ fn report_md(out: &Output, meta: &Meta, plots: &[(String, String)]) -> String {
         let _ = writeln!(
             s,
             "## Results{}\n",
-            if n > 1 {
-                format!(" (mean ± 95% CI over {n} runs)")
-            } else {
-                String::new()
-            }
+            if n > 1 { format!(" (mean ± 95% CI over {n} runs)") } else { String::new() }
         );
         let _ = writeln!(s, "| quantity | value | unit |\n|---|---|---|");
         for (name, mean, ci, unit) in &out.aggregate {
-            let v = if n > 1 {
-                format!("{} ± {}", num(*mean), num(*ci))
-            } else {
-                num(*mean)
-            };
+            let v = if n > 1 { format!("{} ± {}", num(*mean), num(*ci)) } else { num(*mean) };
             let _ = writeln!(s, "| {name} | {v} | {unit} |");
         }
         s.push('\n');

@@ -20,13 +20,8 @@ pub fn render(spec: &PlotSpec) -> Result<String> {
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (800, 480)).into_drawing_area();
-        root.fill(&WHITE)
-            .map_err(|e| anyhow!("plot {}: {e}", spec.name))?;
-        let pts = spec
-            .lines
-            .iter()
-            .flat_map(|(_, p)| p.iter())
-            .filter(|(x, y)| x.is_finite() && y.is_finite());
+        root.fill(&WHITE).map_err(|e| anyhow!("plot {}: {e}", spec.name))?;
+        let pts = spec.lines.iter().flat_map(|(_, p)| p.iter()).filter(|(x, y)| x.is_finite() && y.is_finite());
         let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, 0.0f64, f64::MIN);
         for &(x, y) in pts {
             x0 = x0.min(x);
@@ -59,32 +54,21 @@ pub fn render(spec: &PlotSpec) -> Result<String> {
             .map_err(|e| anyhow!("plot {}: {e}", spec.name))?;
         for (i, (label, points)) in spec.lines.iter().enumerate() {
             let c = COLORS[i % COLORS.len()];
-            let pts: Vec<(f64, f64)> = points
-                .iter()
-                .copied()
-                .filter(|(x, y)| x.is_finite() && y.is_finite())
-                .collect();
+            let pts: Vec<(f64, f64)> = points.iter().copied().filter(|(x, y)| x.is_finite() && y.is_finite()).collect();
             if spec.bars {
                 let n = pts.len().max(1) as f64;
                 let w = (x1 - x0) / n * 0.4;
                 chart
-                    .draw_series(
-                        pts.iter()
-                            .map(|&(x, y)| Rectangle::new([(x - w, 0.0), (x + w, y)], c.filled())),
-                    )
+                    .draw_series(pts.iter().map(|&(x, y)| Rectangle::new([(x - w, 0.0), (x + w, y)], c.filled())))
                     .map_err(|e| anyhow!("plot {}: {e}", spec.name))?
                     .label(label)
-                    .legend(move |(x, y)| {
-                        Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled())
-                    });
+                    .legend(move |(x, y)| Rectangle::new([(x, y - 5), (x + 10, y + 5)], c.filled()));
             } else {
                 chart
                     .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
                     .map_err(|e| anyhow!("plot {}: {e}", spec.name))?
                     .label(label)
-                    .legend(move |(x, y)| {
-                        PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2))
-                    });
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], c.stroke_width(2)));
                 if pts.len() <= 40 {
                     chart
                         .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
@@ -98,8 +82,7 @@ pub fn render(spec: &PlotSpec) -> Result<String> {
             .border_style(BLACK)
             .draw()
             .map_err(|e| anyhow!("plot {}: {e}", spec.name))?;
-        root.present()
-            .map_err(|e| anyhow!("plot {}: {e}", spec.name))?;
+        root.present().map_err(|e| anyhow!("plot {}: {e}", spec.name))?;
     }
     Ok(svg)
 }

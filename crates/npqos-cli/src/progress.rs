@@ -18,11 +18,9 @@ impl Progress {
         }
         let bar = ProgressBar::new(SCALE);
         bar.set_style(
-            ProgressStyle::with_template(
-                "{prefix:>12} [{bar:40}] {percent:>3}% {elapsed_precise} eta {eta}",
-            )
-            .expect("valid template")
-            .progress_chars("=> "),
+            ProgressStyle::with_template("{prefix:>12} [{bar:40}] {percent:>3}% {elapsed_precise} eta {eta}")
+                .expect("valid template")
+                .progress_chars("=> "),
         );
         bar.set_prefix(label.to_string());
         Progress { bar: Some(bar) }

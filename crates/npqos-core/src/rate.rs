@@ -33,9 +33,7 @@ impl Rate {
         }
     }
     pub const fn gbps(g: u64) -> Self {
-        Rate {
-            bits_per_sec: g * 1_000_000_000,
-        }
+        Rate { bits_per_sec: g * 1_000_000_000 }
     }
     pub const fn bits_per_sec(self) -> u64 {
         self.bits_per_sec
@@ -64,19 +62,16 @@ impl Rate {
         u64::try_from(b).unwrap_or(u64::MAX)
     }
 
-    /// This rate divided evenly `n` ways (rounded down), e.g. a link shared by `n` queues.
-    pub fn div(self, n: u64) -> Rate {
-        Rate {
-            bits_per_sec: self.bits_per_sec.checked_div(n).unwrap_or(0),
-        }
+    /// This rate divided evenly `n` ways (rounded down), e.g. a link's fair share among `n`
+    /// queues; zero for `n == 0`.
+    pub fn share(self, n: u64) -> Rate {
+        Rate { bits_per_sec: self.bits_per_sec.checked_div(n).unwrap_or(0) }
     }
 
     /// This rate scaled by a non-negative factor, rounded to the nearest bit/s.
     pub fn scale(self, k: f64) -> Option<Rate> {
         let v = (self.bits_per_sec as f64 * k).round();
-        (v.is_finite() && v >= 0.0 && v <= u64::MAX as f64).then(|| Rate {
-            bits_per_sec: v as u64,
-        })
+        (v.is_finite() && v >= 0.0 && v <= u64::MAX as f64).then_some(Rate { bits_per_sec: v as u64 })
     }
 }
 
@@ -84,13 +79,10 @@ impl Rate {
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let b = self.bits_per_sec;
-        for (scale, unit) in [
-            (1_000_000_000_000u64, "Tbps"),
-            (1_000_000_000, "Gbps"),
-            (1_000_000, "Mbps"),
-            (1_000, "kbps"),
-        ] {
-            if b >= scale && b % (scale / 1000).max(1) == 0 {
+        for (scale, unit) in
+            [(1_000_000_000_000u64, "Tbps"), (1_000_000_000, "Gbps"), (1_000_000, "Mbps"), (1_000, "kbps")]
+        {
+            if b >= scale && b.is_multiple_of((scale / 1000).max(1)) {
                 let v = b as f64 / scale as f64;
                 return write!(f, "{}{unit}", trim_float(v));
             }
@@ -122,12 +114,7 @@ impl Serializer {
     /// `rate` must be non-zero.
     pub fn new(rate: Rate) -> Self {
         assert!(!rate.is_zero(), "Serializer needs a non-zero rate");
-        Serializer {
-            rate,
-            busy_start: Instant::ZERO,
-            busy_bits: 0,
-            free_at: Instant::ZERO,
-        }
+        Serializer { rate, busy_start: Instant::ZERO, busy_bits: 0, free_at: Instant::ZERO }
     }
     pub fn rate(&self) -> Rate {
         self.rate
@@ -157,14 +144,8 @@ mod tests {
     #[test]
     fn tx_time_rounds_up() {
         // 1500 B at 100 Gbps = 120 ns exactly; 1 B at 3 bps = 2.666..s -> 2666666667 ns.
-        assert_eq!(
-            Rate::gbps(100).tx_time(1500),
-            Some(Duration::from_nanos(120))
-        );
-        assert_eq!(
-            Rate::from_bits_per_sec(3).tx_time(1),
-            Some(Duration::from_nanos(2_666_666_667))
-        );
+        assert_eq!(Rate::gbps(100).tx_time(1500), Some(Duration::from_nanos(120)));
+        assert_eq!(Rate::from_bits_per_sec(3).tx_time(1), Some(Duration::from_nanos(2_666_666_667)));
         assert_eq!(Rate::from_bits_per_sec(0).tx_time(1), None);
         assert_eq!(Rate::from_bits_per_sec(1).tx_time(u64::MAX), None);
     }
@@ -181,16 +162,9 @@ mod tests {
             last = s.send(Instant::ZERO, 41);
         }
         let exact = (n as f64 * 328.0) / 7.0; // ns
-        assert!(
-            (last.as_nanos() as f64 - exact).abs() <= 1.0,
-            "{} vs {exact}",
-            last.as_nanos()
-        );
+        assert!((last.as_nanos() as f64 - exact).abs() <= 1.0, "{} vs {exact}", last.as_nanos());
         let naive = rate.tx_time(41).unwrap().as_nanos() * n;
-        assert!(
-            naive as f64 - exact > 1_000_000.0,
-            "the naive sum does drift"
-        );
+        assert!(naive as f64 - exact > 1_000_000.0, "the naive sum does drift");
     }
 
     #[test]
@@ -204,10 +178,7 @@ mod tests {
     #[test]
     fn display() {
         assert_eq!(Rate::gbps(100).to_string(), "100Gbps");
-        assert_eq!(
-            Rate::from_bits_per_sec(12_500_000 * 8).to_string(),
-            "100Mbps"
-        );
+        assert_eq!(Rate::from_bits_per_sec(12_500_000 * 8).to_string(), "100Mbps");
         assert_eq!(Rate::from_bits_per_sec(1_500).to_string(), "1.5kbps");
         assert_eq!(Rate::from_bits_per_sec(7).to_string(), "7bps");
     }

@@ -138,12 +138,7 @@ impl fmt::Display for Instant {
 }
 
 fn fmt_ns(ns: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    const UNITS: [(u64, &str); 4] = [
-        (1_000_000_000, "s"),
-        (1_000_000, "ms"),
-        (1_000, "us"),
-        (1, "ns"),
-    ];
+    const UNITS: [(u64, &str); 4] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us"), (1, "ns")];
     if ns == 0 {
         return write!(f, "0s");
     }
@@ -154,13 +149,11 @@ fn fmt_ns(ns: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             if frac == 0 {
                 return write!(f, "{whole}{unit}");
             }
-            let digits = scale.trailing_zeros().min(9) as usize; // decimal places available
-            let width = (scale as f64).log10().round() as usize;
+            let width = scale.ilog10() as usize; // digits after the point
             let mut s = format!("{frac:0width$}");
             while s.ends_with('0') {
                 s.pop();
             }
-            let _ = digits;
             return write!(f, "{whole}.{s}{unit}");
         }
     }
@@ -176,26 +169,17 @@ mod tests {
         assert_eq!(Duration::from_nanos(1_500_000).to_string(), "1.5ms");
         assert_eq!(Duration::from_nanos(250).to_string(), "250ns");
         assert_eq!(Duration::from_secs(10).to_string(), "10s");
-        assert_eq!(
-            Duration::from_nanos(1_000_000_001).to_string(),
-            "1.000000001s"
-        );
+        assert_eq!(Duration::from_nanos(1_000_000_001).to_string(), "1.000000001s");
         assert_eq!(Duration::ZERO.to_string(), "0s");
     }
 
     #[test]
     fn arithmetic_saturates_instead_of_wrapping() {
         assert_eq!(Instant::MAX + Duration::SECOND, Instant::MAX);
-        assert_eq!(
-            Instant::from_nanos(5) - Instant::from_nanos(9),
-            Duration::ZERO
-        );
+        assert_eq!(Instant::from_nanos(5) - Instant::from_nanos(9), Duration::ZERO);
         assert_eq!(Instant::from_nanos(5).checked_add(Duration::MAX), None);
         assert_eq!(Duration::try_from_secs_f64(-1.0), None);
         assert_eq!(Duration::try_from_secs_f64(f64::NAN), None);
-        assert_eq!(
-            Duration::try_from_secs_f64(2.5e-6),
-            Some(Duration::from_nanos(2500))
-        );
+        assert_eq!(Duration::try_from_secs_f64(2.5e-6), Some(Duration::from_nanos(2500)));
     }
 }

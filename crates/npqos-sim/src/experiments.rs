@@ -22,8 +22,7 @@ pub struct ExperimentInfo {
 /// Every experiment, in `npqos list` order.
 pub const EXPERIMENTS: &[ExperimentInfo] = &[ExperimentInfo {
     id: "kim-table1",
-    description:
-        "kim Table I IMIX packet sizes and eqs 15-16 overload factor: generated vs specified",
+    description: "kim Table I IMIX packet sizes and eqs 15-16 overload factor: generated vs specified",
 }];
 
 /// Options common to all experiments.
@@ -64,16 +63,9 @@ fn kim_table1(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             progress(0.5 * i as f64 / n_sizes as f64);
         }
     }
-    let mut out = Output {
-        id: "kim-table1".into(),
-        ..Default::default()
-    };
-    let mut run = RunResult {
-        label: "imix".into(),
-        complete: true,
-        stop_reason: "drained".into(),
-        ..Default::default()
-    };
+    let mut out = Output { id: "kim-table1".into(), ..Default::default() };
+    let mut run =
+        RunResult { label: "imix".into(), complete: true, stop_reason: "drained".into(), ..Default::default() };
     run.params.insert("packets".into(), json!(n_sizes));
     let mut ours_line = Vec::new();
     let mut paper_line = Vec::new();
@@ -102,7 +94,7 @@ fn kim_table1(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         source: "Table I (the paper states no mean; exact mean of the table is 514.882 B)".into(),
     });
 
-    let share = Rate::gbps(100).div(1_000_000);
+    let share = Rate::gbps(100).share(1_000_000);
     let mut grng = streams.stream("kim-table1.gaps", 0);
     let mut srng = streams.stream("kim-table1.gap-sizes", 0);
     let mut ovl_line = Vec::new();
@@ -138,10 +130,7 @@ fn kim_table1(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         title: "kim Table I: IMIX packet sizes, generated vs table".into(),
         x_label: "packet size (B)".into(),
         y_label: "share of packets (%)".into(),
-        lines: vec![
-            ("ours".into(), ours_line),
-            ("paper (Table I)".into(), paper_line),
-        ],
+        lines: vec![("ours".into(), ours_line), ("paper (Table I)".into(), paper_line)],
         bars: false,
     });
     out.plots.push(PlotSpec {
@@ -149,10 +138,7 @@ fn kim_table1(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         title: "kim eqs 15-16: measured vs specified overload".into(),
         x_label: "specified overload".into(),
         y_label: "measured input / output rate".into(),
-        lines: vec![
-            ("ours".into(), ovl_line),
-            ("y = x".into(), targets.iter().map(|&t| (t, t)).collect()),
-        ],
+        lines: vec![("ours".into(), ovl_line), ("y = x".into(), targets.iter().map(|&t| (t, t)).collect())],
         bars: false,
     });
     out.assumptions = vec![
@@ -176,40 +162,13 @@ mod tests {
 
     #[test]
     fn kim_table1_quick_agrees_with_the_table() {
-        let out = run(
-            "kim-table1",
-            RunOptions {
-                quick: true,
-                seed: 1,
-            },
-            &mut |_| {},
-        )
-        .unwrap();
+        let out = run("kim-table1", RunOptions { quick: true, seed: 1 }, &mut |_| {}).unwrap();
         for c in &out.comparisons {
             if let Some(p) = c.paper {
-                let tol = if c.metric == "imix_percent" {
-                    0.2
-                } else {
-                    0.02 * p
-                };
-                assert!(
-                    (c.ours - p).abs() <= tol,
-                    "{} {:?}: ours {} paper {}",
-                    c.metric,
-                    c.params,
-                    c.ours,
-                    p
-                );
+                let tol = if c.metric == "imix_percent" { 0.2 } else { 0.02 * p };
+                assert!((c.ours - p).abs() <= tol, "{} {:?}: ours {} paper {}", c.metric, c.params, c.ours, p);
             }
         }
-        assert!(run(
-            "nope",
-            RunOptions {
-                quick: true,
-                seed: 1
-            },
-            &mut |_| {}
-        )
-        .is_none());
+        assert!(run("nope", RunOptions { quick: true, seed: 1 }, &mut |_| {}).is_none());
     }
 }

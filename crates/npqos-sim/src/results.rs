@@ -46,17 +46,10 @@ pub struct RunResult {
 
 impl RunResult {
     pub fn scalar(&mut self, name: &str, value: f64, unit: &str) {
-        self.scalars.push(Scalar {
-            name: name.into(),
-            value,
-            unit: unit.into(),
-        });
+        self.scalars.push(Scalar { name: name.into(), value, unit: unit.into() });
     }
     pub fn get(&self, name: &str) -> Option<f64> {
-        self.scalars
-            .iter()
-            .find(|s| s.name == name)
-            .map(|s| s.value)
+        self.scalars.iter().find(|s| s.name == name).map(|s| s.value)
     }
 }
 
@@ -123,8 +116,7 @@ impl Output {
             } else {
                 0.0
             };
-            self.aggregate
-                .push((s.name.clone(), mean, ci, s.unit.clone()));
+            self.aggregate.push((s.name.clone(), mean, ci, s.unit.clone()));
         }
     }
 }
@@ -132,9 +124,8 @@ impl Output {
 /// Two-sided 95% Student-t quantile for `df` degrees of freedom.
 pub fn t95(df: usize) -> f64 {
     const T: [f64; 30] = [
-        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160,
-        2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056,
-        2.052, 2.048, 2.045, 2.042,
+        12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042,
     ];
     match df {
         0 => f64::NAN,

@@ -65,15 +65,9 @@ mod tests {
         assert_eq!(a1, a2, "same name and index, same draws");
         assert_ne!(a1, s.stream("arrivals", 1).random::<u64>());
         assert_ne!(a1, s.stream("sizes", 0).random::<u64>());
-        assert_ne!(
-            a1,
-            RngStreams::new(43).stream("arrivals", 0).random::<u64>()
-        );
+        assert_ne!(a1, RngStreams::new(43).stream("arrivals", 0).random::<u64>());
         // name/index boundaries do not alias: ("ab", 0) vs ("a", ...)
-        assert_ne!(
-            s.stream("ab", 0).random::<u64>(),
-            s.stream("a", 0x62).random::<u64>()
-        );
+        assert_ne!(s.stream("ab", 0).random::<u64>(), s.stream("a", 0x62).random::<u64>());
     }
 
     /// Pinned value: a change here changes every run's results and needs a changelog entry.

@@ -90,17 +90,8 @@ impl std::error::Error for Problems {}
 /// Where the traffic comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Traffic {
-    Synthetic {
-        overload: f64,
-        sizes: SizeDist,
-        arrivals: GapDist,
-    },
-    Trace {
-        files: Vec<PathBuf>,
-        time_scale: f64,
-        flow_multiply: u32,
-        lenient: bool,
-    },
+    Synthetic { overload: f64, sizes: SizeDist, arrivals: GapDist },
+    Trace { files: Vec<PathBuf>, time_scale: f64, flow_multiply: u32, lenient: bool },
 }
 
 /// A validated scenario with every default filled in.
@@ -150,11 +141,7 @@ impl<'a> Reader<'a> {
                 None
             }
         };
-        Reader {
-            prefix: name.into(),
-            table,
-            used: BTreeSet::new(),
-        }
+        Reader { prefix: name.into(), table, used: BTreeSet::new() }
     }
     fn path(&self, key: &str) -> String {
         format!("{}.{key}", self.prefix)
@@ -179,11 +166,7 @@ impl<'a> Reader<'a> {
             Some(toml::Value::String(s)) => match parse(s) {
                 Ok(v) => v,
                 Err(m) => {
-                    probs.push(Problem {
-                        key: self.path(key),
-                        value: Some(format!("{s:?}")),
-                        message: m,
-                    });
+                    probs.push(Problem { key: self.path(key), value: Some(format!("{s:?}")), message: m });
                     default
                 }
             },
@@ -198,54 +181,25 @@ impl<'a> Reader<'a> {
         }
     }
     fn duration(&mut self, key: &str, default: Duration, probs: &mut Vec<Problem>) -> Duration {
-        self.string_with(key, default, probs, "a duration such as \"2ms\"", |s| {
-            parse_duration(s).map_err(|e| e.0)
-        })
+        self.string_with(key, default, probs, "a duration such as \"2ms\"", |s| parse_duration(s).map_err(|e| e.0))
     }
     fn rate(&mut self, key: &str, default: Rate, probs: &mut Vec<Problem>) -> Rate {
-        self.string_with(key, default, probs, "a rate such as \"10Gbps\"", |s| {
-            parse_rate(s).map_err(|e| e.0)
-        })
+        self.string_with(key, default, probs, "a rate such as \"10Gbps\"", |s| parse_rate(s).map_err(|e| e.0))
     }
     fn size(&mut self, key: &str, default: u64, probs: &mut Vec<Problem>) -> u64 {
-        self.string_with(key, default, probs, "a size such as \"1500B\"", |s| {
-            parse_size(s).map_err(|e| e.0)
+        self.string_with(key, default, probs, "a size such as \"1500B\"", |s| parse_size(s).map_err(|e| e.0))
+    }
+    fn choice(&mut self, key: &str, default: &str, allowed: &[&str], probs: &mut Vec<Problem>) -> String {
+        let list = allowed.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ");
+        self.string_with(key, default.to_string(), probs, &format!("one of {list}"), |s| {
+            if allowed.contains(&s) {
+                Ok(s.to_string())
+            } else {
+                Err(format!("expected one of {list}"))
+            }
         })
     }
-    fn choice(
-        &mut self,
-        key: &str,
-        default: &str,
-        allowed: &[&str],
-        probs: &mut Vec<Problem>,
-    ) -> String {
-        let list = allowed
-            .iter()
-            .map(|a| format!("{a:?}"))
-            .collect::<Vec<_>>()
-            .join(", ");
-        self.string_with(
-            key,
-            default.to_string(),
-            probs,
-            &format!("one of {list}"),
-            |s| {
-                if allowed.contains(&s) {
-                    Ok(s.to_string())
-                } else {
-                    Err(format!("expected one of {list}"))
-                }
-            },
-        )
-    }
-    fn int(
-        &mut self,
-        key: &str,
-        default: i64,
-        min: i64,
-        max: i64,
-        probs: &mut Vec<Problem>,
-    ) -> i64 {
+    fn int(&mut self, key: &str, default: i64, min: i64, max: i64, probs: &mut Vec<Problem>) -> i64 {
         match self.raw(key) {
             None => default,
             Some(toml::Value::Integer(i)) if (min..=max).contains(i) => *i,
@@ -321,12 +275,7 @@ impl<'a> Reader<'a> {
         if let Some(t) = self.table {
             for (k, v) in t {
                 if !self.used.contains(k) {
-                    let known = self
-                        .used
-                        .iter()
-                        .map(|s| s.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ");
+                    let known = self.used.iter().map(|s| s.as_str()).collect::<Vec<_>>().join(", ");
                     probs.push(Problem {
                         key: self.path(k),
                         value: Some(show(v)),
@@ -357,11 +306,7 @@ impl Scenario {
     }
 
     /// Validates an already-parsed table (used by sweeps after `--set` overrides).
-    pub fn from_table(
-        root: &toml::Table,
-        file: &str,
-        base_dir: &Path,
-    ) -> Result<Scenario, Problems> {
+    pub fn from_table(root: &toml::Table, file: &str, base_dir: &Path) -> Result<Scenario, Problems> {
         let mut probs = Vec::new();
         let model = match root.get("model") {
             None => "link".to_string(),
@@ -380,8 +325,7 @@ impl Scenario {
                 probs.push(Problem {
                     key: k.clone(),
                     value: Some(show(v)),
-                    message: "unknown key (known: model, [run], [link], [queues], [traffic])"
-                        .into(),
+                    message: "unknown key (known: model, [run], [link], [queues], [traffic])".into(),
                 });
             }
         }
@@ -476,33 +420,17 @@ impl Scenario {
                 None => probs.push(Problem {
                     key: "traffic.files".into(),
                     value: None,
-                    message: "required with source = \"trace\": an array of pcap/pcapng paths"
-                        .into(),
+                    message: "required with source = \"trace\": an array of pcap/pcapng paths".into(),
                 }),
             }
             let time_scale = t.float("time_scale", 1.0, &mut probs, |v| v > 0.0, "greater than 0");
             let flow_multiply = t.int("flow_multiply", 1, 1, 65_535, &mut probs) as u32;
             let lenient = t.boolean("lenient", false, &mut probs);
-            Traffic::Trace {
-                files,
-                time_scale,
-                flow_multiply,
-                lenient,
-            }
+            Traffic::Trace { files, time_scale, flow_multiply, lenient }
         } else {
-            let overload = t.float(
-                "overload",
-                0.9,
-                &mut probs,
-                |v| v > 0.0 && v <= 1000.0,
-                "greater than 0 and at most 1000",
-            );
-            let kind = t.choice(
-                "sizes",
-                "imix",
-                &["imix", "constant", "uniform"],
-                &mut probs,
-            );
+            let overload =
+                t.float("overload", 0.9, &mut probs, |v| v > 0.0 && v <= 1000.0, "greater than 0 and at most 1000");
+            let kind = t.choice("sizes", "imix", &["imix", "constant", "uniform"], &mut probs);
             let sizes = match kind.as_str() {
                 "constant" => {
                     let s = t.size("size", 1500, &mut probs);
@@ -522,16 +450,12 @@ impl Scenario {
                         });
                     }
                     let (a, b) = (a.clamp(1, 65535) as u32, b.clamp(1, 65535) as u32);
-                    SizeDist::Uniform {
-                        min: a.min(b),
-                        max: b.max(a),
-                    }
+                    SizeDist::Uniform { min: a.min(b), max: b.max(a) }
                 }
                 _ => SizeDist::kim_imix(),
             };
             for k in ["size", "min_size", "max_size"] {
-                let belongs =
-                    (k == "size" && kind == "constant") || (k != "size" && kind == "uniform");
+                let belongs = (k == "size" && kind == "constant") || (k != "size" && kind == "uniform");
                 if t.present(k) && !belongs {
                     probs.push(Problem {
                         key: format!("traffic.{k}"),
@@ -540,12 +464,7 @@ impl Scenario {
                     });
                 }
             }
-            let akind = t.choice(
-                "arrivals",
-                "exponential",
-                &["constant", "exponential", "onoff"],
-                &mut probs,
-            );
+            let akind = t.choice("arrivals", "exponential", &["constant", "exponential", "onoff"], &mut probs);
             let arrivals = match akind.as_str() {
                 "constant" => GapDist::Constant,
                 "onoff" => {
@@ -560,18 +479,8 @@ impl Scenario {
                             });
                         }
                     }
-                    let shape = t.float(
-                        "pareto_shape",
-                        1.5,
-                        &mut probs,
-                        |v| v > 1.0,
-                        "greater than 1 (finite mean)",
-                    );
-                    GapDist::OnOff {
-                        on_mean,
-                        off_mean,
-                        shape,
-                    }
+                    let shape = t.float("pareto_shape", 1.5, &mut probs, |v| v > 1.0, "greater than 1 (finite mean)");
+                    GapDist::OnOff { on_mean, off_mean, shape }
                 }
                 _ => GapDist::Exponential,
             };
@@ -586,11 +495,7 @@ impl Scenario {
                     }
                 }
             }
-            Traffic::Synthetic {
-                overload,
-                sizes,
-                arrivals,
-            }
+            Traffic::Synthetic { overload, sizes, arrivals }
         };
         for k in ["files", "time_scale", "flow_multiply", "lenient"] {
             if source != "trace" {
@@ -605,17 +510,9 @@ impl Scenario {
             }
         }
         if source == "trace" {
-            for k in [
-                "overload",
-                "sizes",
-                "size",
-                "min_size",
-                "max_size",
-                "arrivals",
-                "on_mean",
-                "off_mean",
-                "pareto_shape",
-            ] {
+            for k in
+                ["overload", "sizes", "size", "min_size", "max_size", "arrivals", "on_mean", "off_mean", "pareto_shape"]
+            {
                 t.used.insert(k.into());
                 if t.present(k) {
                     probs.push(Problem {
@@ -661,10 +558,7 @@ impl Scenario {
         if probs.is_empty() {
             Ok(sc)
         } else {
-            Err(Problems {
-                file: file.into(),
-                list: probs,
-            })
+            Err(Problems { file: file.into(), list: probs })
         }
     }
 
@@ -684,8 +578,7 @@ impl Scenario {
             Traffic::Trace { .. } => 40,
         };
         let nodes = n * (self.buffer as u128 / min_pkt + 1);
-        let series =
-            2 * 3 * 16 * (self.duration.as_nanos() / self.sample_every().as_nanos().max(1)) as u128;
+        let series = 2 * 3 * 16 * (self.duration.as_nanos() / self.sample_every().as_nanos().max(1)) as u128;
         let total = (n * per_queue + nodes * 16 + series + (1 << 20)) * parallel.max(1) as u128;
         u64::try_from(total).unwrap_or(u64::MAX)
     }
@@ -699,10 +592,7 @@ impl Scenario {
         run.insert("duration".into(), self.duration.to_string().into());
         run.insert("warmup".into(), self.warmup.to_string().into());
         run.insert("replications".into(), (self.replications as i64).into());
-        run.insert(
-            "sample_interval".into(),
-            self.sample_every().to_string().into(),
-        );
+        run.insert("sample_interval".into(), self.sample_every().to_string().into());
         run.insert("memory_budget".into(), fmt_size(self.memory_budget).into());
         run.insert("max_events".into(), (self.max_events as i64).into());
         root.insert("run".into(), run.into());
@@ -717,11 +607,7 @@ impl Scenario {
         root.insert("queues".into(), q.into());
         let mut t = toml::Table::new();
         match &self.traffic {
-            Traffic::Synthetic {
-                overload,
-                sizes,
-                arrivals,
-            } => {
+            Traffic::Synthetic { overload, sizes, arrivals } => {
                 t.insert("source".into(), "synthetic".into());
                 t.insert("overload".into(), (*overload).into());
                 match sizes {
@@ -745,11 +631,7 @@ impl Scenario {
                     GapDist::Exponential => {
                         t.insert("arrivals".into(), "exponential".into());
                     }
-                    GapDist::OnOff {
-                        on_mean,
-                        off_mean,
-                        shape,
-                    } => {
+                    GapDist::OnOff { on_mean, off_mean, shape } => {
                         t.insert("arrivals".into(), "onoff".into());
                         t.insert("on_mean".into(), on_mean.to_string().into());
                         t.insert("off_mean".into(), off_mean.to_string().into());
@@ -757,21 +639,11 @@ impl Scenario {
                     }
                 }
             }
-            Traffic::Trace {
-                files,
-                time_scale,
-                flow_multiply,
-                lenient,
-            } => {
+            Traffic::Trace { files, time_scale, flow_multiply, lenient } => {
                 t.insert("source".into(), "trace".into());
                 t.insert(
                     "files".into(),
-                    toml::Value::Array(
-                        files
-                            .iter()
-                            .map(|f| f.display().to_string().into())
-                            .collect(),
-                    ),
+                    toml::Value::Array(files.iter().map(|f| f.display().to_string().into()).collect()),
                 );
                 t.insert("time_scale".into(), (*time_scale).into());
                 t.insert("flow_multiply".into(), (*flow_multiply as i64).into());
@@ -796,12 +668,7 @@ fn check_pkt(s: u64, key: &str, probs: &mut Vec<Problem>) {
 /// `1.5 GiB`-style formatting for messages.
 pub fn human_bytes(b: u64) -> String {
     let f = b as f64;
-    for (s, u) in [
-        (1u64 << 40, "TiB"),
-        (1 << 30, "GiB"),
-        (1 << 20, "MiB"),
-        (1 << 10, "KiB"),
-    ] {
+    for (s, u) in [(1u64 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
         if b >= s {
             return format!("{:.1} {u}", f / s as f64);
         }
@@ -818,15 +685,11 @@ pub fn set_key(root: &mut toml::Table, path: &str, value: &str) -> Result<(), St
         .unwrap_or_else(|| toml::Value::String(value.to_string()));
     let parts: Vec<&str> = path.split('.').collect();
     if parts.iter().any(|p| p.is_empty()) {
-        return Err(format!(
-            "bad key path {path:?}: expected dotted keys such as link.rate"
-        ));
+        return Err(format!("bad key path {path:?}: expected dotted keys such as link.rate"));
     }
     let mut t = root;
     for p in &parts[..parts.len() - 1] {
-        let e = t
-            .entry(p.to_string())
-            .or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        let e = t.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
         t = match e {
             toml::Value::Table(tt) => tt,
             _ => return Err(format!("key path {path:?}: {p} is not a table")),
@@ -850,34 +713,16 @@ mod tests {
         assert_eq!(s.queues, 16);
         assert_eq!(s.link_rate, Rate::gbps(10));
         let again = Scenario::from_table(&s.to_toml(), "r.toml", Path::new(".")).unwrap();
-        assert_eq!(
-            again, s,
-            "the resolved scenario parses back to the same scenario"
-        );
+        assert_eq!(again, s, "the resolved scenario parses back to the same scenario");
     }
 
     #[test]
     fn every_problem_is_reported() {
-        let e = parse(
-            "[link]\nrate = \"10\"\nspeed = 3\n[queues]\ncount = 0\n[traffic]\noverload = -1\n",
-        )
-        .unwrap_err();
+        let e = parse("[link]\nrate = \"10\"\nspeed = 3\n[queues]\ncount = 0\n[traffic]\noverload = -1\n").unwrap_err();
         let keys: Vec<&str> = e.list.iter().map(|p| p.key.as_str()).collect();
-        assert_eq!(
-            keys,
-            vec![
-                "link.rate",
-                "link.speed",
-                "queues.count",
-                "traffic.overload"
-            ],
-            "{e}"
-        );
+        assert_eq!(keys, vec!["link.rate", "link.speed", "queues.count", "traffic.overload"], "{e}");
         let msg = e.to_string();
-        assert!(
-            msg.contains("t.toml: key `link.rate` = \"10\": missing unit"),
-            "{msg}"
-        );
+        assert!(msg.contains("t.toml: key `link.rate` = \"10\": missing unit"), "{msg}");
         assert!(msg.contains("unknown key"), "{msg}");
     }
 

@@ -13,16 +13,16 @@ use npqos_core::{Duration, Rate};
 #[error("{0}")]
 pub struct UnitError(pub String);
 
-const DURATION_HELP: &str = "a duration with a unit, such as \"2ms\", \"500us\", \"1.5s\" or \"250ns\" (units: ns, us, ms, s)";
+const DURATION_HELP: &str =
+    "a duration with a unit, such as \"2ms\", \"500us\", \"1.5s\" or \"250ns\" (units: ns, us, ms, s)";
 const RATE_HELP: &str = "a rate with a unit, such as \"100Gbps\", \"400Mbps\" or \"12.5MB/s\" (bits: bps, kbps, Mbps, Gbps, Tbps; bytes: B/s, kB/s, MB/s, GB/s, KiB/s, MiB/s, GiB/s)";
-const SIZE_HELP: &str = "a size with a unit, such as \"1500B\", \"8KiB\" or \"2GB\" (units: B, kB, MB, GB, KiB, MiB, GiB)";
+const SIZE_HELP: &str =
+    "a size with a unit, such as \"1500B\", \"8KiB\" or \"2GB\" (units: B, kB, MB, GB, KiB, MiB, GiB)";
 
 /// Splits `"12.5MB/s"` into (`"12.5"`, `"MB/s"`).
 fn split(s: &str) -> (&str, &str) {
     let s = s.trim();
-    let i = s
-        .find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == '_'))
-        .unwrap_or(s.len());
+    let i = s.find(|c: char| !(c.is_ascii_digit() || c == '.' || c == '-' || c == '+' || c == '_')).unwrap_or(s.len());
     (&s[..i], s[i..].trim())
 }
 
@@ -60,24 +60,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
         "ms" => 1_000_000,
         "s" => 1_000_000_000,
         "" => return Err(UnitError(format!("missing unit: expected {DURATION_HELP}"))),
-        _ => {
-            return Err(UnitError(format!(
-                "unknown unit {unit:?}: expected {DURATION_HELP}"
-            )))
-        }
+        _ => return Err(UnitError(format!("unknown unit {unit:?}: expected {DURATION_HELP}"))),
     };
     if is_negative(num) {
-        return Err(UnitError(format!(
-            "negative duration: expected {DURATION_HELP}"
-        )));
+        return Err(UnitError(format!("negative duration: expected {DURATION_HELP}")));
     }
     scaled(num, scale, 1)
         .map(Duration::from_nanos)
-        .ok_or_else(|| {
-            UnitError(format!(
-                "not a number or out of range: expected {DURATION_HELP}"
-            ))
-        })
+        .ok_or_else(|| UnitError(format!("not a number or out of range: expected {DURATION_HELP}")))
 }
 
 pub fn parse_rate(s: &str) -> Result<Rate, UnitError> {
@@ -97,22 +87,14 @@ pub fn parse_rate(s: &str) -> Result<Rate, UnitError> {
         "MiB/s" => 8 * 1024 * 1024,
         "GiB/s" => 8 * 1024 * 1024 * 1024,
         "" => return Err(UnitError(format!("missing unit: expected {RATE_HELP}"))),
-        _ => {
-            return Err(UnitError(format!(
-                "unknown unit {unit:?}: expected {RATE_HELP}"
-            )))
-        }
+        _ => return Err(UnitError(format!("unknown unit {unit:?}: expected {RATE_HELP}"))),
     };
     if is_negative(num) {
         return Err(UnitError(format!("negative rate: expected {RATE_HELP}")));
     }
     scaled(num, scale, 1)
         .map(Rate::from_bits_per_sec)
-        .ok_or_else(|| {
-            UnitError(format!(
-                "not a number or out of range: expected {RATE_HELP}"
-            ))
-        })
+        .ok_or_else(|| UnitError(format!("not a number or out of range: expected {RATE_HELP}")))
 }
 
 pub fn parse_size(s: &str) -> Result<u64, UnitError> {
@@ -128,31 +110,18 @@ pub fn parse_size(s: &str) -> Result<u64, UnitError> {
         "GiB" => 1 << 30,
         "TiB" => 1 << 40,
         "" => return Err(UnitError(format!("missing unit: expected {SIZE_HELP}"))),
-        _ => {
-            return Err(UnitError(format!(
-                "unknown unit {unit:?}: expected {SIZE_HELP}"
-            )))
-        }
+        _ => return Err(UnitError(format!("unknown unit {unit:?}: expected {SIZE_HELP}"))),
     };
     if is_negative(num) {
         return Err(UnitError(format!("negative size: expected {SIZE_HELP}")));
     }
-    scaled(num, scale, 1).ok_or_else(|| {
-        UnitError(format!(
-            "not a number or out of range: expected {SIZE_HELP}"
-        ))
-    })
+    scaled(num, scale, 1).ok_or_else(|| UnitError(format!("not a number or out of range: expected {SIZE_HELP}")))
 }
 
 /// Formats a byte count with a binary unit when exact (`"64KiB"`), else in bytes.
 pub fn fmt_size(b: u64) -> String {
-    for (s, u) in [
-        (1u64 << 40, "TiB"),
-        (1 << 30, "GiB"),
-        (1 << 20, "MiB"),
-        (1 << 10, "KiB"),
-    ] {
-        if b >= s && b % s == 0 {
+    for (s, u) in [(1u64 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
+        if b >= s && b.is_multiple_of(s) {
             return format!("{}{u}", b / s);
         }
     }
@@ -167,24 +136,12 @@ mod tests {
     fn durations() {
         assert_eq!(parse_duration("2ms").unwrap(), Duration::from_millis(2));
         assert_eq!(parse_duration("500us").unwrap(), Duration::from_micros(500));
-        assert_eq!(
-            parse_duration(" 1.5s ").unwrap(),
-            Duration::from_millis(1500)
-        );
+        assert_eq!(parse_duration(" 1.5s ").unwrap(), Duration::from_millis(1500));
         assert_eq!(parse_duration("0.1ns").unwrap(), Duration::ZERO);
         assert_eq!(parse_duration("1_000ns").unwrap(), Duration::from_micros(1));
-        assert!(parse_duration("2")
-            .unwrap_err()
-            .0
-            .starts_with("missing unit"));
-        assert!(parse_duration("2min")
-            .unwrap_err()
-            .0
-            .starts_with("unknown unit"));
-        assert!(parse_duration("-1ms")
-            .unwrap_err()
-            .0
-            .starts_with("negative"));
+        assert!(parse_duration("2").unwrap_err().0.starts_with("missing unit"));
+        assert!(parse_duration("2min").unwrap_err().0.starts_with("unknown unit"));
+        assert!(parse_duration("-1ms").unwrap_err().0.starts_with("negative"));
         assert!(parse_duration("99999999999999999999s").is_err());
         assert!(parse_duration("ms").is_err());
     }
@@ -192,10 +149,7 @@ mod tests {
     #[test]
     fn rates() {
         assert_eq!(parse_rate("100Gbps").unwrap(), Rate::gbps(100));
-        assert_eq!(
-            parse_rate("12.5MB/s").unwrap(),
-            Rate::from_bits_per_sec(100_000_000)
-        );
+        assert_eq!(parse_rate("12.5MB/s").unwrap(), Rate::from_bits_per_sec(100_000_000));
         assert_eq!(parse_rate("1KiB/s").unwrap(), Rate::from_bits_per_sec(8192));
         assert!(parse_rate("100").is_err());
         assert!(parse_rate("-1Gbps").is_err());

@@ -67,24 +67,18 @@ impl Empirical {
     /// (size, weight) pairs.
     pub fn table(&self) -> impl Iterator<Item = (u32, u64)> + '_ {
         let mut prev = 0;
-        self.sizes
-            .iter()
-            .zip(&self.cumulative)
-            .map(move |(&s, &c)| {
-                let w = c - prev;
-                prev = c;
-                (s, w)
-            })
+        self.sizes.iter().zip(&self.cumulative).map(move |(&s, &c)| {
+            let w = c - prev;
+            prev = c;
+            (s, w)
+        })
     }
 }
 
 impl SizeDist {
     /// The IMIX of kim Table I.
     pub fn kim_imix() -> Self {
-        SizeDist::Empirical(
-            Empirical::new(KIM_IMIX.iter().map(|&(s, w)| (s, w as u64)))
-                .expect("table is non-empty"),
-        )
+        SizeDist::Empirical(Empirical::new(KIM_IMIX.iter().map(|&(s, w)| (s, w as u64))).expect("table is non-empty"))
     }
 
     /// The exact mean in bytes.
@@ -111,10 +105,7 @@ impl SizeDist {
             }
             SizeDist::Empirical(e) => {
                 let tot = e.total_weight() as f64;
-                e.table()
-                    .map(|(s, w)| (s as f64).powi(2) * w as f64)
-                    .sum::<f64>()
-                    / tot
+                e.table().map(|(s, w)| (s as f64).powi(2) * w as f64).sum::<f64>() / tot
             }
         }
     }
@@ -153,7 +144,7 @@ impl SizeDist {
 ///
 /// `overload = mean_size * 8 / (mean_gap * rate)`  (kim eq 16)
 pub fn mean_gap_for_overload(mean_size_bytes: f64, rate: Rate, overload: f64) -> Option<Duration> {
-    if !(overload > 0.0) || rate.is_zero() {
+    if overload.is_nan() || overload <= 0.0 || rate.is_zero() {
         return None;
     }
     Duration::try_from_secs_f64(mean_size_bytes * 8.0 / (overload * rate.bits_per_sec() as f64))
@@ -190,12 +181,7 @@ pub struct Arrivals {
 enum ArrivalKind {
     Constant(u64),
     Exponential(Exp<f64>),
-    OnOff {
-        gap: Exp<f64>,
-        on: Pareto<f64>,
-        off: Pareto<f64>,
-        on_left_ns: f64,
-    },
+    OnOff { gap: Exp<f64>, on: Pareto<f64>, off: Pareto<f64>, on_left_ns: f64 },
 }
 
 /// Why an arrival process could not be built.
@@ -218,12 +204,8 @@ impl Arrivals {
         let kind = match dist {
             GapDist::Constant => ArrivalKind::Constant(mean.as_nanos()),
             GapDist::Exponential => ArrivalKind::Exponential(Exp::new(1.0 / m).expect("positive")),
-            GapDist::OnOff {
-                on_mean,
-                off_mean,
-                shape,
-            } => {
-                if !(*shape > 1.0) || !shape.is_finite() {
+            GapDist::OnOff { on_mean, off_mean, shape } => {
+                if shape.is_nan() || *shape <= 1.0 || !shape.is_finite() {
                     return Err(ArrivalError::BadShape(*shape));
                 }
                 if on_mean.is_zero() || off_mean.is_zero() {
@@ -231,8 +213,7 @@ impl Arrivals {
                 }
                 let (on, off) = (on_mean.as_nanos() as f64, off_mean.as_nanos() as f64);
                 let on_gap = m * on / (on + off);
-                let pareto =
-                    |mean: f64| Pareto::new(mean * (shape - 1.0) / shape, *shape).expect("valid");
+                let pareto = |mean: f64| Pareto::new(mean * (shape - 1.0) / shape, *shape).expect("valid");
                 ArrivalKind::OnOff {
                     gap: Exp::new(1.0 / on_gap).expect("positive"),
                     on: pareto(on),
@@ -250,12 +231,7 @@ impl Arrivals {
         match &mut self.kind {
             ArrivalKind::Constant(ns) => Duration::from_nanos(*ns),
             ArrivalKind::Exponential(e) => Duration::from_nanos(e.sample(rng).round() as u64),
-            ArrivalKind::OnOff {
-                gap,
-                on,
-                off,
-                on_left_ns,
-            } => {
+            ArrivalKind::OnOff { gap, on, off, on_left_ns } => {
                 // Gap drawn inside the current ON period; if it overruns the period, the rest
                 // of the period is lost, an OFF period follows and a new ON period starts.
                 let mut total = 0.0;
@@ -309,11 +285,7 @@ pub enum PopulationError {
 
 impl FlowPopulation {
     /// `sizes`: `None` for flows that never end, or `Some((shape, min_packets))`.
-    pub fn new(
-        n: usize,
-        weights: &FlowWeights,
-        sizes: Option<(f64, u64)>,
-    ) -> Result<Self, PopulationError> {
+    pub fn new(n: usize, weights: &FlowWeights, sizes: Option<(f64, u64)>) -> Result<Self, PopulationError> {
         if n == 0 {
             return Err(PopulationError::NoFlows);
         }
@@ -337,11 +309,7 @@ impl FlowPopulation {
         Ok(FlowPopulation {
             pick: WeightedAliasIndex::new(w).map_err(|_| PopulationError::BadRatio(0.0))?,
             size,
-            slot_flow: if sizes.is_some() {
-                vec![UNSTARTED; n]
-            } else {
-                (0..n as u64).collect()
-            },
+            slot_flow: if sizes.is_some() { vec![UNSTARTED; n] } else { (0..n as u64).collect() },
             slot_left: vec![0; n],
             next_id: n as u64,
         })
@@ -400,28 +368,18 @@ mod tests {
         assert_eq!(d.mean(), 770.0);
         let mut rng = ChaCha8Rng::seed_from_u64(2);
         let n = 400_000;
-        let m2: f64 = (0..n)
-            .map(|_| (d.sample(&mut rng) as f64).powi(2))
-            .sum::<f64>()
-            / n as f64;
+        let m2: f64 = (0..n).map(|_| (d.sample(&mut rng) as f64).powi(2)).sum::<f64>() / n as f64;
         assert!((m2 / d.second_moment() - 1.0).abs() < 0.01);
     }
 
     #[test]
     fn overload_round_trips_and_matches_kim_example() {
         // kim section 5: 500 B mean, 1 ms mean gap, 1 Mbps -> overload 4.
-        let o = overload_factor(
-            500.0,
-            Duration::from_millis(1),
-            Rate::from_bits_per_sec(1_000_000),
-        );
+        let o = overload_factor(500.0, Duration::from_millis(1), Rate::from_bits_per_sec(1_000_000));
         assert!((o - 4.0).abs() < 1e-12);
         let g = mean_gap_for_overload(500.0, Rate::from_bits_per_sec(1_000_000), 4.0).unwrap();
         assert_eq!(g, Duration::from_millis(1));
-        assert_eq!(
-            mean_gap_for_overload(500.0, Rate::from_bits_per_sec(1), 0.0),
-            None
-        );
+        assert_eq!(mean_gap_for_overload(500.0, Rate::from_bits_per_sec(1), 0.0), None);
     }
 
     #[test]
@@ -431,31 +389,17 @@ mod tests {
         for dist in [
             GapDist::Constant,
             GapDist::Exponential,
-            GapDist::OnOff {
-                on_mean: Duration::from_millis(1),
-                off_mean: Duration::from_millis(1),
-                shape: 2.5,
-            },
+            GapDist::OnOff { on_mean: Duration::from_millis(1), off_mean: Duration::from_millis(1), shape: 2.5 },
         ] {
             let mut a = Arrivals::new(&dist, mean).unwrap();
             let n = 2_000_000u64;
             let total: u64 = (0..n).map(|_| a.next_gap(&mut rng).as_nanos()).sum();
             let got = total as f64 / n as f64;
-            assert!(
-                (got / 10_000.0 - 1.0).abs() < 0.05,
-                "{dist:?}: mean gap {got} ns"
-            );
+            assert!((got / 10_000.0 - 1.0).abs() < 0.05, "{dist:?}: mean gap {got} ns");
         }
         assert_eq!(
-            Arrivals::new(
-                &GapDist::OnOff {
-                    on_mean: Duration::SECOND,
-                    off_mean: Duration::SECOND,
-                    shape: 1.0
-                },
-                mean
-            )
-            .err(),
+            Arrivals::new(&GapDist::OnOff { on_mean: Duration::SECOND, off_mean: Duration::SECOND, shape: 1.0 }, mean)
+                .err(),
             Some(ArrivalError::BadShape(1.0))
         );
     }
@@ -471,12 +415,7 @@ mod tests {
         assert!(c[0] > c[1] && c[1] > c[2], "{c:?}");
         assert!((c[0] as f64 / c[1] as f64 - 2.0).abs() < 0.1);
         let mut p = FlowPopulation::new(4, &FlowWeights::Equal, Some((1.2, 1))).unwrap();
-        let ids: std::collections::HashSet<u64> =
-            (0..10_000).map(|_| p.next_flow(&mut rng)).collect();
-        assert!(
-            ids.len() > 100,
-            "flows end and new ones start: {} distinct",
-            ids.len()
-        );
+        let ids: std::collections::HashSet<u64> = (0..10_000).map(|_| p.next_flow(&mut rng)).collect();
+        assert!(ids.len() > 100, "flows end and new ones start: {} distinct", ids.len());
     }
 }

@@ -15,13 +15,7 @@ pub fn list() -> Result<()> {
     Ok(())
 }
 
-pub fn reproduce(
-    ids: &[String],
-    quick: bool,
-    out: Option<PathBuf>,
-    seed: u64,
-    quiet: bool,
-) -> Result<()> {
+pub fn reproduce(ids: &[String], quick: bool, out: Option<PathBuf>, seed: u64, quiet: bool) -> Result<()> {
     let mut todo: Vec<&str> = Vec::new();
     for id in ids {
         if id == "all" {
@@ -29,11 +23,7 @@ pub fn reproduce(
         } else if EXPERIMENTS.iter().any(|e| e.id == id) {
             todo.push(id);
         } else {
-            let known = EXPERIMENTS
-                .iter()
-                .map(|e| e.id)
-                .collect::<Vec<_>>()
-                .join(", ");
+            let known = EXPERIMENTS.iter().map(|e| e.id).collect::<Vec<_>>().join(", ");
             return Err(bad(format!(
                 "unknown experiment id {id:?}: expected `all` or one of {known} (see `npqos list`)"
             )));
@@ -49,8 +39,8 @@ pub fn reproduce(
         let progress = Progress::new(id, quiet);
         let started = std::time::SystemTime::now();
         let t0 = std::time::Instant::now();
-        let result = experiments::run(id, RunOptions { quick, seed }, &mut |f| progress.set(f))
-            .expect("id checked above");
+        let result =
+            experiments::run(id, RunOptions { quick, seed }, &mut |f| progress.set(f)).expect("id checked above");
         progress.finish();
         let events = result.runs.iter().map(|r| r.events).sum();
         let meta = Meta {
@@ -63,19 +53,10 @@ pub fn reproduce(
         };
         output::write_all(&dir, &result, &meta)?;
         if !quiet {
-            println!(
-                "{id}: {} compared quantities -> {}",
-                result.comparisons.len(),
-                dir.display()
-            );
+            println!("{id}: {} compared quantities -> {}", result.comparisons.len(), dir.display());
             for c in result.comparisons.iter().take(12) {
                 let p = c.paper.map(output::num).unwrap_or_else(|| "—".into());
-                let params = c
-                    .params
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" ");
+                let params = c.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
                 println!(
                     "  {:<18} {:<28} ours {:>12}  paper {:>10} {}  [{}]",
                     c.metric,

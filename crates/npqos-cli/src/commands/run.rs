@@ -28,16 +28,11 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
 
 /// Reads and validates a scenario file; problems are bad input (exit 2).
 pub fn load(path: &Path) -> Result<(toml::Table, Scenario)> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| bad(format!("{}: cannot read scenario: {e}", path.display())))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| bad(format!("{}: cannot read scenario: {e}", path.display())))?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let table: toml::Table = toml::from_str(&text).map_err(|e| {
-        bad(format!(
-            "{}: TOML syntax error: {}",
-            path.display(),
-            e.to_string().trim()
-        ))
-    })?;
+    let table: toml::Table = toml::from_str(&text)
+        .map_err(|e| bad(format!("{}: TOML syntax error: {}", path.display(), e.to_string().trim())))?;
     let sc = Scenario::from_table(&table, &path.display().to_string(), base)?;
     Ok((table, sc))
 }
@@ -80,16 +75,8 @@ pub fn execute(
             });
         }
     });
-    let mut out = Output {
-        id: id.to_string(),
-        ..Default::default()
-    };
-    for (i, r) in slots
-        .into_inner()
-        .expect("no worker panicked")
-        .into_iter()
-        .enumerate()
-    {
+    let mut out = Output { id: id.to_string(), ..Default::default() };
+    for (i, r) in slots.into_inner().expect("no worker panicked").into_iter().enumerate() {
         let Some(r) = r else { continue };
         let mut r = r.map_err(from_trace)?;
         r.label = format!("rep{i}");
@@ -100,13 +87,7 @@ pub fn execute(
     Ok(out)
 }
 
-pub fn run(
-    path: &Path,
-    out: Option<PathBuf>,
-    seed: Option<u64>,
-    threads: usize,
-    quiet: bool,
-) -> Result<()> {
+pub fn run(path: &Path, out: Option<PathBuf>, seed: Option<u64>, threads: usize, quiet: bool) -> Result<()> {
     let (_, mut sc) = load(path)?;
     if let Some(s) = seed {
         sc.seed = s;
@@ -121,10 +102,7 @@ pub fn run(
             human_bytes(sc.memory_budget)
         )));
     }
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_else(|| "scenario".into());
+    let name = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "scenario".into());
     let dir = out.unwrap_or_else(|| output::default_dir("run", &name));
     let flag = interrupt_flag();
     let progress = Progress::new(&name, quiet);
@@ -143,9 +121,7 @@ pub fn run(
             ("replications".to_string(), json!(sc.replications)),
         ]),
         run_info: run_info(started, elapsed, events, threads),
-        seeds: (0..sc.replications)
-            .map(|i| replication_seed(sc.seed, i))
-            .collect(),
+        seeds: (0..sc.replications).map(|i| replication_seed(sc.seed, i)).collect(),
     };
     output::write_all(&dir, &result, &meta)?;
     if !quiet {
@@ -165,37 +141,17 @@ pub fn run_info(
     events: u64,
     threads: usize,
 ) -> serde_json::Map<String, serde_json::Value> {
-    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .map(|s| s.trim().to_string())
-        .unwrap_or_default();
-    let secs = started
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").map(|s| s.trim().to_string()).unwrap_or_default();
+    let secs = started.duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0);
     serde_json::Map::from_iter([
         ("started_unix_s".to_string(), json!(secs)),
         ("wall_clock_s".to_string(), json!(elapsed)),
         ("events".to_string(), json!(events)),
-        (
-            "events_per_s".to_string(),
-            json!(if elapsed > 0.0 {
-                events as f64 / elapsed
-            } else {
-                0.0
-            }),
-        ),
+        ("events_per_s".to_string(), json!(if elapsed > 0.0 { events as f64 / elapsed } else { 0.0 })),
         ("threads".to_string(), json!(threads)),
         ("host".to_string(), json!(host)),
-        (
-            "args".to_string(),
-            json!(std::env::args().collect::<Vec<_>>()),
-        ),
-        (
-            "cwd".to_string(),
-            json!(std::env::current_dir()
-                .map(|p| p.display().to_string())
-                .unwrap_or_default()),
-        ),
+        ("args".to_string(), json!(std::env::args().collect::<Vec<_>>())),
+        ("cwd".to_string(), json!(std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default())),
     ])
 }
 
@@ -203,11 +159,7 @@ fn print_aggregate(out: &Output) {
     let n = out.runs.len();
     for (name, mean, ci, unit) in &out.aggregate {
         if n > 1 {
-            println!(
-                "{name:>20}  {} ± {} {unit}",
-                output::num(*mean),
-                output::num(*ci)
-            );
+            println!("{name:>20}  {} ± {} {unit}", output::num(*mean), output::num(*ci));
         } else {
             println!("{name:>20}  {} {unit}", output::num(*mean));
         }

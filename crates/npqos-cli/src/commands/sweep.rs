@@ -37,19 +37,11 @@ pub fn sweep(
     let mut axes: Vec<(String, Vec<String>)> = Vec::new();
     for s in sets {
         let Some((k, vs)) = s.split_once('=') else {
-            return Err(bad(format!(
-                "--set {s:?}: expected KEY=V1,V2,... such as traffic.overload=0.5,0.9"
-            )));
+            return Err(bad(format!("--set {s:?}: expected KEY=V1,V2,... such as traffic.overload=0.5,0.9")));
         };
-        let vals: Vec<String> = vs
-            .split(',')
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-            .collect();
+        let vals: Vec<String> = vs.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
         if k.trim().is_empty() || vals.is_empty() {
-            return Err(bad(format!(
-                "--set {s:?}: expected KEY=V1,V2,... with at least one value"
-            )));
+            return Err(bad(format!("--set {s:?}: expected KEY=V1,V2,... with at least one value")));
         }
         axes.push((k.trim().to_string(), vals));
     }
@@ -67,10 +59,7 @@ pub fn sweep(
             })
             .collect();
     }
-    let name = path
-        .file_stem()
-        .map(|s| s.to_string_lossy().to_string())
-        .unwrap_or_else(|| "sweep".into());
+    let name = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "sweep".into());
     let dir = out.unwrap_or_else(|| output::default_dir("sweep", &name));
     let base_dir = path.parent().unwrap_or(Path::new("."));
     let mut all_problems = Vec::new();
@@ -79,29 +68,16 @@ pub fn sweep(
         let mut t = base.clone();
         for (k, v) in p {
             if let Err(m) = set_key(&mut t, k, v) {
-                all_problems.push(Problem {
-                    key: k.clone(),
-                    value: Some(v.clone()),
-                    message: m,
-                });
+                all_problems.push(Problem { key: k.clone(), value: Some(v.clone()), message: m });
             }
         }
-        let label = p
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let label = p.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
         match Scenario::from_table(&t, &format!("{} [{label}]", path.display()), base_dir) {
             Ok(mut sc) => {
                 if let Some(s) = seed {
                     sc.seed = s;
                 }
-                grid.push(Job {
-                    index: i,
-                    point: p.clone(),
-                    scenario: sc,
-                    dir: dir.join(format!("point-{i:04}")),
-                });
+                grid.push(Job { index: i, point: p.clone(), scenario: sc, dir: dir.join(format!("point-{i:04}")) });
             }
             Err(e) => all_problems.extend(e.list.into_iter().map(|mut pr| {
                 pr.key = format!("{} [{label}]", pr.key);
@@ -111,44 +87,31 @@ pub fn sweep(
     }
     if !all_problems.is_empty() {
         all_problems.dedup();
-        return Err(Problems {
-            file: path.display().to_string(),
-            list: all_problems,
-        }
-        .into());
+        return Err(Problems { file: path.display().to_string(), list: all_problems }.into());
     }
-    let per = grid
-        .iter()
-        .map(|j| j.scenario.estimate_memory(1))
-        .max()
-        .unwrap_or(0);
-    let budget = grid
-        .iter()
-        .map(|j| j.scenario.memory_budget)
-        .min()
-        .unwrap_or(u64::MAX);
+    let per = grid.iter().map(|j| j.scenario.estimate_memory(1)).max().unwrap_or(0);
+    let budget = grid.iter().map(|j| j.scenario.memory_budget).min().unwrap_or(u64::MAX);
     let parallel = jobs.clamp(1, grid.len().max(1)) as u64;
     if per.saturating_mul(parallel) > budget {
-        return Err(bad(format!("{} points in parallel need an estimated {}, above run.memory_budget {}; use fewer --jobs",
-            parallel, npqos_sim::scenario::human_bytes(per * parallel), npqos_sim::scenario::human_bytes(budget))));
+        return Err(bad(format!(
+            "{} points in parallel need an estimated {}, above run.memory_budget {}; use fewer --jobs",
+            parallel,
+            npqos_sim::scenario::human_bytes(per * parallel),
+            npqos_sim::scenario::human_bytes(budget)
+        )));
     }
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
     let jobs_json: Vec<Value> = grid.iter().map(|j| json!({
         "index": j.index, "point": j.point.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect::<serde_json::Map<_, _>>(),
         "seed": j.scenario.seed, "dir": j.dir.file_name().map(|f| f.to_string_lossy().to_string()),
         "scenario": toml::to_string(&j.scenario.to_toml()).unwrap_or_default()})).collect();
-    write_atomic(
-        &dir,
-        "jobs.json",
-        serde_json::to_string_pretty(&jobs_json)?.as_bytes(),
-    )?;
+    write_atomic(&dir, "jobs.json", serde_json::to_string_pretty(&jobs_json)?.as_bytes())?;
 
     let flag = interrupt_flag();
     let progress = Progress::new(&name, quiet);
     let next = AtomicUsize::new(0);
     let finished = AtomicUsize::new(0);
-    let results: Mutex<Vec<Option<Result<Output>>>> =
-        Mutex::new((0..grid.len()).map(|_| None).collect());
+    let results: Mutex<Vec<Option<Result<Output>>>> = Mutex::new((0..grid.len()).map(|_| None).collect());
     let started = std::time::SystemTime::now();
     let t0 = std::time::Instant::now();
     std::thread::scope(|s| {
@@ -187,27 +150,19 @@ pub fn sweep(
         };
         let o = r?;
         complete &= o.complete();
-        let point: serde_json::Map<String, Value> = j
-            .point
-            .iter()
-            .map(|(k, v)| (k.clone(), Value::String(v.clone())))
-            .collect();
+        let point: serde_json::Map<String, Value> =
+            j.point.iter().map(|(k, v)| (k.clone(), Value::String(v.clone()))).collect();
         let meta = Meta {
             kind: "sweep-point",
             seed: j.scenario.seed,
             resolved: None,
             extra: Default::default(),
             run_info: Default::default(),
-            seeds: (0..j.scenario.replications)
-                .map(|i| replication_seed(j.scenario.seed, i))
-                .collect(),
+            seeds: (0..j.scenario.replications).map(|i| replication_seed(j.scenario.seed, i)).collect(),
         };
         insert_output(&tx, &o, &meta, &Value::Object(point.clone()))?;
-        let sc: serde_json::Map<String, Value> = o
-            .aggregate
-            .iter()
-            .map(|(n, m, c, u)| (n.clone(), json!({"value": m, "ci95": c, "unit": u})))
-            .collect();
+        let sc: serde_json::Map<String, Value> =
+            o.aggregate.iter().map(|(n, m, c, u)| (n.clone(), json!({"value": m, "ci95": c, "unit": u}))).collect();
         summary_points.push(json!({"index": j.index, "point": point, "dir": format!("point-{:04}", j.index), "complete": o.complete(), "scalars": sc}));
         if !header_done {
             let keys: Vec<&str> = j.point.iter().map(|(k, _)| k.as_str()).collect();
@@ -226,16 +181,8 @@ pub fn sweep(
     write_atomic(&dir, "sweep.csv", csv.as_bytes())?;
     let summary = json!({"npqos_version": output::version(), "kind": "sweep", "scenario": name, "complete": complete,
         "axes": axes.iter().map(|(k, v)| json!({"key": k, "values": v})).collect::<Vec<_>>(), "points": summary_points});
-    write_atomic(
-        &dir,
-        "summary.json",
-        format!("{}\n", serde_json::to_string_pretty(&summary)?).as_bytes(),
-    )?;
-    let events = collected
-        .iter()
-        .flat_map(|(_, o)| o.runs.iter())
-        .map(|r| r.events)
-        .sum();
+    write_atomic(&dir, "summary.json", format!("{}\n", serde_json::to_string_pretty(&summary)?).as_bytes())?;
+    let events = collected.iter().flat_map(|(_, o)| o.runs.iter()).map(|r| r.events).sum();
     write_atomic(
         &dir,
         "run.json",
@@ -259,12 +206,7 @@ pub fn sweep(
 }
 
 fn run_point(j: &Job, flag: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> Result<Output> {
-    let label = j
-        .point
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ");
+    let label = j.point.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
     let o = execute(&j.scenario, &label, 1, flag, &Progress::new("", true))?;
     let meta = Meta {
         kind: "sweep-point",
@@ -279,9 +221,7 @@ fn run_point(j: &Job, flag: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> R
                 .collect::<serde_json::Map<_, _>>()),
         )]),
         run_info: Default::default(),
-        seeds: (0..j.scenario.replications)
-            .map(|i| replication_seed(j.scenario.seed, i))
-            .collect(),
+        seeds: (0..j.scenario.replications).map(|i| replication_seed(j.scenario.seed, i)).collect(),
     };
     output::write_all(&j.dir, &o, &meta)?;
     Ok(o)
@@ -289,12 +229,7 @@ fn run_point(j: &Job, flag: &std::sync::Arc<std::sync::atomic::AtomicBool>) -> R
 
 /// report.md with a table of every point and, when the first axis is numeric, plots of the
 /// main scalars against it (one line per value of the other axes).
-fn write_report(
-    dir: &Path,
-    name: &str,
-    axes: &[(String, Vec<String>)],
-    pts: &[(&Job, Output)],
-) -> Result<()> {
+fn write_report(dir: &Path, name: &str, axes: &[(String, Vec<String>)], pts: &[(&Job, Output)]) -> Result<()> {
     let mut s = format!("# npqos sweep: {name}\n\n{} points. Each point's full results are in its `point-NNNN/` directory; every run is in `results.sqlite`.\n\n", pts.len());
     let Some((_, first)) = pts.first() else {
         return write_atomic(dir, "report.md", s.as_bytes());
@@ -304,24 +239,13 @@ fn write_report(
         .iter()
         .copied()
         .filter(|n| {
-            [
-                "throughput",
-                "utilization",
-                "delay_mean",
-                "delay_p99",
-                "drop_fraction",
-                "jain_fairness",
-            ]
-            .contains(n)
+            ["throughput", "utilization", "delay_mean", "delay_p99", "drop_fraction", "jain_fairness"].contains(n)
         })
         .collect();
     let _ = writeln!(
         s,
         "| point | {} | {} |\n|---|{}",
-        axes.iter()
-            .map(|a| a.0.as_str())
-            .collect::<Vec<_>>()
-            .join(" | "),
+        axes.iter().map(|a| a.0.as_str()).collect::<Vec<_>>().join(" | "),
         shown.join(" | "),
         "---|".repeat(axes.len() + shown.len())
     );
@@ -329,21 +253,9 @@ fn write_report(
         let vals: Vec<&str> = j.point.iter().map(|(_, v)| v.as_str()).collect();
         let nums: Vec<String> = shown
             .iter()
-            .map(|n| {
-                o.aggregate
-                    .iter()
-                    .find(|a| a.0 == *n)
-                    .map(|a| num(a.1))
-                    .unwrap_or_default()
-            })
+            .map(|n| o.aggregate.iter().find(|a| a.0 == *n).map(|a| num(a.1)).unwrap_or_default())
             .collect();
-        let _ = writeln!(
-            s,
-            "| {} | {} | {} |",
-            j.index,
-            vals.join(" | "),
-            nums.join(" | ")
-        );
+        let _ = writeln!(s, "| {} | {} | {} |", j.index, vals.join(" | "), nums.join(" | "));
     }
     let x_numeric = |v: &str| v.trim_matches('"').parse::<f64>().ok();
     if let Some((key, _)) = axes.first() {
@@ -352,34 +264,16 @@ fn write_report(
             for metric in &shown {
                 let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
                 for (j, o) in pts {
-                    let rest = j.point[1..]
-                        .iter()
-                        .map(|(k, v)| format!("{k}={v}"))
-                        .collect::<Vec<_>>()
-                        .join(" ");
-                    let legend = if rest.is_empty() {
-                        metric.to_string()
-                    } else {
-                        rest
-                    };
-                    let y = o
-                        .aggregate
-                        .iter()
-                        .find(|a| a.0 == *metric)
-                        .map(|a| a.1)
-                        .unwrap_or(f64::NAN);
+                    let rest = j.point[1..].iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+                    let legend = if rest.is_empty() { metric.to_string() } else { rest };
+                    let y = o.aggregate.iter().find(|a| a.0 == *metric).map(|a| a.1).unwrap_or(f64::NAN);
                     let x = x_numeric(&j.point[0].1).expect("checked");
                     match lines.iter_mut().find(|l| l.0 == legend) {
                         Some(l) => l.1.push((x, y)),
                         None => lines.push((legend, vec![(x, y)])),
                     }
                 }
-                let unit = first
-                    .aggregate
-                    .iter()
-                    .find(|a| a.0 == *metric)
-                    .map(|a| a.3.clone())
-                    .unwrap_or_default();
+                let unit = first.aggregate.iter().find(|a| a.0 == *metric).map(|a| a.3.clone()).unwrap_or_default();
                 let spec = PlotSpec {
                     name: format!("sweep-{metric}"),
                     title: format!("{metric} vs {key}"),

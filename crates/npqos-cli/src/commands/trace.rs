@@ -35,18 +35,10 @@ pub fn stats(files: &[PathBuf], json: bool, lenient: bool) -> Result<()> {
                 String::new()
             }
         );
-        println!(
-            "  bytes           {} on the wire ({} captured)",
-            s.bytes, s.captured_bytes
-        );
+        println!("  bytes           {} on the wire ({} captured)", s.bytes, s.captured_bytes);
         println!("  duration        {} s", num(s.duration_ns() as f64 * 1e-9));
         println!("  mean size       {} B", num(s.mean_size()));
-        let links = s
-            .link_types
-            .iter()
-            .map(|(k, v)| format!("{k}: {v}"))
-            .collect::<Vec<_>>()
-            .join(", ");
+        let links = s.link_types.iter().map(|(k, v)| format!("{k}: {v}")).collect::<Vec<_>>().join(", ");
         println!("  link types      {links}");
         println!("  flows           {} unidirectional 5-tuples", s.flows());
         let (p50, p90, p99, max) = s.flow_size_quantiles();
@@ -66,24 +58,13 @@ pub fn stats(files: &[PathBuf], json: bool, lenient: bool) -> Result<()> {
             })
             .collect();
         println!("  sizes (B)       {}", hist.join(", "));
-        let act: Vec<String> = s
-            .active_flows()
-            .iter()
-            .map(|(_, n)| n.to_string())
-            .collect();
-        println!(
-            "  active flows    {} (per 1/20 of the duration)",
-            act.join(" ")
-        );
+        let act: Vec<String> = s.active_flows().iter().map(|(_, n)| n.to_string()).collect();
+        println!("  active flows    {} (per 1/20 of the duration)", act.join(" "));
         if s.corrupt_skipped > 0 || s.abandoned_tail {
             println!(
                 "  corrupt records {} skipped{}",
                 s.corrupt_skipped,
-                if s.abandoned_tail {
-                    ", rest of file abandoned"
-                } else {
-                    ""
-                }
+                if s.abandoned_tail { ", rest of file abandoned" } else { "" }
             );
         }
     }

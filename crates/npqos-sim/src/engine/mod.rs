@@ -47,10 +47,7 @@ pub struct RunLimits {
 
 impl RunLimits {
     pub fn until(until: Instant) -> Self {
-        RunLimits {
-            until,
-            max_events: u64::MAX,
-        }
+        RunLimits { until, max_events: u64::MAX }
     }
 }
 
@@ -73,12 +70,7 @@ impl<E> Default for Engine<E> {
 
 impl<E> Engine<E> {
     pub fn new() -> Self {
-        Engine {
-            queue: EventQueue::new(),
-            now: Instant::ZERO,
-            executed: 0,
-            interrupt: None,
-        }
+        Engine { queue: EventQueue::new(), now: Instant::ZERO, executed: 0, interrupt: None }
     }
     /// Raising `flag` makes [`run`](Self::run) return [`StopReason::Interrupted`] within a few
     /// thousand events.
@@ -99,11 +91,7 @@ impl<E> Engine<E> {
 
     /// Schedules `event` at `at`, which must not be in the past.
     pub fn schedule(&mut self, at: Instant, event: E) -> EventKey {
-        assert!(
-            at >= self.now,
-            "event scheduled in the past: {at} < now {}",
-            self.now
-        );
+        assert!(at >= self.now, "event scheduled in the past: {at} < now {}", self.now);
         self.queue.push(at, event)
     }
     /// Schedules `event` after `delay`.
@@ -128,13 +116,9 @@ impl<E> Engine<E> {
             if budget == 0 {
                 return StopReason::Budget;
             }
-            if self.executed % CHECK_EVERY == 0 {
+            if self.executed.is_multiple_of(CHECK_EVERY) {
                 progress(self.now);
-                if self
-                    .interrupt
-                    .as_ref()
-                    .is_some_and(|f| f.load(Ordering::Relaxed))
-                {
+                if self.interrupt.as_ref().is_some_and(|f| f.load(Ordering::Relaxed)) {
                     return StopReason::Interrupted;
                 }
             }
@@ -174,41 +158,21 @@ mod tests {
 
     #[test]
     fn run_stops_at_end_time_budget_and_interrupt() {
-        let mut m = Ticker {
-            period: Duration::from_nanos(10),
-            seen: vec![],
-        };
+        let mut m = Ticker { period: Duration::from_nanos(10), seen: vec![] };
         let mut e = Engine::new();
         e.schedule(Instant::ZERO, 1);
         e.schedule(Instant::ZERO, 2);
-        let r = e.run(
-            &mut m,
-            RunLimits::until(Instant::from_nanos(25)),
-            &mut |_| {},
-        );
+        let r = e.run(&mut m, RunLimits::until(Instant::from_nanos(25)), &mut |_| {});
         assert_eq!(r, StopReason::EndTime);
-        assert_eq!(
-            m.seen,
-            vec![(0, 1), (0, 2), (10, 1), (10, 2), (20, 1), (20, 2)]
-        );
+        assert_eq!(m.seen, vec![(0, 1), (0, 2), (10, 1), (10, 2), (20, 1), (20, 2)]);
         assert_eq!(e.now(), Instant::from_nanos(25));
-        let r = e.run(
-            &mut m,
-            RunLimits {
-                until: Instant::MAX,
-                max_events: 3,
-            },
-            &mut |_| {},
-        );
+        let r = e.run(&mut m, RunLimits { until: Instant::MAX, max_events: 3 }, &mut |_| {});
         assert_eq!(r, StopReason::Budget);
         assert_eq!(m.seen.len(), 9);
         let flag = Arc::new(AtomicBool::new(true));
         let mut e2 = Engine::new().with_interrupt(flag);
         e2.schedule(Instant::ZERO, 1);
-        assert_eq!(
-            e2.run(&mut m, RunLimits::until(Instant::MAX), &mut |_| {}),
-            StopReason::Interrupted
-        );
+        assert_eq!(e2.run(&mut m, RunLimits::until(Instant::MAX), &mut |_| {}), StopReason::Interrupted);
     }
 
     #[test]
@@ -220,10 +184,7 @@ mod tests {
         }
         let mut e = Engine::new();
         e.schedule(Instant::from_nanos(5), ());
-        assert_eq!(
-            e.run(&mut Nop, RunLimits::until(Instant::MAX), &mut |_| {}),
-            StopReason::Drained
-        );
+        assert_eq!(e.run(&mut Nop, RunLimits::until(Instant::MAX), &mut |_| {}), StopReason::Drained);
         assert_eq!(e.executed(), 1);
     }
 }

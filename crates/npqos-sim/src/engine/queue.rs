@@ -64,13 +64,7 @@ impl<E> EventQueue<E> {
         Self::with_capacity(0)
     }
     pub fn with_capacity(n: usize) -> Self {
-        EventQueue {
-            heap: Vec::with_capacity(n),
-            slots: Vec::with_capacity(n),
-            free: Vec::new(),
-            next_seq: 0,
-            live: 0,
-        }
+        EventQueue { heap: Vec::with_capacity(n), slots: Vec::with_capacity(n), free: Vec::new(), next_seq: 0, live: 0 }
     }
     /// Number of live (not cancelled) pending events.
     pub fn len(&self) -> usize {
@@ -93,19 +87,12 @@ impl<E> EventQueue<E> {
             }
             None => {
                 let s = u32::try_from(self.slots.len()).expect("more than 2^32 pending events");
-                self.slots.push(Slot {
-                    seq,
-                    event: Some(event),
-                });
+                self.slots.push(Slot { seq, event: Some(event) });
                 s
             }
         };
         self.live += 1;
-        self.heap.push(Entry {
-            time: time.as_nanos(),
-            seq,
-            slot,
-        });
+        self.heap.push(Entry { time: time.as_nanos(), seq, slot });
         self.sift_up(self.heap.len() - 1);
         EventKey { slot, seq }
     }
@@ -250,11 +237,7 @@ mod tests {
         assert_eq!(q.cancel(a), None);
         assert_eq!(q.len(), 1);
         let c = q.push(Instant::from_nanos(0), 'c'); // reuses a's slot
-        assert_eq!(
-            q.cancel(a),
-            None,
-            "an old key must not cancel the slot's new event"
-        );
+        assert_eq!(q.cancel(a), None, "an old key must not cancel the slot's new event");
         assert_eq!(q.peek_time(), Some(Instant::from_nanos(0)));
         assert_eq!(q.pop(), Some((Instant::from_nanos(0), 'c')));
         assert_eq!(q.cancel(c), None);
@@ -285,11 +268,7 @@ mod tests {
                 5..=7 => {
                     let got = q.pop();
                     let want = model.pop_first();
-                    assert_eq!(
-                        got.map(|(t, e)| (t.as_nanos(), e)),
-                        want.map(|((t, _), e)| (t, e)),
-                        "step {step}"
-                    );
+                    assert_eq!(got.map(|(t, e)| (t.as_nanos(), e)), want.map(|((t, _), e)| (t, e)), "step {step}");
                     if let Some(((t, _), _)) = want {
                         now = t;
                     }

@@ -29,6 +29,9 @@ use std::sync::Arc;
 
 const NIL: u32 = u32::MAX;
 
+/// A trace packet whose arrival event is scheduled: (time ns, queue, bytes).
+type PendingPacket = (u64, u32, u64);
+
 #[derive(Clone, Copy, Debug)]
 struct QueueState {
     head: u32,
@@ -83,7 +86,8 @@ pub struct LinkModel {
     end: u64,
     sample_every: Duration,
     source: Option<Source>,
-    trace: Option<(TraceSource, Option<(u64, u32, u64)>)>,
+    /// The trace and its next packet (time ns, queue, bytes) already scheduled.
+    trace: Option<(TraceSource, Option<PendingPacket>)>,
     trace_error: Option<TraceError>,
     // measurements
     offered_pkts: u64,
@@ -103,24 +107,10 @@ pub struct LinkModel {
 
 impl LinkModel {
     /// Builds the model and schedules its first events. Fails only on trace input errors.
-    pub fn new(
-        sc: &Scenario,
-        streams: &RngStreams,
-        engine: &mut Engine<Ev>,
-    ) -> Result<Self, TraceError> {
+    pub fn new(sc: &Scenario, streams: &RngStreams, engine: &mut Engine<Ev>) -> Result<Self, TraceError> {
         let n = sc.queues as usize;
         let mut m = LinkModel {
-            queues: vec![
-                QueueState {
-                    head: NIL,
-                    tail: NIL,
-                    packets: 0,
-                    bytes: 0,
-                    deficit: 0,
-                    active: false
-                };
-                n
-            ],
+            queues: vec![QueueState { head: NIL, tail: NIL, packets: 0, bytes: 0, deficit: 0, active: false }; n],
             nodes: Vec::new(),
             free: NIL,
             active: VecDeque::with_capacity(n.min(1 << 20)),
@@ -150,12 +140,8 @@ impl LinkModel {
             series_tput: Vec::new(),
         };
         match &sc.traffic {
-            Traffic::Synthetic {
-                overload,
-                sizes,
-                arrivals,
-            } => {
-                let share = sc.link_rate.div(sc.queues as u64);
+            Traffic::Synthetic { overload, sizes, arrivals } => {
+                let share = sc.link_rate.share(sc.queues as u64);
                 let gap = mean_gap_for_overload(sizes.mean(), share, *overload)
                     .filter(|g| !g.is_zero())
                     .unwrap_or(Duration::NANOSECOND);
@@ -173,12 +159,7 @@ impl LinkModel {
                 }
                 m.source = Some(src);
             }
-            Traffic::Trace {
-                files,
-                time_scale,
-                flow_multiply,
-                lenient,
-            } => {
+            Traffic::Trace { files, time_scale, flow_multiply, lenient } => {
                 let opts = TraceOptions {
                     files: files.clone(),
                     lenient: *lenient,
@@ -228,18 +209,10 @@ impl LinkModel {
         if self.free != NIL {
             let i = self.free;
             self.free = self.nodes[i as usize].next;
-            self.nodes[i as usize] = Node {
-                next: NIL,
-                size,
-                arrival,
-            };
+            self.nodes[i as usize] = Node { next: NIL, size, arrival };
             i
         } else {
-            self.nodes.push(Node {
-                next: NIL,
-                size,
-                arrival,
-            });
+            self.nodes.push(Node { next: NIL, size, arrival });
             (self.nodes.len() - 1) as u32
         }
     }
@@ -333,12 +306,7 @@ impl LinkModel {
     }
 
     /// Collects the measurements into a [`RunResult`].
-    pub fn finish(
-        self,
-        sc: &Scenario,
-        reason: StopReason,
-        engine: &Engine<Ev>,
-    ) -> Result<RunResult, TraceError> {
+    pub fn finish(self, sc: &Scenario, reason: StopReason, engine: &Engine<Ev>) -> Result<RunResult, TraceError> {
         if let Some(e) = self.trace_error {
             return Err(e);
         }
@@ -358,54 +326,26 @@ impl LinkModel {
         r.scalar("dropped_bytes", self.dropped_bytes as f64, "B");
         r.scalar(
             "drop_fraction",
-            if self.offered_pkts == 0 {
-                0.0
-            } else {
-                self.dropped_pkts as f64 / self.offered_pkts as f64
-            },
+            if self.offered_pkts == 0 { 0.0 } else { self.dropped_pkts as f64 / self.offered_pkts as f64 },
             "1",
         );
         r.scalar(
             "drop_fraction_bytes",
-            if self.offered_bytes == 0 {
-                0.0
-            } else {
-                self.dropped_bytes as f64 / self.offered_bytes as f64
-            },
+            if self.offered_bytes == 0 { 0.0 } else { self.dropped_bytes as f64 / self.offered_bytes as f64 },
             "1",
         );
-        r.scalar(
-            "offered_load",
-            self.offered_bytes as f64 * 8.0 / secs / sc.link_rate.bits_per_sec() as f64,
-            "1",
-        );
-        r.scalar(
-            "throughput",
-            self.delivered_bytes as f64 * 8.0 / secs / 1e9,
-            "Gbps",
-        );
-        r.scalar(
-            "utilization",
-            self.delivered_bytes as f64 * 8.0 / secs / sc.link_rate.bits_per_sec() as f64,
-            "1",
-        );
+        r.scalar("offered_load", self.offered_bytes as f64 * 8.0 / secs / sc.link_rate.bits_per_sec() as f64, "1");
+        r.scalar("throughput", self.delivered_bytes as f64 * 8.0 / secs / 1e9, "Gbps");
+        r.scalar("utilization", self.delivered_bytes as f64 * 8.0 / secs / sc.link_rate.bits_per_sec() as f64, "1");
         let d = &self.delay;
         let empty = d.is_empty();
         r.scalar("delay_mean", if empty { 0.0 } else { d.mean() }, "ns");
         r.scalar("delay_p50", d.value_at_quantile(0.5) as f64, "ns");
         r.scalar("delay_p99", d.value_at_quantile(0.99) as f64, "ns");
         r.scalar("delay_max", d.max() as f64, "ns");
-        let (s, s2) = self
-            .delivered_per_queue
-            .iter()
-            .fold((0.0, 0.0), |(a, b), &x| {
-                (a + x as f64, b + (x as f64).powi(2))
-            });
-        let jain = if s2 > 0.0 {
-            s * s / (self.delivered_per_queue.len() as f64 * s2)
-        } else {
-            0.0
-        };
+        let (s, s2) =
+            self.delivered_per_queue.iter().fold((0.0, 0.0), |(a, b), &x| (a + x as f64, b + (x as f64).powi(2)));
+        let jain = if s2 > 0.0 { s * s / (self.delivered_per_queue.len() as f64 * s2) } else { 0.0 };
         r.scalar("jain_fairness", jain, "1");
         if self.trace.is_some() {
             r.scalar("non_ip_skipped", self.non_ip as f64, "packets");
@@ -433,11 +373,7 @@ impl LinkModel {
                 first.0 = 0.0;
             }
         }
-        r.histograms.push(Histogram {
-            name: "delay".into(),
-            unit: "ns".into(),
-            bins,
-        });
+        r.histograms.push(Histogram { name: "delay".into(), unit: "ns".into(), bins });
         Ok(r)
     }
 }
@@ -449,9 +385,7 @@ impl Model for LinkModel {
             Ev::Arrival(q) => {
                 let src = self.source.as_mut().expect("synthetic source");
                 let size = src.sizes.sample(&mut src.rng_size) as u64;
-                let g = src.arrivals[q as usize]
-                    .next_gap(&mut src.rng_gap)
-                    .max(Duration::NANOSECOND);
+                let g = src.arrivals[q as usize].next_gap(&mut src.rng_gap).max(Duration::NANOSECOND);
                 engine.schedule_in(g, Ev::Arrival(q));
                 self.enqueue(q, size, engine);
             }
@@ -490,11 +424,7 @@ pub fn run(
     let mut model = LinkModel::new(sc, &streams, &mut engine)?;
     let limits = RunLimits {
         until: Instant::ZERO + sc.duration,
-        max_events: if sc.max_events == 0 {
-            u64::MAX
-        } else {
-            sc.max_events
-        },
+        max_events: if sc.max_events == 0 { u64::MAX } else { sc.max_events },
     };
     let reason = engine.run(&mut model, limits, progress);
     model.finish(sc, reason, &engine)
@@ -525,10 +455,7 @@ mod tests {
         let lambda = rho / es;
         let expect = (es + lambda * es2 / (2.0 * (1.0 - rho))) * 1e9;
         let got = r.get("delay_mean").unwrap();
-        assert!(
-            (got / expect - 1.0).abs() < 0.03,
-            "mean sojourn {got:.1} ns vs P-K {expect:.1} ns"
-        );
+        assert!((got / expect - 1.0).abs() < 0.03, "mean sojourn {got:.1} ns vs P-K {expect:.1} ns");
         assert!((r.get("utilization").unwrap() - 0.8).abs() < 0.01);
         assert_eq!(r.get("dropped_packets"), Some(0.0));
     }
@@ -539,18 +466,11 @@ mod tests {
         let sc = scenario("[run]\nduration = \"200ms\"\n[link]\nrate = \"1Gbps\"\n[queues]\ncount = 8\nbuffer = \"32KiB\"\n[traffic]\noverload = 2.0\n");
         let r = run(&sc, 1, None, &mut |_| {}).unwrap();
         assert!(r.get("utilization").unwrap() > 0.99);
-        assert!(
-            r.get("jain_fairness").unwrap() > 0.999,
-            "{:?}",
-            r.get("jain_fairness")
-        );
+        assert!(r.get("jain_fairness").unwrap() > 0.999, "{:?}", r.get("jain_fairness"));
         // Half the offered bytes must be dropped. (Not half the packets: tail drop refuses a
         // large packet where a small one still fits, so more large packets are lost.)
         let df = r.get("drop_fraction_bytes").unwrap();
-        assert!(
-            (df - 0.5).abs() < 0.02,
-            "half the offered bytes must be dropped, got {df}"
-        );
+        assert!((df - 0.5).abs() < 0.02, "half the offered bytes must be dropped, got {df}");
         assert!(r.get("drop_fraction").unwrap() < df);
     }
 

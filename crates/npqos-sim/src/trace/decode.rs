@@ -40,12 +40,8 @@ pub fn decode(rec: &Record<'_>) -> Result<PacketMeta, NonIp> {
     let d = rec.data;
     let sliced = match rec.link {
         linktype::ETHERNET => LaxSlicedPacket::from_ethernet(d).ok(),
-        linktype::RAW | 12 | 14 | linktype::IPV4 | linktype::IPV6 => {
-            LaxSlicedPacket::from_ip(d).ok()
-        }
-        linktype::NULL | linktype::LOOP => {
-            d.get(4..).and_then(|p| LaxSlicedPacket::from_ip(p).ok())
-        }
+        linktype::RAW | 12 | 14 | linktype::IPV4 | linktype::IPV6 => LaxSlicedPacket::from_ip(d).ok(),
+        linktype::NULL | linktype::LOOP => d.get(4..).and_then(|p| LaxSlicedPacket::from_ip(p).ok()),
         linktype::LINUX_SLL => ether_after(d, 14, 16),
         linktype::LINUX_SLL2 => ether_after(d, 0, 20),
         _ => return Err(NonIp::UnsupportedLink),
@@ -65,15 +61,9 @@ pub fn decode(rec: &Record<'_>) -> Result<PacketMeta, NonIp> {
         None => return Err(NonIp::NotIp),
     };
     let proto = payload.ip_number.0;
-    let (sp, dp) = if (proto == PROTO_TCP || proto == PROTO_UDP)
-        && !payload.fragmented
-        && payload.payload.len() >= 4
-    {
+    let (sp, dp) = if (proto == PROTO_TCP || proto == PROTO_UDP) && !payload.fragmented && payload.payload.len() >= 4 {
         let b = payload.payload;
-        (
-            u16::from_be_bytes([b[0], b[1]]),
-            u16::from_be_bytes([b[2], b[3]]),
-        )
+        (u16::from_be_bytes([b[0], b[1]]), u16::from_be_bytes([b[2], b[3]]))
     } else {
         (0, 0)
     };
@@ -81,14 +71,7 @@ pub fn decode(rec: &Record<'_>) -> Result<PacketMeta, NonIp> {
     Ok(PacketMeta {
         ts: Instant::from_nanos(rec.ts_ns),
         wire_len: rec.orig_len,
-        flow: FlowKey {
-            src,
-            dst,
-            src_port: sp,
-            dst_port: dp,
-            proto,
-            is_v6,
-        },
+        flow: FlowKey { src, dst, src_port: sp, dst_port: dp, proto, is_v6, zone: 0 },
     })
 }
 

@@ -47,11 +47,7 @@ impl Merge {
         for p in paths {
             readers.push(TraceReader::open(p, lenient)?);
         }
-        let mut m = Merge {
-            heads: vec![None; readers.len()],
-            readers,
-            heap: BinaryHeap::new(),
-        };
+        let mut m = Merge { heads: vec![None; readers.len()], readers, heap: BinaryHeap::new() };
         for i in 0..m.readers.len() {
             m.advance(i)?;
         }
@@ -114,7 +110,7 @@ pub struct TraceOptions {
 /// observed in unit time, and retain the flow level properties", everest section 5): copy `j`
 /// of the trace is rotated in time by an offset `o_j` drawn uniformly from `[0, D)` (`D` the
 /// trace duration; copy 0 is not rotated) — packets after `D - o_j` wrap to the start — and its
-/// flows get distinct keys (the copy index is XORed into a source-address byte). The result has
+/// flows get distinct keys (the copy index becomes the key's `zone`). The result has
 /// the same duration, `k` times the flows and packets per unit time, and every flow keeps its
 /// packet sizes and inter-packet gaps. Rotation needs the duration first, so `k > 1` reads the
 /// files once more up front; each copy streams its two segments one after the other, so memory
@@ -155,17 +151,8 @@ impl TraceSource {
         drop(probe);
         let copies: Vec<Copy> = (0..k)
             .map(|j| {
-                let offset = if j == 0 {
-                    0
-                } else {
-                    rng.random_range(0..duration)
-                };
-                Copy {
-                    index: j,
-                    offset,
-                    phase: if offset == 0 { 1 } else { 0 },
-                    merge: None,
-                }
+                let offset = if j == 0 { 0 } else { rng.random_range(0..duration) };
+                Copy { index: j, offset, phase: if offset == 0 { 1 } else { 0 }, merge: None }
             })
             .collect();
         let mut s = TraceSource {
@@ -246,14 +233,9 @@ impl TraceSource {
                 (shifted as f64 / self.opts.time_scale).round() as u64
             };
             p.ts = Instant::from_nanos(scaled);
-            if cp.index > 0 {
-                if let Ok(f) = &mut p.flow {
-                    // Distinct keys per copy: XOR the copy index into a source-address byte
-                    // (the first IPv4 octet, or the second IPv6 byte).
-                    let at = if f.is_v6 { 1 } else { 12 };
-                    f.src[at] ^= (cp.index & 0xff) as u8;
-                    f.src[at + 1] ^= (cp.index >> 8) as u8;
-                }
+            if let Ok(f) = &mut p.flow {
+                // Each copy is its own address space: distinct keys by construction.
+                f.zone = cp.index as u16;
             }
             self.heap.push(Reverse((p.ts.as_nanos(), j)));
             self.heads[j] = Some(p);

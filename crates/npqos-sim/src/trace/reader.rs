@@ -56,11 +56,7 @@ pub enum TraceError {
     #[error("{path}: {source}")]
     Io { path: PathBuf, source: io::Error },
     #[error("{path}: byte {offset}: {what}")]
-    Format {
-        path: PathBuf,
-        offset: u64,
-        what: String,
-    },
+    Format { path: PathBuf, offset: u64, what: String },
 }
 
 impl TraceError {
@@ -129,16 +125,8 @@ struct Iface {
 }
 
 enum Kind {
-    Classic {
-        be: bool,
-        nanos: bool,
-        snaplen: u32,
-        link: u16,
-    },
-    Ng {
-        be: bool,
-        ifaces: Vec<Iface>,
-    },
+    Classic { be: bool, nanos: bool, snaplen: u32, link: u16 },
+    Ng { be: bool, ifaces: Vec<Iface> },
 }
 
 /// A streaming reader of one pcap or pcapng file.
@@ -157,10 +145,7 @@ pub struct TraceReader<R: Read = BufReader<File>> {
 impl TraceReader<BufReader<File>> {
     /// Opens `path` and reads its file header.
     pub fn open(path: &Path, lenient: bool) -> Result<Self, TraceError> {
-        let f = File::open(path).map_err(|e| TraceError::Io {
-            path: path.to_owned(),
-            source: e,
-        })?;
+        let f = File::open(path).map_err(|e| TraceError::Io { path: path.to_owned(), source: e })?;
         if f.metadata().map(|m| m.is_dir()).unwrap_or(false) {
             return Err(TraceError::Format {
                 path: path.to_owned(),
@@ -180,26 +165,13 @@ impl<R: Read> TraceReader<R> {
     pub fn new(mut r: R, path: &Path, lenient: bool) -> Result<Self, TraceError> {
         let path = path.to_owned();
         let mut magic = [0u8; 4];
-        let n = read_full(&mut r, &mut magic).map_err(|e| TraceError::Io {
-            path: path.clone(),
-            source: e,
-        })?;
-        let fmt_err = |offset: u64, what: String| TraceError::Format {
-            path: path.clone(),
-            offset,
-            what,
-        };
+        let n = read_full(&mut r, &mut magic).map_err(|e| TraceError::Io { path: path.clone(), source: e })?;
+        let fmt_err = |offset: u64, what: String| TraceError::Format { path: path.clone(), offset, what };
         if n == 0 {
-            return Err(fmt_err(
-                0,
-                "empty file, expected a pcap or pcapng header".into(),
-            ));
+            return Err(fmt_err(0, "empty file, expected a pcap or pcapng header".into()));
         }
         if n < 4 {
-            return Err(fmt_err(
-                0,
-                format!("file of {n} bytes is too short for a pcap or pcapng header"),
-            ));
+            return Err(fmt_err(0, format!("file of {n} bytes is too short for a pcap or pcapng header")));
         }
         let m_le = u32::from_le_bytes(magic);
         let (kind, format, offset) = match m_le {
@@ -209,7 +181,10 @@ impl<R: Read> TraceReader<R> {
                 let mut rest = [0u8; 20];
                 let got = read_full(&mut r, &mut rest).map_err(|e| TraceError::Io { path: path.clone(), source: e })?;
                 if got < 20 {
-                    return Err(fmt_err(4 + got as u64, format!("truncated pcap global header: {} of 24 bytes", 4 + got)));
+                    return Err(fmt_err(
+                        4 + got as u64,
+                        format!("truncated pcap global header: {} of 24 bytes", 4 + got),
+                    ));
                 }
                 let major = u16v(&rest[0..2], be);
                 if major != 2 {
@@ -224,7 +199,10 @@ impl<R: Read> TraceReader<R> {
             _ => {
                 return Err(fmt_err(
                     0,
-                    format!("unknown magic number 0x{:08x}: not a pcap (a1b2c3d4 / a1b23c4d) or pcapng (0a0d0d0a) file", u32::from_be_bytes(magic)),
+                    format!(
+                        "unknown magic number 0x{:08x}: not a pcap (a1b2c3d4 / a1b23c4d) or pcapng (0a0d0d0a) file",
+                        u32::from_be_bytes(magic)
+                    ),
                 ))
             }
         };
@@ -266,17 +244,10 @@ impl<R: Read> TraceReader<R> {
     }
 
     fn fmt_err(&self, offset: u64, what: String) -> TraceError {
-        TraceError::Format {
-            path: self.path.clone(),
-            offset,
-            what,
-        }
+        TraceError::Format { path: self.path.clone(), offset, what }
     }
     fn io_err(&self, e: io::Error) -> TraceError {
-        TraceError::Io {
-            path: self.path.clone(),
-            source: e,
-        }
+        TraceError::Io { path: self.path.clone(), source: e }
     }
 
     /// Handles a corrupt record: an error, or in lenient mode a counted skip. `resync` says
@@ -305,8 +276,7 @@ impl<R: Read> TraceReader<R> {
     }
 
     fn skip(&mut self, n: u64) -> Result<u64, TraceError> {
-        let got =
-            io::copy(&mut (&mut self.r).take(n), &mut io::sink()).map_err(|e| self.io_err(e))?;
+        let got = io::copy(&mut (&mut self.r).take(n), &mut io::sink()).map_err(|e| self.io_err(e))?;
         self.offset += got;
         Ok(got)
     }
@@ -323,13 +293,7 @@ impl<R: Read> TraceReader<R> {
                 Kind::Ng { .. } => self.next_ng()?,
             };
             if let Some((ts_ns, orig_len, link, offset, start, len)) = found {
-                return Ok(Some(Record {
-                    ts_ns,
-                    orig_len,
-                    link,
-                    data: &self.buf[start..start + len],
-                    offset,
-                }));
+                return Ok(Some(Record { ts_ns, orig_len, link, data: &self.buf[start..start + len], offset }));
             }
             // None with !done: a skipped record or non-packet block; go on.
         }
@@ -339,15 +303,7 @@ impl<R: Read> TraceReader<R> {
     /// skipped one or end of file (then `done` is set).
     #[allow(clippy::type_complexity)]
     fn next_classic(&mut self) -> Result<Option<(u64, u32, u16, u64, usize, usize)>, TraceError> {
-        let Kind::Classic {
-            be,
-            nanos,
-            snaplen,
-            link,
-        } = self.kind
-        else {
-            unreachable!()
-        };
+        let Kind::Classic { be, nanos, snaplen, link } = self.kind else { unreachable!() };
         let rec_off = self.offset;
         let got = self.fill(16)?;
         if got == 0 {
@@ -355,11 +311,7 @@ impl<R: Read> TraceReader<R> {
             return Ok(None);
         }
         if got < 16 {
-            self.corrupt(
-                rec_off,
-                format!("truncated record header: {got} of 16 bytes"),
-                false,
-            )?;
+            self.corrupt(rec_off, format!("truncated record header: {got} of 16 bytes"), false)?;
             return Ok(None);
         }
         let h = &self.buf[..16];
@@ -367,20 +319,12 @@ impl<R: Read> TraceReader<R> {
         let frac = u32v(&h[4..8], be) as u64;
         let caplen = u32v(&h[8..12], be);
         let origlen = u32v(&h[12..16], be);
-        let limit = if snaplen == 0 {
-            MAX_RECORD_BYTES
-        } else {
-            snaplen.min(MAX_RECORD_BYTES)
-        };
+        let limit = if snaplen == 0 { MAX_RECORD_BYTES } else { snaplen.min(MAX_RECORD_BYTES) };
         if caplen > limit {
             let why = if caplen > MAX_RECORD_BYTES {
-                format!(
-                    "captured length {caplen} exceeds the maximum record size {MAX_RECORD_BYTES}"
-                )
+                format!("captured length {caplen} exceeds the maximum record size {MAX_RECORD_BYTES}")
             } else {
-                format!(
-                    "captured length {caplen} exceeds the snap length {snaplen} of the file header"
-                )
+                format!("captured length {caplen} exceeds the snap length {snaplen} of the file header")
             };
             // A length up to the record cap can be skipped over; beyond it, nothing can be trusted.
             let resync = caplen <= MAX_RECORD_BYTES;
@@ -393,11 +337,7 @@ impl<R: Read> TraceReader<R> {
         }
         let got = self.fill(caplen as usize)?;
         if got < caplen as usize {
-            self.corrupt(
-                rec_off,
-                format!("truncated record: {got} of {caplen} captured bytes present"),
-                false,
-            )?;
+            self.corrupt(rec_off, format!("truncated record: {got} of {caplen} captured bytes present"), false)?;
             return Ok(None);
         }
         let ts = sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
@@ -413,11 +353,7 @@ impl<R: Read> TraceReader<R> {
             return Ok(None);
         }
         if got < 4 {
-            self.corrupt(
-                blk_off,
-                format!("truncated block header: {got} of 8 bytes"),
-                false,
-            )?;
+            self.corrupt(blk_off, format!("truncated block header: {got} of 8 bytes"), false)?;
             return Ok(None);
         }
         let is_shb = u32::from_le_bytes(self.buf[..4].try_into().expect("4 bytes")) == PCAPNG_SHB;
@@ -458,10 +394,9 @@ impl<R: Read> TraceReader<R> {
                 PCAPNG_BOM => false,
                 x if x.swap_bytes() == PCAPNG_BOM => true,
                 x => {
-                    return Err(self.fmt_err(
-                        blk_off + 8,
-                        format!("bad pcapng byte-order magic 0x{x:08x}, expected 1a2b3c4d"),
-                    ))
+                    return Err(
+                        self.fmt_err(blk_off + 8, format!("bad pcapng byte-order magic 0x{x:08x}, expected 1a2b3c4d"))
+                    )
                 }
             };
             if let Kind::Ng { be: b, ifaces } = &mut self.kind {
@@ -472,8 +407,11 @@ impl<R: Read> TraceReader<R> {
         let btype = u32v(&type_bytes, be);
         let total = u32v(&lenb, be);
         let already = if is_shb { 12 } else { 8 };
-        if total < 12 || total % 4 != 0 || total > MAX_RECORD_BYTES + 64 {
-            let what = format!("bad pcapng block length {total} (block type 0x{btype:08x}): must be a multiple of 4 between 12 and {}", MAX_RECORD_BYTES + 64);
+        if total < 12 || !total.is_multiple_of(4) || total > MAX_RECORD_BYTES + 64 {
+            let what = format!(
+                "bad pcapng block length {total} (block type 0x{btype:08x}): must be a multiple of 4 between 12 and {}",
+                MAX_RECORD_BYTES + 64
+            );
             if is_shb && blk_off == 0 {
                 return Err(self.fmt_err(blk_off, what));
             }
@@ -495,25 +433,17 @@ impl<R: Read> TraceReader<R> {
             if is_shb && blk_off == 0 {
                 return Err(self.fmt_err(
                     blk_off,
-                    format!(
-                        "truncated pcapng section header block: {} of {total} bytes",
-                        already + got
-                    ),
+                    format!("truncated pcapng section header block: {} of {total} bytes", already + got),
                 ));
             }
-            self.corrupt(
-                blk_off,
-                format!(
-                    "truncated block: {} of {total} bytes present",
-                    already + got
-                ),
-                false,
-            )?;
+            self.corrupt(blk_off, format!("truncated block: {} of {total} bytes present", already + got), false)?;
             return Ok(None);
         }
         let trailer = u32v(&self.buf[rest - 4..rest], be);
         if trailer != total {
-            let what = format!("pcapng block length mismatch: header says {total}, trailer says {trailer} (block type 0x{btype:08x})");
+            let what = format!(
+                "pcapng block length mismatch: header says {total}, trailer says {trailer} (block type 0x{btype:08x})"
+            );
             if is_shb && blk_off == 0 {
                 return Err(self.fmt_err(blk_off, what));
             }
@@ -527,11 +457,7 @@ impl<R: Read> TraceReader<R> {
             1 => {
                 // Interface Description Block
                 if body_len < 8 {
-                    self.corrupt(
-                        blk_off,
-                        "interface description block too short".into(),
-                        true,
-                    )?;
+                    self.corrupt(blk_off, "interface description block too short".into(), true)?;
                     return Ok(None);
                 }
                 let link = u16v(&self.buf[0..2], be);
@@ -542,56 +468,43 @@ impl<R: Read> TraceReader<R> {
                     match code {
                         9 if !val.is_empty() => {
                             let v = val[0];
-                            resol = if v & 0x80 == 0 {
-                                TsResol::Dec(v)
-                            } else {
-                                TsResol::Bin(v & 0x7f)
-                            };
+                            resol = if v & 0x80 == 0 { TsResol::Dec(v) } else { TsResol::Bin(v & 0x7f) };
                         }
                         14 if val.len() >= 8 => offset_s = u64v(&val[..8], be) as i64,
                         _ => {}
                     }
                 }
                 if let Kind::Ng { ifaces, .. } = &mut self.kind {
-                    ifaces.push(Iface {
-                        link,
-                        snaplen,
-                        resol,
-                        offset_s,
-                    });
+                    ifaces.push(Iface { link, snaplen, resol, offset_s });
                 }
                 Ok(None)
             }
             6 | 2 => {
                 // Enhanced Packet Block / obsolete Packet Block
                 if body_len < 20 {
-                    self.corrupt(
-                        blk_off,
-                        "packet block too short for its fixed fields".into(),
-                        true,
-                    )?;
+                    self.corrupt(blk_off, "packet block too short for its fixed fields".into(), true)?;
                     return Ok(None);
                 }
                 let b = &self.buf;
-                let ifid = if btype == 6 {
-                    u32v(&b[0..4], be)
-                } else {
-                    u16v(&b[0..2], be) as u32
-                };
+                let ifid = if btype == 6 { u32v(&b[0..4], be) } else { u16v(&b[0..2], be) as u32 };
                 let ts_raw = ((u32v(&b[4..8], be) as u64) << 32) | u32v(&b[8..12], be) as u64;
                 let caplen = u32v(&b[12..16], be);
                 let origlen = u32v(&b[16..20], be);
                 let Some(iface) = self.iface(ifid) else {
-                    self.corrupt(blk_off, format!("packet refers to interface {ifid}, but only {} interfaces were described", self.n_ifaces()), true)?;
+                    self.corrupt(
+                        blk_off,
+                        format!(
+                            "packet refers to interface {ifid}, but only {} interfaces were described",
+                            self.n_ifaces()
+                        ),
+                        true,
+                    )?;
                     return Ok(None);
                 };
                 if caplen as usize > body_len - 20 {
                     self.corrupt(
                         blk_off,
-                        format!(
-                            "captured length {caplen} exceeds the block's {} data bytes",
-                            body_len - 20
-                        ),
+                        format!("captured length {caplen} exceeds the block's {} data bytes", body_len - 20),
                         true,
                     )?;
                     return Ok(None);
@@ -599,24 +512,14 @@ impl<R: Read> TraceReader<R> {
                 if iface.snaplen != 0 && caplen > iface.snaplen {
                     self.corrupt(
                         blk_off,
-                        format!(
-                            "captured length {caplen} exceeds the interface snap length {}",
-                            iface.snaplen
-                        ),
+                        format!("captured length {caplen} exceeds the interface snap length {}", iface.snaplen),
                         true,
                     )?;
                     return Ok(None);
                 }
                 let ts = ts_to_ns(ts_raw, iface.resol, iface.offset_s);
                 let _ = body_start_in_file;
-                Ok(Some((
-                    ts,
-                    origlen,
-                    iface.link,
-                    blk_off,
-                    20,
-                    caplen as usize,
-                )))
+                Ok(Some((ts, origlen, iface.link, blk_off, 20, caplen as usize)))
             }
             3 => {
                 // Simple Packet Block: interface 0, no timestamp (reported as 0).
@@ -626,11 +529,7 @@ impl<R: Read> TraceReader<R> {
                 }
                 let origlen = u32v(&self.buf[0..4], be);
                 let Some(iface) = self.iface(0) else {
-                    self.corrupt(
-                        blk_off,
-                        "simple packet block before any interface description".into(),
-                        true,
-                    )?;
+                    self.corrupt(blk_off, "simple packet block before any interface description".into(), true)?;
                     return Ok(None);
                 };
                 let mut cap = (origlen as usize).min(body_len - 4);

@@ -44,11 +44,7 @@ pub struct TraceStats {
 
 impl TraceStats {
     fn new(file: String) -> Self {
-        TraceStats {
-            file,
-            size_hist: vec![0; SIZE_BIN_EDGES.len() + 1],
-            ..Default::default()
-        }
+        TraceStats { file, size_hist: vec![0; SIZE_BIN_EDGES.len() + 1], ..Default::default() }
     }
 
     /// Reads one file.
@@ -58,13 +54,7 @@ impl TraceStats {
         st.format = Some(r.format());
         while let Some(rec) = r.next()? {
             let decoded = super::decode::decode(&rec);
-            st.add(
-                rec.ts_ns,
-                rec.orig_len,
-                rec.data.len() as u64,
-                rec.link,
-                decoded.map(|m| m.flow),
-            );
+            st.add(rec.ts_ns, rec.orig_len, rec.data.len() as u64, rec.link, decoded.map(|m| m.flow));
         }
         let c = r.counters();
         st.corrupt_skipped = c.corrupt_skipped;
@@ -79,19 +69,12 @@ impl TraceStats {
         self.first_ts_ns = Some(self.first_ts_ns.map_or(ts, |f| f.min(ts)));
         self.last_ts_ns = Some(self.last_ts_ns.map_or(ts, |l| l.max(ts)));
         *self.link_types.entry(linktype::name(link)).or_default() += 1;
-        let bin = SIZE_BIN_EDGES
-            .iter()
-            .position(|&e| wire <= e)
-            .unwrap_or(SIZE_BIN_EDGES.len());
+        let bin = SIZE_BIN_EDGES.iter().position(|&e| wire <= e).unwrap_or(SIZE_BIN_EDGES.len());
         self.size_hist[bin] += 1;
         match flow {
             Ok(k) => {
                 self.ip_packets += 1;
-                let f = self.flows.entry(k).or_insert(FlowInfo {
-                    first: ts,
-                    last: ts,
-                    ..Default::default()
-                });
+                let f = self.flows.entry(k).or_insert(FlowInfo { first: ts, last: ts, ..Default::default() });
                 f.packets += 1;
                 f.bytes += wire as u64;
                 f.first = f.first.min(ts);
@@ -133,11 +116,7 @@ impl TraceStats {
                 t.size_hist[i] += c;
             }
             for (k, f) in &s.flows {
-                let e = t.flows.entry(*k).or_insert(FlowInfo {
-                    first: f.first,
-                    last: f.last,
-                    ..Default::default()
-                });
+                let e = t.flows.entry(*k).or_insert(FlowInfo { first: f.first, last: f.last, ..Default::default() });
                 e.packets += f.packets;
                 e.bytes += f.bytes;
                 e.first = e.first.min(f.first);
@@ -171,9 +150,7 @@ impl TraceStats {
         for f in self.flows.values() {
             *bins.entry(63 - f.packets.leading_zeros()).or_default() += 1;
         }
-        bins.into_iter()
-            .map(|(b, n)| ((1u64 << (b + 1)) - 1, n))
-            .collect()
+        bins.into_iter().map(|(b, n)| ((1u64 << (b + 1)) - 1, n)).collect()
     }
 
     /// Flow-size quantiles in packets: (p50, p90, p99, max).
@@ -196,7 +173,7 @@ impl TraceStats {
         };
         let dur = self.duration_ns().max(1);
         let width = dur.div_ceil(ACTIVE_BINS as u64);
-        let mut diff = vec![0i64; ACTIVE_BINS + 1];
+        let mut diff = [0i64; ACTIVE_BINS + 1];
         for f in self.flows.values() {
             let a = (((f.first - t0) / width) as usize).min(ACTIVE_BINS - 1);
             let b = (((f.last - t0) / width) as usize).min(ACTIVE_BINS - 1);

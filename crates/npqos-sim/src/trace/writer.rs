@@ -13,30 +13,14 @@ pub struct PcapWriter<W: Write> {
 
 impl<W: Write> PcapWriter<W> {
     /// Writes the 24-byte global header.
-    pub fn new(
-        mut w: W,
-        link: u16,
-        snaplen: u32,
-        nanos: bool,
-        big_endian: bool,
-    ) -> io::Result<Self> {
+    pub fn new(mut w: W, link: u16, snaplen: u32, nanos: bool, big_endian: bool) -> io::Result<Self> {
         let magic: u32 = if nanos { 0xa1b2_3c4d } else { 0xa1b2_c3d4 };
         let mut h = Vec::with_capacity(24);
-        let p32 = |h: &mut Vec<u8>, v: u32| {
-            h.extend_from_slice(&if big_endian {
-                v.to_be_bytes()
-            } else {
-                v.to_le_bytes()
-            })
-        };
+        let p32 =
+            |h: &mut Vec<u8>, v: u32| h.extend_from_slice(&if big_endian { v.to_be_bytes() } else { v.to_le_bytes() });
         p32(&mut h, magic);
-        let p16 = |h: &mut Vec<u8>, v: u16| {
-            h.extend_from_slice(&if big_endian {
-                v.to_be_bytes()
-            } else {
-                v.to_le_bytes()
-            })
-        };
+        let p16 =
+            |h: &mut Vec<u8>, v: u16| h.extend_from_slice(&if big_endian { v.to_be_bytes() } else { v.to_le_bytes() });
         p16(&mut h, 2);
         p16(&mut h, 4);
         p32(&mut h, 0);
@@ -44,30 +28,15 @@ impl<W: Write> PcapWriter<W> {
         p32(&mut h, snaplen);
         p32(&mut h, link as u32);
         w.write_all(&h)?;
-        Ok(PcapWriter {
-            w,
-            big_endian,
-            nanos,
-        })
+        Ok(PcapWriter { w, big_endian, nanos })
     }
     /// Writes one record: `data` captured, `orig_len` on the wire.
     pub fn write(&mut self, ts_ns: u64, data: &[u8], orig_len: u32) -> io::Result<()> {
         let sec = (ts_ns / 1_000_000_000) as u32;
-        let frac = if self.nanos {
-            ts_ns % 1_000_000_000
-        } else {
-            (ts_ns % 1_000_000_000) / 1000
-        } as u32;
+        let frac = if self.nanos { ts_ns % 1_000_000_000 } else { (ts_ns % 1_000_000_000) / 1000 } as u32;
         let mut h = [0u8; 16];
-        for (i, v) in [sec, frac, data.len() as u32, orig_len]
-            .into_iter()
-            .enumerate()
-        {
-            h[4 * i..4 * i + 4].copy_from_slice(&if self.big_endian {
-                v.to_be_bytes()
-            } else {
-                v.to_le_bytes()
-            });
+        for (i, v) in [sec, frac, data.len() as u32, orig_len].into_iter().enumerate() {
+            h[4 * i..4 * i + 4].copy_from_slice(&if self.big_endian { v.to_be_bytes() } else { v.to_le_bytes() });
         }
         self.w.write_all(&h)?;
         self.w.write_all(data)
@@ -133,35 +102,19 @@ fn write_block<W: Write>(w: &mut W, btype: u32, body: &[u8]) -> io::Result<()> {
 }
 
 /// Builds an Ethernet + IPv4 + UDP frame with `payload_len` zero bytes of payload.
-pub fn udp4_frame(
-    src: [u8; 4],
-    dst: [u8; 4],
-    sport: u16,
-    dport: u16,
-    payload_len: usize,
-) -> Vec<u8> {
-    let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
-        .ipv4(src, dst, 64)
-        .udp(sport, dport);
+pub fn udp4_frame(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload_len: usize) -> Vec<u8> {
+    let b = PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]).ipv4(src, dst, 64).udp(sport, dport);
     let payload = vec![0u8; payload_len];
     let mut out = Vec::with_capacity(b.size(payload_len));
-    b.write(&mut out, &payload)
-        .expect("writing to a Vec cannot fail");
+    b.write(&mut out, &payload).expect("writing to a Vec cannot fail");
     out
 }
 
 /// Builds a raw (no link layer) IPv6 + TCP packet.
-pub fn tcp6_packet(
-    src: [u8; 16],
-    dst: [u8; 16],
-    sport: u16,
-    dport: u16,
-    payload_len: usize,
-) -> Vec<u8> {
+pub fn tcp6_packet(src: [u8; 16], dst: [u8; 16], sport: u16, dport: u16, payload_len: usize) -> Vec<u8> {
     let b = PacketBuilder::ipv6(src, dst, 64).tcp(sport, dport, 1, 1024);
     let payload = vec![0u8; payload_len];
     let mut out = Vec::with_capacity(b.size(payload_len));
-    b.write(&mut out, &payload)
-        .expect("writing to a Vec cannot fail");
+    b.write(&mut out, &payload).expect("writing to a Vec cannot fail");
     out
 }

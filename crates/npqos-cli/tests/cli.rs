@@ -1,0 +1,209 @@
+//! End-to-end tests of the `npqos` command: the contract of DESIGN.md.
+
+mod common;
+use common::*;
+use std::path::Path;
+
+const SMALL: &str = "[run]\nseed = 5\nduration = \"20ms\"\nreplications = 4\n[link]\nrate = \"1Gbps\"\n[queues]\ncount = 32\nbuffer = \"16KiB\"\n[traffic]\noverload = 1.1\narrivals = \"onoff\"\non_mean = \"1ms\"\noff_mean = \"1ms\"\n";
+
+fn write_scenario(dir: &Path, text: &str) -> std::path::PathBuf {
+    let p = dir.join("s.toml");
+    std::fs::write(&p, text).unwrap();
+    p
+}
+
+#[test]
+fn version_help_and_list() {
+    let o = run(&["--version"]);
+    assert!(o.status.success());
+    assert!(stdout(&o).starts_with("npqos "));
+    for cmd in ["run", "reproduce", "trace", "model", "sweep"] {
+        let o = run(&[cmd, "--help"]);
+        assert!(o.status.success(), "{cmd}");
+        if cmd != "trace" {
+            assert!(stdout(&o).contains("Examples"), "{cmd} --help has examples");
+        }
+    }
+    let o = run(&["list"]);
+    let out = stdout(&o);
+    assert!(out.lines().all(|l| l.split_once('\t').is_some_and(|(id, d)| id.contains('-') && !d.is_empty())), "{out}");
+    assert!(out.contains("kim-table1\t"));
+}
+
+#[test]
+fn same_seed_same_bytes_whatever_the_thread_count() {
+    let d = tempfile::tempdir().unwrap();
+    let s = write_scenario(d.path(), SMALL);
+    let mut summaries = vec![];
+    for (threads, out) in [("1", "a"), ("1", "b"), ("2", "c")] {
+        let out = d.path().join(out);
+        let o = run(&["run", s.to_str().unwrap(), "--threads", threads, "--quiet", "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        summaries.push(std::fs::read(out.join("summary.json")).unwrap());
+        for f in [
+            "scenario.resolved.toml",
+            "run.json",
+            "results.sqlite",
+            "scalars.csv",
+            "series.csv",
+            "report.md",
+            "series-backlog.svg",
+            "hist-delay.svg",
+        ] {
+            assert!(out.join(f).is_file(), "{f} written");
+        }
+    }
+    assert_eq!(summaries[0], summaries[1], "same seed twice");
+    assert_eq!(summaries[0], summaries[2], "1 and 2 worker threads");
+    let v: serde_json::Value = serde_json::from_slice(&summaries[0]).unwrap();
+    assert_eq!(v["complete"], true);
+    assert_eq!(v["runs"].as_array().unwrap().len(), 4);
+    // A different seed gives different numbers.
+    let out = d.path().join("other");
+    let o = run(&["run", s.to_str().unwrap(), "--seed", "6", "--quiet", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success());
+    assert_ne!(std::fs::read(out.join("summary.json")).unwrap(), summaries[0]);
+    // summary.json holds no wall-clock time or absolute path; run.json does.
+    let text = String::from_utf8(summaries[0].clone()).unwrap();
+    assert!(!text.contains(d.path().to_str().unwrap()) && !text.contains("wall_clock"));
+    let resolved = std::fs::read_to_string(d.path().join("a/scenario.resolved.toml")).unwrap();
+    assert!(
+        resolved.contains("seed = 5") && resolved.contains("git_commit") && resolved.contains("npqos_version"),
+        "{resolved}"
+    );
+}
+
+#[test]
+fn results_sqlite_is_queryable() {
+    let d = tempfile::tempdir().unwrap();
+    let s = write_scenario(d.path(), SMALL);
+    let out = d.path().join("r");
+    assert!(run(&["run", s.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]).status.success());
+    let db = rusqlite::Connection::open(out.join("results.sqlite")).unwrap();
+    let runs: i64 = db.query_row("SELECT count(*) FROM runs", [], |r| r.get(0)).unwrap();
+    assert_eq!(runs, 4);
+    let tput: f64 =
+        db.query_row("SELECT avg(value) FROM scalars WHERE name = 'utilization'", [], |r| r.get(0)).unwrap();
+    assert!(tput > 0.5 && tput <= 1.0, "{tput}");
+    let pts: i64 = db.query_row("SELECT count(*) FROM series WHERE name = 'backlog'", [], |r| r.get(0)).unwrap();
+    assert_eq!(pts, 4 * 100);
+    let bins: i64 = db.query_row("SELECT sum(count) FROM histograms WHERE name = 'delay'", [], |r| r.get(0)).unwrap();
+    assert!(bins > 0);
+}
+
+#[test]
+fn reproduce_quick_writes_comparison_json() {
+    let d = tempfile::tempdir().unwrap();
+    let o = run(&["reproduce", "all", "--quick", "--quiet", "--out", d.path().to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let c: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(d.path().join("kim-table1/comparison.json")).unwrap()).unwrap();
+    let rows = c["comparisons"].as_array().unwrap();
+    assert!(rows.len() >= 12);
+    for r in rows {
+        for k in ["metric", "params", "ours", "paper", "unit", "source"] {
+            assert!(r.get(k).is_some(), "row has {k}: {r}");
+        }
+    }
+    assert!(rows.iter().any(|r| r["paper"].is_null()), "quantities without a paper number carry null");
+    assert!(!c["assumptions"].as_array().unwrap().is_empty());
+    let report = std::fs::read_to_string(d.path().join("kim-table1/report.md")).unwrap();
+    assert!(report.contains("| imix_percent |") && report.contains("Table I"));
+}
+
+#[test]
+fn sweep_runs_the_grid_with_one_row_per_run() {
+    let d = tempfile::tempdir().unwrap();
+    let s = write_scenario(d.path(), &SMALL.replace("replications = 4", "replications = 1"));
+    let out = d.path().join("sw");
+    let o = run(&[
+        "sweep",
+        s.to_str().unwrap(),
+        "--set",
+        "traffic.overload=0.5,1.5",
+        "--set",
+        "queues.count=4,8,16",
+        "--jobs",
+        "2",
+        "--quiet",
+        "--out",
+        out.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let db = rusqlite::Connection::open(out.join("results.sqlite")).unwrap();
+    let runs: i64 = db.query_row("SELECT count(*) FROM runs", [], |r| r.get(0)).unwrap();
+    assert_eq!(runs, 6);
+    let distinct: i64 = db.query_row("SELECT count(DISTINCT point) FROM runs", [], |r| r.get(0)).unwrap();
+    assert_eq!(distinct, 6);
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(v["points"].as_array().unwrap().len(), 6);
+    assert!(out.join("point-0005/summary.json").is_file());
+    assert!(out.join("jobs.json").is_file());
+    assert!(out.join("sweep-utilization.svg").is_file());
+    // Overload 1.5 must drop, 0.5 must not.
+    let low: f64 = db.query_row("SELECT max(value) FROM scalars s JOIN runs r USING(run_id) WHERE name='drop_fraction' AND point LIKE '%\"0.5\"%'", [], |r| r.get(0)).unwrap();
+    let high: f64 = db.query_row("SELECT min(value) FROM scalars s JOIN runs r USING(run_id) WHERE name='drop_fraction' AND point LIKE '%\"1.5\"%'", [], |r| r.get(0)).unwrap();
+    assert!(low < 0.01 && high > 0.1, "low {low} high {high}");
+    // A sweep value that breaks validation is reported with its point.
+    let o =
+        run(&["sweep", s.to_str().unwrap(), "--set", "queues.count=4,0", "--quiet", "--out", out.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("queues.count=0"), "{}", stderr(&o));
+}
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_writes_partial_results_marked_incomplete() {
+    let d = tempfile::tempdir().unwrap();
+    let s =
+        write_scenario(d.path(), "[run]\nduration = \"1000s\"\n[queues]\ncount = 1000\n[link]\nrate = \"10Gbps\"\n");
+    let out = d.path().join("int");
+    let mut child =
+        npqos().args(["run", s.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]).spawn().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let ok = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(ok.success());
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(v["complete"], false);
+    assert_eq!(v["runs"][0]["stop_reason"], "interrupted");
+    assert!(v["runs"][0]["scalars"]["delivered_packets"].as_f64().unwrap() > 0.0);
+    assert!(std::fs::read_dir(&out).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp")));
+}
+
+#[test]
+fn model_kim_matches_the_papers_worked_numbers() {
+    // kim section 1: filling 1,000,000 queues every 10 us is 1e11 fills per second.
+    let o = run(&["model", "kim", "--queues", "1000000", "--link", "100Gbps", "--fill-period", "10us", "--json"]);
+    assert!(o.status.success());
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(v["results"]["periodic_fills_per_s"]["value"], 1e11);
+    assert_eq!(v["results"]["per_queue_rate"]["value"], 100_000.0);
+    // eq 16 with uniform 40-1500 B sizes (mean 770 B) on a 1 Mbps queue at overload 1.
+    let o =
+        run(&["model", "kim", "--queues", "1", "--link", "1Mbps", "--sizes", "uniform", "--overload", "1", "--json"]);
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    // uniform 40..1500 has mean 770 B: 770*8 / 1e6 s = 6.16 ms
+    assert_eq!(v["results"]["mean_interpacket_delay"]["value"], 6_160_000.0);
+}
+
+#[test]
+fn trace_scenario_runs_when_the_shared_traces_exist() {
+    let Some(ndpi) = ndpi_dir() else {
+        eprintln!("SKIPPED trace_scenario_runs_when_the_shared_traces_exist: ../shared/traces/ndpi is absent");
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let text = format!(
+        "[run]\nduration = \"2s\"\n[link]\nrate = \"100Mbps\"\n[queues]\ncount = 16\n[traffic]\nsource = \"trace\"\nfiles = [{:?}, {:?}]\ntime_scale = 1000.0\nflow_multiply = 3\n",
+        ndpi.join("443-chrome.pcap").to_str().unwrap(),
+        ndpi.join("bitcoin.pcap").to_str().unwrap()
+    );
+    let s = write_scenario(d.path(), &text);
+    let out = d.path().join("t");
+    let o = run(&["run", s.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert!(v["scalars"]["offered_packets"]["value"].as_f64().unwrap() > 100.0);
+}

@@ -1,0 +1,31 @@
+//! Helpers shared by the CLI tests.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+pub fn npqos() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_npqos"))
+}
+
+pub fn run(args: &[&str]) -> Output {
+    npqos().args(args).output().expect("npqos runs")
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+pub fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+pub fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/corpus")
+}
+
+/// `../shared/traces/ndpi` beside the repository, if present.
+pub fn ndpi_dir() -> Option<PathBuf> {
+    let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/ndpi");
+    d.is_dir().then(|| d.canonicalize().expect("exists"))
+}
