@@ -6,7 +6,7 @@
 
 use crate::plots;
 use anyhow::{Context, Result};
-use npqos_sim::results::{Output, PlotSpec};
+use npqos_sim::results::{Output, PlotKind, PlotSpec};
 use rusqlite::{params, Connection};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -247,21 +247,23 @@ fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
                 x_label: format!("time ({})", s.x_unit),
                 y_label: format!("{} ({})", s.name, s.unit),
                 lines,
-                bars: false,
+                kind: PlotKind::Lines,
+                log_x: false,
             });
         }
         for h in &first.histograms {
             if h.bins.is_empty() {
                 continue;
             }
-            let pts = h.bins.iter().map(|(_, hi, c)| (*hi, *c as f64)).collect();
+            let pts: Vec<(f64, f64)> = h.bins.iter().map(|(_, hi, c)| (*hi, *c as f64)).collect();
             specs.push(PlotSpec {
                 name: format!("hist-{}", h.name),
                 title: format!("{} distribution ({})", h.name, first.label),
-                x_label: format!("{} upper bin edge ({}, log scale bins)", h.name, h.unit),
+                x_label: format!("{} ({})", h.name, h.unit),
                 y_label: "count".into(),
                 lines: vec![(first.label.clone(), pts)],
-                bars: true,
+                kind: PlotKind::Bars,
+                log_x: true,
             });
         }
     }

@@ -29,6 +29,7 @@
 //! yet**; the README's feature table tracks them.
 
 pub mod flow;
+mod fmt;
 pub mod rate;
 pub mod time;
 

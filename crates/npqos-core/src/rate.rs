@@ -75,25 +75,13 @@ impl Rate {
     }
 }
 
-/// Prints in the largest decimal unit that keeps three significant digits (`100Gbps`).
+/// Prints exactly, in the largest decimal unit the value reaches (`100Gbps`, `1.5kbps`), so the
+/// text parses back to the same rate.
 impl fmt::Display for Rate {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let b = self.bits_per_sec;
-        for (scale, unit) in
-            [(1_000_000_000_000u64, "Tbps"), (1_000_000_000, "Gbps"), (1_000_000, "Mbps"), (1_000, "kbps")]
-        {
-            if b >= scale && b.is_multiple_of((scale / 1000).max(1)) {
-                let v = b as f64 / scale as f64;
-                return write!(f, "{}{unit}", trim_float(v));
-            }
-        }
-        write!(f, "{b}bps")
+        let units = [(1_000_000_000_000u64, "Tbps"), (1_000_000_000, "Gbps"), (1_000_000, "Mbps"), (1_000, "kbps")];
+        crate::fmt::exact(self.bits_per_sec, &units, "bps", f)
     }
-}
-
-fn trim_float(v: f64) -> String {
-    let s = format!("{v:.3}");
-    s.trim_end_matches('0').trim_end_matches('.').to_string()
 }
 
 /// A link that serialises packets back to back at a fixed rate, without rounding drift.
@@ -181,5 +169,7 @@ mod tests {
         assert_eq!(Rate::from_bits_per_sec(12_500_000 * 8).to_string(), "100Mbps");
         assert_eq!(Rate::from_bits_per_sec(1_500).to_string(), "1.5kbps");
         assert_eq!(Rate::from_bits_per_sec(7).to_string(), "7bps");
+        // Found by fuzzing: the text must keep every digit.
+        assert_eq!(Rate::from_bits_per_sec(874_329_097_444_444_375).to_string(), "874329.097444444375Tbps");
     }
 }

@@ -138,26 +138,10 @@ impl fmt::Display for Instant {
 }
 
 fn fmt_ns(ns: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    const UNITS: [(u64, &str); 4] = [(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us"), (1, "ns")];
     if ns == 0 {
         return write!(f, "0s");
     }
-    for (scale, unit) in UNITS {
-        if ns >= scale {
-            let whole = ns / scale;
-            let frac = ns % scale;
-            if frac == 0 {
-                return write!(f, "{whole}{unit}");
-            }
-            let width = scale.ilog10() as usize; // digits after the point
-            let mut s = format!("{frac:0width$}");
-            while s.ends_with('0') {
-                s.pop();
-            }
-            return write!(f, "{whole}.{s}{unit}");
-        }
-    }
-    unreachable!("ns >= 1 matches the last unit")
+    crate::fmt::exact(ns, &[(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")], "ns", f)
 }
 
 #[cfg(test)]

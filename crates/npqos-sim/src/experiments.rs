@@ -5,7 +5,7 @@
 //! experiment is `kim-table1`, which checks the workload generators the kim experiments stand on
 //! (kim Table I and eqs 15-16).
 
-use crate::results::{Comparison, Output, PlotSpec, RunResult};
+use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
 use crate::rng::RngStreams;
 use crate::workload::{mean_gap_for_overload, Arrivals, GapDist, SizeDist, KIM_IMIX};
 use npqos_core::Rate;
@@ -131,15 +131,17 @@ fn kim_table1(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         x_label: "packet size (B)".into(),
         y_label: "share of packets (%)".into(),
         lines: vec![("ours".into(), ours_line), ("paper (Table I)".into(), paper_line)],
-        bars: false,
+        kind: PlotKind::Points,
+        log_x: true,
     });
     out.plots.push(PlotSpec {
         name: "overload".into(),
         title: "kim eqs 15-16: measured vs specified overload".into(),
         x_label: "specified overload".into(),
         y_label: "measured input / output rate".into(),
-        lines: vec![("ours".into(), ovl_line), ("y = x".into(), targets.iter().map(|&t| (t, t)).collect())],
-        bars: false,
+        lines: vec![("y = x".into(), targets.iter().map(|&t| (t, t)).collect()), ("ours".into(), ovl_line)],
+        kind: PlotKind::Lines,
+        log_x: false,
     });
     out.assumptions = vec![
         "Table I sizes are bytes on the wire and its ratios are per-packet probabilities.".into(),

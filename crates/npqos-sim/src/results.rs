@@ -76,8 +76,21 @@ pub struct PlotSpec {
     pub y_label: String,
     /// (legend, points)
     pub lines: Vec<(String, Vec<(f64, f64)>)>,
-    /// Draw as bars (a histogram) rather than lines.
-    pub bars: bool,
+    pub kind: PlotKind,
+    /// Logarithmic x axis (x values must be positive).
+    pub log_x: bool,
+}
+
+/// How a plot draws its points.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PlotKind {
+    /// Lines through the points (time series, sweeps).
+    Lines,
+    /// Markers only (discrete categories such as packet sizes).
+    Points,
+    /// A histogram: bar `i` spans from the previous point's x to its own x.
+    Bars,
 }
 
 /// Everything a model or experiment produced.

@@ -165,3 +165,21 @@ mod tests {
         assert_eq!(fmt_size(1500), "1500B");
     }
 }
+
+#[cfg(test)]
+mod proptests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever we print, we parse back to the same value (resolved scenarios depend on it).
+        #[test]
+        fn display_parses_back(v in any::<u64>()) {
+            let r = Rate::from_bits_per_sec(v);
+            prop_assert_eq!(parse_rate(&r.to_string()).unwrap(), r);
+            let d = Duration::from_nanos(v);
+            prop_assert_eq!(parse_duration(&d.to_string()).unwrap(), d);
+            prop_assert_eq!(parse_size(&fmt_size(v)).unwrap(), v);
+        }
+    }
+}

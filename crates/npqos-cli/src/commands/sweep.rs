@@ -10,7 +10,7 @@ use crate::error::{bad, Interrupted};
 use crate::output::{self, create_schema, insert_output, num, write_atomic, Meta};
 use crate::progress::Progress;
 use anyhow::{Context, Result};
-use npqos_sim::results::{Output, PlotSpec};
+use npqos_sim::results::{Output, PlotKind, PlotSpec};
 use npqos_sim::scenario::{set_key, Problem, Problems, Scenario};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -280,7 +280,8 @@ fn write_report(dir: &Path, name: &str, axes: &[(String, Vec<String>)], pts: &[(
                     x_label: key.clone(),
                     y_label: format!("{metric} ({unit})"),
                     lines,
-                    bars: false,
+                    kind: PlotKind::Lines,
+                    log_x: false,
                 };
                 let file = format!("{}.svg", spec.name);
                 write_atomic(dir, &file, crate::plots::render(&spec)?.as_bytes())?;

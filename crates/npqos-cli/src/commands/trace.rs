@@ -51,7 +51,7 @@ pub fn stats(files: &[PathBuf], json: bool, lenient: bool) -> Result<()> {
             .map(|(i, c)| {
                 let label = match SIZE_BIN_EDGES.get(i) {
                     Some(&hi) => format!("{lo}-{hi}"),
-                    None => format!(">{lo}"),
+                    None => format!(">{}", lo - 1),
                 };
                 lo = SIZE_BIN_EDGES.get(i).map_or(lo, |h| h + 1);
                 format!("{label}: {c}")
