@@ -28,7 +28,8 @@
 //! [traffic]
 //! source = "synthetic"           # or "trace"
 //! overload = 0.9                 # per-queue input rate / (link rate / count), kim eq 15
-//! sizes = "imix"                 # "imix" (kim Table I), "constant", "uniform"
+//! sizes = "imix"                 # "imix" (kim Table I), "constant", "uniform", "trace"
+//! size_files = ["a.pcap"]        # with sizes = "trace": wire lengths of their IP packets
 //! size = "1500B"                 # with sizes = "constant"
 //! min_size = "40B"               # with sizes = "uniform"
 //! max_size = "1500B"
@@ -87,10 +88,36 @@ impl fmt::Display for Problems {
 }
 impl std::error::Error for Problems {}
 
+/// Where synthetic packet sizes come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SizeSpec {
+    /// A closed-form or tabulated distribution (IMIX, constant, uniform).
+    Dist(SizeDist),
+    /// The wire lengths of the IP packets of these captures (read when the model is built).
+    Trace { files: Vec<PathBuf> },
+}
+
+impl SizeSpec {
+    /// Builds the distribution (reads the captures for `Trace`).
+    pub fn build(&self) -> Result<SizeDist, crate::trace::TraceError> {
+        match self {
+            SizeSpec::Dist(d) => Ok(d.clone()),
+            SizeSpec::Trace { files } => crate::workload::empirical_sizes_from_trace(files),
+        }
+    }
+    /// The smallest size, or 40 B for a trace not yet read (memory estimates only).
+    pub fn min_hint(&self) -> u32 {
+        match self {
+            SizeSpec::Dist(d) => d.min(),
+            SizeSpec::Trace { .. } => 40,
+        }
+    }
+}
+
 /// Where the traffic comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Traffic {
-    Synthetic { overload: f64, sizes: SizeDist, arrivals: GapDist },
+    Synthetic { overload: f64, sizes: SizeSpec, arrivals: GapDist },
     Trace { files: Vec<PathBuf>, time_scale: f64, flow_multiply: u32, lenient: bool },
 }
 
@@ -267,6 +294,45 @@ impl<'a> Reader<'a> {
             }
         }
     }
+    /// A required non-empty array of existing trace files, relative to `base_dir`.
+    fn files(&mut self, key: &str, base_dir: &Path, probs: &mut Vec<Problem>) -> Vec<PathBuf> {
+        let mut files = Vec::new();
+        match self.raw(key) {
+            Some(toml::Value::Array(a)) if !a.is_empty() => {
+                for (i, v) in a.iter().enumerate() {
+                    match v {
+                        toml::Value::String(s) => {
+                            let p = base_dir.join(s);
+                            if !p.is_file() {
+                                probs.push(Problem {
+                                    key: format!("{}[{i}]", self.path(key)),
+                                    value: Some(format!("{s:?}")),
+                                    message: format!("no such file ({})", p.display()),
+                                });
+                            }
+                            files.push(p);
+                        }
+                        other => probs.push(Problem {
+                            key: format!("{}[{i}]", self.path(key)),
+                            value: Some(show(other)),
+                            message: "expected a file path string".into(),
+                        }),
+                    }
+                }
+            }
+            Some(v) => probs.push(Problem {
+                key: self.path(key),
+                value: Some(show(v)),
+                message: "expected a non-empty array of pcap/pcapng paths".into(),
+            }),
+            None => probs.push(Problem {
+                key: self.path(key),
+                value: None,
+                message: "required here: an array of pcap/pcapng paths".into(),
+            }),
+        }
+        files
+    }
     fn present(&self, key: &str) -> bool {
         self.table.is_some_and(|t| t.contains_key(key))
     }
@@ -388,41 +454,7 @@ impl Scenario {
         let mut t = Reader::new(root, "traffic", &mut probs);
         let source = t.choice("source", "synthetic", &["synthetic", "trace"], &mut probs);
         let traffic = if source == "trace" {
-            let mut files = Vec::new();
-            match t.raw("files") {
-                Some(toml::Value::Array(a)) if !a.is_empty() => {
-                    for (i, v) in a.iter().enumerate() {
-                        match v {
-                            toml::Value::String(s) => {
-                                let p = base_dir.join(s);
-                                if !p.is_file() {
-                                    probs.push(Problem {
-                                        key: format!("traffic.files[{i}]"),
-                                        value: Some(format!("{s:?}")),
-                                        message: format!("no such file ({})", p.display()),
-                                    });
-                                }
-                                files.push(p);
-                            }
-                            other => probs.push(Problem {
-                                key: format!("traffic.files[{i}]"),
-                                value: Some(show(other)),
-                                message: "expected a file path string".into(),
-                            }),
-                        }
-                    }
-                }
-                Some(v) => probs.push(Problem {
-                    key: "traffic.files".into(),
-                    value: Some(show(v)),
-                    message: "expected a non-empty array of pcap/pcapng paths".into(),
-                }),
-                None => probs.push(Problem {
-                    key: "traffic.files".into(),
-                    value: None,
-                    message: "required with source = \"trace\": an array of pcap/pcapng paths".into(),
-                }),
-            }
+            let files = t.files("files", base_dir, &mut probs);
             let time_scale = t.float("time_scale", 1.0, &mut probs, |v| v > 0.0, "greater than 0");
             let flow_multiply = t.int("flow_multiply", 1, 1, 65_535, &mut probs) as u32;
             let lenient = t.boolean("lenient", false, &mut probs);
@@ -430,13 +462,14 @@ impl Scenario {
         } else {
             let overload =
                 t.float("overload", 0.9, &mut probs, |v| v > 0.0 && v <= 1000.0, "greater than 0 and at most 1000");
-            let kind = t.choice("sizes", "imix", &["imix", "constant", "uniform"], &mut probs);
+            let kind = t.choice("sizes", "imix", &["imix", "constant", "uniform", "trace"], &mut probs);
             let sizes = match kind.as_str() {
                 "constant" => {
                     let s = t.size("size", 1500, &mut probs);
                     check_pkt(s, "traffic.size", &mut probs);
-                    SizeDist::Constant(s.clamp(1, 65535) as u32)
+                    SizeSpec::Dist(SizeDist::Constant(s.clamp(1, 65535) as u32))
                 }
+                "trace" => SizeSpec::Trace { files: t.files("size_files", base_dir, &mut probs) },
                 "uniform" => {
                     let a = t.size("min_size", 40, &mut probs);
                     let b = t.size("max_size", 1500, &mut probs);
@@ -450,12 +483,17 @@ impl Scenario {
                         });
                     }
                     let (a, b) = (a.clamp(1, 65535) as u32, b.clamp(1, 65535) as u32);
-                    SizeDist::Uniform { min: a.min(b), max: b.max(a) }
+                    SizeSpec::Dist(SizeDist::Uniform { min: a.min(b), max: b.max(a) })
                 }
-                _ => SizeDist::kim_imix(),
+                _ => SizeSpec::Dist(SizeDist::kim_imix()),
             };
-            for k in ["size", "min_size", "max_size"] {
-                let belongs = (k == "size" && kind == "constant") || (k != "size" && kind == "uniform");
+            for k in ["size", "min_size", "max_size", "size_files"] {
+                let belongs = match k {
+                    "size" => kind == "constant",
+                    "size_files" => kind == "trace",
+                    _ => kind == "uniform",
+                };
+                t.used.insert(k.into());
                 if t.present(k) && !belongs {
                     probs.push(Problem {
                         key: format!("traffic.{k}"),
@@ -510,9 +548,18 @@ impl Scenario {
             }
         }
         if source == "trace" {
-            for k in
-                ["overload", "sizes", "size", "min_size", "max_size", "arrivals", "on_mean", "off_mean", "pareto_shape"]
-            {
+            for k in [
+                "overload",
+                "sizes",
+                "size",
+                "min_size",
+                "max_size",
+                "size_files",
+                "arrivals",
+                "on_mean",
+                "off_mean",
+                "pareto_shape",
+            ] {
                 t.used.insert(k.into());
                 if t.present(k) {
                     probs.push(Problem {
@@ -574,7 +621,7 @@ impl Scenario {
         let n = self.queues as u128;
         let per_queue = 32 + 64 + 8 + 48 + 16; // see models::link for the layout
         let min_pkt = match &self.traffic {
-            Traffic::Synthetic { sizes, .. } => sizes.min().max(1) as u128,
+            Traffic::Synthetic { sizes, .. } => sizes.min_hint().max(1) as u128,
             Traffic::Trace { .. } => 40,
         };
         let nodes = n * (self.buffer as u128 / min_pkt + 1);
@@ -611,16 +658,23 @@ impl Scenario {
                 t.insert("source".into(), "synthetic".into());
                 t.insert("overload".into(), (*overload).into());
                 match sizes {
-                    SizeDist::Constant(s) => {
+                    SizeSpec::Trace { files } => {
+                        t.insert("sizes".into(), "trace".into());
+                        t.insert(
+                            "size_files".into(),
+                            toml::Value::Array(files.iter().map(|f| f.display().to_string().into()).collect()),
+                        );
+                    }
+                    SizeSpec::Dist(SizeDist::Constant(s)) => {
                         t.insert("sizes".into(), "constant".into());
                         t.insert("size".into(), format!("{s}B").into());
                     }
-                    SizeDist::Uniform { min, max } => {
+                    SizeSpec::Dist(SizeDist::Uniform { min, max }) => {
                         t.insert("sizes".into(), "uniform".into());
                         t.insert("min_size".into(), format!("{min}B").into());
                         t.insert("max_size".into(), format!("{max}B").into());
                     }
-                    SizeDist::Empirical(_) => {
+                    SizeSpec::Dist(SizeDist::Empirical(_)) => {
                         t.insert("sizes".into(), "imix".into());
                     }
                 }

@@ -138,6 +138,23 @@ impl SizeDist {
     }
 }
 
+/// The empirical size distribution of captures: the exact histogram of the wire lengths of
+/// their IP packets (non-IP frames are left out). An error if the files hold no IP packet.
+pub fn empirical_sizes_from_trace(files: &[std::path::PathBuf]) -> Result<SizeDist, crate::trace::TraceError> {
+    let mut hist: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
+    let mut m = crate::trace::Merge::open(files, false)?;
+    while let Some(p) = m.next()? {
+        if p.flow.is_ok() && p.wire_len > 0 {
+            *hist.entry(p.wire_len).or_default() += 1;
+        }
+    }
+    Empirical::new(hist).map(SizeDist::Empirical).ok_or_else(|| crate::trace::TraceError::Format {
+        path: files.first().cloned().unwrap_or_default(),
+        offset: 0,
+        what: "no IP packets to take packet sizes from".into(),
+    })
+}
+
 /// kim eq 16 solved for the inter-packet delay: the mean gap between packets that makes a queue
 /// whose scheduling bandwidth is `rate` see `overload` = input rate / output rate (eq 15),
 /// given the mean packet size in bytes. `None` for a non-positive overload or zero rate.

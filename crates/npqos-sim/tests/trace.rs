@@ -213,3 +213,28 @@ fn lenient_mode_counts_and_skips_corrupt_records() {
         )
     );
 }
+
+#[test]
+fn empirical_sizes_from_a_trace_drive_a_synthetic_scenario() {
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("sizes.pcap");
+    let mut w = PcapWriter::new(std::fs::File::create(&p).unwrap(), linktype::ETHERNET, 0, false, false).unwrap();
+    for i in 0..1000u64 {
+        let f = udp4_frame([1, 1, 1, 1], [2, 2, 2, 2], 1, 2, if i % 4 == 0 { 958 } else { 58 }); // 1000 B or 100 B
+        w.write(i, &f, f.len() as u32).unwrap();
+    }
+    drop(w);
+    let text = "[run]\nduration = \"50ms\"\n[link]\nrate = \"1Gbps\"\n[queues]\ncount = 4\nbuffer = \"1MiB\"\n[traffic]\noverload = 0.5\nsizes = \"trace\"\nsize_files = [\"sizes.pcap\"]\n";
+    let sc = npqos_sim::scenario::Scenario::parse(text, "t.toml", d.path()).unwrap();
+    let r = npqos_sim::models::link::run(&sc, 1, None, &mut |_| {}).unwrap();
+    let mean = r.get("offered_bytes").unwrap() / r.get("offered_packets").unwrap();
+    assert!((mean - 325.0).abs() < 10.0, "mean size {mean}, trace mean 325");
+    assert!((r.get("offered_load").unwrap() - 0.5).abs() < 0.03);
+    // The resolved scenario names the files and parses back.
+    let again = npqos_sim::scenario::Scenario::from_table(&sc.to_toml(), "r.toml", std::path::Path::new("/")).unwrap();
+    assert_eq!(again, sc);
+    // A file that does not exist is a validation problem naming the key.
+    let e =
+        npqos_sim::scenario::Scenario::parse(&text.replace("sizes.pcap", "nope.pcap"), "t.toml", d.path()).unwrap_err();
+    assert!(e.to_string().contains("traffic.size_files[0]"), "{e}");
+}

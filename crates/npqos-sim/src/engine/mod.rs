@@ -17,7 +17,8 @@ use std::sync::Arc;
 
 /// A simulation model driven by the engine.
 pub trait Model {
-    type Event;
+    /// Events are small plain values (stored inline in the event queue).
+    type Event: Copy;
     /// Handles one event at `engine.now()`.
     fn handle(&mut self, event: Self::Event, engine: &mut Engine<Self::Event>);
 }
@@ -55,20 +56,20 @@ impl RunLimits {
 const CHECK_EVERY: u64 = 1 << 14;
 
 /// The event loop. See the module documentation.
-pub struct Engine<E> {
+pub struct Engine<E: Copy> {
     queue: EventQueue<E>,
     now: Instant,
     executed: u64,
     interrupt: Option<Arc<AtomicBool>>,
 }
 
-impl<E> Default for Engine<E> {
+impl<E: Copy> Default for Engine<E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> Engine<E> {
+impl<E: Copy> Engine<E> {
     pub fn new() -> Self {
         Engine { queue: EventQueue::new(), now: Instant::ZERO, executed: 0, interrupt: None }
     }
@@ -98,8 +99,8 @@ impl<E> Engine<E> {
     pub fn schedule_in(&mut self, delay: Duration, event: E) -> EventKey {
         self.queue.push(self.now + delay, event)
     }
-    /// Cancels a pending event; `None` if it already ran or was cancelled.
-    pub fn cancel(&mut self, key: EventKey) -> Option<E> {
+    /// Cancels a pending event; false if it already ran or was cancelled.
+    pub fn cancel(&mut self, key: EventKey) -> bool {
         self.queue.cancel(key)
     }
 

@@ -1,209 +1,265 @@
-//! The pending-event set: a 4-ary min-heap ordered by `(time, insertion sequence)`.
+//! The engine's pending-event set: a radix heap over the key `(time, insertion sequence)`.
 //!
-//! Geometry and cost:
-//! * heap entries are 24 bytes (`time: u64`, `seq: u64`, `slot: u32`) in one `Vec`, children of
-//!   index `i` at `4i+1 ..= 4i+4`; a 4-ary heap halves the depth of a binary heap and keeps the
-//!   four children of a node in one or two cache lines;
-//! * event payloads live in a slab of slots indexed by `slot`, recycled through a free list, so
-//!   steady-state operation allocates nothing;
-//! * `push` is O(log4 n), `pop` O(log4 n), `cancel` O(1): cancellation is lazy, the slot is
-//!   freed at once and the stale heap entry is recognised (its `seq` no longer matches the
-//!   slot's) and discarded when it reaches the top. When stale entries outnumber live ones the
-//!   heap is rebuilt in O(n), so memory stays within twice the live size.
+//! A discrete-event simulation never schedules before the event it is running, so the keys it
+//! pops never decrease. A radix heap (Ahuja, Mehlhorn, Orlin, Tarjan 1990) exploits exactly
+//! that. Geometry and cost:
 //!
-//! Ordering: the sequence number is taken from a counter at `push`, so events with equal times
-//! pop in insertion (FIFO) order, which makes a run independent of heap internals.
+//! * the key is the pair `(time_ns, seq)`, unique because `seq` comes from a counter at `push`;
+//!   an entry (key and payload inline, 24 B for a 4-byte event) lives in bucket `0` if its key
+//!   equals the reference key (the last minimum found), in bucket `1 + b` (1..=64) if only the
+//!   sequence differs and `b` is its highest differing bit, and in bucket `65 + b` (65..=128) if
+//!   the time differs and `b` is the highest differing bit of the time: 129 buckets, each a `Vec`,
+//!   and a 128-bit mask of the non-empty ones;
+//! * `push` appends to a bucket: O(1);
+//! * `pop` takes bucket 0, or else finds the lowest non-empty bucket (one `trailing_zeros`),
+//!   scans it for its minimum, makes that the reference key and redistributes the bucket into
+//!   strictly lower buckets. An entry moves at most 128 times in its life and in practice a
+//!   handful, always as sequential appends: no root-to-leaf pointer chasing as in a binary
+//!   heap, which is what keeps it fast with a million pending events;
+//! * cancellation needs no per-event state: keys pop in strictly increasing order, so a key at
+//!   or below the last popped key has already run; a later one is recorded in a set of cancelled
+//!   keys and skipped when it surfaces (one branch per pop while the set is empty). When
+//!   cancelled entries outnumber live ones the buckets are compacted;
+//! * the reference key can run ahead of the last *returned* event (after `peek_time`, or when
+//!   the minimum found was cancelled); an event pushed below it goes to a small binary heap of
+//!   "early" events, which all precede every radix entry and so are popped first. In the engine
+//!   this happens only when a run stops at an end time and the model is driven on.
+//!
+//! Ordering is exact: events with equal times pop in insertion (FIFO) order.
+//!
+//! **Precondition:** a pushed time must not be earlier than the last popped time (asserted; the
+//! engine checks the same in [`super::Engine::schedule`]).
 
 use npqos_core::Instant;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, HashSet};
 
-/// Identifies a scheduled event for [`EventQueue::cancel`]. Stale keys (event already popped
-/// or cancelled) are harmless: cancelling them does nothing and returns `None`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+/// Identifies a scheduled event for cancellation. Stale keys (event already popped or
+/// cancelled) are harmless: cancelling them does nothing and returns `false`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EventKey {
-    slot: u32,
+    time: u64,
     seq: u64,
 }
 
 #[derive(Clone, Copy, Debug)]
-struct Entry {
+struct Entry<E> {
     time: u64,
     seq: u64,
-    slot: u32,
+    event: E,
 }
 
-impl Entry {
+impl<E> Entry<E> {
     #[inline(always)]
-    fn before(&self, o: &Entry) -> bool {
-        (self.time, self.seq) < (o.time, o.seq)
+    fn key(&self) -> EventKey {
+        EventKey { time: self.time, seq: self.seq }
     }
 }
 
-struct Slot<E> {
-    /// `seq` of the live event in this slot; `u64::MAX` when free.
-    seq: u64,
-    event: Option<E>,
+/// Orders by key only (for the early heap).
+struct ByKey<E>(Entry<E>);
+impl<E> PartialEq for ByKey<E> {
+    fn eq(&self, o: &Self) -> bool {
+        self.0.key() == o.0.key()
+    }
+}
+impl<E> Eq for ByKey<E> {}
+impl<E> PartialOrd for ByKey<E> {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl<E> Ord for ByKey<E> {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.0.key().cmp(&o.0.key())
+    }
 }
 
-/// A priority queue of future events. See the module documentation for its geometry.
+const BUCKETS: usize = 129;
+
+/// The monotone priority queue of future events. See the module documentation.
 pub struct EventQueue<E> {
-    heap: Vec<Entry>,
-    slots: Vec<Slot<E>>,
-    free: Vec<u32>,
+    buckets: Vec<Vec<Entry<E>>>,
+    /// Bit `i - 1` set when bucket `i` (1..=128) is non-empty.
+    mask: u128,
+    /// The radix reference key.
+    reference: EventKey,
+    /// The last popped key; pushes must not go below its time, and keys at or below it have run.
+    floor: Option<EventKey>,
+    /// Events pushed below the reference key; all precede every radix entry.
+    early: BinaryHeap<Reverse<ByKey<E>>>,
+    /// Keys cancelled while still pending (their entries are still stored).
+    cancelled: HashSet<EventKey>,
+    /// Entries stored (live + cancelled).
+    entries: usize,
     next_seq: u64,
-    live: usize,
 }
 
-impl<E> Default for EventQueue<E> {
+impl<E: Copy> Default for EventQueue<E> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl<E> EventQueue<E> {
+impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
-        Self::with_capacity(0)
-    }
-    pub fn with_capacity(n: usize) -> Self {
-        EventQueue { heap: Vec::with_capacity(n), slots: Vec::with_capacity(n), free: Vec::new(), next_seq: 0, live: 0 }
+        EventQueue {
+            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
+            mask: 0,
+            reference: EventKey { time: 0, seq: 0 },
+            floor: None,
+            early: BinaryHeap::new(),
+            cancelled: HashSet::new(),
+            entries: 0,
+            next_seq: 0,
+        }
     }
     /// Number of live (not cancelled) pending events.
     pub fn len(&self) -> usize {
-        self.live
+        self.entries - self.cancelled.len()
     }
     pub fn is_empty(&self) -> bool {
-        self.live == 0
+        self.len() == 0
     }
 
-    /// Schedules `event` at `time`. Events at equal times pop in the order they were pushed.
+    #[inline(always)]
+    fn bucket_of(&self, time: u64, seq: u64) -> usize {
+        let dt = time ^ self.reference.time;
+        if dt != 0 {
+            65 + (63 - dt.leading_zeros() as usize)
+        } else {
+            let ds = seq ^ self.reference.seq;
+            if ds != 0 {
+                1 + (63 - ds.leading_zeros() as usize)
+            } else {
+                0
+            }
+        }
+    }
+
+    #[inline(always)]
+    fn place(&mut self, e: Entry<E>) {
+        let b = self.bucket_of(e.time, e.seq);
+        self.buckets[b].push(e);
+        if b > 0 {
+            self.mask |= 1u128 << (b - 1);
+        }
+    }
+
+    /// Schedules `event` at `time`, which must not be earlier than the last popped time.
+    /// Events at equal times pop in the order they were pushed.
+    #[inline]
     pub fn push(&mut self, time: Instant, event: E) -> EventKey {
+        let time = time.as_nanos();
+        if let Some(f) = self.floor {
+            assert!(
+                time >= f.time,
+                "EventQueue is monotone: push at {time} ns is before the last popped time {} ns",
+                f.time
+            );
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
-        let slot = match self.free.pop() {
-            Some(s) => {
-                let sl = &mut self.slots[s as usize];
-                sl.seq = seq;
-                sl.event = Some(event);
-                s
-            }
-            None => {
-                let s = u32::try_from(self.slots.len()).expect("more than 2^32 pending events");
-                self.slots.push(Slot { seq, event: Some(event) });
-                s
-            }
-        };
-        self.live += 1;
-        self.heap.push(Entry { time: time.as_nanos(), seq, slot });
-        self.sift_up(self.heap.len() - 1);
-        EventKey { slot, seq }
+        self.entries += 1;
+        let e = Entry { time, seq, event };
+        // seq is the newest, so the key is below the reference exactly when the time is.
+        if time < self.reference.time {
+            self.early.push(Reverse(ByKey(e)));
+        } else {
+            self.place(e);
+        }
+        EventKey { time, seq }
     }
 
-    /// Removes the event `key` if it is still pending and returns it.
-    pub fn cancel(&mut self, key: EventKey) -> Option<E> {
-        let sl = self.slots.get_mut(key.slot as usize)?;
-        if sl.seq != key.seq {
-            return None;
+    /// Cancels the event `key`; true if it was pending.
+    pub fn cancel(&mut self, key: EventKey) -> bool {
+        if key.seq >= self.next_seq || self.floor.is_some_and(|f| key <= f) || !self.cancelled.insert(key) {
+            return false;
         }
-        sl.seq = u64::MAX;
-        let ev = sl.event.take();
-        self.free.push(key.slot);
-        self.live -= 1;
-        if self.heap.len() > 1024 && self.heap.len() > 2 * self.live {
+        if self.entries > 1024 && self.cancelled.len() * 2 > self.entries {
             self.compact();
         }
-        ev
+        true
+    }
+
+    /// Makes bucket 0 hold the minimum radix entry (live or cancelled); false when none is left.
+    #[inline]
+    fn settle(&mut self) -> bool {
+        if !self.buckets[0].is_empty() {
+            return true;
+        }
+        if self.mask == 0 {
+            return false;
+        }
+        let i = self.mask.trailing_zeros() as usize + 1;
+        let mut b = std::mem::take(&mut self.buckets[i]);
+        self.mask &= !(1u128 << (i - 1));
+        self.reference = b.iter().map(Entry::key).min().expect("bucket marked non-empty");
+        for e in b.drain(..) {
+            self.place(e);
+        }
+        self.buckets[i] = b; // keep the allocation
+        true
+    }
+
+    /// Removes the earliest stored entry, live or cancelled.
+    #[inline]
+    fn take_min(&mut self) -> Option<Entry<E>> {
+        let e = if let Some(Reverse(ByKey(e))) = self.early.pop() {
+            e
+        } else if self.settle() {
+            self.buckets[0].pop().expect("settled")
+        } else {
+            return None;
+        };
+        self.entries -= 1;
+        Some(e)
     }
 
     /// Time of the earliest live event.
     pub fn peek_time(&mut self) -> Option<Instant> {
-        self.drop_stale_top();
-        self.heap.first().map(|e| Instant::from_nanos(e.time))
+        loop {
+            let e = if let Some(Reverse(ByKey(e))) = self.early.peek() {
+                *e
+            } else if self.settle() {
+                *self.buckets[0].last().expect("settled")
+            } else {
+                return None;
+            };
+            if self.cancelled.is_empty() || !self.cancelled.contains(&e.key()) {
+                return Some(Instant::from_nanos(e.time));
+            }
+            let e = self.take_min().expect("peeked");
+            self.cancelled.remove(&e.key());
+        }
     }
 
     /// Removes and returns the earliest live event.
+    #[inline]
     pub fn pop(&mut self) -> Option<(Instant, E)> {
         loop {
-            let top = *self.heap.first()?;
-            self.remove_top();
-            let sl = &mut self.slots[top.slot as usize];
-            if sl.seq != top.seq {
-                continue; // cancelled
+            let e = self.take_min()?;
+            if !self.cancelled.is_empty() && self.cancelled.remove(&e.key()) {
+                continue;
             }
-            sl.seq = u64::MAX;
-            let ev = sl.event.take().expect("live slot holds an event");
-            self.free.push(top.slot);
-            self.live -= 1;
-            return Some((Instant::from_nanos(top.time), ev));
-        }
-    }
-
-    fn drop_stale_top(&mut self) {
-        while let Some(top) = self.heap.first() {
-            if self.slots[top.slot as usize].seq == top.seq {
-                return;
-            }
-            self.remove_top();
-        }
-    }
-
-    #[inline]
-    fn remove_top(&mut self) {
-        let last = self.heap.pop().expect("non-empty");
-        if !self.heap.is_empty() {
-            self.heap[0] = last;
-            self.sift_down(0);
+            self.floor = Some(e.key());
+            return Some((Instant::from_nanos(e.time), e.event));
         }
     }
 
     fn compact(&mut self) {
-        let slots = &self.slots;
-        self.heap.retain(|e| slots[e.slot as usize].seq == e.seq);
-        let n = self.heap.len();
-        if n > 1 {
-            for i in (0..=(n - 2) / 4).rev() {
-                self.sift_down(i);
+        let c = std::mem::take(&mut self.cancelled);
+        let early = std::mem::take(&mut self.early);
+        self.early = early.into_iter().filter(|Reverse(ByKey(e))| !c.contains(&e.key())).collect();
+        let mut n = self.early.len();
+        for (i, b) in self.buckets.iter_mut().enumerate() {
+            b.retain(|e| !c.contains(&e.key()));
+            n += b.len();
+            if i > 0 && b.is_empty() {
+                self.mask &= !(1u128 << (i - 1));
             }
         }
-    }
-
-    #[inline]
-    fn sift_up(&mut self, mut i: usize) {
-        let item = self.heap[i];
-        while i > 0 {
-            let p = (i - 1) / 4;
-            if item.before(&self.heap[p]) {
-                self.heap[i] = self.heap[p];
-                i = p;
-            } else {
-                break;
-            }
-        }
-        self.heap[i] = item;
-    }
-
-    #[inline]
-    fn sift_down(&mut self, mut i: usize) {
-        let n = self.heap.len();
-        let item = self.heap[i];
-        loop {
-            let c0 = 4 * i + 1;
-            if c0 >= n {
-                break;
-            }
-            let mut best = c0;
-            let end = (c0 + 4).min(n);
-            for c in c0 + 1..end {
-                if self.heap[c].before(&self.heap[best]) {
-                    best = c;
-                }
-            }
-            if self.heap[best].before(&item) {
-                self.heap[i] = self.heap[best];
-                i = best;
-            } else {
-                break;
-            }
-        }
-        self.heap[i] = item;
+        self.entries = n;
     }
 }
 
@@ -224,30 +280,63 @@ mod tests {
         assert_eq!(q.pop(), Some((Instant::from_nanos(3), -1)));
         for i in 0..100 {
             assert_eq!(q.pop(), Some((Instant::from_nanos(7), i)));
+            q.push(Instant::from_nanos(7), 1000 + i); // same time, pushed while popping
+        }
+        for i in 0..100 {
+            assert_eq!(q.pop(), Some((Instant::from_nanos(7), 1000 + i)));
         }
         assert_eq!(q.pop(), None);
     }
 
     #[test]
-    fn cancel_removes_and_stale_keys_are_harmless() {
+    fn cancel_and_stale_keys() {
         let mut q = EventQueue::new();
         let a = q.push(Instant::from_nanos(1), 'a');
         let b = q.push(Instant::from_nanos(2), 'b');
-        assert_eq!(q.cancel(a), Some('a'));
-        assert_eq!(q.cancel(a), None);
+        assert!(q.cancel(a));
+        assert!(!q.cancel(a), "twice");
         assert_eq!(q.len(), 1);
-        let c = q.push(Instant::from_nanos(0), 'c'); // reuses a's slot
-        assert_eq!(q.cancel(a), None, "an old key must not cancel the slot's new event");
-        assert_eq!(q.peek_time(), Some(Instant::from_nanos(0)));
-        assert_eq!(q.pop(), Some((Instant::from_nanos(0), 'c')));
-        assert_eq!(q.cancel(c), None);
+        let c = q.push(Instant::from_nanos(1), 'c');
+        assert_eq!(q.peek_time(), Some(Instant::from_nanos(1)));
+        assert_eq!(q.pop(), Some((Instant::from_nanos(1), 'c')));
+        assert!(!q.cancel(c), "already ran");
         assert_eq!(q.pop(), Some((Instant::from_nanos(2), 'b')));
-        assert_eq!(q.cancel(b), None);
+        assert!(!q.cancel(b));
         assert!(q.is_empty());
+        assert!(!q.cancel(EventKey { time: 5, seq: 99 }), "never issued");
     }
 
-    /// Differential test: millions of random push / pop / cancel against a BTreeMap keyed by
-    /// (time, seq), fixed seed. Times are drawn from a small range so equal times are common.
+    /// After a peek (or a cancelled minimum) moved the reference ahead, a push between the last
+    /// popped time and that reference must still come out first.
+    #[test]
+    fn push_below_the_reference_after_peek() {
+        let mut q = EventQueue::new();
+        q.push(Instant::from_nanos(10), 'a');
+        let b = q.push(Instant::from_nanos(50), 'b');
+        q.push(Instant::from_nanos(90), 'c');
+        assert_eq!(q.pop(), Some((Instant::from_nanos(10), 'a')));
+        assert_eq!(q.peek_time(), Some(Instant::from_nanos(50)));
+        q.push(Instant::from_nanos(20), 'd');
+        q.push(Instant::from_nanos(20), 'e');
+        assert!(q.cancel(b));
+        assert_eq!(q.peek_time(), Some(Instant::from_nanos(20)));
+        q.push(Instant::from_nanos(30), 'f');
+        let got: Vec<char> = std::iter::from_fn(|| q.pop().map(|x| x.1)).collect();
+        assert_eq!(got, vec!['d', 'e', 'f', 'c']);
+    }
+
+    #[test]
+    #[should_panic(expected = "EventQueue is monotone")]
+    fn refuses_a_push_into_the_past() {
+        let mut q = EventQueue::new();
+        q.push(Instant::from_nanos(10), ());
+        q.pop();
+        q.push(Instant::from_nanos(9), ());
+    }
+
+    /// Millions of random push / pop / peek / cancel against a BTreeMap keyed by (time, seq),
+    /// fixed seed. Times are mostly close to `now` (equal times are common) and sometimes far
+    /// away (high buckets); cancellations hit live, popped and already-cancelled keys.
     #[test]
     fn differential_against_btreemap() {
         let mut rng = ChaCha8Rng::seed_from_u64(0x5eed_0001);
@@ -257,15 +346,20 @@ mod tests {
         let mut seq = 0u64;
         let mut now = 0u64;
         for step in 0..3_000_000u64 {
-            match rng.random_range(0..10) {
-                0..=4 => {
-                    let t = now + rng.random_range(0..64);
+            match rng.random_range(0..20) {
+                0..=9 => {
+                    let t = now
+                        + if rng.random_range(0..50) == 0 {
+                            rng.random_range(0..1 << 40)
+                        } else {
+                            rng.random_range(0..64)
+                        };
                     let k = q.push(Instant::from_nanos(t), step);
                     model.insert((t, seq), step);
                     keys.push((k, (t, seq)));
                     seq += 1;
                 }
-                5..=7 => {
+                10..=15 => {
                     let got = q.pop();
                     let want = model.pop_first();
                     assert_eq!(got.map(|(t, e)| (t.as_nanos(), e)), want.map(|((t, _), e)| (t, e)), "step {step}");
@@ -273,15 +367,16 @@ mod tests {
                         now = t;
                     }
                 }
+                16 => assert_eq!(q.peek_time().map(|t| t.as_nanos()), model.first_key_value().map(|(k, _)| k.0)),
                 _ => {
                     if !keys.is_empty() {
                         let i = rng.random_range(0..keys.len());
-                        let (k, mk) = keys.swap_remove(i);
-                        assert_eq!(q.cancel(k), model.remove(&mk), "step {step}");
+                        let (k, mk) = if rng.random_range(0..4) == 0 { keys[i] } else { keys.swap_remove(i) };
+                        assert_eq!(q.cancel(k), model.remove(&mk).is_some(), "step {step}");
                     }
                 }
             }
-            assert_eq!(q.len(), model.len());
+            assert_eq!(q.len(), model.len(), "step {step}");
             if keys.len() > 4096 {
                 keys.drain(..2048);
             }

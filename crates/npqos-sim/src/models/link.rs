@@ -141,6 +141,7 @@ impl LinkModel {
         };
         match &sc.traffic {
             Traffic::Synthetic { overload, sizes, arrivals } => {
+                let sizes = &sizes.build()?;
                 let share = sc.link_rate.share(sc.queues as u64);
                 let gap = mean_gap_for_overload(sizes.mean(), share, *overload)
                     .filter(|g| !g.is_zero())
