@@ -25,11 +25,11 @@ fn capinfos_count(path: &std::path::Path) -> (u64, bool) {
 #[test]
 fn packet_counts_agree_with_capinfos_on_every_ndpi_capture() {
     let Some(dir) = ndpi_dir() else {
-        eprintln!("SKIPPED packet_counts_agree_with_capinfos: ../shared/traces/ndpi is absent");
+        skip("packet_counts_agree_with_capinfos", "../shared/traces/ndpi is absent");
         return;
     };
     if Command::new("capinfos").arg("-h").output().is_err() {
-        eprintln!("SKIPPED packet_counts_agree_with_capinfos: capinfos is not installed (apt-get install tshark)");
+        skip("packet_counts_agree_with_capinfos", "capinfos is not installed (apt-get install tshark)");
         return;
     }
     let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();

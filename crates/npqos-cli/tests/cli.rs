@@ -191,7 +191,7 @@ fn model_kim_matches_the_papers_worked_numbers() {
 #[test]
 fn trace_scenario_runs_when_the_shared_traces_exist() {
     let Some(ndpi) = ndpi_dir() else {
-        eprintln!("SKIPPED trace_scenario_runs_when_the_shared_traces_exist: ../shared/traces/ndpi is absent");
+        skip("trace_scenario_runs_when_the_shared_traces_exist", "../shared/traces/ndpi is absent");
         return;
     };
     let d = tempfile::tempdir().unwrap();

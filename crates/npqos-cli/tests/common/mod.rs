@@ -29,3 +29,10 @@ pub fn ndpi_dir() -> Option<PathBuf> {
     let d = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../../shared/traces/ndpi");
     d.is_dir().then(|| d.canonicalize().expect("exists"))
 }
+
+/// Reports a skipped test on the real stderr (bypassing libtest's capture, so the reason shows
+/// in a normal `cargo test` run).
+pub fn skip(test: &str, reason: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
+}
