@@ -158,13 +158,17 @@ fn ctrl_c_writes_partial_results_marked_incomplete() {
     let s =
         write_scenario(d.path(), "[run]\nduration = \"1000s\"\n[queues]\ncount = 1000\n[link]\nrate = \"10Gbps\"\n");
     let out = d.path().join("int");
-    let mut child =
-        npqos().args(["run", s.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]).spawn().unwrap();
+    let child = npqos()
+        .args(["run", s.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(1500));
     let ok = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
     assert!(ok.success());
-    let status = child.wait().unwrap();
-    assert_eq!(status.code(), Some(130));
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(130));
+    assert!(stderr(&o).contains("interrupted: partial results (complete: false) written to"), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert_eq!(v["complete"], false);
     assert_eq!(v["runs"][0]["stop_reason"], "interrupted");
