@@ -23,14 +23,17 @@
 //! * [`time`]: [`Instant`] and [`Duration`], integer nanoseconds.
 //! * [`rate`]: [`Rate`] in bits/s and the drift-free [`rate::Serializer`].
 //! * [`flow`]: the 5-tuple [`flow::FlowKey`].
+//! * [`shaper`]: token-bucket rate limiting (paper `kim`): the event-driven shaper on per-core
+//!   reschedule heaps and the periodic-fill baseline.
 //!
-//! The mechanism modules (`flowmap/` for dqs, `alloc/` for everest, `sched/` for predictive,
-//! `queues/` for qcache, `shaper/` for kim, `model/` for analytical models) are **not written
-//! yet**; the README's feature table tracks them.
+//! The other mechanism modules (`flowmap/` for dqs, `alloc/` for everest, `sched/` for
+//! predictive, `queues/` for qcache, `model/` for analytical models) are **not written yet**;
+//! the README's feature table tracks them.
 
 pub mod flow;
 mod fmt;
 pub mod rate;
+pub mod shaper;
 pub mod time;
 
 pub use rate::Rate;
