@@ -1,9 +1,9 @@
 //! The registry of reproducible experiments (`npqos reproduce ID`). Each experiment runs our
 //! model, and returns our numbers beside the paper's with the source of each.
 //!
-//! Ids are `<paper short name>-<figure or table>`. Until the mechanism issues land, the only
-//! experiment is `kim-table1`, which checks the workload generators the kim experiments stand on
-//! (kim Table I and eqs 15-16).
+//! Ids are `<paper short name>-<figure or table>`. The kim experiments live in [`kim`].
+
+pub mod kim;
 
 use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
 use crate::rng::RngStreams;
@@ -20,10 +20,18 @@ pub struct ExperimentInfo {
 }
 
 /// Every experiment, in `npqos list` order.
-pub const EXPERIMENTS: &[ExperimentInfo] = &[ExperimentInfo {
-    id: "kim-table1",
-    description: "kim Table I IMIX packet sizes and eqs 15-16 overload factor: generated vs specified",
-}];
+pub const EXPERIMENTS: &[ExperimentInfo] = &[
+    ExperimentInfo {
+        id: "kim-table1",
+        description: "kim Table I IMIX packet sizes and eqs 15-16 overload factor: generated vs specified",
+    },
+    ExperimentInfo { id: "kim-fig7", description: "kim Fig. 7: periodic-fill read-modify-writes in 10 s, 1e3..1e6 queues, 100 us..10 ms" },
+    ExperimentInfo {
+        id: "kim-table2",
+        description: "kim Table II: off-chip heap accesses (2/4/8 KB locked) and reschedules in 10 s, 1e3..1e6 queues; reduction vs periodic fill",
+    },
+    ExperimentInfo { id: "kim-fig8", description: "kim Fig. 8: mean and max heap size per core, 100 cores, 1e3..1e6 queues, overload 1" },
+];
 
 /// Options common to all experiments.
 #[derive(Clone, Copy, Debug)]
@@ -36,6 +44,9 @@ pub struct RunOptions {
 pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<Output> {
     match id {
         "kim-table1" => Some(kim_table1(opts, progress)),
+        "kim-fig7" => Some(kim::fig7(opts)),
+        "kim-table2" => Some(kim::table2(opts, progress)),
+        "kim-fig8" => Some(kim::fig8(opts, progress)),
         _ => None,
     }
 }

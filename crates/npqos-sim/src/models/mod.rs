@@ -5,4 +5,5 @@
 //!   trace-driven input. The foundation's demo model and the `shared` link mode the kim
 //!   experiments will reuse.
 
+pub mod kim;
 pub mod link;
