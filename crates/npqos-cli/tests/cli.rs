@@ -184,9 +184,32 @@ fn model_kim_matches_the_papers_worked_numbers() {
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     assert_eq!(v["results"]["periodic_fills_per_s"]["value"], 1e11);
     assert_eq!(v["results"]["per_queue_rate"]["value"], 100_000.0);
+    // The stochastic model (constant arrivals): a heap mean between 0 and the queues per core,
+    // and p99.9 above it.
+    let mean = v["results"]["heap_mean_per_core"]["value"].as_f64().unwrap();
+    let p999 = v["results"]["heap_p999_per_core"]["value"].as_f64().unwrap();
+    assert!(mean > 0.0 && mean < 10_000.0 && p999 > mean, "{mean} {p999}");
+    let o = run(&["model", "kim", "--arrivals", "poisson"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&["model", "kim", "--queues", "1"]);
+    assert_eq!(o.status.code(), Some(2), "more cores than queues is refused");
     // eq 16 with uniform 40-1500 B sizes (mean 770 B) on a 1 Mbps queue at overload 1.
-    let o =
-        run(&["model", "kim", "--queues", "1", "--link", "1Mbps", "--sizes", "uniform", "--overload", "1", "--json"]);
+    let o = run(&[
+        "model",
+        "kim",
+        "--queues",
+        "1",
+        "--cores",
+        "1",
+        "--link",
+        "1Mbps",
+        "--sizes",
+        "uniform",
+        "--overload",
+        "1",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
     // uniform 40..1500 has mean 770 B: 770*8 / 1e6 s = 6.16 ms
     assert_eq!(v["results"]["mean_interpacket_delay"]["value"], 6_160_000.0);

@@ -26,12 +26,15 @@
 //! * [`shaper`]: token-bucket rate limiting (paper `kim`): the event-driven shaper on per-core
 //!   reschedule heaps and the periodic-fill baseline.
 //!
+//! * [`model`]: analytical models as sizing tools (kim's stochastic model, eqs 8-13).
+//!
 //! The other mechanism modules (`flowmap/` for dqs, `alloc/` for everest, `sched/` for
-//! predictive, `queues/` for qcache, `model/` for analytical models) are **not written yet**;
-//! the README's feature table tracks them.
+//! predictive, `queues/` for qcache) are **not written yet**; the README's feature table tracks
+//! them.
 
 pub mod flow;
 mod fmt;
+pub mod model;
 pub mod rate;
 pub mod shaper;
 pub mod time;

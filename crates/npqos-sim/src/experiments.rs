@@ -31,6 +31,11 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         description: "kim Table II: off-chip heap accesses (2/4/8 KB locked) and reschedules in 10 s, 1e3..1e6 queues; reduction vs periodic fill",
     },
     ExperimentInfo { id: "kim-fig8", description: "kim Fig. 8: mean and max heap size per core, 100 cores, 1e3..1e6 queues, overload 1" },
+    ExperimentInfo {
+        id: "kim-table10",
+        description: "kim Table X / Fig. 10: stochastic model vs simulated heap size per core, constant arrivals, uniform and IMIX",
+    },
+    ExperimentInfo { id: "kim-fig12", description: "kim Fig. 12: reschedules per queue and mean heap size vs alpha (500-4500 B) at overload 1.29" },
 ];
 
 /// Options common to all experiments.
@@ -47,6 +52,8 @@ pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<
         "kim-fig7" => Some(kim::fig7(opts)),
         "kim-table2" => Some(kim::table2(opts, progress)),
         "kim-fig8" => Some(kim::fig8(opts, progress)),
+        "kim-table10" => Some(kim::table10(opts, progress)),
+        "kim-fig12" => Some(kim::fig12(opts, progress)),
         _ => None,
     }
 }

@@ -1,13 +1,15 @@
 //! `npqos model <short>`: analytical models as sizing tools.
 //!
-//! `kim` currently gives the workload side of the paper (eqs 15-16) and the cost of the
-//! periodic-fill baseline (section 1 / 2.2); the stochastic heap-size model (section 4) comes
-//! with the kim mechanism.
+//! `kim` gives the workload side of the paper (eqs 15-16), the cost of the periodic-fill
+//! baseline (section 1 / 2.2) and, for constant inter-arrival times, the stochastic model of
+//! section 3.2 (eqs 8-13): heap size per core and reschedules per second.
 
 use crate::error::bad;
 use crate::output::num;
 use anyhow::Result;
-use npqos_sim::units::{parse_duration, parse_rate};
+use npqos_core::model::kim::{solve_queue, HeapSize, QueueModel, SizeRuns};
+use npqos_sim::units::{parse_duration, parse_rate, parse_size};
+use npqos_sim::workload::KIM_IMIX;
 use npqos_sim::workload::{mean_gap_for_overload, SizeDist};
 use serde_json::json;
 
@@ -28,6 +30,18 @@ pub struct ModelArgs {
     /// Fill period of the periodic-fill baseline
     #[arg(long, default_value = "10us")]
     fill_period: String,
+    /// Processor cores (one reschedule heap each)
+    #[arg(long, default_value_t = 100)]
+    cores: u64,
+    /// Reschedule threshold alpha
+    #[arg(long, default_value = "3000B")]
+    alpha: String,
+    /// Bucket cap (CBE) [default: alpha]
+    #[arg(long)]
+    cap: Option<String>,
+    /// Inter-arrival times: constant (the stochastic model) or exponential (eqs 15-16 only)
+    #[arg(long, default_value = "constant")]
+    arrivals: String,
     /// Print JSON instead of a table
     #[arg(long)]
     json: bool,
@@ -73,7 +87,39 @@ fn kim(a: &ModelArgs) -> Result<()> {
     // Integer nanoseconds keep 1e6 queues / 10 us exactly 1e11.
     let fills_per_s = a.queues as f64 * 1e9 / period.as_nanos() as f64;
     let tokens_per_fill = share.bits_per_sec() as f64 / 8.0 * period.as_secs_f64();
-    let rows = [
+    let alpha = parse_size(&a.alpha).map_err(|e| bad(format!("--alpha {:?}: {e}", a.alpha)))?;
+    let cap = match &a.cap {
+        Some(c) => parse_size(c).map_err(|e| bad(format!("--cap {c:?}: {e}")))?,
+        None => alpha,
+    };
+    if a.cores == 0 || a.cores > a.queues {
+        return Err(bad(format!("--cores {}: expected 1 to --queues ({})", a.cores, a.queues)));
+    }
+    if alpha > cap {
+        return Err(bad(format!("--alpha {alpha} B exceeds --cap {cap} B")));
+    }
+    let stochastic = match a.arrivals.as_str() {
+        "constant" => {
+            let runs = if a.sizes == "imix" {
+                SizeRuns::table(&KIM_IMIX.iter().map(|&(s, w)| (s, w as f64)).collect::<Vec<_>>())
+            } else {
+                SizeRuns::uniform(40, 1500)
+            };
+            let q = solve_queue(&QueueModel {
+                sizes: runs,
+                t_int_s: gap.as_secs_f64(),
+                bw_bytes_per_s: share.bits_per_sec() as f64 / 8.0,
+                alpha_bytes: alpha as f64,
+                cap_bytes: cap as f64,
+                max_steps: 1_000_000,
+            });
+            let h = HeapSize::for_queues(&q, a.queues as f64 / a.cores as f64);
+            Some((q, h))
+        }
+        "exponential" => None,
+        other => return Err(bad(format!("--arrivals {other:?}: expected constant or exponential"))),
+    };
+    let mut rows = vec![
         ("per_queue_rate", share.bits_per_sec() as f64, "bit/s", "link / queues"),
         ("mean_packet_size", mean, "B", if a.sizes == "imix" { "kim Table I" } else { "uniform 40-1500 B" }),
         ("mean_interpacket_delay", gap.as_nanos() as f64, "ns", "kim eq 16 solved for the delay"),
@@ -83,24 +129,44 @@ fn kim(a: &ModelArgs) -> Result<()> {
         ("periodic_fill_accesses_per_s", 2.0 * fills_per_s, "1/s", "one read-modify-write per fill"),
         ("tokens_per_fill", tokens_per_fill, "B", "kim section 1: rate x period"),
     ];
+    if let Some((q, h)) = &stochastic {
+        rows.extend([
+            ("arrivals_per_schedulable_period", q.mean_n, "1", "E(N), section 3.2.1"),
+            ("probability_in_heap", q.mean_y, "1", "E(Y), eq 11"),
+            ("heap_mean_per_core", h.mean, "nodes", "eq 13"),
+            ("heap_p999_per_core", h.quantile(0.999), "nodes", "eq 13, normal quantile"),
+            ("heap_p999_bytes_per_core", h.quantile(0.999) * 8.0, "B", "8-byte nodes"),
+            ("reschedules_per_s", q.reschedules_per_s * a.queues as f64, "1/s", "E(M) x queues, eq 8"),
+        ]);
+    }
     if a.json {
         let m: serde_json::Map<String, serde_json::Value> =
             rows.iter().map(|(k, v, u, s)| (k.to_string(), json!({"value": v, "unit": u, "source": s}))).collect();
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({"model": "kim", "queues": a.queues, "link": link.to_string(), "overload": a.overload, "sizes": a.sizes, "fill_period": period.to_string(), "results": m})
+                &json!({"model": "kim", "queues": a.queues, "link": link.to_string(), "overload": a.overload, "sizes": a.sizes,
+                    "arrivals": a.arrivals, "cores": a.cores, "alpha_bytes": alpha, "cap_bytes": cap, "fill_period": period.to_string(),
+                    "truncated": stochastic.as_ref().map(|s| s.0.truncated), "results": m})
             )?
         );
     } else {
         println!(
-            "kim sizing: {} queues on {link}, overload {}, {} sizes, fill period {period}",
-            a.queues, a.overload, a.sizes
+            "kim sizing: {} queues on {link}, {} cores, overload {}, {} sizes, {} arrivals, alpha {alpha} B, cap {cap} B, fill period {period}",
+            a.queues, a.cores, a.overload, a.sizes, a.arrivals
         );
         for (k, v, u, s) in rows {
             println!("  {k:<30} {:>16} {u:<6} ({s})", num(v));
         }
-        println!("  (the stochastic heap-size model of kim section 4 is not implemented yet)");
+        match &stochastic {
+            Some((q, _)) if q.truncated > 1e-6 => println!(
+                "  warning: the model's recursion stopped with {:.2e} of P(N) left (overload near or below 1): heap figures are lower bounds",
+                q.truncated
+            ),
+            Some(_) => {}
+            None => println!("  (the stochastic model is implemented for constant inter-arrival times only; use --arrivals constant)"),
+        }
+        println!("  (off-chip accesses per second from the model are not implemented yet; `npqos reproduce kim-table2` measures them)");
     }
     Ok(())
 }

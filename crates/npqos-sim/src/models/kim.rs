@@ -64,6 +64,8 @@ pub struct KimParams {
     /// Heap tick: 2^tick_shift ns.
     pub tick_shift: u32,
     pub duration: Duration,
+    /// Heap-size statistics ignore the time before this (buckets start full).
+    pub warmup: Duration,
     /// Locked cache sizes whose off-chip accesses are reported.
     pub locked_sizes: Vec<u64>,
 }
@@ -88,6 +90,7 @@ impl KimParams {
             adaptive: None,
             tick_shift: 6,
             duration: Duration::from_secs(10),
+            warmup: Duration::ZERO,
             locked_sizes: vec![2048, 4096, 8192],
         }
     }
@@ -165,8 +168,10 @@ struct Kim {
 impl Kim {
     fn core_touch(&mut self, c: usize, now: u64) {
         if let Shaper::Event(s) = &self.shaper {
-            let len = s.heap(c).len() as u128;
-            self.heap_area[c] += len * (now - self.heap_last[c]) as u128;
+            let from = self.heap_last[c].max(self.p.warmup.as_nanos());
+            if now > from {
+                self.heap_area[c] += s.heap(c).len() as u128 * (now - from) as u128;
+            }
             self.heap_last[c] = now;
         }
     }
@@ -361,8 +366,10 @@ pub fn run(
     if let Some(f) = interrupt {
         engine = engine.with_interrupt(f);
     }
+    // First arrivals at a uniformly random phase within one mean gap, so queues with constant
+    // gaps are not in lockstep.
     for q in 0..n {
-        let g = m.arrivals[q].next_gap(&mut m.rng_gap);
+        let g = Duration::from_nanos(m.rng_gap.random_range(0..gap.as_nanos().max(1)));
         engine.schedule(Instant::ZERO + g, Ev::Arrival(q as u32));
     }
     let reason = engine.run(&mut m, RunLimits::until(Instant::ZERO + p.duration), progress);
@@ -397,11 +404,15 @@ pub fn run(
                 let off: u64 = m.obs.0.iter().skip(first).sum();
                 r.scalar(&format!("offchip_{}KB", l / 1024), off as f64, "1");
             }
+            let w = p.warmup.as_nanos();
             for c in 0..p.cores as usize {
-                let len = s.heap(c).len() as u128;
-                m.heap_area[c] += len * (end - m.heap_last[c]) as u128;
+                let from = m.heap_last[c].max(w);
+                if end > from {
+                    m.heap_area[c] += s.heap(c).len() as u128 * (end - from) as u128;
+                }
             }
-            let mean = m.heap_area.iter().sum::<u128>() as f64 / (end.max(1) as f64 * p.cores as f64);
+            let span = end.saturating_sub(w).max(1) as f64;
+            let mean = m.heap_area.iter().sum::<u128>() as f64 / (span * p.cores as f64);
             r.scalar("heap_mean_per_core", mean, "nodes");
             r.scalar("heap_max_per_core", m.heap_max as f64, "nodes");
             r.scalar("compares_per_op", h.compares as f64 / (h.inserts + h.deletes).max(1) as f64, "1");
