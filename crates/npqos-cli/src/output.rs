@@ -333,6 +333,24 @@ fn report_md(out: &Output, meta: &Meta, plots: &[(String, String)]) -> String {
         }
         s.push('\n');
     }
+    if out.aggregate.is_empty() && !out.runs.is_empty() {
+        // Runs are different configurations: one row each.
+        let mut names: Vec<&str> = Vec::new();
+        for r in &out.runs {
+            for sc in &r.scalars {
+                if !names.contains(&sc.name.as_str()) {
+                    names.push(&sc.name);
+                }
+            }
+        }
+        let _ = writeln!(s, "## Runs\n");
+        let _ = writeln!(s, "| run | {} |\n|---|{}", names.join(" | "), "---|".repeat(names.len()));
+        for r in &out.runs {
+            let vals: Vec<String> = names.iter().map(|n| r.get(n).map(num).unwrap_or_default()).collect();
+            let _ = writeln!(s, "| {} | {} |", r.label, vals.join(" | "));
+        }
+        s.push('\n');
+    }
     if !plots.is_empty() {
         let _ = writeln!(s, "## Plots\n");
         for (f, t) in plots {

@@ -99,6 +99,8 @@ pub struct Output {
     pub id: String,
     pub runs: Vec<RunResult>,
     /// Aggregated scalars over runs (mean and 95% CI half-width), name -> (mean, ci, unit).
+    /// Only for runs that are replications of one configuration; experiments whose runs are
+    /// different points leave it empty (the report then lists the runs).
     pub aggregate: Vec<(String, f64, f64, String)>,
     pub comparisons: Vec<Comparison>,
     pub assumptions: Vec<String>,

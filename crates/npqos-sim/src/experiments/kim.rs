@@ -104,7 +104,6 @@ pub fn fig7(opts: RunOptions) -> Output {
         vec!["One read-modify-write (two memory accesses) per queue per fill, fills at k x period (section 5.1.1)."
             .into()];
     out.notes.push("This is arithmetic, N x (10 s / period) fills, counted by our PeriodicShaper; agreement with the paper is by construction and checks only that we count what the paper counts.".into());
-    out.aggregate_runs();
     out
 }
 
@@ -239,7 +238,6 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     });
     out.notes.push(differences_note());
     out.notes.push(TABLE2_NOTE.into());
-    out.aggregate_runs();
     out
 }
 
@@ -277,7 +275,6 @@ pub fn fig8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         log_x: true,
     });
     out.notes.push(differences_note());
-    out.aggregate_runs();
     out
 }
 
@@ -428,7 +425,6 @@ pub fn table10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
          The paper's eq 11 averages a ratio, E[U / (N T + U)], while the long-run fraction of time in the heap is E[U] / (E[N] T + E[U]); when N varies a lot (overload near 1) the mean of the ratio is larger (Jensen), so the paper's model overestimates the heap there. Eq 9 also takes the unschedulable time as alpha / BW, but a queue is disabled for (alpha - TB_N) / BW with TB_N < 0, so at high overload the paper's model underestimates. The renewal variant corrects both with the same dynamic program; nothing is fitted.",
         errors.len()
     ));
-    out.aggregate_runs();
     out
 }
 
@@ -505,7 +501,6 @@ pub fn fig12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "1e6 queues on 100 cores, 10 s per point (heap sizes after 1 s of warm-up).".into()
     });
     out.assumptions = a;
-    out.aggregate_runs();
     out
 }
 
