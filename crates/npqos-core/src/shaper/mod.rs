@@ -372,10 +372,6 @@ impl PeriodicShaper {
     pub fn fill_accesses(&self, now: Instant) -> u64 {
         2 * self.tokens.len() as u64 * (now.as_nanos() / self.period_ns)
     }
-    pub fn is_disabled(&self, queue: usize, now: Instant) -> bool {
-        self.until_fill[queue] != u64::MAX && now.as_nanos() / self.period_ns < self.until_fill[queue]
-    }
-
     fn catch_up(&mut self, q: usize, now_ns: u64) {
         let k = now_ns / self.period_ns;
         let n = k - self.fill_of[q].min(k);

@@ -116,7 +116,7 @@ pub struct TraceOptions {
 /// files once more up front; each copy streams its two segments one after the other, so memory
 /// stays constant and `k x files` readers are open at once.
 pub struct TraceSource {
-    copies: Vec<Copy>,
+    copies: Vec<Overlay>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
     heads: Vec<Option<TracePacket>>,
     opts: TraceOptions,
@@ -125,7 +125,8 @@ pub struct TraceSource {
     counters: ReaderCounters,
 }
 
-struct Copy {
+/// One overlaid copy of the trace (flow multiplication).
+struct Overlay {
     index: u32,
     /// Offset o_j in original (unscaled) nanoseconds.
     offset: u64,
@@ -149,10 +150,10 @@ impl TraceSource {
             duration = last.saturating_sub(first_ts) + 1;
         }
         drop(probe);
-        let copies: Vec<Copy> = (0..k)
+        let copies: Vec<Overlay> = (0..k)
             .map(|j| {
                 let offset = if j == 0 { 0 } else { rng.random_range(0..duration) };
-                Copy { index: j, offset, phase: if offset == 0 { 1 } else { 0 }, merge: None }
+                Overlay { index: j, offset, phase: if offset == 0 { 1 } else { 0 }, merge: None }
             })
             .collect();
         let mut s = TraceSource {
@@ -181,11 +182,6 @@ impl TraceSource {
             }
         }
         c
-    }
-
-    /// Duration of the original trace in nanoseconds (only measured when `flow_multiply > 1`).
-    pub fn original_duration_ns(&self) -> u64 {
-        self.duration
     }
 
     fn retire(&mut self, j: usize) {

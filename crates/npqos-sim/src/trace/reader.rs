@@ -451,7 +451,6 @@ impl<R: Read> TraceReader<R> {
             return Ok(None);
         }
         let body_len = rest - 4;
-        let body_start_in_file = blk_off + already as u64;
         match btype {
             PCAPNG_SHB => Ok(None),
             1 => {
@@ -518,7 +517,6 @@ impl<R: Read> TraceReader<R> {
                     return Ok(None);
                 }
                 let ts = ts_to_ns(ts_raw, iface.resol, iface.offset_s);
-                let _ = body_start_in_file;
                 Ok(Some((ts, origlen, iface.link, blk_off, 20, caplen as usize)))
             }
             3 => {
