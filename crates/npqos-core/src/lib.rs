@@ -26,12 +26,14 @@
 //! * [`shaper`]: token-bucket rate limiting (paper `kim`): the event-driven shaper on per-core
 //!   reschedule heaps and the periodic-fill baseline.
 //!
+//! * [`cache`]: a set-associative cache model with a locked region (kim Tables VI-VII).
 //! * [`model`]: analytical models as sizing tools (kim's stochastic model, eqs 8-13).
 //!
 //! The other mechanism modules (`flowmap/` for dqs, `alloc/` for everest, `sched/` for
 //! predictive, `queues/` for qcache) are **not written yet**; the README's feature table tracks
 //! them.
 
+pub mod cache;
 pub mod flow;
 mod fmt;
 pub mod model;

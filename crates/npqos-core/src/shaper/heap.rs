@@ -36,9 +36,23 @@ pub struct Node {
 /// Bytes per heap node.
 pub const NODE_BYTES: u64 = 8;
 
-/// Sees every array access of a heap (index, and whether it is a write).
+/// What the accesses that follow belong to (see [`Observe::begin`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OpKind {
+    Insert,
+    /// A root deletion, including the root read that found it due.
+    Delete,
+    /// A root read that found nothing due.
+    Peek,
+}
+
+/// Sees every array access of a heap (index, and whether it is a write), and the start of each
+/// operation.
 pub trait Observe {
     fn access(&mut self, index: usize, write: bool);
+    /// Called before the accesses of an operation.
+    #[inline(always)]
+    fn begin(&mut self, _op: OpKind) {}
 }
 impl Observe for () {
     #[inline(always)]
@@ -180,6 +194,7 @@ impl ReschedHeap {
     pub fn insert<O: Observe>(&mut self, queue: u32, time: Instant, now: Instant, obs: &mut O) {
         let ticks = self.ticks_for(time, now);
         self.counters.inserts += 1;
+        obs.begin(OpKind::Insert);
         self.touch(obs, 0, false); // read size
         let mut i = self.nodes.len();
         self.nodes.push(Node::default());
@@ -208,12 +223,14 @@ impl ReschedHeap {
         if self.is_empty() {
             return None;
         }
-        self.touch(obs, 1, false); // read root
-        let root = self.nodes[1];
-        let t = self.time_of(&root);
+        let t = self.time_of(&self.nodes[1]);
         if t > now {
+            obs.begin(OpKind::Peek);
+            self.touch(obs, 1, false); // read root
             return None;
         }
+        obs.begin(OpKind::Delete);
+        self.touch(obs, 1, false); // read root
         Some((self.delete_root(obs), t))
     }
 

@@ -18,10 +18,12 @@ use crate::engine::{Engine, Model, RunLimits, StopReason};
 use crate::results::RunResult;
 use crate::rng::{RngStreams, StreamRng};
 use crate::workload::{mean_gap_for_overload, Arrivals, GapDist, SizeDist};
-use npqos_core::shaper::heap::{Observe, NODE_BYTES};
+use npqos_core::cache::SetAssocCache;
+use npqos_core::shaper::heap::{Observe, OpKind, NODE_BYTES};
 use npqos_core::shaper::{Adaptive, BucketParams, Decision, EventShaper, PeriodicShaper, ShaperError};
 use npqos_core::{Duration, Instant, Rate};
 use rand::Rng;
+use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -68,6 +70,56 @@ pub struct KimParams {
     pub warmup: Duration,
     /// Locked cache sizes whose off-chip accesses are reported.
     pub locked_sizes: Vec<u64>,
+    /// How queues share the link.
+    pub link_mode: LinkMode,
+    /// Alternating overload (kim Fig. 11): every `period`, the input switches between
+    /// `overload` and this factor (starting with `overload`).
+    pub overload_alt: Option<(Duration, f64)>,
+    /// Record reschedules per interval of this length as the series `reschedules_per_queue`.
+    pub sample_every: Option<Duration>,
+    /// Simulate each core's data cache (one per locked size in `locked_sizes`) and report
+    /// misses per heap insert and per heap delete (kim Tables VI-VII).
+    pub cache: Option<CacheGeometry>,
+    /// Record core 0's heap operations (for replaying them under a timer: kim Tables IV-V).
+    pub log_core0: bool,
+}
+
+/// How queues share the link.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum LinkMode {
+    /// An eligible queue sends its head packet at once; queues are independent (the setting of
+    /// the stochastic model).
+    Ideal,
+    /// One server of the link's rate serves eligible non-empty queues in round robin, one packet
+    /// per turn.
+    Shared,
+}
+
+/// A per-core data cache (kim: 32 KB, 2-way, 64 B lines).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CacheGeometry {
+    pub size_bytes: u64,
+    pub ways: usize,
+    pub line_bytes: u64,
+}
+
+impl CacheGeometry {
+    /// kim section 5.1.4 (Table III): 32 KB, 2-way, 64 B lines.
+    pub const KIM: CacheGeometry = CacheGeometry { size_bytes: 32 << 10, ways: 2, line_bytes: 64 };
+}
+
+/// One heap operation of core 0, for replay (`KimParams::log_core0`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum HeapOp {
+    Insert {
+        queue: u32,
+        time: Instant,
+        now: Instant,
+    },
+    /// Pop every due root at `now`.
+    PollDue {
+        now: Instant,
+    },
 }
 
 impl KimParams {
@@ -92,6 +144,11 @@ impl KimParams {
             duration: Duration::from_secs(10),
             warmup: Duration::ZERO,
             locked_sizes: vec![2048, 4096, 8192],
+            link_mode: LinkMode::Ideal,
+            overload_alt: None,
+            sample_every: None,
+            cache: None,
+            log_core0: false,
         }
     }
 }
@@ -126,6 +183,62 @@ impl Observe for IndexCounts {
     }
 }
 
+/// The observer of one heap operation: index counts plus the core's caches (one per locked
+/// size; empty when no cache is simulated).
+struct CoreObs<'a> {
+    counts: &'a mut IndexCounts,
+    caches: &'a mut [SetAssocCache],
+    misses: &'a mut MissCounts,
+}
+impl Observe for CoreObs<'_> {
+    #[inline(always)]
+    fn access(&mut self, index: usize, write: bool) {
+        self.counts.access(index, write);
+        if self.caches.is_empty() {
+            return;
+        }
+        let m = &mut *self.misses;
+        match m.phase {
+            OpKind::Insert => m.insert_accesses += 1,
+            OpKind::Delete => m.delete_accesses += 1,
+            OpKind::Peek => m.peek_accesses += 1,
+        }
+        for (k, c) in self.caches.iter_mut().enumerate() {
+            if !c.access(index as u64 * NODE_BYTES, write) {
+                match m.phase {
+                    OpKind::Insert => m.insert_misses[k] += 1,
+                    OpKind::Delete => m.delete_misses[k] += 1,
+                    OpKind::Peek => m.peek_misses[k] += 1,
+                }
+            }
+        }
+    }
+    #[inline(always)]
+    fn begin(&mut self, op: OpKind) {
+        let m = &mut *self.misses;
+        m.phase = op;
+        match op {
+            OpKind::Insert => m.insert_ops += 1,
+            OpKind::Delete => m.delete_ops += 1,
+            OpKind::Peek => {}
+        }
+    }
+}
+
+/// Accesses and cache misses per heap operation kind, per locked size.
+#[derive(Clone)]
+struct MissCounts {
+    phase: OpKind,
+    peek_accesses: u64,
+    peek_misses: Vec<u64>,
+    insert_ops: u64,
+    insert_accesses: u64,
+    delete_ops: u64,
+    delete_accesses: u64,
+    insert_misses: Vec<u64>,
+    delete_misses: Vec<u64>,
+}
+
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
     Arrival(u32),
@@ -133,6 +246,10 @@ pub enum Ev {
     CoreTimer(u32),
     /// A queue's fill has come (periodic).
     FillWake(u32),
+    /// The link finished a packet (shared link mode).
+    LinkDone,
+    /// End of a sampling interval.
+    Sample,
 }
 
 enum Shaper {
@@ -156,6 +273,15 @@ struct Kim {
     heap_last: Vec<u64>,
     heap_max: u64,
     work: Vec<u32>,
+    ring: VecDeque<u32>,
+    in_ring: Vec<bool>,
+    link_busy: bool,
+    /// Per core: one cache per locked size (empty without a cache model).
+    caches: Vec<Vec<SetAssocCache>>,
+    misses: MissCounts,
+    log: Vec<HeapOp>,
+    samples: Vec<(f64, f64)>,
+    last_resched: u64,
     // measurements
     arrived: u64,
     sent_pkts: u64,
@@ -189,53 +315,130 @@ impl Kim {
         }
     }
 
-    /// Sends head packets of the queues on the work list while they stay eligible.
-    fn serve(&mut self, engine: &mut Engine<Ev>) {
+    /// Dequeues and sends the head packet of `qi` (non-empty, eligible) through the shaper;
+    /// returns the packet's size and whether the send throttled the queue.
+    fn send_one(&mut self, qi: usize, engine: &mut Engine<Ev>) -> (u32, bool) {
         let now = engine.now();
         let now_ns = now.as_nanos();
-        while let Some(q) = self.work.pop() {
-            let qi = q as usize;
-            loop {
-                let head = self.queues[qi].head;
-                if head == NIL {
-                    break;
-                }
-                let node = self.nodes[head as usize];
-                // Dequeue and send.
-                let qs = &mut self.queues[qi];
-                qs.head = node.next;
-                if qs.head == NIL {
-                    qs.tail = NIL;
-                }
-                qs.bytes -= node.size as u64;
-                self.nodes[head as usize].next = self.free;
-                self.free = head;
-                self.sent_pkts += 1;
-                self.sent_bytes += node.size as u64;
-                self.delay_sum_ns += (now_ns - node.arrival) as u128;
-                let throttled = match &mut self.shaper {
-                    Shaper::Event(_) => {
-                        let c = self.rng_core.random_range(0..self.p.cores) as usize;
-                        self.core_touch(c, now_ns);
-                        let Shaper::Event(s) = &mut self.shaper else { unreachable!() };
-                        let d = s.on_send_on(c, qi, node.size as u64, now, &mut self.obs);
-                        let work = &mut self.work;
-                        s.poll_core(c, now, &mut self.obs, |r| work.push(r as u32));
-                        self.core_done(c, engine);
-                        matches!(d, Decision::Throttled { .. })
+        let head = self.queues[qi].head;
+        let node = self.nodes[head as usize];
+        let qs = &mut self.queues[qi];
+        qs.head = node.next;
+        if qs.head == NIL {
+            qs.tail = NIL;
+        }
+        qs.bytes -= node.size as u64;
+        self.nodes[head as usize].next = self.free;
+        self.free = head;
+        self.sent_pkts += 1;
+        self.sent_bytes += node.size as u64;
+        self.delay_sum_ns += (now_ns - node.arrival) as u128;
+        let throttled = match &mut self.shaper {
+            Shaper::Event(_) => {
+                let c = self.rng_core.random_range(0..self.p.cores) as usize;
+                self.core_touch(c, now_ns);
+                let inserts0 = self.heap_inserts(c);
+                let Shaper::Event(s) = &mut self.shaper else { unreachable!() };
+                let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
+                let d = s.on_send_on(c, qi, node.size as u64, now, &mut obs);
+                if c == 0 && self.p.log_core0 && s.heap(0).counters().inserts > inserts0 {
+                    if let Decision::Throttled { until } = d {
+                        self.log.push(HeapOp::Insert { queue: qi as u32, time: until, now });
                     }
-                    Shaper::Periodic(s) => match s.on_send(qi, node.size as u64, now) {
-                        Decision::Eligible => false,
-                        Decision::Throttled { until } => {
-                            engine.schedule(until, Ev::FillWake(q));
-                            true
+                }
+                self.poll(c, now);
+                self.core_done(c, engine);
+                matches!(d, Decision::Throttled { .. })
+            }
+            Shaper::Periodic(s) => match s.on_send(qi, node.size as u64, now) {
+                Decision::Eligible => false,
+                Decision::Throttled { until } => {
+                    engine.schedule(until, Ev::FillWake(qi as u32));
+                    true
+                }
+            },
+        };
+        (node.size, throttled)
+    }
+
+    fn heap_inserts(&self, c: usize) -> u64 {
+        match &self.shaper {
+            Shaper::Event(s) => s.heap(c).counters().inserts,
+            Shaper::Periodic(_) => 0,
+        }
+    }
+
+    /// Algorithm 1 lines 16-19 on core `c` (event-driven shaper).
+    fn poll(&mut self, c: usize, now: Instant) {
+        let Shaper::Event(s) = &mut self.shaper else { return };
+        let work = &mut self.work;
+        let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
+        s.poll_core(c, now, &mut obs, |r| work.push(r as u32));
+        if c == 0 && self.p.log_core0 {
+            self.log.push(HeapOp::PollDue { now });
+        }
+    }
+
+    /// Serves the queues on the work list: in `ideal` mode each sends while it stays eligible;
+    /// in `shared` mode they join the link's round robin.
+    fn serve(&mut self, engine: &mut Engine<Ev>) {
+        match self.p.link_mode {
+            LinkMode::Ideal => {
+                while let Some(q) = self.work.pop() {
+                    let qi = q as usize;
+                    while self.queues[qi].head != NIL {
+                        if self.send_one(qi, engine).1 {
+                            break;
                         }
-                    },
-                };
-                if throttled {
-                    break;
+                    }
                 }
             }
+            LinkMode::Shared => {
+                self.admit_work();
+                if !self.link_busy {
+                    self.start_next(engine);
+                }
+            }
+        }
+    }
+
+    /// Shared mode: queues on the work list that are non-empty and eligible join the ring.
+    fn admit_work(&mut self) {
+        while let Some(q) = self.work.pop() {
+            let qi = q as usize;
+            if !self.in_ring[qi] && self.queues[qi].head != NIL && self.eligible(qi) {
+                self.in_ring[qi] = true;
+                self.ring.push_back(q);
+            }
+        }
+    }
+
+    /// Shared mode: the link starts the head packet of the next queue in the ring.
+    fn start_next(&mut self, engine: &mut Engine<Ev>) {
+        while let Some(q) = self.ring.pop_front() {
+            let qi = q as usize;
+            self.in_ring[qi] = false;
+            if self.queues[qi].head == NIL || !self.eligible(qi) {
+                continue;
+            }
+            let (size, throttled) = self.send_one(qi, engine);
+            if !throttled && self.queues[qi].head != NIL {
+                self.in_ring[qi] = true;
+                self.ring.push_back(q);
+            }
+            self.admit_work();
+            self.link_busy = true;
+            let t = self.p.link.tx_time(size as u64).unwrap_or(Duration::NANOSECOND).max(Duration::NANOSECOND);
+            engine.schedule_in(t, Ev::LinkDone);
+            return;
+        }
+    }
+
+    /// The overload factor of the input at `now` relative to the base `overload`.
+    fn gap_factor(&self, now: Instant) -> f64 {
+        match self.p.overload_alt {
+            Some((period, alt)) if (now.as_nanos() / period.as_nanos().max(1)) % 2 == 1 => self.p.overload / alt,
+            _ => 1.0,
         }
     }
 
@@ -254,7 +457,11 @@ impl Model for Kim {
             Ev::Arrival(q) => {
                 let qi = q as usize;
                 let size = self.p.sizes.sample(&mut self.rng_size);
-                let gap = self.arrivals[qi].next_gap(&mut self.rng_gap).max(Duration::NANOSECOND);
+                let mut gap = self.arrivals[qi].next_gap(&mut self.rng_gap);
+                if self.p.overload_alt.is_some() {
+                    gap = Duration::from_nanos((gap.as_nanos() as f64 * self.gap_factor(engine.now())).round() as u64);
+                }
+                let gap = gap.max(Duration::NANOSECOND);
                 engine.schedule_in(gap, Ev::Arrival(q));
                 self.arrived += 1;
                 if self.p.while_disabled == WhileDisabled::Drop && !self.eligible(qi) {
@@ -296,11 +503,23 @@ impl Model for Kim {
                 }
                 self.timer_at[c] = u64::MAX;
                 self.core_touch(c, now.as_nanos());
-                let Shaper::Event(s) = &mut self.shaper else { return };
-                let work = &mut self.work;
-                s.poll_core(c, now, &mut self.obs, |r| work.push(r as u32));
+                self.poll(c, now);
                 self.core_done(c, engine);
                 self.serve(engine);
+            }
+            Ev::LinkDone => {
+                self.link_busy = false;
+                self.start_next(engine);
+            }
+            Ev::Sample => {
+                let every = self.p.sample_every.expect("sampling configured");
+                engine.schedule_in(every, Ev::Sample);
+                if let Shaper::Event(s) = &self.shaper {
+                    let r = s.counters().reschedules;
+                    let per_queue = (r - self.last_resched) as f64 / self.p.queues as f64;
+                    self.samples.push((engine.now().as_secs_f64(), per_queue));
+                    self.last_resched = r;
+                }
             }
             Ev::FillWake(q) => {
                 let Shaper::Periodic(s) = &mut self.shaper else { return };
@@ -320,6 +539,16 @@ pub fn run(
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(Instant),
 ) -> Result<RunResult, ShaperError> {
+    run_with_log(p, seed, interrupt, progress).map(|r| r.0)
+}
+
+/// [`run`], also returning core 0's heap operations when `p.log_core0` is set.
+pub fn run_with_log(
+    p: &KimParams,
+    seed: u64,
+    interrupt: Option<Arc<AtomicBool>>,
+    progress: &mut dyn FnMut(Instant),
+) -> Result<(RunResult, Vec<HeapOp>), ShaperError> {
     let n = p.queues as usize;
     let share = p.link.share(p.queues as u64);
     let bucket = BucketParams { cir: share, cap_bytes: p.cap_bytes, alpha_bytes: p.alpha_bytes };
@@ -355,6 +584,34 @@ pub fn run(
         heap_last: vec![0; p.cores as usize],
         heap_max: 0,
         work: Vec::new(),
+        ring: VecDeque::new(),
+        in_ring: vec![false; if p.link_mode == LinkMode::Shared { n } else { 0 }],
+        link_busy: false,
+        caches: (0..p.cores)
+            .map(|_| match p.cache {
+                Some(g) => p
+                    .locked_sizes
+                    .iter()
+                    .map(|&l| SetAssocCache::new(g.size_bytes, g.ways, g.line_bytes, l))
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|_| ShaperError::Empty),
+                None => Ok(Vec::new()),
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        misses: MissCounts {
+            phase: OpKind::Peek,
+            peek_accesses: 0,
+            peek_misses: vec![0; p.locked_sizes.len()],
+            insert_ops: 0,
+            insert_accesses: 0,
+            delete_ops: 0,
+            delete_accesses: 0,
+            insert_misses: vec![0; p.locked_sizes.len()],
+            delete_misses: vec![0; p.locked_sizes.len()],
+        },
+        log: Vec::new(),
+        samples: Vec::new(),
+        last_resched: 0,
         arrived: 0,
         sent_pkts: 0,
         sent_bytes: 0,
@@ -371,6 +628,9 @@ pub fn run(
     for q in 0..n {
         let g = Duration::from_nanos(m.rng_gap.random_range(0..gap.as_nanos().max(1)));
         engine.schedule(Instant::ZERO + g, Ev::Arrival(q as u32));
+    }
+    if let Some(every) = p.sample_every {
+        engine.schedule(Instant::ZERO + every, Ev::Sample);
     }
     let reason = engine.run(&mut m, RunLimits::until(Instant::ZERO + p.duration), progress);
     let end = engine.now().as_nanos();
@@ -417,18 +677,58 @@ pub fn run(
             r.scalar("heap_max_per_core", m.heap_max as f64, "nodes");
             r.scalar("compares_per_op", h.compares as f64 / (h.inserts + h.deletes).max(1) as f64, "1");
             r.scalar("moves_per_op", h.moves as f64 / (h.inserts + h.deletes).max(1) as f64, "1");
+            if p.cache.is_some() {
+                let mc = &m.misses;
+                r.scalar("cache_insert_ops", mc.insert_ops as f64, "1");
+                r.scalar("cache_delete_ops", mc.delete_ops as f64, "1");
+                r.scalar("accesses_per_insert", mc.insert_accesses as f64 / mc.insert_ops.max(1) as f64, "1");
+                r.scalar("accesses_per_delete", mc.delete_accesses as f64 / mc.delete_ops.max(1) as f64, "1");
+                r.scalar("peek_accesses", mc.peek_accesses as f64, "1");
+                for (k, &l) in p.locked_sizes.iter().enumerate() {
+                    let kb = l / 1024;
+                    r.scalar(
+                        &format!("misses_per_insert_{kb}KB"),
+                        mc.insert_misses[k] as f64 / mc.insert_ops.max(1) as f64,
+                        "1",
+                    );
+                    r.scalar(
+                        &format!("misses_per_delete_{kb}KB"),
+                        mc.delete_misses[k] as f64 / mc.delete_ops.max(1) as f64,
+                        "1",
+                    );
+                    r.scalar(
+                        &format!("insert_miss_rate_{kb}KB"),
+                        mc.insert_misses[k] as f64 / mc.insert_accesses.max(1) as f64,
+                        "1",
+                    );
+                    r.scalar(
+                        &format!("delete_miss_rate_{kb}KB"),
+                        mc.delete_misses[k] as f64 / mc.delete_accesses.max(1) as f64,
+                        "1",
+                    );
+                }
+            }
+            if !m.samples.is_empty() {
+                r.series.push(crate::results::Series {
+                    name: "reschedules_per_queue".into(),
+                    x_unit: "s".into(),
+                    unit: "reschedules per queue per interval".into(),
+                    points: std::mem::take(&mut m.samples),
+                });
+            }
         }
         Shaper::Periodic(s) => {
             r.scalar("throttles", s.counters().throttles as f64, "1");
             r.scalar("fill_accesses", s.fill_accesses(Instant::from_nanos(end)) as f64, "1");
         }
     }
-    Ok(r)
+    Ok((r, m.log))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::workload::SizeDist;
 
     fn small(fill: Fill) -> KimParams {
         KimParams {
@@ -494,6 +794,62 @@ mod tests {
         assert!(drop.get("dropped_while_disabled").unwrap() > 0.0);
         assert_eq!(queue.get("dropped_while_disabled"), Some(0.0));
         assert!(queue.get("heap_mean_per_core").unwrap() > 2.0 * drop.get("heap_mean_per_core").unwrap());
+    }
+
+    /// Shared link: the same shaped rates as ideal (the CIRs sum to the link rate), never more
+    /// than the link, and packets wait at least as long as in ideal mode.
+    #[test]
+    fn shared_link_serves_round_robin_within_the_link_rate() {
+        let base = KimParams { while_disabled: WhileDisabled::Queue, overload: 0.95, ..small(Fill::EventDriven) };
+        let ideal = run(&base, 4, None, &mut |_| {}).unwrap();
+        let shared = run(&KimParams { link_mode: LinkMode::Shared, ..base.clone() }, 4, None, &mut |_| {}).unwrap();
+        let (ri, rs) = (ideal.get("rate_ratio").unwrap(), shared.get("rate_ratio").unwrap());
+        assert!(rs <= 1.0 && (ri - rs).abs() < 0.02, "ideal {ri} shared {rs}");
+        assert!(shared.get("mean_delay").unwrap() >= ideal.get("mean_delay").unwrap());
+        // A link far slower than the offered load: the link, not the shapers, is the limit.
+        let slow = KimParams { link_mode: LinkMode::Shared, overload: 3.0, ..base };
+        let r = run(&slow, 4, None, &mut |_| {}).unwrap();
+        let sent_bits = r.get("sent_packets").unwrap() * SizeDist::kim_imix().mean() * 8.0;
+        assert!(sent_bits <= 1.02 * 100e6 * 5.0, "{sent_bits} bits in 5 s on 100 Mbps");
+    }
+
+    /// Cache model: more locked cache, fewer misses per delete; every op touches the cache.
+    #[test]
+    fn cache_model_attributes_misses_to_inserts_and_deletes() {
+        let p = KimParams {
+            queues: 20_000,
+            link: Rate::from_bits_per_sec(2_000_000_000),
+            cores: 1,
+            overload: 1.29,
+            duration: Duration::from_millis(1500),
+            cache: Some(CacheGeometry::KIM),
+            ..KimParams::paper(20_000)
+        };
+        let r = run(&p, 5, None, &mut |_| {}).unwrap();
+        assert!(r.get("cache_insert_ops").unwrap() > 1000.0 && r.get("cache_delete_ops").unwrap() > 1000.0);
+        assert!(r.get("accesses_per_delete").unwrap() > r.get("accesses_per_insert").unwrap());
+        let (d2, d8) = (r.get("misses_per_delete_2KB").unwrap(), r.get("misses_per_delete_8KB").unwrap());
+        assert!(d2 > d8 && d8 >= 0.0, "delete misses 2KB {d2} 8KB {d8}");
+        let rate = r.get("insert_miss_rate_2KB").unwrap();
+        assert!((0.0..=1.0).contains(&rate));
+    }
+
+    /// Alternating overload with sampling: one point per interval, more reschedules in the
+    /// overloaded phases.
+    #[test]
+    fn alternating_overload_is_sampled_per_interval() {
+        let p = KimParams {
+            overload: 1.0,
+            overload_alt: Some((Duration::from_secs(1), 4.0)),
+            sample_every: Some(Duration::from_millis(250)),
+            duration: Duration::from_secs(4),
+            ..small(Fill::EventDriven)
+        };
+        let r = run(&p, 6, None, &mut |_| {}).unwrap();
+        let s = &r.series[0].points;
+        assert_eq!(s.len(), 16); // the last at the end time, 4 s
+        let phase = |a: f64, b: f64| s.iter().filter(|x| x.0 > a && x.0 <= b).map(|x| x.1).sum::<f64>();
+        assert!(phase(1.25, 2.0) > 2.0 * phase(2.25, 3.0), "{s:?}");
     }
 
     #[test]
