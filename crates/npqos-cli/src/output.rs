@@ -102,6 +102,9 @@ pub fn write_all(dir: &Path, out: &Output, meta: &Meta) -> Result<()> {
     let mut info = meta.run_info.clone();
     info.insert("npqos_version".into(), json!(version()));
     info.insert("git_commit".into(), json!(git_commit()));
+    if !out.timings.is_empty() {
+        info.insert("timings".into(), json!(out.timings));
+    }
     write_atomic(dir, "run.json", format!("{}\n", serde_json::to_string_pretty(&Value::Object(info))?).as_bytes())?;
     if !out.comparisons.is_empty() || meta.kind == "reproduce" {
         let c = json!({"id": out.id, "comparisons": out.comparisons, "assumptions": out.assumptions});
@@ -348,6 +351,16 @@ fn report_md(out: &Output, meta: &Meta, plots: &[(String, String)]) -> String {
         for r in &out.runs {
             let vals: Vec<String> = names.iter().map(|n| r.get(n).map(num).unwrap_or_default()).collect();
             let _ = writeln!(s, "| {} | {} |", r.label, vals.join(" | "));
+        }
+        s.push('\n');
+    }
+    if !out.timings.is_empty() {
+        let _ =
+            writeln!(s, "## Wall-clock measurements (this machine, this run; not deterministic, also in run.json)\n");
+        let _ = writeln!(s, "| measurement | params | value | unit |\n|---|---|---|---|");
+        for t in &out.timings {
+            let p = t.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
+            let _ = writeln!(s, "| {} | {p} | {} | {} |", t.name, num(t.value), t.unit);
         }
         s.push('\n');
     }

@@ -4,6 +4,8 @@
 //! Ids are `<paper short name>-<figure or table>`. The kim experiments live in [`kim`].
 
 pub mod kim;
+pub mod kim_heap;
+pub mod kim_load;
 
 use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
 use crate::rng::RngStreams;
@@ -35,6 +37,26 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         id: "kim-table10",
         description: "kim Table X / Fig. 10: stochastic model vs simulated heap size per core, constant arrivals, uniform and IMIX",
     },
+    ExperimentInfo {
+        id: "kim-table4-5",
+        description: "kim Tables IV-V: heap insert/delete comparisons, moves and ns per operation vs queues and overload",
+    },
+    ExperimentInfo {
+        id: "kim-table6-7",
+        description: "kim Tables VI-VII: data-cache misses per heap insert/delete with 2/4/8 KB locked, 1e6 queues, overload 1.29",
+    },
+    ExperimentInfo {
+        id: "kim-fig9",
+        description: "kim Fig. 9: reschedules and heap size vs overload, all queues oversubscribed, 4 size x arrival combinations",
+    },
+    ExperimentInfo {
+        id: "kim-fig11",
+        description: "kim Fig. 11: adaptive reschedule threshold under periodic overload (1 / 3.85), delta_th 2, 3, 4",
+    },
+    ExperimentInfo {
+        id: "kim-delay",
+        description: "kim section 5.2.3: mean packet delay, event-driven vs periodic fill (1 ms), overload 0.9 and 0.95",
+    },
     ExperimentInfo { id: "kim-fig12", description: "kim Fig. 12: reschedules per queue and mean heap size vs alpha (500-4500 B) at overload 1.29" },
 ];
 
@@ -54,6 +76,11 @@ pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<
         "kim-fig8" => Some(kim::fig8(opts, progress)),
         "kim-table10" => Some(kim::table10(opts, progress)),
         "kim-fig12" => Some(kim::fig12(opts, progress)),
+        "kim-table4-5" => Some(kim_heap::table45(opts, progress)),
+        "kim-table6-7" => Some(kim_heap::table67(opts, progress)),
+        "kim-fig9" => Some(kim_load::fig9(opts, progress)),
+        "kim-fig11" => Some(kim_load::fig11(opts, progress)),
+        "kim-delay" => Some(kim_load::delay(opts, progress)),
         _ => None,
     }
 }

@@ -107,6 +107,18 @@ pub struct Output {
     pub plots: Vec<PlotSpec>,
     /// Markdown paragraphs for the report (analysis, differences from the paper).
     pub notes: Vec<String>,
+    /// Wall-clock measurements (e.g. ns per heap operation on this machine). Not deterministic,
+    /// so they go to `run.json` and the report, never to `summary.json` or `comparison.json`.
+    pub timings: Vec<Timing>,
+}
+
+/// One wall-clock measurement of an experiment.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct Timing {
+    pub name: String,
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub value: f64,
+    pub unit: String,
 }
 
 impl Output {

@@ -109,7 +109,7 @@ pub fn fig7(opts: RunOptions) -> Output {
 
 /// Runs one simulation per parameter set on two worker threads; results come back in input
 /// order whatever the scheduling. Point `i` uses seed `seed + i`.
-fn run_points(points: &[KimParams], seed: u64, progress: &mut dyn FnMut(f64)) -> Vec<RunResult> {
+pub(super) fn run_points(points: &[KimParams], seed: u64, progress: &mut dyn FnMut(f64)) -> Vec<RunResult> {
     let next = AtomicUsize::new(0);
     let done: Vec<AtomicU64> = points.iter().map(|_| AtomicU64::new(0)).collect();
     let results: Mutex<Vec<Option<RunResult>>> = Mutex::new(vec![None; points.len()]);
