@@ -69,7 +69,7 @@ impl SetAssocCache {
             return Err(CacheError::Geometry("line size must be a power of two and ways 1..=255"));
         }
         let lines = size_bytes / line_bytes;
-        if lines == 0 || lines % ways as u64 != 0 || size_bytes % line_bytes != 0 {
+        if lines == 0 || !lines.is_multiple_of(ways as u64) || !size_bytes.is_multiple_of(line_bytes) {
             return Err(CacheError::Geometry("size must be a whole number of sets of `ways` lines"));
         }
         if locked_bytes > size_bytes {
