@@ -118,6 +118,34 @@ pub fn parse_size(s: &str) -> Result<u64, UnitError> {
     scaled(num, scale, 1).ok_or_else(|| UnitError(format!("not a number or out of range: expected {SIZE_HELP}")))
 }
 
+/// Parses a count written as an integer (`"1000000"`, `"1_000_000"`) or in exact scientific
+/// notation (`"1e6"`, `"2.5e3"`); the value must be a whole number.
+pub fn parse_count(s: &str) -> Result<u64, UnitError> {
+    let err = || UnitError(format!("{s:?}: expected a whole number such as \"1000000\", \"1_000_000\" or \"1e6\""));
+    let t = s.trim();
+    let (mant, exp) = match t.split_once(['e', 'E']) {
+        Some((m, e)) => (m, e.parse::<u32>().map_err(|_| err())?),
+        None => (t, 0),
+    };
+    if exp > 19 {
+        return Err(err());
+    }
+    // Exact: mantissa x 10^exp, rejected unless whole.
+    let scale = 10u128.pow(exp);
+    let mant = mant.replace('_', "");
+    let (int, frac) = mant.split_once('.').unwrap_or((&mant, ""));
+    if int.is_empty() && frac.is_empty() || !int.chars().chain(frac.chars()).all(|c| c.is_ascii_digit()) {
+        return Err(err());
+    }
+    let den = 10u128.pow(frac.len().min(30) as u32);
+    let digits: u128 = format!("{int}{frac}").parse().map_err(|_| err())?;
+    let v = digits.checked_mul(scale).ok_or_else(err)?;
+    if v % den != 0 {
+        return Err(err());
+    }
+    u64::try_from(v / den).map_err(|_| err())
+}
+
 /// Formats a byte count with a binary unit when exact (`"64KiB"`), else in bytes.
 pub fn fmt_size(b: u64) -> String {
     for (s, u) in [(1u64 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
@@ -131,6 +159,17 @@ pub fn fmt_size(b: u64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn counts() {
+        assert_eq!(parse_count("1e6"), Ok(1_000_000));
+        assert_eq!(parse_count("2.5e3"), Ok(2500));
+        assert_eq!(parse_count("1_000"), Ok(1000));
+        assert_eq!(parse_count("42"), Ok(42));
+        for bad in ["1.5", "1e-3", "-5", "", "e6", "1e30", "abc"] {
+            assert!(parse_count(bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn durations() {

@@ -1,22 +1,23 @@
 //! `npqos model <short>`: analytical models as sizing tools.
 //!
 //! `kim` gives the workload side of the paper (eqs 15-16), the cost of the periodic-fill
-//! baseline (section 1 / 2.2) and, for constant inter-arrival times, the stochastic model of
-//! section 3.2 (eqs 8-13): heap size per core and reschedules per second.
+//! baseline (section 1 / 2.2) and the stochastic model of section 3.2 (eqs 8-13; constant
+//! inter-arrival times as in the paper, exponential ones as our extension): heap size per core,
+//! reschedules per second and, from the heap's access pattern, off-chip accesses per second.
 
 use crate::error::bad;
 use crate::output::num;
 use anyhow::Result;
-use npqos_core::model::kim::{solve_queue, HeapSize, QueueModel, SizeRuns};
-use npqos_sim::units::{parse_duration, parse_rate, parse_size};
+use npqos_core::model::kim::{offchip_per_reschedule, solve_queue, Gaps, HeapSize, QueueModel, SizeRuns};
+use npqos_sim::units::{parse_count, parse_duration, parse_rate, parse_size};
 use npqos_sim::workload::KIM_IMIX;
 use npqos_sim::workload::{mean_gap_for_overload, SizeDist};
 use serde_json::json;
 
 #[derive(clap::Args, Debug)]
 pub struct ModelArgs {
-    /// Number of shaped queues
-    #[arg(long, default_value_t = 1_000_000)]
+    /// Number of shaped queues (1000000, 1_000_000 or 1e6)
+    #[arg(long, default_value = "1e6", value_parser = count)]
     queues: u64,
     /// Link (interface) rate shared equally by the queues
     #[arg(long, default_value = "100Gbps")]
@@ -31,7 +32,7 @@ pub struct ModelArgs {
     #[arg(long, default_value = "10us")]
     fill_period: String,
     /// Processor cores (one reschedule heap each)
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value = "100", value_parser = count)]
     cores: u64,
     /// Reschedule threshold alpha
     #[arg(long, default_value = "3000B")]
@@ -39,12 +40,16 @@ pub struct ModelArgs {
     /// Bucket cap (CBE) [default: alpha]
     #[arg(long)]
     cap: Option<String>,
-    /// Inter-arrival times: constant (the stochastic model) or exponential (eqs 15-16 only)
+    /// Inter-arrival times: constant (the paper's stochastic model) or exponential (our extension)
     #[arg(long, default_value = "constant")]
     arrivals: String,
     /// Print JSON instead of a table
     #[arg(long)]
     json: bool,
+}
+
+fn count(s: &str) -> Result<u64, String> {
+    parse_count(s).map_err(|e| e.to_string())
 }
 
 pub fn model(short: &str, a: &ModelArgs) -> Result<()> {
@@ -98,8 +103,13 @@ fn kim(a: &ModelArgs) -> Result<()> {
     if alpha > cap {
         return Err(bad(format!("--alpha {alpha} B exceeds --cap {cap} B")));
     }
-    let stochastic = match a.arrivals.as_str() {
-        "constant" => {
+    let gaps = match a.arrivals.as_str() {
+        "constant" => Gaps::Constant,
+        "exponential" => Gaps::Exponential,
+        other => return Err(bad(format!("--arrivals {other:?}: expected constant or exponential"))),
+    };
+    let stochastic = {
+        {
             let runs = if a.sizes == "imix" {
                 SizeRuns::table(&KIM_IMIX.iter().map(|&(s, w)| (s, w as f64)).collect::<Vec<_>>())
             } else {
@@ -108,16 +118,17 @@ fn kim(a: &ModelArgs) -> Result<()> {
             let q = solve_queue(&QueueModel {
                 sizes: runs,
                 t_int_s: gap.as_secs_f64(),
+                gaps,
                 bw_bytes_per_s: share.bits_per_sec() as f64 / 8.0,
                 alpha_bytes: alpha as f64,
                 cap_bytes: cap as f64,
                 max_steps: 1_000_000,
             });
-            let h = HeapSize::for_queues(&q, a.queues as f64 / a.cores as f64);
-            Some((q, h))
+            let m = a.queues as f64 / a.cores as f64;
+            let h = HeapSize::for_queues(&q, m);
+            let hr = HeapSize::for_queues_renewal(&q, m);
+            Some((q, h, hr))
         }
-        "exponential" => None,
-        other => return Err(bad(format!("--arrivals {other:?}: expected constant or exponential"))),
     };
     let mut rows = vec![
         ("per_queue_rate", share.bits_per_sec() as f64, "bit/s", "link / queues"),
@@ -129,7 +140,16 @@ fn kim(a: &ModelArgs) -> Result<()> {
         ("periodic_fill_accesses_per_s", 2.0 * fills_per_s, "1/s", "one read-modify-write per fill"),
         ("tokens_per_fill", tokens_per_fill, "B", "kim section 1: rate x period"),
     ];
-    if let Some((q, h)) = &stochastic {
+    let mut offchip_rows = Vec::new();
+    if let Some((q, h, hr)) = &stochastic {
+        let resch_renewal = q.renewal_reschedules_per_s * a.queues as f64;
+        for (name, l) in [
+            ("offchip_accesses_per_s_2KB", 2048.0),
+            ("offchip_accesses_per_s_4KB", 4096.0),
+            ("offchip_accesses_per_s_8KB", 8192.0),
+        ] {
+            offchip_rows.push((name, resch_renewal * offchip_per_reschedule(hr, l / 8.0)));
+        }
         rows.extend([
             ("arrivals_per_schedulable_period", q.mean_n, "1", "E(N), section 3.2.1"),
             ("probability_in_heap", q.mean_y, "1", "E(Y), eq 11"),
@@ -137,7 +157,13 @@ fn kim(a: &ModelArgs) -> Result<()> {
             ("heap_p999_per_core", h.quantile(0.999), "nodes", "eq 13, normal quantile"),
             ("heap_p999_bytes_per_core", h.quantile(0.999) * 8.0, "B", "8-byte nodes"),
             ("reschedules_per_s", q.reschedules_per_s * a.queues as f64, "1/s", "E(M) x queues, eq 8"),
+            ("renewal_heap_mean_per_core", hr.mean, "nodes", "ours: renewal-reward variant of eq 11"),
+            ("renewal_heap_p999_per_core", hr.quantile(0.999), "nodes", "ours: renewal variant, normal quantile"),
+            ("renewal_reschedules_per_s", resch_renewal, "1/s", "ours: 1 / (E[N] T + E[U]) x queues"),
         ]);
+        for (name, v) in &offchip_rows {
+            rows.push((name, *v, "1/s", "ours: renewal variant x heap access pattern (offchip_per_op)"));
+        }
     }
     if a.json {
         let m: serde_json::Map<String, serde_json::Value> =
@@ -158,15 +184,17 @@ fn kim(a: &ModelArgs) -> Result<()> {
         for (k, v, u, s) in rows {
             println!("  {k:<30} {:>16} {u:<6} ({s})", num(v));
         }
-        match &stochastic {
-            Some((q, _)) if q.truncated > 1e-6 => println!(
-                "  warning: the model's recursion stopped with {:.2e} of P(N) left (overload near or below 1): heap figures are lower bounds",
-                q.truncated
-            ),
-            Some(_) => {}
-            None => println!("  (the stochastic model is implemented for constant inter-arrival times only; use --arrivals constant)"),
+        if let Some((q, _, _)) = &stochastic {
+            if q.truncated > 1e-6 {
+                println!(
+                    "  warning: the model's recursion stopped with {:.2e} of P(N) left (overload near or below 1): heap figures are lower bounds",
+                    q.truncated
+                );
+            }
         }
-        println!("  (off-chip accesses per second from the model are not implemented yet; `npqos reproduce kim-table2` measures them)");
+        if gaps == Gaps::Exponential {
+            println!("  (exponential gaps: our extension of the paper's model; eq 9 takes the schedulable time as N x T_int)");
+        }
     }
     Ok(())
 }

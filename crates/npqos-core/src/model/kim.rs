@@ -51,12 +51,23 @@ impl SizeRuns {
     }
 }
 
+/// Inter-arrival times of the single-queue model.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gaps {
+    /// Every gap is T_int (the paper's model).
+    Constant,
+    /// Exponential gaps with mean T_int (our extension: the tokens earned per gap are then
+    /// exponential with mean BW x T_int).
+    Exponential,
+}
+
 /// Inputs of the single-queue model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct QueueModel {
     pub sizes: SizeRuns,
-    /// Constant inter-arrival time T_int, seconds.
+    /// Mean inter-arrival time T_int, seconds.
     pub t_int_s: f64,
+    pub gaps: Gaps,
     /// Shaped rate BW, bytes per second.
     pub bw_bytes_per_s: f64,
     /// Reschedule threshold alpha, bytes.
@@ -87,6 +98,8 @@ pub struct QueueResult {
     /// Renewal-reward fraction of time in the heap, E[U] / (E[N] T_int + E[U]) with
     /// U = (alpha - TB_N) / BW (ours; see the module documentation).
     pub renewal_y: f64,
+    /// Renewal-reward reschedules per second, 1 / (E[N] T_int + E[U]) (ours).
+    pub renewal_reschedules_per_s: f64,
 }
 
 /// Solves the single-queue model.
@@ -106,17 +119,38 @@ pub fn solve_queue(q: &QueueModel) -> QueueResult {
     let mut steps = 0u32;
     while alive > 1e-12 && steps < q.max_steps {
         steps += 1;
-        // Gain BW x T_int (split over two bytes), capped at cap. Only levels >= 0 hold mass.
         shifted.iter_mut().for_each(|x| *x = 0.0);
-        for lvl in 0..=cap {
-            let m = p[off + lvl];
-            if m == 0.0 {
-                continue;
+        match q.gaps {
+            // Gain BW x T_int (split over two bytes), capped at cap. Only levels >= 0 hold mass.
+            Gaps::Constant => {
+                for lvl in 0..=cap {
+                    let m = p[off + lvl];
+                    if m == 0.0 {
+                        continue;
+                    }
+                    let lo = (lvl + g_int).min(cap);
+                    let hi = (lvl + g_int + 1).min(cap);
+                    shifted[off + lo] += m * (1.0 - g_frac);
+                    shifted[off + hi] += m * g_frac;
+                }
             }
-            let lo = (lvl + g_int).min(cap);
-            let hi = (lvl + g_int + 1).min(cap);
-            shifted[off + lo] += m * (1.0 - g_frac);
-            shifted[off + hi] += m * g_frac;
+            // Gain ~ Exp(mean g) rounded to whole bytes: P(0) = 1 - r^(1/2),
+            // P(k) = r^(k - 1/2) (1 - r) for k >= 1, r = e^(-1/g). The convolution is a
+            // first-order recursive filter, O(grid); mass beyond the cap stays at the cap.
+            Gaps::Exponential => {
+                let r = (-1.0 / gain.max(1e-9)).exp();
+                let (p0, step) = (1.0 - r.sqrt(), r.sqrt() * (1.0 - r));
+                let (mut carry, mut below) = (0.0, 0.0);
+                for lvl in 0..=cap {
+                    let m = p[off + lvl];
+                    carry = carry * r + if lvl > 0 { p[off + lvl - 1] * step } else { 0.0 };
+                    let v = m * p0 + carry;
+                    shifted[off + lvl] = v;
+                    below += v;
+                }
+                let total: f64 = p[off..].iter().sum();
+                shifted[off + cap] += (total - below).max(0.0);
+            }
         }
         // Subtract the size: new[x] = sum over runs of p_run * sum_{s=a..b} shifted[x + s].
         prefix[0] = 0.0;
@@ -157,8 +191,10 @@ pub fn solve_queue(q: &QueueModel) -> QueueResult {
     let absorbed = (1.0 - truncated).max(1e-300);
     let mean_overshoot_level = level_sum / absorbed;
     let u = (q.alpha_bytes - mean_overshoot_level) / q.bw_bytes_per_s;
-    let renewal_y = u / (mean_n / absorbed * q.t_int_s + u);
+    let cycle = mean_n / absorbed * q.t_int_s + u;
+    let renewal_y = u / cycle;
     QueueResult {
+        renewal_reschedules_per_s: 1.0 / cycle,
         mean_overshoot_level,
         renewal_y,
         mean_n,
@@ -193,6 +229,62 @@ impl HeapSize {
 }
 
 /// Standard normal quantile (Acklam's rational approximation, |error| < 1.2e-9).
+/// Expected off-chip accesses of one insert and one delete on a heap of `h` nodes whose first
+/// `locked_nodes` array indices are on chip, for the access pattern of our heap code
+/// (`shaper::heap::ReschedHeap`):
+///
+/// * insert: read and write the size (index 0), read the new leaf's parent, write the leaf (a new
+///   reschedule time is nearly always the latest, so it rarely moves up: measured 0.02 moves per
+///   insert in kim-table4-5);
+/// * delete: read the root, the size and the last node, write the size, then sift the last node
+///   down **to the bottom** (kim section 5.1.3: it "traverses a heap all the way to the leaf"):
+///   per level read both children and write one node, and write the last node at the bottom.
+///
+/// At a depth that is only partly beyond the locked region, the fraction of its indices beyond
+/// it is used. An upper estimate: a sift-down that stops early touches fewer levels.
+pub fn offchip_per_op(h: f64, locked_nodes: f64) -> (f64, f64) {
+    let n = h.max(1.0).round() as u64;
+    let k = locked_nodes.max(0.0) as u64;
+    let beyond = |i: u64| if i >= k { 1.0 } else { 0.0 };
+    // Fraction of the indices at depth d (up to the last index `last`) that are off chip.
+    let frac = |d: u32, last: u64| -> f64 {
+        let lo = 1u64 << d;
+        let hi = ((1u64 << (d + 1)) - 1).min(last);
+        if hi < lo {
+            return 0.0;
+        }
+        let off = hi + 1 - lo.max(k).min(hi + 1);
+        off as f64 / (hi + 1 - lo) as f64
+    };
+    let insert = beyond((n + 1) / 2) + beyond(n + 1);
+    let rest = n - 1; // heap size during the sift-down
+    let mut delete = frac(0, n) + beyond(n);
+    if rest > 0 {
+        let depth = 63 - rest.leading_zeros(); // floor(log2(rest))
+        for d in 0..depth {
+            delete += 2.0 * frac(d + 1, rest) + frac(d, rest);
+        }
+        delete += frac(depth, rest);
+    }
+    (insert, delete)
+}
+
+/// [`offchip_per_op`] summed for one insert and one delete, averaged over a normal heap-size
+/// distribution (the per-core heap of eq 13).
+pub fn offchip_per_reschedule(heap: &HeapSize, locked_nodes: f64) -> f64 {
+    let points = 41;
+    let (mut sum, mut wsum) = (0.0, 0.0);
+    for j in 0..points {
+        let z = -4.0 + 8.0 * j as f64 / (points - 1) as f64;
+        let w = (-0.5 * z * z).exp();
+        let h = (heap.mean + z * heap.sd).max(1.0);
+        let (i, d) = offchip_per_op(h, locked_nodes);
+        sum += w * (i + d);
+        wsum += w;
+    }
+    sum / wsum
+}
+
 pub fn normal_quantile(p: f64) -> f64 {
     const A: [f64; 6] = [
         -3.969683028665376e1,
@@ -241,6 +333,7 @@ mod tests {
             sizes: SizeRuns::table(&[(100, 1.0)]),
             t_int_s: 0.5,
             bw_bytes_per_s: 100.0,
+            gaps: Gaps::Constant,
             alpha_bytes: 300.0,
             cap_bytes: 300.0,
             max_steps: 1000,
@@ -264,6 +357,7 @@ mod tests {
             sizes: SizeRuns::uniform(40, 1500),
             t_int_s: 1e-3,
             bw_bytes_per_s: 770.0 / 1.28 / 1e-3, // overload 1.28
+            gaps: Gaps::Constant,
             alpha_bytes: 3000.0,
             cap_bytes: 3000.0,
             max_steps: 100_000,
@@ -285,6 +379,71 @@ mod tests {
         }
         let mc = sum_n / trials as f64;
         assert!((r.mean_n / mc - 1.0).abs() < 0.01, "DP {} vs MC {mc}", r.mean_n);
+    }
+
+    /// Exponential gaps: against a Monte Carlo with exponential gains (overload 1.29, IMIX-like
+    /// table sizes), E(N) and the overshoot level.
+    #[test]
+    fn exponential_gaps_match_monte_carlo() {
+        use rand::{Rng, SeedableRng};
+        use rand_distr::{Distribution, Exp};
+        let table = [(40u32, 7.0), (576, 4.0), (1500, 1.0)];
+        let q = QueueModel {
+            sizes: SizeRuns::table(&table),
+            t_int_s: 1e-3,
+            bw_bytes_per_s: 340.33 / 1.29 / 1e-3,
+            gaps: Gaps::Exponential,
+            alpha_bytes: 3000.0,
+            cap_bytes: 3000.0,
+            max_steps: 100_000,
+        };
+        let r = solve_queue(&q);
+        assert!(r.truncated < 1e-9);
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let exp = Exp::new(1.0 / (q.bw_bytes_per_s * q.t_int_s)).unwrap();
+        let (mut sum_n, mut sum_lvl, trials) = (0.0, 0.0, 200_000);
+        for _ in 0..trials {
+            let (mut tb, mut n) = (3000.0f64, 0);
+            loop {
+                n += 1;
+                let u = rng.random_range(0..12);
+                let size = if u < 7 {
+                    40.0
+                } else if u < 11 {
+                    576.0
+                } else {
+                    1500.0
+                };
+                tb = (tb + exp.sample(&mut rng)).min(3000.0) - size;
+                if tb < 0.0 {
+                    break;
+                }
+            }
+            sum_n += n as f64;
+            sum_lvl += tb;
+        }
+        let (mc_n, mc_lvl) = (sum_n / trials as f64, sum_lvl / trials as f64);
+        assert!((r.mean_n / mc_n - 1.0).abs() < 0.01, "DP {} vs MC {mc_n}", r.mean_n);
+        assert!((r.mean_overshoot_level / mc_lvl - 1.0).abs() < 0.02, "DP {} vs MC {mc_lvl}", r.mean_overshoot_level);
+        // Exponential gaps make N more variable than constant ones, so the bucket empties sooner.
+        let c = solve_queue(&QueueModel { gaps: Gaps::Constant, ..q });
+        assert!(r.mean_n < c.mean_n, "exponential {} constant {}", r.mean_n, c.mean_n);
+    }
+
+    /// Off-chip accesses per operation: none while the heap fits the locked region; beyond it,
+    /// an insert costs 2 and a delete 3 per off-chip level plus the last-node read.
+    #[test]
+    fn offchip_per_op_counts_levels_beyond_the_lock() {
+        assert_eq!(offchip_per_op(100.0, 256.0), (0.0, 0.0));
+        // 1023 nodes, 256 locked (depths 0-7 on chip): the sift-down over 1022 nodes reaches
+        // depth 9; reads at depths 8, 9 (2 each) + writes at depth 8 and 9 (the final one),
+        // + the last-node read (index 1023).
+        let (i, d) = offchip_per_op(1023.0, 256.0);
+        assert_eq!(i, 2.0);
+        assert!((d - 7.0).abs() < 1e-9, "{d}");
+        // A partly locked depth counts its off-chip fraction.
+        let (_, d2) = offchip_per_op(1023.0, 384.0);
+        assert!(d2 < d && d2 > d - 2.0, "{d2}");
     }
 
     #[test]

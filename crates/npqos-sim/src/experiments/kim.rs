@@ -288,7 +288,7 @@ const TABLE_X_IMIX: [(f64, f64); 5] = [(5.15, 1.3), (2.57, 2.2), (1.72, 2.5), (1
 /// constant inter-arrival times, 1e6 queues on 100 cores.
 pub fn table10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     use crate::workload::{mean_gap_for_overload, GapDist, SizeDist, KIM_IMIX};
-    use npqos_core::model::kim::{solve_queue, HeapSize, QueueModel, SizeRuns};
+    use npqos_core::model::kim::{solve_queue, Gaps, HeapSize, QueueModel, SizeRuns};
     let mut cases: Vec<(&str, f64, f64)> = TABLE_X_UNIFORM.iter().map(|&(o, e)| ("uniform", o, e)).collect();
     cases.extend(TABLE_X_IMIX.iter().map(|&(o, e)| ("imix", o, e)));
     if opts.quick {
@@ -341,6 +341,7 @@ pub fn table10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         let q = solve_queue(&QueueModel {
             sizes,
             t_int_s: gap.as_secs_f64(),
+            gaps: Gaps::Constant,
             bw_bytes_per_s: share.bits_per_sec() as f64 / 8.0,
             alpha_bytes: p.alpha_bytes as f64,
             cap_bytes: p.cap_bytes as f64,
