@@ -256,7 +256,8 @@ pub fn offchip_per_op(h: f64, locked_nodes: f64) -> (f64, f64) {
         let off = hi + 1 - lo.max(k).min(hi + 1);
         off as f64 / (hi + 1 - lo) as f64
     };
-    let insert = beyond((n + 1) / 2) + beyond(n + 1);
+    let leaf = n + 1; // the new node's index; its parent is leaf / 2
+    let insert = beyond(leaf / 2) + beyond(leaf);
     let rest = n - 1; // heap size during the sift-down
     let mut delete = frac(0, n) + beyond(n);
     if rest > 0 {
