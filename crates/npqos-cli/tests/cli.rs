@@ -73,6 +73,42 @@ fn same_seed_same_bytes_whatever_the_thread_count() {
     );
 }
 
+/// A kim scenario runs end to end, and its heap agrees with `npqos model kim` for the same
+/// setting (one core's share of 1e6 queues: 10,000 queues at 100 kbps).
+#[test]
+fn kim_scenario_runs_and_agrees_with_the_model() {
+    let d = tempfile::tempdir().unwrap();
+    let s = write_scenario(
+        d.path(),
+        "model = \"kim\"\n[run]\nduration = \"6s\"\nwarmup = \"2s\"\n[link]\nrate = \"1Gbps\"\n[queues]\ncount = 10000\n[traffic]\noverload = 1.29\n[shaper]\ncores = 1\n",
+    );
+    let out = d.path().join("k");
+    let o = run(&["run", s.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    let heap = v["runs"][0]["scalars"]["heap_mean_per_core"].as_f64().unwrap();
+    let o = run(&[
+        "model",
+        "kim",
+        "--queues",
+        "1e4",
+        "--link",
+        "1Gbps",
+        "--cores",
+        "1",
+        "--overload",
+        "1.29",
+        "--arrivals",
+        "exponential",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let m: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let model = m["results"]["renewal_heap_mean_per_core"]["value"].as_f64().unwrap();
+    assert!((model / heap - 1.0).abs() < 0.05, "model {model} simulation {heap}");
+    assert!(std::fs::read_to_string(out.join("scenario.resolved.toml")).unwrap().contains("[shaper]"));
+}
+
 #[test]
 fn results_sqlite_is_queryable() {
     let d = tempfile::tempdir().unwrap();

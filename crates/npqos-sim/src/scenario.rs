@@ -9,7 +9,7 @@
 //! The format (one table per component; every key optional unless marked):
 //!
 //! ```toml
-//! model = "link"                 # the model to run (only "link" so far)
+//! model = "link"                 # "link" (DRR over tail-drop queues) or "kim" (token-bucket shaping)
 //! [run]
 //! seed = 1                       # u64
 //! duration = "100ms"             # simulated time
@@ -41,6 +41,20 @@
 //! time_scale = 1.0               # speed-up factor
 //! flow_multiply = 1
 //! lenient = false
+//! [shaper]                       # model = "kim" only (docs/kim.md); traffic must be synthetic
+//! fill = "event"                 # "event" (Algorithm 1, per-core heaps) or "periodic"
+//! fill_period = "1ms"            # with fill = "periodic"
+//! cores = 100                    # heaps; each packet goes to a core drawn at random
+//! alpha = "3000B"                # reschedule threshold
+//! cap = "3000B"                  # bucket cap (CBE); default alpha
+//! while_disabled = "drop"        # "drop" (policer, the stochastic model) or "queue" (shaper)
+//! link_mode = "ideal"            # "ideal" (queues independent) or "shared" (round robin)
+//! cache = false                  # simulate a 32 KB 2-way data cache per core (Tables VI-VII)
+//! adaptive = false               # eq 14; then gamma, delta_th, alpha_min, interval
+//! gamma = 2.0
+//! delta_th = 3
+//! alpha_min = "1500B"
+//! interval = "1s"
 //! ```
 
 use crate::units::{fmt_size, parse_duration, parse_rate, parse_size};
@@ -121,6 +135,21 @@ pub enum Traffic {
     Trace { files: Vec<PathBuf>, time_scale: f64, flow_multiply: u32, lenient: bool },
 }
 
+/// The `[shaper]` table of a `model = "kim"` scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShaperSpec {
+    /// `None`: event-driven; `Some(period)`: periodic fill.
+    pub fill_period: Option<Duration>,
+    pub cores: u32,
+    pub alpha: u64,
+    pub cap: u64,
+    pub queue_while_disabled: bool,
+    pub shared_link: bool,
+    pub cache: bool,
+    /// (gamma, delta_th, alpha_min, interval) when adaptive.
+    pub adaptive: Option<(f64, u32, u64, Duration)>,
+}
+
 /// A validated scenario with every default filled in.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
@@ -138,6 +167,8 @@ pub struct Scenario {
     pub queues: u32,
     pub buffer: u64,
     pub traffic: Traffic,
+    /// `model = "kim"`: the shaper.
+    pub shaper: Option<ShaperSpec>,
 }
 
 /// Reads typed values from one TOML table, recording problems and the keys it consumed.
@@ -376,24 +407,31 @@ impl Scenario {
         let mut probs = Vec::new();
         let model = match root.get("model") {
             None => "link".to_string(),
-            Some(toml::Value::String(s)) if s == "link" => s.clone(),
+            Some(toml::Value::String(s)) if s == "link" || s == "kim" => s.clone(),
             Some(v) => {
                 probs.push(Problem {
                     key: "model".into(),
                     value: Some(show(v)),
-                    message: "expected \"link\" (the only model so far)".into(),
+                    message: "expected \"link\" or \"kim\"".into(),
                 });
                 "link".into()
             }
         };
         for (k, v) in root {
-            if !["model", "run", "link", "queues", "traffic"].contains(&k.as_str()) {
+            if !["model", "run", "link", "queues", "traffic", "shaper"].contains(&k.as_str()) {
                 probs.push(Problem {
                     key: k.clone(),
                     value: Some(show(v)),
-                    message: "unknown key (known: model, [run], [link], [queues], [traffic])".into(),
+                    message: "unknown key (known: model, [run], [link], [queues], [traffic], [shaper])".into(),
                 });
             }
+        }
+        if model != "kim" && root.contains_key("shaper") {
+            probs.push(Problem {
+                key: "shaper".into(),
+                value: None,
+                message: "only applies to model = \"kim\"".into(),
+            });
         }
 
         let mut run = Reader::new(root, "run", &mut probs);
@@ -572,6 +610,98 @@ impl Scenario {
         }
         t.finish(&mut probs);
 
+        let shaper = if model == "kim" {
+            if source == "trace" {
+                probs.push(Problem {
+                    key: "traffic.source".into(),
+                    value: Some("\"trace\"".into()),
+                    message: "model = \"kim\" needs synthetic traffic (the overload factor sets each queue's input)"
+                        .into(),
+                });
+            }
+            let mut sh = Reader::new(root, "shaper", &mut probs);
+            let fill = sh.choice("fill", "event", &["event", "periodic"], &mut probs);
+            let period = sh.duration("fill_period", Duration::from_millis(1), &mut probs);
+            if fill == "periodic" && period.is_zero() {
+                probs.push(Problem {
+                    key: "shaper.fill_period".into(),
+                    value: Some("\"0s\"".into()),
+                    message: "expected a positive duration".into(),
+                });
+            }
+            if fill != "periodic" && sh.present("fill_period") {
+                probs.push(Problem {
+                    key: "shaper.fill_period".into(),
+                    value: None,
+                    message: "only applies to fill = \"periodic\"".into(),
+                });
+            }
+            let cores = sh.int("cores", 100, 1, 65_536, &mut probs) as u32;
+            let alpha = sh.size("alpha", 3000, &mut probs);
+            let cap = sh.size("cap", alpha, &mut probs);
+            if alpha > cap {
+                probs.push(Problem {
+                    key: "shaper.alpha".into(),
+                    value: Some(format!("\"{alpha}B\"")),
+                    message: format!("expected at most shaper.cap ({cap}B)"),
+                });
+            }
+            let max = npqos_core::shaper::MAX_BUCKET_BYTES;
+            if cap > max {
+                probs.push(Problem {
+                    key: "shaper.cap".into(),
+                    value: Some(format!("\"{cap}B\"")),
+                    message: format!("expected at most {max}B"),
+                });
+            }
+            let wd = sh.choice("while_disabled", "drop", &["drop", "queue"], &mut probs);
+            let lm = sh.choice("link_mode", "ideal", &["ideal", "shared"], &mut probs);
+            let cache = sh.boolean("cache", false, &mut probs);
+            let adaptive = sh.boolean("adaptive", false, &mut probs);
+            let gamma = sh.float("gamma", 2.0, &mut probs, |v| v > 1.0 && v <= 1e6, "greater than 1");
+            let delta_th = sh.int("delta_th", 3, 0, u32::MAX as i64, &mut probs) as u32;
+            let alpha_min = sh.size("alpha_min", alpha.min(1500), &mut probs);
+            let interval = sh.duration("interval", Duration::from_secs(1), &mut probs);
+            if adaptive && interval.is_zero() {
+                probs.push(Problem {
+                    key: "shaper.interval".into(),
+                    value: Some("\"0s\"".into()),
+                    message: "expected a positive duration".into(),
+                });
+            }
+            if !adaptive {
+                for k in ["gamma", "delta_th", "alpha_min", "interval"] {
+                    if sh.present(k) {
+                        probs.push(Problem {
+                            key: format!("shaper.{k}"),
+                            value: None,
+                            message: "only applies with adaptive = true".into(),
+                        });
+                    }
+                }
+            }
+            if fill == "periodic" && (adaptive || cache) {
+                probs.push(Problem {
+                    key: "shaper.fill".into(),
+                    value: Some("\"periodic\"".into()),
+                    message: "adaptive and cache apply to the event-driven shaper only".into(),
+                });
+            }
+            sh.finish(&mut probs);
+            Some(ShaperSpec {
+                fill_period: (fill == "periodic").then_some(period),
+                cores: cores.min(queues.max(1)),
+                alpha,
+                cap,
+                queue_while_disabled: wd == "queue",
+                shared_link: lm == "shared",
+                cache,
+                adaptive: adaptive.then_some((gamma, delta_th, alpha_min, interval)),
+            })
+        } else {
+            None
+        };
+
         let sc = Scenario {
             model,
             seed,
@@ -587,6 +717,7 @@ impl Scenario {
             queues,
             buffer,
             traffic,
+            shaper,
         };
         if probs.is_empty() {
             let need = sc.estimate_memory(1);
@@ -619,12 +750,15 @@ impl Scenario {
     /// plus the packet-node pool in the worst case (every buffer full of minimum-size packets).
     pub fn estimate_memory(&self, parallel: u32) -> u64 {
         let n = self.queues as u128;
-        let per_queue = 32 + 64 + 8 + 48 + 16; // see models::link for the layout
+        // See models::link and models::kim for the layouts (kim adds the bucket state, 50 B).
+        let per_queue = 32 + 64 + 8 + 48 + 16 + if self.shaper.is_some() { 56 } else { 0 };
         let min_pkt = match &self.traffic {
             Traffic::Synthetic { sizes, .. } => sizes.min_hint().max(1) as u128,
             Traffic::Trace { .. } => 40,
         };
-        let nodes = n * (self.buffer as u128 / min_pkt + 1);
+        // kim with an ideal link dropping while disabled never holds a packet past its arrival.
+        let buffers = !matches!(&self.shaper, Some(sh) if !sh.shared_link && !sh.queue_while_disabled);
+        let nodes = if buffers { n * (self.buffer as u128 / min_pkt + 1) } else { n };
         let series = 2 * 3 * 16 * (self.duration.as_nanos() / self.sample_every().as_nanos().max(1)) as u128;
         let total = (n * per_queue + nodes * 16 + series + (1 << 20)) * parallel.max(1) as u128;
         u64::try_from(total).unwrap_or(u64::MAX)
@@ -705,6 +839,32 @@ impl Scenario {
             }
         }
         root.insert("traffic".into(), t.into());
+        if let Some(sh) = &self.shaper {
+            let mut k = toml::Table::new();
+            match sh.fill_period {
+                Some(p) => {
+                    k.insert("fill".into(), "periodic".into());
+                    k.insert("fill_period".into(), p.to_string().into());
+                }
+                None => {
+                    k.insert("fill".into(), "event".into());
+                }
+            }
+            k.insert("cores".into(), (sh.cores as i64).into());
+            k.insert("alpha".into(), fmt_size(sh.alpha).into());
+            k.insert("cap".into(), fmt_size(sh.cap).into());
+            k.insert("while_disabled".into(), if sh.queue_while_disabled { "queue" } else { "drop" }.into());
+            k.insert("link_mode".into(), if sh.shared_link { "shared" } else { "ideal" }.into());
+            k.insert("cache".into(), sh.cache.into());
+            k.insert("adaptive".into(), sh.adaptive.is_some().into());
+            if let Some((g, th, amin, iv)) = sh.adaptive {
+                k.insert("gamma".into(), g.into());
+                k.insert("delta_th".into(), (th as i64).into());
+                k.insert("alpha_min".into(), fmt_size(amin).into());
+                k.insert("interval".into(), iv.to_string().into());
+            }
+            root.insert("shaper".into(), k.into());
+        }
         root
     }
 }
@@ -784,6 +944,35 @@ mod tests {
     fn memory_budget_refuses_before_allocating() {
         let e = parse("[queues]\ncount = 100000000\n").unwrap_err();
         assert!(e.to_string().contains("above run.memory_budget"), "{e}");
+    }
+
+    #[test]
+    fn kim_scenarios_validate_the_shaper_table() {
+        let ok = parse("model = \"kim\"\n[queues]\ncount = 1000\n[shaper]\nfill = \"periodic\"\nfill_period = \"1ms\"\ncores = 10\n").unwrap();
+        let sh = ok.shaper.clone().unwrap();
+        assert_eq!(sh.fill_period, Some(Duration::from_millis(1)));
+        assert_eq!((sh.cores, sh.alpha, sh.cap), (10, 3000, 3000));
+        // Round trip through the resolved TOML.
+        let again = Scenario::from_table(&ok.to_toml(), "t", Path::new(".")).unwrap();
+        assert_eq!(again, ok);
+        // Every problem at once.
+        let e = parse(
+            "model = \"kim\"\n[traffic]\nsource = \"trace\"\nfiles = []\n[shaper]\nalpha = \"4000B\"\ncap = \"3000B\"\ngamma = 3.0\nfill_period = \"1ms\"\ncolour = 1\n",
+        )
+        .unwrap_err()
+        .to_string();
+        for needle in [
+            "traffic.source",
+            "shaper.alpha",
+            "shaper.gamma",
+            "only applies with adaptive",
+            "shaper.fill_period",
+            "shaper.colour",
+        ] {
+            assert!(e.contains(needle), "{needle} in {e}");
+        }
+        let e = parse("[shaper]\ncores = 4\n").unwrap_err().to_string();
+        assert!(e.contains("only applies to model = \"kim\""), "{e}");
     }
 
     #[test]

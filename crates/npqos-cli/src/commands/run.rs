@@ -4,7 +4,7 @@ use crate::error::{bad, from_trace, Interrupted};
 use crate::output::{self, Meta};
 use crate::progress::Progress;
 use anyhow::Result;
-use npqos_sim::models::link;
+use npqos_sim::models::{kim, link};
 use npqos_sim::results::{Output, RunResult};
 use npqos_sim::scenario::{human_bytes, Scenario};
 use serde_json::json;
@@ -54,8 +54,7 @@ pub fn execute(
 ) -> Result<Output> {
     let n = sc.replications as usize;
     let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<Result<RunResult, npqos_sim::trace::TraceError>>>> =
-        Mutex::new((0..n).map(|_| None).collect());
+    let slots: Mutex<Vec<Option<Result<RunResult, kim::KimRunError>>>> = Mutex::new((0..n).map(|_| None).collect());
     let done_ns: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
     let total_ns = sc.duration.as_nanos() as f64 * n as f64;
     std::thread::scope(|s| {
@@ -66,11 +65,16 @@ pub fn execute(
                     return;
                 }
                 let seed = replication_seed(sc.seed, i as u32);
-                let r = link::run(sc, seed, Some(interrupt.clone()), &mut |now| {
+                let mut report = |now: npqos_core::Instant| {
                     done_ns[i].store(now.as_nanos(), Ordering::Relaxed);
                     let sum: u64 = done_ns.iter().map(|a| a.load(Ordering::Relaxed)).sum();
                     progress.set(sum as f64 / total_ns);
-                });
+                };
+                let r = if sc.model == "kim" {
+                    kim::run_scenario(sc, seed, Some(interrupt.clone()), &mut report)
+                } else {
+                    link::run(sc, seed, Some(interrupt.clone()), &mut report).map_err(kim::KimRunError::from)
+                };
                 slots.lock().expect("no worker panicked")[i] = Some(r);
             });
         }
@@ -78,7 +82,10 @@ pub fn execute(
     let mut out = Output { id: id.to_string(), ..Default::default() };
     for (i, r) in slots.into_inner().expect("no worker panicked").into_iter().enumerate() {
         let Some(r) = r else { continue };
-        let mut r = r.map_err(from_trace)?;
+        let mut r = r.map_err(|e| match e {
+            kim::KimRunError::Trace(t) => from_trace(t),
+            kim::KimRunError::Shaper(s) => bad(format!("{id}: {s}")),
+        })?;
         r.label = format!("rep{i}");
         r.params.insert("replication".into(), json!(i));
         out.runs.push(r);

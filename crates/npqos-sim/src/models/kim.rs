@@ -82,6 +82,67 @@ pub struct KimParams {
     pub cache: Option<CacheGeometry>,
     /// Record core 0's heap operations (for replaying them under a timer: kim Tables IV-V).
     pub log_core0: bool,
+    /// Event budget (0 = unlimited).
+    pub max_events: u64,
+}
+
+/// Why a kim scenario could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum KimRunError {
+    #[error(transparent)]
+    Trace(#[from] crate::trace::TraceError),
+    #[error("shaper: {0}")]
+    Shaper(#[from] ShaperError),
+}
+
+impl KimParams {
+    /// The parameters of a validated `model = "kim"` scenario (reads size traces if any).
+    pub fn from_scenario(sc: &crate::scenario::Scenario) -> Result<KimParams, KimRunError> {
+        use crate::scenario::Traffic;
+        let sh = sc.shaper.clone().ok_or(ShaperError::Empty)?;
+        let Traffic::Synthetic { overload, sizes, arrivals } = &sc.traffic else {
+            return Err(ShaperError::Empty.into());
+        };
+        Ok(KimParams {
+            queues: sc.queues,
+            link: sc.link_rate,
+            cores: sh.cores,
+            sizes: sizes.build()?,
+            arrivals: arrivals.clone(),
+            overload: *overload,
+            alpha_bytes: sh.alpha,
+            cap_bytes: sh.cap,
+            buffer_bytes: sc.buffer,
+            fill: match sh.fill_period {
+                Some(p) => Fill::Periodic(p),
+                None => Fill::EventDriven,
+            },
+            while_disabled: if sh.queue_while_disabled { WhileDisabled::Queue } else { WhileDisabled::Drop },
+            adaptive: sh.adaptive.map(|(gamma, delta_th, alpha_min_bytes, interval)| Adaptive {
+                gamma,
+                delta_th,
+                alpha_min_bytes,
+                interval,
+            }),
+            duration: sc.duration,
+            warmup: sc.warmup,
+            link_mode: if sh.shared_link { LinkMode::Shared } else { LinkMode::Ideal },
+            sample_every: Some(sc.sample_every()),
+            cache: sh.cache.then_some(CacheGeometry::KIM),
+            max_events: sc.max_events,
+            ..KimParams::paper(sc.queues)
+        })
+    }
+}
+
+/// Runs one replication of a `model = "kim"` scenario.
+pub fn run_scenario(
+    sc: &crate::scenario::Scenario,
+    seed: u64,
+    interrupt: Option<Arc<AtomicBool>>,
+    progress: &mut dyn FnMut(Instant),
+) -> Result<RunResult, KimRunError> {
+    Ok(run(&KimParams::from_scenario(sc)?, seed, interrupt, progress)?)
 }
 
 /// How queues share the link.
@@ -149,6 +210,7 @@ impl KimParams {
             sample_every: None,
             cache: None,
             log_core0: false,
+            max_events: 0,
         }
     }
 }
@@ -646,7 +708,11 @@ pub fn run_with_log(
     if let Some(every) = p.sample_every {
         engine.schedule(Instant::ZERO + every, Ev::Sample);
     }
-    let reason = engine.run(&mut m, RunLimits::until(Instant::ZERO + p.duration), progress);
+    let limits = RunLimits {
+        until: Instant::ZERO + p.duration,
+        max_events: if p.max_events == 0 { u64::MAX } else { p.max_events },
+    };
+    let reason = engine.run(&mut m, limits, progress);
     let end = engine.now().as_nanos();
     let secs = (end as f64 * 1e-9).max(1e-12);
     let mut r = RunResult {
