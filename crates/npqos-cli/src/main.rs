@@ -1,6 +1,7 @@
 //! `npqos`: run scenarios, reproduce the papers' experiments, inspect traces, size structures
 //! with analytical models, and sweep parameters. See `npqos --help`.
 
+mod alloc;
 mod commands;
 mod error;
 mod output;
@@ -10,6 +11,9 @@ mod progress;
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
+
+#[global_allocator]
+static ALLOC: alloc::HugePageHint = alloc::HugePageHint;
 
 #[derive(Parser)]
 #[command(name = "npqos", version, about = "Network-processor QoS: library, simulator and tool", long_about = None,
@@ -114,6 +118,7 @@ enum TraceCmd {
 }
 
 fn main() -> ExitCode {
+    alloc::configure_from_env();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("NPQOS_LOG").unwrap_or_else(|_| "warn".into()))

@@ -213,6 +213,12 @@ pub enum ArrivalError {
 }
 
 impl Arrivals {
+    /// Whether the process keeps no state between gaps (constant and exponential), so one
+    /// instance can serve every queue.
+    pub fn is_stateless(&self) -> bool {
+        !matches!(self.kind, ArrivalKind::OnOff { .. })
+    }
+
     pub fn new(dist: &GapDist, mean: Duration) -> Result<Self, ArrivalError> {
         if mean.is_zero() {
             return Err(ArrivalError::ZeroMean);

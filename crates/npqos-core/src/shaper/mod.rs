@@ -103,22 +103,30 @@ pub struct EventCounters {
 
 /// The event-driven token-bucket shaper with parallel per-core heaps (kim Algorithm 1).
 ///
-/// Per-queue state is in flat arrays indexed by queue id: tokens, last update `T_lu`, CIR, cap,
-/// alpha, disabled flag, and the adaptive-threshold counters.
+/// Per-queue state is one 64-byte record per queue (tokens, last update `T_lu`, CIR, cap, alpha,
+/// disabled flag, adaptive-threshold counters), so a send touches one cache line of it: with
+/// 1e6 queues the state is 64 MB and every packet's lookup is a cache miss.
 #[derive(Clone, Debug)]
 pub struct EventShaper {
-    tokens: Vec<i64>,
-    t_lu: Vec<u64>,
-    cir: Vec<u64>,
-    cap: Vec<i64>,
-    alpha: Vec<i64>,
-    disabled: Vec<bool>,
+    q: Vec<QueueState>,
     heaps: Vec<ReschedHeap>,
     adaptive: Option<Adaptive>,
-    /// Per queue: sampling interval index of `resch_count`, and the count (adaptive only).
-    interval_of: Vec<u32>,
-    resch_count: Vec<u32>,
     counters: EventCounters,
+}
+
+/// One queue's bucket, aligned to a cache line.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct QueueState {
+    tokens: i64,
+    t_lu: u64,
+    cir: u64,
+    cap: i64,
+    alpha: i64,
+    /// Sampling interval index of `resch_count`, and the count (adaptive only).
+    interval_of: u32,
+    resch_count: u32,
+    disabled: bool,
 }
 
 impl EventShaper {
@@ -139,18 +147,19 @@ impl EventShaper {
                 return Err(ShaperError::AlphaAboveCap { queue: i, alpha: p.alpha_bytes, cap: p.cap_bytes });
             }
         }
-        let n = params.len();
         Ok(EventShaper {
-            tokens: params.iter().map(|p| units(p.cap_bytes)).collect(),
-            t_lu: vec![0; n],
-            cir: params.iter().map(|p| p.cir.bits_per_sec()).collect(),
-            cap: params.iter().map(|p| units(p.cap_bytes)).collect(),
-            alpha: params.iter().map(|p| units(p.alpha_bytes)).collect(),
-            disabled: vec![false; n],
+            q: params
+                .iter()
+                .map(|p| QueueState {
+                    tokens: units(p.cap_bytes),
+                    cir: p.cir.bits_per_sec(),
+                    cap: units(p.cap_bytes),
+                    alpha: units(p.alpha_bytes),
+                    ..Default::default()
+                })
+                .collect(),
             heaps: (0..cores).map(|_| ReschedHeap::new(locked_bytes, tick_shift)).collect(),
             adaptive: None,
-            interval_of: Vec::new(),
-            resch_count: Vec::new(),
             counters: EventCounters::default(),
         })
     }
@@ -160,28 +169,26 @@ impl EventShaper {
         if !(a.gamma > 1.0 && a.gamma.is_finite()) || a.interval.is_zero() {
             return Err(ShaperError::BadAdaptive);
         }
-        self.interval_of = vec![0; self.tokens.len()];
-        self.resch_count = vec![0; self.tokens.len()];
         self.adaptive = Some(a);
         Ok(self)
     }
 
     pub fn queues(&self) -> usize {
-        self.tokens.len()
+        self.q.len()
     }
     pub fn cores(&self) -> usize {
         self.heaps.len()
     }
     pub fn is_disabled(&self, queue: usize) -> bool {
-        self.disabled[queue]
+        self.q[queue].disabled
     }
     /// Current reschedule threshold of `queue` in bytes.
     pub fn alpha_bytes(&self, queue: usize) -> f64 {
-        self.alpha[queue] as f64 / UNITS_PER_BYTE as f64
+        self.q[queue].alpha as f64 / UNITS_PER_BYTE as f64
     }
     /// Tokens of `queue` at its last update, in bytes (negative while it owes).
     pub fn tokens_bytes(&self, queue: usize) -> f64 {
-        self.tokens[queue] as f64 / UNITS_PER_BYTE as f64
+        self.q[queue].tokens as f64 / UNITS_PER_BYTE as f64
     }
     pub fn heap(&self, core: usize) -> &ReschedHeap {
         &self.heaps[core]
@@ -225,24 +232,24 @@ impl EventShaper {
         // makes a packet meeting a full bucket free. We cap first: the standard token bucket;
         // see docs/kim.md, Deviations.) While disabled, T_lu is in the future and the negative
         // elapsed time gives the bucket's true level now.
-        let elapsed = now_ns as i128 - self.t_lu[q] as i128;
-        let earned = (self.tokens[q] as i128 + elapsed * self.cir[q] as i128).min(self.cap[q] as i128);
+        let elapsed = now_ns as i128 - self.q[q].t_lu as i128;
+        let earned = (self.q[q].tokens as i128 + elapsed * self.q[q].cir as i128).min(self.q[q].cap as i128);
         let tb = earned - units(bytes) as i128;
         if tb >= 0 {
-            self.tokens[q] = tb as i64;
-            self.t_lu[q] = now_ns;
+            self.q[q].tokens = tb as i64;
+            self.q[q].t_lu = now_ns;
             return Decision::Eligible;
         }
         // Lines 7-13.
         let alpha = self.adapt_alpha(q, now_ns);
-        let delay_ns = ((alpha as i128 - tb) as u128).div_ceil(self.cir[q] as u128); // eq 4
+        let delay_ns = ((alpha as i128 - tb) as u128).div_ceil(self.q[q].cir as u128); // eq 4
         let t_resch = now_ns.saturating_add(u64::try_from(delay_ns).unwrap_or(u64::MAX)); // eq 5
-        self.t_lu[q] = t_resch; // eq 6
-        self.tokens[q] = alpha; // eq 7
+        self.q[q].t_lu = t_resch; // eq 6
+        self.q[q].tokens = alpha; // eq 7
         self.counters.reschedules += 1;
         self.counters.bucket_accesses += 1;
-        if !self.disabled[q] {
-            self.disabled[q] = true;
+        if !self.q[q].disabled {
+            self.q[q].disabled = true;
             self.heaps[core].insert(q as u32, Instant::from_nanos(t_resch), now, obs);
         }
         // (A send on a queue that was already disabled only moves T_lu later; its node is
@@ -254,25 +261,28 @@ impl EventShaper {
     /// last reschedule (the last with its count, the empty ones with a count of 0), then counts
     /// this reschedule. Returns the alpha to use.
     fn adapt_alpha(&mut self, q: usize, now_ns: u64) -> i64 {
-        let Some(a) = self.adaptive else { return self.alpha[q] };
+        let Some(a) = self.adaptive else { return self.q[q].alpha };
         let k = (now_ns / a.interval.as_nanos()).min(u32::MAX as u64) as u32;
-        let last = self.interval_of[q];
+        let last = self.q[q].interval_of;
         if k != last {
             let min = units(a.alpha_min_bytes) as f64;
-            let cap = self.cap[q] as f64;
-            let mut alpha = self.alpha[q] as f64;
-            alpha =
-                if self.resch_count[q] > a.delta_th { (alpha * a.gamma).min(cap) } else { (alpha / a.gamma).max(min) };
+            let cap = self.q[q].cap as f64;
+            let mut alpha = self.q[q].alpha as f64;
+            alpha = if self.q[q].resch_count > a.delta_th {
+                (alpha * a.gamma).min(cap)
+            } else {
+                (alpha / a.gamma).max(min)
+            };
             let empty = k - last - 1; // intervals with no reschedule
             if empty > 0 {
                 alpha = (alpha / a.gamma.powi(empty.min(4096) as i32)).max(min);
             }
-            self.alpha[q] = alpha as i64;
-            self.interval_of[q] = k;
-            self.resch_count[q] = 0;
+            self.q[q].alpha = alpha as i64;
+            self.q[q].interval_of = k;
+            self.q[q].resch_count = 0;
         }
-        self.resch_count[q] += 1;
-        self.alpha[q]
+        self.q[q].resch_count += 1;
+        self.q[q].alpha
     }
 
     /// End of a packet on `core` (Algorithm 1 lines 16-19): re-enables every queue of that
@@ -280,13 +290,13 @@ impl EventShaper {
     pub fn poll_core<O: Observe>(&mut self, core: usize, now: Instant, obs: &mut O, mut enabled: impl FnMut(usize)) {
         while let Some((q, _)) = self.heaps[core].pop_due(now, obs) {
             let q = q as usize;
-            if self.t_lu[q] > now.as_nanos() {
+            if self.q[q].t_lu > now.as_nanos() {
                 // Popped before its exact time: put it back.
                 self.counters.deferred += 1;
-                self.heaps[core].insert(q as u32, Instant::from_nanos(self.t_lu[q]), now, obs);
+                self.heaps[core].insert(q as u32, Instant::from_nanos(self.q[q].t_lu), now, obs);
                 continue;
             }
-            self.disabled[q] = false;
+            self.q[q].disabled = false;
             self.counters.reenabled += 1;
             enabled(q);
         }

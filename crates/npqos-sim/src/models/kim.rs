@@ -383,8 +383,6 @@ impl Kim {
     /// Dequeues and sends the head packet of `qi` (non-empty, eligible) through the shaper;
     /// returns the packet's size and whether the send throttled the queue.
     fn send_one(&mut self, qi: usize, engine: &mut Engine<Ev>) -> (u32, bool) {
-        let now = engine.now();
-        let now_ns = now.as_nanos();
         let head = self.queues[qi].head;
         let node = self.nodes[head as usize];
         let qs = &mut self.queues[qi];
@@ -395,6 +393,15 @@ impl Kim {
         qs.bytes -= node.size as u64;
         self.nodes[head as usize].next = self.free;
         self.free = head;
+        (node.size, self.send_packet(qi, node.size, node.arrival, engine))
+    }
+
+    /// Sends a packet of `size` bytes from `qi` that arrived at `arrival` ns through the shaper;
+    /// returns whether the send throttled the queue.
+    fn send_packet(&mut self, qi: usize, size: u32, arrival: u64, engine: &mut Engine<Ev>) -> bool {
+        let node = Node { next: NIL, size, arrival };
+        let now = engine.now();
+        let now_ns = now.as_nanos();
         self.sent_pkts += 1;
         self.sent_bytes += node.size as u64;
         if now_ns >= self.p.warmup.as_nanos() {
@@ -433,7 +440,7 @@ impl Kim {
                 }
             },
         };
-        (node.size, throttled)
+        throttled
     }
 
     fn heap_inserts(&self, c: usize) -> u64 {
@@ -532,7 +539,8 @@ impl Model for Kim {
             Ev::Arrival(q) => {
                 let qi = q as usize;
                 let size = self.p.sizes.sample(&mut self.rng_size);
-                let mut gap = self.arrivals[qi].next_gap(&mut self.rng_gap);
+                let a = if self.arrivals.len() == 1 { 0 } else { qi };
+                let mut gap = self.arrivals[a].next_gap(&mut self.rng_gap);
                 if self.p.overload_alt.is_some() {
                     gap = Duration::from_nanos((gap.as_nanos() as f64 * self.gap_factor(engine.now())).round() as u64);
                 }
@@ -541,6 +549,18 @@ impl Model for Kim {
                 self.arrived += 1;
                 if self.p.while_disabled == WhileDisabled::Drop && !self.eligible(qi) {
                     self.dropped_disabled += 1;
+                    return;
+                }
+                // Ideal link, eligible queue: its buffer is empty (an eligible queue is drained at
+                // once), so the packet leaves now without being buffered.
+                // (Dropping while disabled, the buffer is never used: no need to look at it.)
+                if self.p.link_mode == LinkMode::Ideal
+                    && (self.p.while_disabled == WhileDisabled::Drop || self.queues[qi].head == NIL)
+                    && self.eligible(qi)
+                {
+                    let now = engine.now().as_nanos();
+                    self.send_packet(qi, size, now, engine);
+                    self.serve(engine);
                     return;
                 }
                 if self.queues[qi].bytes + size as u64 > self.p.buffer_bytes {
@@ -649,7 +669,7 @@ pub fn run_with_log(
         queues: vec![Queue { head: NIL, tail: NIL, bytes: 0 }; n],
         nodes: Vec::new(),
         free: NIL,
-        arrivals: vec![proc; n],
+        arrivals: if proc.is_stateless() { vec![proc] } else { vec![proc; n] },
         rng_size: streams.stream("kim.sizes", 0),
         rng_gap: streams.stream("kim.arrivals", 0),
         rng_core: streams.stream("kim.cores", 0),
