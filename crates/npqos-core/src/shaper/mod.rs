@@ -103,30 +103,38 @@ pub struct EventCounters {
 
 /// The event-driven token-bucket shaper with parallel per-core heaps (kim Algorithm 1).
 ///
-/// Per-queue state is one 64-byte record per queue (tokens, last update `T_lu`, CIR, cap, alpha,
-/// disabled flag, adaptive-threshold counters), so a send touches one cache line of it: with
-/// 1e6 queues the state is 64 MB and every packet's lookup is a cache miss.
+/// Per-queue state is laid out for the packet path (measured in docs/PERFORMANCE.md): the
+/// disabled flags in a byte array (1 MB for 1e6 queues: a throttled queue's packet is refused
+/// without leaving the L2 cache), the fields every send reads and writes in one 32-byte record
+/// (tokens, last update `T_lu`, CIR, cap: one cache miss per send at 1e6 queues), and alpha and
+/// the adaptive-threshold counters, needed only at a reschedule, apart.
 #[derive(Clone, Debug)]
 pub struct EventShaper {
-    q: Vec<QueueState>,
+    disabled: Vec<bool>,
+    hot: Vec<Hot>,
+    cold: Vec<Cold>,
     heaps: Vec<ReschedHeap>,
     adaptive: Option<Adaptive>,
     counters: EventCounters,
 }
 
-/// One queue's bucket, aligned to a cache line.
+/// What every send touches, two per cache line.
 #[derive(Clone, Copy, Debug, Default)]
-#[repr(C, align(64))]
-struct QueueState {
+#[repr(C, align(32))]
+struct Hot {
     tokens: i64,
     t_lu: u64,
     cir: u64,
     cap: i64,
+}
+
+/// What only a reschedule touches.
+#[derive(Clone, Copy, Debug, Default)]
+struct Cold {
     alpha: i64,
     /// Sampling interval index of `resch_count`, and the count (adaptive only).
     interval_of: u32,
     resch_count: u32,
-    disabled: bool,
 }
 
 impl EventShaper {
@@ -148,16 +156,17 @@ impl EventShaper {
             }
         }
         Ok(EventShaper {
-            q: params
+            disabled: vec![false; params.len()],
+            hot: params
                 .iter()
-                .map(|p| QueueState {
+                .map(|p| Hot {
                     tokens: units(p.cap_bytes),
+                    t_lu: 0,
                     cir: p.cir.bits_per_sec(),
                     cap: units(p.cap_bytes),
-                    alpha: units(p.alpha_bytes),
-                    ..Default::default()
                 })
                 .collect(),
+            cold: params.iter().map(|p| Cold { alpha: units(p.alpha_bytes), ..Default::default() }).collect(),
             heaps: (0..cores).map(|_| ReschedHeap::new(locked_bytes, tick_shift)).collect(),
             adaptive: None,
             counters: EventCounters::default(),
@@ -174,21 +183,21 @@ impl EventShaper {
     }
 
     pub fn queues(&self) -> usize {
-        self.q.len()
+        self.hot.len()
     }
     pub fn cores(&self) -> usize {
         self.heaps.len()
     }
     pub fn is_disabled(&self, queue: usize) -> bool {
-        self.q[queue].disabled
+        self.disabled[queue]
     }
     /// Current reschedule threshold of `queue` in bytes.
     pub fn alpha_bytes(&self, queue: usize) -> f64 {
-        self.q[queue].alpha as f64 / UNITS_PER_BYTE as f64
+        self.cold[queue].alpha as f64 / UNITS_PER_BYTE as f64
     }
     /// Tokens of `queue` at its last update, in bytes (negative while it owes).
     pub fn tokens_bytes(&self, queue: usize) -> f64 {
-        self.q[queue].tokens as f64 / UNITS_PER_BYTE as f64
+        self.hot[queue].tokens as f64 / UNITS_PER_BYTE as f64
     }
     pub fn heap(&self, core: usize) -> &ReschedHeap {
         &self.heaps[core]
@@ -232,24 +241,24 @@ impl EventShaper {
         // makes a packet meeting a full bucket free. We cap first: the standard token bucket;
         // see docs/kim.md, Deviations.) While disabled, T_lu is in the future and the negative
         // elapsed time gives the bucket's true level now.
-        let elapsed = now_ns as i128 - self.q[q].t_lu as i128;
-        let earned = (self.q[q].tokens as i128 + elapsed * self.q[q].cir as i128).min(self.q[q].cap as i128);
+        let elapsed = now_ns as i128 - self.hot[q].t_lu as i128;
+        let earned = (self.hot[q].tokens as i128 + elapsed * self.hot[q].cir as i128).min(self.hot[q].cap as i128);
         let tb = earned - units(bytes) as i128;
         if tb >= 0 {
-            self.q[q].tokens = tb as i64;
-            self.q[q].t_lu = now_ns;
+            self.hot[q].tokens = tb as i64;
+            self.hot[q].t_lu = now_ns;
             return Decision::Eligible;
         }
         // Lines 7-13.
         let alpha = self.adapt_alpha(q, now_ns);
-        let delay_ns = ((alpha as i128 - tb) as u128).div_ceil(self.q[q].cir as u128); // eq 4
+        let delay_ns = ((alpha as i128 - tb) as u128).div_ceil(self.hot[q].cir as u128); // eq 4
         let t_resch = now_ns.saturating_add(u64::try_from(delay_ns).unwrap_or(u64::MAX)); // eq 5
-        self.q[q].t_lu = t_resch; // eq 6
-        self.q[q].tokens = alpha; // eq 7
+        self.hot[q].t_lu = t_resch; // eq 6
+        self.hot[q].tokens = alpha; // eq 7
         self.counters.reschedules += 1;
         self.counters.bucket_accesses += 1;
-        if !self.q[q].disabled {
-            self.q[q].disabled = true;
+        if !self.disabled[q] {
+            self.disabled[q] = true;
             self.heaps[core].insert(q as u32, Instant::from_nanos(t_resch), now, obs);
         }
         // (A send on a queue that was already disabled only moves T_lu later; its node is
@@ -261,14 +270,14 @@ impl EventShaper {
     /// last reschedule (the last with its count, the empty ones with a count of 0), then counts
     /// this reschedule. Returns the alpha to use.
     fn adapt_alpha(&mut self, q: usize, now_ns: u64) -> i64 {
-        let Some(a) = self.adaptive else { return self.q[q].alpha };
+        let Some(a) = self.adaptive else { return self.cold[q].alpha };
         let k = (now_ns / a.interval.as_nanos()).min(u32::MAX as u64) as u32;
-        let last = self.q[q].interval_of;
+        let last = self.cold[q].interval_of;
         if k != last {
             let min = units(a.alpha_min_bytes) as f64;
-            let cap = self.q[q].cap as f64;
-            let mut alpha = self.q[q].alpha as f64;
-            alpha = if self.q[q].resch_count > a.delta_th {
+            let cap = self.hot[q].cap as f64;
+            let mut alpha = self.cold[q].alpha as f64;
+            alpha = if self.cold[q].resch_count > a.delta_th {
                 (alpha * a.gamma).min(cap)
             } else {
                 (alpha / a.gamma).max(min)
@@ -277,12 +286,12 @@ impl EventShaper {
             if empty > 0 {
                 alpha = (alpha / a.gamma.powi(empty.min(4096) as i32)).max(min);
             }
-            self.q[q].alpha = alpha as i64;
-            self.q[q].interval_of = k;
-            self.q[q].resch_count = 0;
+            self.cold[q].alpha = alpha as i64;
+            self.cold[q].interval_of = k;
+            self.cold[q].resch_count = 0;
         }
-        self.q[q].resch_count += 1;
-        self.q[q].alpha
+        self.cold[q].resch_count += 1;
+        self.cold[q].alpha
     }
 
     /// End of a packet on `core` (Algorithm 1 lines 16-19): re-enables every queue of that
@@ -290,13 +299,13 @@ impl EventShaper {
     pub fn poll_core<O: Observe>(&mut self, core: usize, now: Instant, obs: &mut O, mut enabled: impl FnMut(usize)) {
         while let Some((q, _)) = self.heaps[core].pop_due(now, obs) {
             let q = q as usize;
-            if self.q[q].t_lu > now.as_nanos() {
+            if self.hot[q].t_lu > now.as_nanos() {
                 // Popped before its exact time: put it back.
                 self.counters.deferred += 1;
-                self.heaps[core].insert(q as u32, Instant::from_nanos(self.q[q].t_lu), now, obs);
+                self.heaps[core].insert(q as u32, Instant::from_nanos(self.hot[q].t_lu), now, obs);
                 continue;
             }
-            self.q[q].disabled = false;
+            self.disabled[q] = false;
             self.counters.reenabled += 1;
             enabled(q);
         }
