@@ -67,6 +67,12 @@ pub struct RunOptions {
     pub seed: u64,
 }
 
+/// The options of the `--quick` tests.
+#[cfg(test)]
+pub(crate) fn quick() -> RunOptions {
+    RunOptions { quick: true, seed: 1 }
+}
+
 /// Runs experiment `id`; `None` if there is no such experiment.
 pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<Output> {
     match id {

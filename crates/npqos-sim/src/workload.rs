@@ -76,6 +76,16 @@ impl Empirical {
 }
 
 impl SizeDist {
+    /// The distribution as runs of equally likely sizes, the input of kim's stochastic model.
+    pub fn to_runs(&self) -> npqos_core::model::kim::SizeRuns {
+        use npqos_core::model::kim::SizeRuns;
+        match self {
+            SizeDist::Constant(s) => SizeRuns::table(&[(*s, 1.0)]),
+            SizeDist::Uniform { min, max } => SizeRuns::uniform(*min, *max),
+            SizeDist::Empirical(e) => SizeRuns::table(&e.table().map(|(s, w)| (s, w as f64)).collect::<Vec<_>>()),
+        }
+    }
+
     /// The IMIX of kim Table I.
     pub fn kim_imix() -> Self {
         SizeDist::Empirical(Empirical::new(KIM_IMIX.iter().map(|&(s, w)| (s, w as u64))).expect("table is non-empty"))

@@ -8,9 +8,8 @@
 use crate::error::bad;
 use crate::output::num;
 use anyhow::Result;
-use npqos_core::model::kim::{offchip_per_reschedule, solve_queue, Gaps, HeapSize, QueueModel, SizeRuns};
+use npqos_core::model::kim::{offchip_per_reschedule, solve_queue, Gaps, HeapSize, QueueModel};
 use npqos_sim::units::{parse_count, parse_duration, parse_rate, parse_size};
-use npqos_sim::workload::KIM_IMIX;
 use npqos_sim::workload::{mean_gap_for_overload, SizeDist};
 use serde_json::json;
 
@@ -110,13 +109,8 @@ fn kim(a: &ModelArgs) -> Result<()> {
     };
     let stochastic = {
         {
-            let runs = if a.sizes == "imix" {
-                SizeRuns::table(&KIM_IMIX.iter().map(|&(s, w)| (s, w as f64)).collect::<Vec<_>>())
-            } else {
-                SizeRuns::uniform(40, 1500)
-            };
             let q = solve_queue(&QueueModel {
-                sizes: runs,
+                sizes: sizes.to_runs(),
                 t_int_s: gap.as_secs_f64(),
                 gaps,
                 bw_bytes_per_s: share.bits_per_sec() as f64 / 8.0,

@@ -266,13 +266,13 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 /// Table II setting with `n` queues (100 Gbps, 100 cores, IMIX, exponential, overload 1,
 /// alpha = cap = 3000 B).
 fn model_prediction(n: u32) -> (f64, [f64; 3]) {
-    use crate::workload::{mean_gap_for_overload, KIM_IMIX};
-    use npqos_core::model::kim::{offchip_per_reschedule, solve_queue, Gaps, HeapSize, QueueModel, SizeRuns};
+    use crate::workload::mean_gap_for_overload;
+    use npqos_core::model::kim::{offchip_per_reschedule, solve_queue, Gaps, HeapSize, QueueModel};
     let p = KimParams::paper(n);
     let share = p.link.share(n as u64);
     let gap = mean_gap_for_overload(p.sizes.mean(), share, p.overload).expect("positive overload");
     let q = solve_queue(&QueueModel {
-        sizes: SizeRuns::table(&KIM_IMIX.iter().map(|&(s, w)| (s, w as f64)).collect::<Vec<_>>()),
+        sizes: p.sizes.to_runs(),
         t_int_s: gap.as_secs_f64(),
         gaps: Gaps::Exponential,
         bw_bytes_per_s: share.bits_per_sec() as f64 / 8.0,
@@ -332,8 +332,8 @@ const TABLE_X_IMIX: [(f64, f64); 5] = [(5.15, 1.3), (2.57, 2.2), (1.72, 2.5), (1
 /// kim Table X (Fig. 10): the stochastic model's mean heap size per core against our simulation,
 /// constant inter-arrival times, 1e6 queues on 100 cores.
 pub fn table10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    use crate::workload::{mean_gap_for_overload, GapDist, SizeDist, KIM_IMIX};
-    use npqos_core::model::kim::{solve_queue, Gaps, HeapSize, QueueModel, SizeRuns};
+    use crate::workload::{mean_gap_for_overload, GapDist, SizeDist};
+    use npqos_core::model::kim::{solve_queue, Gaps, HeapSize, QueueModel};
     let mut cases: Vec<(&str, f64, f64)> = TABLE_X_UNIFORM.iter().map(|&(o, e)| ("uniform", o, e)).collect();
     cases.extend(TABLE_X_IMIX.iter().map(|&(o, e)| ("imix", o, e)));
     if opts.quick {
@@ -378,11 +378,7 @@ pub fn table10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     for ((d, o, paper_err), (p, mut r)) in cases.iter().zip(points.iter().zip(runs)) {
         let share = p.link.share(p.queues as u64);
         let gap = mean_gap_for_overload(p.sizes.mean(), share, p.overload).expect("positive overload");
-        let sizes = if *d == "imix" {
-            SizeRuns::table(&KIM_IMIX.iter().map(|&(s, w)| (s, w as f64)).collect::<Vec<_>>())
-        } else {
-            SizeRuns::uniform(40, 1500)
-        };
+        let sizes = p.sizes.to_runs();
         let q = solve_queue(&QueueModel {
             sizes,
             t_int_s: gap.as_secs_f64(),
@@ -558,9 +554,7 @@ fn differences_note() -> String {
 mod tests {
     use super::*;
 
-    fn quick() -> RunOptions {
-        RunOptions { quick: true, seed: 1 }
-    }
+    use crate::experiments::quick;
     fn row<'a>(o: &'a Output, metric: &str, key: &str, val: serde_json::Value) -> &'a Comparison {
         o.comparisons.iter().find(|c| c.metric == metric && c.params.get(key) == Some(&val)).expect("row present")
     }

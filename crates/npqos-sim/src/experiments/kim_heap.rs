@@ -340,9 +340,7 @@ pub fn table67(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 mod tests {
     use super::*;
 
-    fn quick() -> RunOptions {
-        RunOptions { quick: true, seed: 1 }
-    }
+    use crate::experiments::quick;
 
     /// Tables IV-V, qualitatively: deletions cost more comparisons than insertions, and more
     /// with more queues (a taller heap); insertions stay nearly flat.
@@ -378,8 +376,8 @@ mod tests {
 #[cfg(test)]
 mod model_vs_sim {
     use super::*;
-    use crate::workload::{mean_gap_for_overload, GapDist, SizeDist, KIM_IMIX};
-    use npqos_core::model::kim::{offchip_per_reschedule, solve_queue, Gaps, HeapSize, QueueModel, SizeRuns};
+    use crate::workload::{mean_gap_for_overload, GapDist, SizeDist};
+    use npqos_core::model::kim::{offchip_per_reschedule, solve_queue, Gaps, HeapSize, QueueModel};
 
     /// The stochastic model (our renewal variant, with our exponential-gap extension) against
     /// one core's share of 1e6 queues: heap size and reschedules within 3%, off-chip accesses
@@ -400,7 +398,7 @@ mod model_vs_sim {
             let share = p.link.share(p.queues as u64);
             let gap = mean_gap_for_overload(SizeDist::kim_imix().mean(), share, o).unwrap();
             let q = solve_queue(&QueueModel {
-                sizes: SizeRuns::table(&KIM_IMIX.iter().map(|&(s, w)| (s, w as f64)).collect::<Vec<_>>()),
+                sizes: p.sizes.to_runs(),
                 t_int_s: gap.as_secs_f64(),
                 gaps: g,
                 bw_bytes_per_s: share.bits_per_sec() as f64 / 8.0,

@@ -312,9 +312,7 @@ pub fn delay(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 mod tests {
     use super::*;
 
-    fn quick() -> RunOptions {
-        RunOptions { quick: true, seed: 1 }
-    }
+    use crate::experiments::quick;
 
     /// Fig. 9: reschedules and heap size grow with the overload for every combination.
     #[test]

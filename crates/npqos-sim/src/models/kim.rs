@@ -399,14 +399,13 @@ impl Kim {
     /// Sends a packet of `size` bytes from `qi` that arrived at `arrival` ns through the shaper;
     /// returns whether the send throttled the queue.
     fn send_packet(&mut self, qi: usize, size: u32, arrival: u64, engine: &mut Engine<Ev>) -> bool {
-        let node = Node { next: NIL, size, arrival };
         let now = engine.now();
         let now_ns = now.as_nanos();
         self.sent_pkts += 1;
-        self.sent_bytes += node.size as u64;
+        self.sent_bytes += size as u64;
         if now_ns >= self.p.warmup.as_nanos() {
             self.delay_pkts += 1;
-            self.delay_sum_ns += (now_ns - node.arrival) as u128;
+            self.delay_sum_ns += (now_ns - arrival) as u128;
         }
         let throttled = match &mut self.shaper {
             Shaper::Event(_) => {
@@ -419,11 +418,12 @@ impl Kim {
                     cache.access(a, false);
                     cache.access(a, true);
                 }
-                let inserts0 = self.heap_inserts(c);
+                let log = c == 0 && self.p.log_core0;
+                let inserts0 = if log { self.heap_inserts(0) } else { 0 };
                 let Shaper::Event(s) = &mut self.shaper else { unreachable!() };
                 let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
-                let d = s.on_send_on(c, qi, node.size as u64, now, &mut obs);
-                if c == 0 && self.p.log_core0 && s.heap(0).counters().inserts > inserts0 {
+                let d = s.on_send_on(c, qi, size as u64, now, &mut obs);
+                if log && s.heap(0).counters().inserts > inserts0 {
                     if let Decision::Throttled { until } = d {
                         self.log.push(HeapOp::Insert { queue: qi as u32, time: until, now });
                     }
@@ -432,7 +432,7 @@ impl Kim {
                 self.core_done(c, engine);
                 matches!(d, Decision::Throttled { .. })
             }
-            Shaper::Periodic(s) => match s.on_send(qi, node.size as u64, now) {
+            Shaper::Periodic(s) => match s.on_send(qi, size as u64, now) {
                 Decision::Eligible => false,
                 Decision::Throttled { until } => {
                     engine.schedule(until, Ev::FillWake(qi as u32));
