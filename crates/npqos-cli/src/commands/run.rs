@@ -84,7 +84,7 @@ pub fn execute(
         let Some(r) = r else { continue };
         let mut r = r.map_err(|e| match e {
             kim::KimRunError::Trace(t) => from_trace(t),
-            kim::KimRunError::Shaper(s) => bad(format!("{id}: {s}")),
+            other => bad(format!("{id}: {other}")),
         })?;
         r.label = format!("rep{i}");
         r.params.insert("replication".into(), json!(i));

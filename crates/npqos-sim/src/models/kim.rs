@@ -93,15 +93,22 @@ pub enum KimRunError {
     Trace(#[from] crate::trace::TraceError),
     #[error("shaper: {0}")]
     Shaper(#[from] ShaperError),
+    #[error("arrival process: {0}")]
+    Arrivals(#[from] crate::workload::ArrivalError),
+    #[error("cache model: {0}")]
+    Cache(#[from] npqos_core::cache::CacheError),
+    /// The scenario is not a validated `model = "kim"` scenario with synthetic traffic.
+    #[error("not a kim scenario: {0}")]
+    NotKim(&'static str),
 }
 
 impl KimParams {
     /// The parameters of a validated `model = "kim"` scenario (reads size traces if any).
     pub fn from_scenario(sc: &crate::scenario::Scenario) -> Result<KimParams, KimRunError> {
         use crate::scenario::Traffic;
-        let sh = sc.shaper.clone().ok_or(ShaperError::Empty)?;
+        let sh = sc.shaper.clone().ok_or(KimRunError::NotKim("no [shaper] table"))?;
         let Traffic::Synthetic { overload, sizes, arrivals } = &sc.traffic else {
-            return Err(ShaperError::Empty.into());
+            return Err(KimRunError::NotKim("traffic.source must be \"synthetic\""));
         };
         Ok(KimParams {
             queues: sc.queues,
@@ -142,7 +149,7 @@ pub fn run_scenario(
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(Instant),
 ) -> Result<RunResult, KimRunError> {
-    Ok(run(&KimParams::from_scenario(sc)?, seed, interrupt, progress)?)
+    run(&KimParams::from_scenario(sc)?, seed, interrupt, progress)
 }
 
 /// How queues share the link.
@@ -633,7 +640,7 @@ pub fn run(
     seed: u64,
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(Instant),
-) -> Result<RunResult, ShaperError> {
+) -> Result<RunResult, KimRunError> {
     run_with_log(p, seed, interrupt, progress).map(|r| r.0)
 }
 
@@ -643,7 +650,7 @@ pub fn run_with_log(
     seed: u64,
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(Instant),
-) -> Result<(RunResult, Vec<HeapOp>), ShaperError> {
+) -> Result<(RunResult, Vec<HeapOp>), KimRunError> {
     let n = p.queues as usize;
     let share = p.link.share(p.queues as u64);
     let bucket = BucketParams { cir: share, cap_bytes: p.cap_bytes, alpha_bytes: p.alpha_bytes };
@@ -662,7 +669,7 @@ pub fn run_with_log(
     let gap = mean_gap_for_overload(p.sizes.mean(), share, p.overload)
         .filter(|g| !g.is_zero())
         .unwrap_or(Duration::NANOSECOND);
-    let proc = Arrivals::new(&p.arrivals, gap).map_err(|_| ShaperError::Empty)?;
+    let proc = Arrivals::new(&p.arrivals, gap)?;
     let mut m = Kim {
         p: p.clone(),
         shaper,
@@ -689,7 +696,7 @@ pub fn run_with_log(
                     .iter()
                     .map(|&l| SetAssocCache::new(g.size_bytes, g.ways, g.line_bytes, l))
                     .collect::<Result<Vec<_>, _>>()
-                    .map_err(|_| ShaperError::Empty),
+                    .map_err(KimRunError::from),
                 None => Ok(Vec::new()),
             })
             .collect::<Result<Vec<_>, _>>()?,
@@ -787,26 +794,14 @@ pub fn run_with_log(
                 r.scalar("peek_accesses", mc.peek_accesses as f64, "1");
                 for (k, &l) in p.locked_sizes.iter().enumerate() {
                     let kb = l / 1024;
-                    r.scalar(
-                        &format!("misses_per_insert_{kb}KB"),
-                        mc.insert_misses[k] as f64 / mc.insert_ops.max(1) as f64,
-                        "1",
-                    );
-                    r.scalar(
-                        &format!("misses_per_delete_{kb}KB"),
-                        mc.delete_misses[k] as f64 / mc.delete_ops.max(1) as f64,
-                        "1",
-                    );
-                    r.scalar(
-                        &format!("insert_miss_rate_{kb}KB"),
-                        mc.insert_misses[k] as f64 / mc.insert_accesses.max(1) as f64,
-                        "1",
-                    );
-                    r.scalar(
-                        &format!("delete_miss_rate_{kb}KB"),
-                        mc.delete_misses[k] as f64 / mc.delete_accesses.max(1) as f64,
-                        "1",
-                    );
+                    for (name, misses, per) in [
+                        ("misses_per_insert", mc.insert_misses[k], mc.insert_ops),
+                        ("misses_per_delete", mc.delete_misses[k], mc.delete_ops),
+                        ("insert_miss_rate", mc.insert_misses[k], mc.insert_accesses),
+                        ("delete_miss_rate", mc.delete_misses[k], mc.delete_accesses),
+                    ] {
+                        r.scalar(&format!("{name}_{kb}KB"), misses as f64 / per.max(1) as f64, "1");
+                    }
                 }
             }
             if !m.samples.is_empty() {
