@@ -23,18 +23,21 @@
 //! * [`time`]: [`Instant`] and [`Duration`], integer nanoseconds.
 //! * [`rate`]: [`Rate`] in bits/s and the drift-free [`rate::Serializer`].
 //! * [`flow`]: the 5-tuple [`flow::FlowKey`].
+//! * [`flowmap`]: dynamic queue sharing (paper `dqs`): the AFM table (hashed slots of binary
+//!   search trees), on-demand physical queues, the block buffer and DRR.
 //! * [`shaper`]: token-bucket rate limiting (paper `kim`): the event-driven shaper on per-core
 //!   reschedule heaps and the periodic-fill baseline.
 //!
 //! * [`cache`]: a set-associative cache model with a locked region (kim Tables VI-VII).
 //! * [`model`]: analytical models as sizing tools (kim's stochastic model, eqs 8-13).
 //!
-//! The other mechanism modules (`flowmap/` for dqs, `alloc/` for everest, `sched/` for
+//! The other mechanism modules (`alloc/` for everest, `sched/` for
 //! predictive, `queues/` for qcache) are **not written yet**; the README's feature table tracks
 //! them.
 
 pub mod cache;
 pub mod flow;
+pub mod flowmap;
 mod fmt;
 pub mod model;
 pub mod rate;

@@ -1,0 +1,445 @@
+//! Dynamic queue sharing (paper `dqs`, Hu, Tang, Chen and Liu): per-flow queueing with a few
+//! hundred physical queues instead of one per in-progress flow.
+//!
+//! A physical queue is given to a flow when its first packet arrives and taken back when the
+//! queue empties (dqs section 3). The active flow mapping ([`afm::AfmTable`]: `M` hashed slots,
+//! each a binary search tree) finds a packet's queue; packets are stored as chains of
+//! fixed-size blocks ([`buffer::QueueBuffer`]); deficit round robin ([`drr::Drr`]) serves the
+//! active queues. [`theory`] has the paper's Lemma 1, Theorems 1-2 and eq 5.
+//!
+//! [`Dqs`] puts them together as a flow table a data plane can use: [`Dqs::enqueue`] with a
+//! flow key and a length (and optionally the bytes), [`Dqs::dequeue`] for the next packet on
+//! the wire. No allocation per packet once the node arena has grown to the peak number of
+//! active flows.
+//!
+//! ```
+//! use npqos_core::flowmap::{Dqs, DqsConfig, Enqueue};
+//! use npqos_core::flow::{FlowKey, PROTO_UDP};
+//! let mut dqs = Dqs::new(DqsConfig { queues: 2, ..Default::default() });
+//! let a = FlowKey::new("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap(), PROTO_UDP, 1, 2);
+//! let Enqueue::Queued(e) = dqs.enqueue(&a, 100, None) else { panic!() };
+//! assert!(e.new_flow);
+//! assert_eq!(dqs.active_flows(), 1);
+//! let d = dqs.dequeue(None).unwrap();
+//! assert!(d.flow_released && d.queue_released);
+//! assert_eq!(dqs.active_flows(), 0);
+//! ```
+
+pub mod afm;
+pub mod buffer;
+pub mod drr;
+pub mod hash;
+pub mod theory;
+
+use crate::flow::FlowKey;
+pub use afm::{AfmTable, DeleteRule, Find, SlotStats};
+pub use buffer::QueueBuffer;
+pub use drr::Drr;
+pub use hash::{HashKind, SlotHash};
+
+/// What happens to a new flow when every physical queue is taken. Never silent: both are counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Exhausted {
+    /// The packet is dropped (counted in `dropped_no_queue`).
+    #[default]
+    Drop,
+    /// The flow is mapped to one shared overflow queue and loses isolation (counted in
+    /// `flows_shared`).
+    SharedQueue,
+}
+
+/// Configuration of a [`Dqs`].
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DqsConfig {
+    /// AFM slots `M`.
+    pub slots: u32,
+    pub hash: HashKind,
+    /// Physical queues `N` in the pool.
+    pub queues: u32,
+    /// Buffer blocks.
+    pub blocks: u32,
+    /// Bytes per block (64 in the paper).
+    pub block_size: u32,
+    /// DRR quantum in bytes.
+    pub quantum: u32,
+    pub on_exhausted: Exhausted,
+    pub delete_rule: DeleteRule,
+    /// Store packet bytes in the blocks (off in simulations).
+    pub store_payload: bool,
+    /// Check every invariant after every operation (slow: for tests and debugging).
+    pub check_invariants: bool,
+}
+
+impl Default for DqsConfig {
+    fn default() -> Self {
+        DqsConfig {
+            slots: 256,
+            hash: HashKind::H3 { seed: 0 },
+            queues: 1024,
+            blocks: 1 << 16,
+            block_size: 64,
+            quantum: 1536,
+            on_exhausted: Exhausted::Drop,
+            delete_rule: DeleteRule::Paper,
+            store_payload: false,
+            check_invariants: false,
+        }
+    }
+}
+
+/// Why a packet was not queued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DropReason {
+    /// Not enough free blocks.
+    BufferFull,
+    /// A new flow found no free physical queue (policy [`Exhausted::Drop`]).
+    NoQueue,
+}
+
+/// A queued packet.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Queued {
+    pub queue: u32,
+    /// The packet's flow was silent: a queue was taken and an AFM entry created.
+    pub new_flow: bool,
+    /// The flow shares the overflow queue (pool exhausted, [`Exhausted::SharedQueue`]).
+    pub shared: bool,
+    /// AFM nodes compared (the paper's cycles, without the hash cycle).
+    pub compares: u32,
+    /// AFM slot (sub-table) of the flow.
+    pub slot: u32,
+}
+
+/// Result of [`Dqs::enqueue`]. The mapping cost is known even for dropped packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Enqueue {
+    Queued(Queued),
+    Dropped { reason: DropReason, compares: u32, slot: u32 },
+}
+
+/// A packet taken by [`Dqs::dequeue`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dequeued {
+    pub queue: u32,
+    pub len: u32,
+    /// The flow has no more packets: its AFM entry was deleted.
+    pub flow_released: bool,
+    /// The queue emptied and went back to the pool.
+    pub queue_released: bool,
+    /// Pointer steps of the AFM deletion (two-children case).
+    pub delete_steps: u32,
+}
+
+/// Counters of a [`Dqs`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct DqsCounters {
+    pub enqueued: u64,
+    pub dequeued: u64,
+    pub dropped_buffer_full: u64,
+    pub dropped_no_queue: u64,
+    pub flows_activated: u64,
+    pub flows_released: u64,
+    /// Flows mapped to the shared overflow queue.
+    pub flows_shared: u64,
+}
+
+/// Dynamic queue sharing: the AFM table, the queue pool, the block buffer and DRR.
+pub struct Dqs {
+    cfg: DqsConfig,
+    hash: SlotHash,
+    afm: AfmTable,
+    buf: QueueBuffer,
+    drr: Drr,
+    /// Packets buffered per AFM node.
+    flow_packets: Vec<u32>,
+    counters: DqsCounters,
+}
+
+impl Dqs {
+    /// Panics on a zero slot count, block size or quantum.
+    pub fn new(cfg: DqsConfig) -> Self {
+        let shared = (cfg.on_exhausted == Exhausted::SharedQueue) as u32;
+        Dqs {
+            hash: SlotHash::new(cfg.hash, cfg.slots),
+            afm: AfmTable::new(cfg.slots, cfg.queues as usize, cfg.delete_rule),
+            buf: QueueBuffer::new(cfg.blocks, cfg.block_size, cfg.queues, shared, cfg.store_payload),
+            drr: Drr::new(cfg.queues + shared, cfg.quantum),
+            flow_packets: Vec::with_capacity(cfg.queues as usize),
+            counters: DqsCounters::default(),
+            cfg,
+        }
+    }
+
+    pub fn config(&self) -> &DqsConfig {
+        &self.cfg
+    }
+    pub fn counters(&self) -> DqsCounters {
+        self.counters
+    }
+    pub fn afm(&self) -> &AfmTable {
+        &self.afm
+    }
+    pub fn buffer(&self) -> &QueueBuffer {
+        &self.buf
+    }
+    /// Flows with packets in the buffer (`l` of eq 5).
+    pub fn active_flows(&self) -> usize {
+        self.afm.len()
+    }
+    /// Packets in the buffer.
+    pub fn is_empty(&self) -> bool {
+        self.drr.active_queues() == 0
+    }
+    /// The id of the shared overflow queue, if the policy has one.
+    pub fn shared_queue(&self) -> Option<u32> {
+        (self.cfg.on_exhausted == Exhausted::SharedQueue).then_some(self.cfg.queues)
+    }
+    /// The slot of a flow.
+    pub fn slot_of(&self, key: &FlowKey) -> u32 {
+        self.hash.slot(key)
+    }
+
+    /// Maps the packet's flow to its queue (creating the mapping for a new flow) and appends
+    /// the packet (dqs Fig. 1a).
+    pub fn enqueue(&mut self, key: &FlowKey, len: u32, payload: Option<&[u8]>) -> Enqueue {
+        let slot = self.hash.slot(key);
+        let out = match self.afm.find(slot, key) {
+            Find::Found { node, value, compares } => {
+                if self.buf.push(value, len, node, payload) {
+                    self.flow_packets[node as usize] += 1;
+                    self.drr.enqueued(value);
+                    let shared = Some(value) == self.shared_queue();
+                    Enqueue::Queued(Queued { queue: value, new_flow: false, shared, compares, slot })
+                } else {
+                    self.counters.dropped_buffer_full += 1;
+                    Enqueue::Dropped { reason: DropReason::BufferFull, compares, slot }
+                }
+            }
+            Find::Vacant(v) => {
+                let compares = v.compares;
+                if self.buf.free_blocks() < self.buf.blocks_for(len) {
+                    self.counters.dropped_buffer_full += 1;
+                    Enqueue::Dropped { reason: DropReason::BufferFull, compares, slot }
+                } else {
+                    let (queue, shared) = match (self.buf.take_queue(), self.shared_queue()) {
+                        (Some(q), _) => (Some(q), false),
+                        (None, Some(s)) => (Some(s), true),
+                        (None, None) => (None, false),
+                    };
+                    match queue {
+                        None => {
+                            self.counters.dropped_no_queue += 1;
+                            Enqueue::Dropped { reason: DropReason::NoQueue, compares, slot }
+                        }
+                        Some(q) => {
+                            let node = self.afm.insert_at(v, *key, q);
+                            if self.flow_packets.len() <= node as usize {
+                                self.flow_packets.resize(node as usize + 1, 0);
+                            }
+                            let pushed = self.buf.push(q, len, node, payload);
+                            debug_assert!(pushed, "blocks were checked");
+                            self.flow_packets[node as usize] = 1;
+                            self.drr.enqueued(q);
+                            self.counters.flows_activated += 1;
+                            self.counters.flows_shared += shared as u64;
+                            Enqueue::Queued(Queued { queue: q, new_flow: true, shared, compares, slot })
+                        }
+                    }
+                }
+            }
+        };
+        if matches!(out, Enqueue::Queued(_)) {
+            self.counters.enqueued += 1;
+        }
+        self.maybe_check();
+        out
+    }
+
+    /// The next packet by DRR (dqs Fig. 1b): its blocks go back to the free stack; a flow with
+    /// no more packets leaves the AFM table, and an emptied queue goes back to the pool.
+    pub fn dequeue(&mut self, out: Option<&mut Vec<u8>>) -> Option<Dequeued> {
+        let buf = &self.buf;
+        let q = self.drr.select(|q| buf.head_len(q).expect("DRR round holds only non-empty queues"))?;
+        let p = self.buf.pop(q, out).expect("selected queue is non-empty");
+        self.drr.dequeued(q, p.emptied);
+        let node = p.tag;
+        let fp = &mut self.flow_packets[node as usize];
+        *fp -= 1;
+        let flow_released = *fp == 0;
+        let mut delete_steps = 0;
+        if flow_released {
+            delete_steps = self.afm.remove(node);
+            self.counters.flows_released += 1;
+        }
+        let queue_released = p.emptied && Some(q) != self.shared_queue();
+        if queue_released {
+            self.buf.release_queue(q);
+        }
+        self.counters.dequeued += 1;
+        self.maybe_check();
+        Some(Dequeued { queue: q, len: p.len, flow_released, queue_released, delete_steps })
+    }
+
+    fn maybe_check(&self) {
+        if self.cfg.check_invariants {
+            if let Err(e) = self.check() {
+                panic!("dqs invariant broken: {e}");
+            }
+        }
+    }
+
+    /// Checks the AFM table, the block accounting and that they agree: every active flow owns
+    /// exactly its queue's packets (or some of the shared queue's), and every in-use queue
+    /// belongs to exactly one flow. O(blocks + flows).
+    pub fn check(&self) -> Result<(), String> {
+        self.afm.check()?;
+        self.buf.check()?;
+        let nq = self.cfg.queues as usize + self.shared_queue().is_some() as usize;
+        let mut owner_packets = vec![0u64; nq];
+        let mut owners = vec![0u32; nq];
+        // Walk all nodes through the flow_packets table: live nodes have a count > 0.
+        let mut live = 0usize;
+        for (node, &c) in self.flow_packets.iter().enumerate() {
+            if c == 0 {
+                continue;
+            }
+            live += 1;
+            let q = self.afm.value(node as u32) as usize;
+            owner_packets[q] += c as u64;
+            owners[q] += 1;
+            let slot = self.hash.slot(self.afm.key(node as u32));
+            if !matches!(self.afm.find(slot, self.afm.key(node as u32)), Find::Found { node: n, .. } if n == node as u32)
+            {
+                return Err(format!("flow node {node} with {c} packets is not in its slot {slot}"));
+            }
+        }
+        if live != self.afm.len() {
+            return Err(format!("{live} flows hold packets but the AFM table has {}", self.afm.len()));
+        }
+        let mut in_use = 0;
+        for q in 0..nq {
+            if owner_packets[q] != self.buf.packets(q as u32) as u64 {
+                return Err(format!(
+                    "queue {q} holds {} packets, its flows {}",
+                    self.buf.packets(q as u32),
+                    owner_packets[q]
+                ));
+            }
+            let pooled = q < self.cfg.queues as usize;
+            if pooled && owners[q] > 1 {
+                return Err(format!("queue {q} is shared by {} flows", owners[q]));
+            }
+            in_use += (pooled && owners[q] == 1) as u32;
+        }
+        if in_use != self.buf.queues_in_use() {
+            return Err(format!("{in_use} queues owned, pool says {} in use", self.buf.queues_in_use()));
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flow::PROTO_TCP;
+    use rand::{Rng, SeedableRng};
+
+    fn key(i: u32) -> FlowKey {
+        FlowKey::new(std::net::Ipv4Addr::from(i).into(), std::net::Ipv4Addr::from(1).into(), PROTO_TCP, 1, 2)
+    }
+
+    #[test]
+    fn queue_created_on_first_packet_and_released_when_empty() {
+        let mut d = Dqs::new(DqsConfig { queues: 4, check_invariants: true, ..Default::default() });
+        let Enqueue::Queued(a1) = d.enqueue(&key(1), 100, None) else { panic!() };
+        assert!(a1.new_flow);
+        let Enqueue::Queued(a2) = d.enqueue(&key(1), 100, None) else { panic!() };
+        assert!(!a2.new_flow);
+        assert_eq!(a1.queue, a2.queue);
+        let Enqueue::Queued(b) = d.enqueue(&key(2), 100, None) else { panic!() };
+        assert_ne!(b.queue, a1.queue);
+        assert_eq!((d.active_flows(), d.buffer().queues_in_use()), (2, 2));
+        // DRR (quantum 1536 B): both of flow 1's packets in its round, the second releasing it,
+        // then flow 2's.
+        let x = d.dequeue(None).unwrap();
+        assert_eq!((x.queue, x.flow_released, x.queue_released), (a1.queue, false, false));
+        let y = d.dequeue(None).unwrap();
+        assert_eq!((y.queue, y.flow_released, y.queue_released), (a1.queue, true, true));
+        assert_eq!(d.buffer().queues_in_use(), 1);
+        let z = d.dequeue(None).unwrap();
+        assert_eq!((z.queue, z.flow_released, z.queue_released), (b.queue, true, true));
+        assert!(d.dequeue(None).is_none());
+        assert_eq!((d.active_flows(), d.buffer().queues_in_use(), d.buffer().max_queues_in_use()), (0, 0, 2));
+        // The flow comes back: a new mapping.
+        let Enqueue::Queued(again) = d.enqueue(&key(1), 100, None) else { panic!() };
+        assert!(again.new_flow);
+    }
+
+    #[test]
+    fn exhaustion_is_counted_under_both_policies() {
+        let mut d = Dqs::new(DqsConfig { queues: 2, check_invariants: true, ..Default::default() });
+        for i in 0..3 {
+            d.enqueue(&key(i), 64, None);
+        }
+        assert!(matches!(d.enqueue(&key(9), 64, None), Enqueue::Dropped { reason: DropReason::NoQueue, .. }));
+        assert_eq!(d.counters().dropped_no_queue, 2);
+        let mut s = Dqs::new(DqsConfig {
+            queues: 2,
+            on_exhausted: Exhausted::SharedQueue,
+            check_invariants: true,
+            ..Default::default()
+        });
+        for i in 0..5 {
+            s.enqueue(&key(i), 64, None);
+        }
+        assert_eq!(s.counters().flows_shared, 3);
+        assert_eq!(s.active_flows(), 5);
+        while s.dequeue(None).is_some() {}
+        assert_eq!(s.active_flows(), 0);
+        assert_eq!(s.counters().flows_released, 5);
+    }
+
+    #[test]
+    fn full_buffer_drops_are_counted_and_leave_no_mapping() {
+        let mut d = Dqs::new(DqsConfig { blocks: 4, check_invariants: true, ..Default::default() });
+        assert!(matches!(d.enqueue(&key(1), 200, None), Enqueue::Queued(_)));
+        assert!(matches!(d.enqueue(&key(2), 200, None), Enqueue::Dropped { reason: DropReason::BufferFull, .. }));
+        assert!(matches!(d.enqueue(&key(1), 200, None), Enqueue::Dropped { reason: DropReason::BufferFull, .. }));
+        assert_eq!(d.active_flows(), 1);
+        assert_eq!(d.counters().dropped_buffer_full, 2);
+    }
+
+    #[test]
+    fn random_traffic_never_leaks_blocks_queues_or_mappings() {
+        // A small table under heavy churn, every invariant checked after every operation.
+        for (policy, seed) in [(Exhausted::Drop, 1u64), (Exhausted::SharedQueue, 2)] {
+            let mut d = Dqs::new(DqsConfig {
+                slots: 8,
+                queues: 12,
+                blocks: 200,
+                on_exhausted: policy,
+                check_invariants: true,
+                ..Default::default()
+            });
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+            for _ in 0..20_000 {
+                if rng.random_bool(0.52) {
+                    d.enqueue(&key(rng.random_range(0..40)), rng.random_range(1..1500), None);
+                } else {
+                    d.dequeue(None);
+                }
+            }
+            while d.dequeue(None).is_some() {}
+            let c = d.counters();
+            assert_eq!(c.enqueued, c.dequeued);
+            assert_eq!(c.flows_activated, c.flows_released);
+            assert_eq!(d.buffer().free_blocks(), 200);
+            assert!(c.dropped_buffer_full > 0, "the test should exercise a full buffer: {c:?}");
+            if policy == Exhausted::Drop {
+                assert!(c.dropped_no_queue > 0, "{c:?}");
+            } else {
+                assert!(c.flows_shared > 0, "{c:?}");
+            }
+        }
+    }
+}
