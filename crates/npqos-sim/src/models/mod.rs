@@ -5,5 +5,6 @@
 //!   trace-driven input. The foundation's demo model and the `shared` link mode the kim
 //!   experiments will reuse.
 
+pub mod dqs;
 pub mod kim;
 pub mod link;

@@ -4,6 +4,7 @@
 //! up by a factor, and flow multiplication. [`stats`] summarises traces for `npqos trace stats`;
 //! [`writer`] writes pcap files (test corpora, generated workloads).
 
+pub mod corpus;
 pub mod decode;
 pub mod reader;
 pub mod stats;

@@ -1,0 +1,528 @@
+//! dqs simulation: packets (a trace corpus overlay or synthetic heavy-tailed flows) enter a
+//! [`Dqs`] flow table and leave through one output link served by DRR over the active physical
+//! queues, at a capacity set so the offered load is `load` (0.95 in dqs section 6). The AFM
+//! table is measured at every arrival; the mapping requests can be recorded and replayed into
+//! the SPSQ / MPSQ / MPMQ processing models of dqs section 5 ([`process`]).
+//!
+//! Timing: a packet leaves its queue when its transmission starts; the link is a
+//! [`Serializer`] (drift-free). Departures that start at an arrival's instant go first.
+
+use crate::rng::StreamRng;
+use crate::workload::SizeDist;
+use npqos_core::flow::{FlowKey, PROTO_TCP};
+use npqos_core::flowmap::{theory, Dqs, DqsConfig, Enqueue};
+use npqos_core::rate::Serializer;
+use npqos_core::{Duration, Instant, Rate};
+use rand::Rng;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// One packet offered to the flow table.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Arrival {
+    pub ts: u64,
+    pub len: u32,
+    pub flow: FlowKey,
+}
+
+/// A synthetic heavy-tailed flow workload (closed population): `in_progress` flows exist at
+/// every moment; each sends a Pareto number of packets (shape `pareto_shape`, mean
+/// `mean_packets` before rounding up to whole packets) with exponential gaps of mean
+/// `mean_gap` and sizes from `sizes`; when a flow has sent its last packet a new flow (new
+/// 5-tuple) takes its place. Offered rate: `in_progress / mean_gap` packets per second.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SyntheticFlows {
+    pub in_progress: u32,
+    pub mean_packets: f64,
+    pub pareto_shape: f64,
+    pub mean_gap: Duration,
+    pub sizes: SizeDist,
+    pub duration: Duration,
+}
+
+impl SyntheticFlows {
+    /// Offered bit rate.
+    pub fn mean_rate_bps(&self) -> f64 {
+        self.in_progress as f64 / self.mean_gap.as_secs_f64() * self.sizes.mean() * 8.0
+    }
+    /// Expected packets over the duration.
+    pub fn expected_packets(&self) -> u64 {
+        (self.in_progress as f64 * self.duration.as_secs_f64() / self.mean_gap.as_secs_f64()) as u64
+    }
+    pub fn generator(&self, rng: StreamRng) -> FlowGen {
+        FlowGen::new(self.clone(), rng)
+    }
+}
+
+/// The packet stream of a [`SyntheticFlows`] workload, in time order.
+pub struct FlowGen {
+    p: SyntheticFlows,
+    rng: StreamRng,
+    /// (next packet time, flow slot)
+    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    remaining: Vec<u32>,
+    ids: Vec<u64>,
+    next_id: u64,
+    x_m: f64,
+}
+
+/// A 5-tuple from a flow id: (source address, source port) is a bijection of the low 48 bits
+/// of the id, so distinct ids give distinct keys.
+pub fn synthetic_key(id: u64) -> FlowKey {
+    const MASK: u64 = (1 << 48) - 1;
+    let mut x = id.wrapping_mul(0x9E37_79B9_7F4B) & MASK;
+    x ^= x >> 24;
+    x = x.wrapping_mul(0xD6E8_FEB8_6659) & MASK;
+    let src = std::net::Ipv4Addr::from((x >> 16) as u32);
+    let dst = std::net::Ipv4Addr::from(0xC000_0200 | (id.wrapping_mul(0x2545_F491) >> 40) as u32 & 0xFF);
+    FlowKey::new(src.into(), dst.into(), PROTO_TCP, x as u16, 443)
+}
+
+impl FlowGen {
+    fn new(p: SyntheticFlows, rng: StreamRng) -> Self {
+        let a = p.pareto_shape;
+        let x_m = p.mean_packets * (a - 1.0) / a;
+        let mut g = FlowGen {
+            heap: BinaryHeap::with_capacity(p.in_progress as usize),
+            remaining: vec![0; p.in_progress as usize],
+            ids: vec![0; p.in_progress as usize],
+            next_id: 0,
+            x_m,
+            p,
+            rng,
+        };
+        for s in 0..g.p.in_progress {
+            g.start_flow(s);
+            // Stationary start: the first packet of each flow at a uniform point of one gap.
+            let t = (g.rng.random::<f64>() * g.gap()) as u64;
+            g.heap.push(Reverse((t, s)));
+        }
+        g
+    }
+
+    fn gap(&mut self) -> f64 {
+        let u: f64 = self.rng.random();
+        -(1.0 - u).ln() * self.p.mean_gap.as_nanos() as f64
+    }
+
+    fn start_flow(&mut self, s: u32) {
+        let u: f64 = self.rng.random();
+        let x = self.x_m / (1.0 - u).powf(1.0 / self.p.pareto_shape);
+        self.remaining[s as usize] = x.ceil().clamp(1.0, u32::MAX as f64) as u32;
+        self.ids[s as usize] = self.next_id;
+        self.next_id += 1;
+    }
+
+    /// Flows started so far.
+    pub fn flows_started(&self) -> u64 {
+        self.next_id
+    }
+}
+
+impl Iterator for FlowGen {
+    type Item = Arrival;
+    fn next(&mut self) -> Option<Arrival> {
+        let Reverse((t, s)) = self.heap.pop()?;
+        if t >= self.p.duration.as_nanos() {
+            return None;
+        }
+        let flow = synthetic_key(self.ids[s as usize]);
+        let len = self.p.sizes.sample(&mut self.rng);
+        self.remaining[s as usize] -= 1;
+        if self.remaining[s as usize] == 0 {
+            self.start_flow(s);
+        }
+        let next = t + self.gap().max(1.0) as u64;
+        self.heap.push(Reverse((next, s)));
+        Some(Arrival { ts: t, len, flow })
+    }
+}
+
+/// Parameters of one dqs link run.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct DqsLinkParams {
+    pub table: DqsConfig,
+    /// Offered load: link capacity = mean offered rate / load.
+    pub load: f64,
+    /// Record every mapping request for [`process`].
+    pub record_requests: bool,
+}
+
+/// A mapping request as seen by the processing models: its sub-table, the nodes compared,
+/// and whether it created a new mapping.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    pub slot: u32,
+    pub compares: u16,
+    pub new_flow: bool,
+}
+
+/// Running sums of a theory quantity beside a measurement.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Beside {
+    pub count: u64,
+    pub measured: f64,
+    /// The paper's formula (Theorem 1 or 2) at the `l` of each lookup.
+    pub paper: f64,
+    /// The exact expectation for random BSTs under uniform hashing.
+    pub exact: f64,
+}
+
+impl Beside {
+    pub fn mean_measured(&self) -> f64 {
+        self.measured / self.count.max(1) as f64
+    }
+    pub fn mean_paper(&self) -> f64 {
+        self.paper / self.count.max(1) as f64
+    }
+    pub fn mean_exact(&self) -> f64 {
+        self.exact / self.count.max(1) as f64
+    }
+}
+
+/// What a dqs link run measured.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DqsLinkResult {
+    pub packets: u64,
+    pub bytes: u64,
+    pub capacity_bps: f64,
+    pub offered_bps: f64,
+    pub span_ns: u64,
+    pub dropped_buffer_full: u64,
+    pub dropped_no_queue: u64,
+    pub flows_activated: u64,
+    /// Searches for flows already active (dqs Fig. 5 / Theorem 1).
+    pub search: Beside,
+    /// Searches that identified a new active flow (dqs Fig. 6 / Theorem 2).
+    pub update: Beside,
+    /// Packets by cycles to find their queue (1 for the hash + nodes compared), dqs Figs 7-8.
+    pub cycles_hist: Vec<u64>,
+    /// Table 2 sums over arrival samples: active flows, non-empty slots, slots with > 1 flow.
+    pub samples: u64,
+    pub sum_active: f64,
+    pub sum_nonempty: f64,
+    pub sum_multi: f64,
+    pub worst_slot: u32,
+    pub max_active: u64,
+    /// Table 3: physical queues in use, maximum and time average.
+    pub max_queues: u32,
+    pub mean_queues: f64,
+    /// Peak bytes held by the AFM table's data structure.
+    pub afm_memory_bytes: usize,
+    pub requests: Vec<Request>,
+}
+
+impl DqsLinkResult {
+    pub fn mean_cycles(&self) -> f64 {
+        let n: u64 = self.cycles_hist.iter().sum();
+        self.cycles_hist.iter().enumerate().map(|(c, &k)| c as f64 * k as f64).sum::<f64>() / n.max(1) as f64
+    }
+}
+
+/// Theorem values per `l`, computed on first use.
+struct TheoryMemo {
+    m: u64,
+    memo: Vec<Option<[f64; 4]>>,
+}
+
+impl TheoryMemo {
+    fn get(&mut self, l: usize) -> [f64; 4] {
+        if self.memo.len() <= l {
+            self.memo.resize(l + 1, None);
+        }
+        *self.memo[l].get_or_insert_with(|| {
+            let (l, m) = (l as u64, self.m);
+            [
+                theory::theorem1(l, m),
+                theory::successful_search_flow_weighted(l, m),
+                theory::theorem2(l, m),
+                theory::unsuccessful_search_exact(l, m),
+            ]
+        })
+    }
+}
+
+/// Runs `arrivals` (time-ordered) through a dqs flow table and a DRR link. `offered_bps` is the
+/// workload's mean rate (sets the capacity); `expected` packets scale `progress` (0..1).
+pub fn run_link(
+    p: &DqsLinkParams,
+    arrivals: impl Iterator<Item = Arrival>,
+    offered_bps: f64,
+    expected: u64,
+    progress: &mut dyn FnMut(f64),
+) -> DqsLinkResult {
+    let capacity = Rate::from_bits_per_sec((offered_bps / p.load).round().max(1.0) as u64);
+    let mut dqs = Dqs::new(p.table);
+    let mut link = Serializer::new(capacity);
+    let mut r = DqsLinkResult { capacity_bps: capacity.bits_per_sec() as f64, offered_bps, ..Default::default() };
+    let mut memo = TheoryMemo { m: p.table.slots as u64, memo: Vec::new() };
+    let (mut q_area, mut q_last_t, mut first_t) = (0.0f64, 0u64, None);
+    let mut last_ts = 0;
+    for a in arrivals {
+        let t = a.ts;
+        first_t.get_or_insert(t);
+        // Departures that start by t.
+        while !dqs.is_empty() && link.free_at().as_nanos() <= t {
+            let start = link.free_at().max(Instant::from_nanos(q_last_t));
+            let in_use = dqs.buffer().queues_in_use() as f64;
+            q_area += in_use * (start.as_nanos() - q_last_t) as f64;
+            q_last_t = start.as_nanos();
+            let d = dqs.dequeue(None).expect("non-empty");
+            link.send(start, d.len as u64);
+        }
+        q_area += dqs.buffer().queues_in_use() as f64 * (t - q_last_t) as f64;
+        q_last_t = t;
+        // Table 2 sample, then the mapping.
+        let l = dqs.active_flows();
+        let st = dqs.afm().stats();
+        r.samples += 1;
+        r.sum_active += l as f64;
+        r.sum_nonempty += st.nonempty as f64;
+        r.sum_multi += st.multi as f64;
+        r.max_active = r.max_active.max(l as u64);
+        let e = dqs.enqueue(&a.flow, a.len, None);
+        let (compares, new_flow, slot) = match e {
+            Enqueue::Queued(q) => (q.compares, q.new_flow, q.slot),
+            Enqueue::Dropped { compares, slot, .. } => {
+                // A dropped packet of a new flow still searched as one.
+                let found = matches!(dqs.afm().find(slot, &a.flow), npqos_core::flowmap::Find::Found { .. });
+                (compares, !found, slot)
+            }
+        };
+        let th = memo.get(l);
+        if new_flow {
+            r.update.count += 1;
+            r.update.measured += compares as f64;
+            r.update.paper += th[2];
+            r.update.exact += th[3];
+        } else {
+            r.search.count += 1;
+            r.search.measured += compares as f64;
+            r.search.paper += th[0];
+            r.search.exact += th[1];
+        }
+        let cyc = 1 + compares as usize;
+        if r.cycles_hist.len() <= cyc {
+            r.cycles_hist.resize(cyc + 1, 0);
+        }
+        r.cycles_hist[cyc] += 1;
+        if p.record_requests {
+            r.requests.push(Request { slot, compares: compares.min(u16::MAX as u32) as u16, new_flow });
+        }
+        r.packets += 1;
+        r.bytes += a.len as u64;
+        r.afm_memory_bytes = r.afm_memory_bytes.max(dqs.afm().memory_bytes());
+        last_ts = t;
+        if r.packets % (1 << 16) == 0 {
+            progress((r.packets as f64 / expected.max(1) as f64).min(1.0));
+        }
+    }
+    let c = dqs.counters();
+    r.dropped_buffer_full = c.dropped_buffer_full;
+    r.dropped_no_queue = c.dropped_no_queue;
+    r.flows_activated = c.flows_activated;
+    r.worst_slot = dqs.afm().stats().worst;
+    r.max_queues = dqs.buffer().max_queues_in_use();
+    let span = last_ts.saturating_sub(first_t.unwrap_or(0));
+    r.span_ns = span;
+    r.mean_queues = if span > 0 { q_area / span as f64 } else { 0.0 };
+    r
+}
+
+/// The processing models of dqs section 5.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ProcModel {
+    /// One mapping process, one task queue.
+    Spsq,
+    /// A mapping process per sub-table, one FIFO task queue (head-of-line blocking).
+    Mpsq,
+    /// A mapping process and a task queue per sub-table.
+    Mpmq,
+}
+
+impl ProcModel {
+    pub fn name(self) -> &'static str {
+        match self {
+            ProcModel::Spsq => "SPSQ",
+            ProcModel::Mpsq => "MPSQ",
+            ProcModel::Mpmq => "MPMQ",
+        }
+    }
+}
+
+/// Bytes a mapping request occupies in a task queue: the 13-byte IPv4 5-tuple, a 2-byte
+/// sequence tag and a byte of sub-table id (our choice; the paper gives none).
+pub const REQUEST_BYTES: f64 = 16.0;
+
+/// What a processing model achieved on a request sequence.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct ProcResult {
+    /// Mapping output rate / request arrival rate (dqs Fig. 10).
+    pub throughput: f64,
+    /// Largest number of requests waiting in one task queue.
+    pub max_queue: u64,
+    /// Task-queue memory in bytes: the one queue's peak (SPSQ, MPSQ); for MPMQ, as the paper
+    /// computes it, sub-tables x the largest per-queue peak.
+    pub buffer_bytes: f64,
+    /// MPMQ: the peak of the sum of all task queues (bytes).
+    pub peak_total_bytes: f64,
+}
+
+/// Replays `reqs` into processing model `model` with `slots` sub-tables at `speedup` requests
+/// per mapping cycle (request `i` arrives at cycle `i / speedup`).
+///
+/// Service: a search takes `max(1, compares)` cycles in its mapping process; a new flow then
+/// needs one cycle of the queue allocator. Allocation is serial (dqs section 5) and granted in
+/// request order (sequence-tag order). Results leave through the reordering logic in request
+/// order, so the output time of request `i` is the latest completion among requests `0..=i`.
+/// MPSQ dispatches the head of its single queue as soon as that sub-table's process is idle
+/// (any number per cycle); a busy head blocks the requests behind it.
+pub fn process(model: ProcModel, reqs: &[Request], slots: u32, speedup: f64) -> ProcResult {
+    if reqs.is_empty() {
+        return ProcResult { throughput: 1.0, ..Default::default() };
+    }
+    let n = reqs.len();
+    let arr = |i: usize| i as f64 / speedup;
+    let mut free = vec![0.0f64; if model == ProcModel::Spsq { 1 } else { slots as usize }];
+    let mut alloc_free = 0.0f64;
+    let (mut out_first, mut out_last, mut prev_dispatch) = (None, 0.0f64, 0.0f64);
+    // Waiting (not yet started) requests: start times in a min-heap, and per-slot counts.
+    let mut waiting: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
+    let mut per_slot = vec![0u64; slots as usize];
+    let (mut max_queue, mut max_total) = (0u64, 0u64);
+    for (i, rq) in reqs.iter().enumerate() {
+        let a = arr(i);
+        while let Some(&Reverse((s, sl))) = waiting.peek() {
+            if f64::from_bits(s) > a {
+                break;
+            }
+            waiting.pop();
+            per_slot[sl as usize] -= 1;
+        }
+        let proc = if model == ProcModel::Spsq { 0 } else { rq.slot as usize };
+        let start = match model {
+            ProcModel::Spsq | ProcModel::Mpmq => a.max(free[proc]),
+            ProcModel::Mpsq => a.max(prev_dispatch).max(free[proc]),
+        };
+        prev_dispatch = start;
+        let mut finish = start + (rq.compares as f64).max(1.0);
+        if rq.new_flow {
+            if model == ProcModel::Spsq {
+                finish += 1.0;
+            } else {
+                let g = finish.max(alloc_free);
+                alloc_free = g + 1.0;
+                finish = g + 1.0;
+            }
+        }
+        free[proc] = finish;
+        out_last = out_last.max(finish);
+        out_first.get_or_insert(finish);
+        if start > a {
+            // Queue key: SPSQ and MPSQ have one queue (slot 0), MPMQ one per sub-table.
+            let q = if model == ProcModel::Mpmq { rq.slot } else { 0 };
+            waiting.push(Reverse((start.to_bits(), q)));
+            per_slot[q as usize] += 1;
+            max_queue = max_queue.max(per_slot[q as usize]);
+            max_total = max_total.max(waiting.len() as u64);
+        }
+    }
+    // Rates over the run: n requests in n / speedup cycles in, between the first and the last
+    // result (plus one inter-arrival) out.
+    let in_span = n as f64 / speedup;
+    let out_span = out_last - out_first.unwrap_or(0.0) + 1.0 / speedup;
+    let buffer_bytes = match model {
+        ProcModel::Mpmq => slots as f64 * max_queue as f64 * REQUEST_BYTES,
+        _ => max_queue as f64 * REQUEST_BYTES,
+    };
+    ProcResult {
+        throughput: (in_span / out_span).min(1.0),
+        max_queue,
+        buffer_bytes,
+        peak_total_bytes: max_total as f64 * REQUEST_BYTES,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::RngStreams;
+
+    #[test]
+    fn synthetic_keys_are_distinct_and_rate_is_as_specified() {
+        let mut keys: Vec<FlowKey> = (0..200_000).map(synthetic_key).collect();
+        keys.sort_unstable();
+        keys.dedup();
+        assert_eq!(keys.len(), 200_000);
+        let w = SyntheticFlows {
+            in_progress: 1000,
+            mean_packets: 10.0,
+            pareto_shape: 1.5,
+            mean_gap: Duration::from_millis(10),
+            sizes: SizeDist::Constant(500),
+            duration: Duration::from_secs(20),
+        };
+        let g = w.generator(RngStreams::new(1).stream("t", 0));
+        let mut n = 0u64;
+        let mut last = 0;
+        for a in g {
+            assert!(a.ts >= last);
+            last = a.ts;
+            n += 1;
+        }
+        let expect = w.expected_packets() as f64;
+        assert!((n as f64 / expect - 1.0).abs() < 0.02, "{n} vs {expect}");
+    }
+
+    fn reqs(v: &[(u32, u16, bool)]) -> Vec<Request> {
+        v.iter().map(|&(slot, compares, new_flow)| Request { slot, compares, new_flow }).collect()
+    }
+
+    #[test]
+    fn processing_models_by_hand() {
+        // One-cycle searches spread over four sub-tables, 4 per cycle: SPSQ serves 1 per cycle
+        // (throughput 1/4); MPSQ and MPMQ keep up.
+        let r: Vec<Request> = (0..4000).map(|i| Request { slot: i % 4, compares: 1, new_flow: false }).collect();
+        let s = process(ProcModel::Spsq, &r, 4, 4.0);
+        assert!((s.throughput - 0.25).abs() < 0.001, "{s:?}");
+        assert!(s.max_queue > 2900, "{s:?}");
+        for m in [ProcModel::Mpsq, ProcModel::Mpmq] {
+            let x = process(m, &r, 4, 4.0);
+            assert!((x.throughput - 1.0).abs() < 1e-9 && x.max_queue == 0, "{m:?} {x:?}");
+        }
+        // Serial allocation: new flows, 0 compares: the allocator grants one per cycle.
+        let r: Vec<Request> = (0..4000).map(|i| Request { slot: i % 4, compares: 0, new_flow: true }).collect();
+        let m = process(ProcModel::Mpmq, &r, 4, 4.0);
+        assert!((m.throughput - 0.25).abs() < 0.001, "{m:?}");
+        // SPSQ: 2 cycles each (search + allocation).
+        assert!((process(ProcModel::Spsq, &r, 4, 1.0).throughput - 0.5).abs() < 0.001);
+        // Head-of-line blocking: sub-tables 0, 0, 1 at 3 per cycle. MPSQ: the third waits
+        // behind the second; MPMQ: it starts at once.
+        let r = reqs(&[(0, 1, false), (0, 1, false), (1, 1, false)]);
+        let a = process(ProcModel::Mpsq, &r, 2, 3.0);
+        let b = process(ProcModel::Mpmq, &r, 2, 3.0);
+        assert_eq!((a.max_queue, b.max_queue), (2, 1));
+        assert_eq!(b.buffer_bytes, 2.0 * REQUEST_BYTES);
+        // Slow arrivals: everyone keeps up.
+        let r = reqs(&[(0, 2, false), (1, 2, false), (0, 1, true)]);
+        for model in [ProcModel::Spsq, ProcModel::Mpsq, ProcModel::Mpmq] {
+            let x = process(model, &r, 2, 0.25);
+            assert!(x.throughput > 0.99 && x.max_queue == 0, "{model:?} {x:?}");
+        }
+    }
+
+    #[test]
+    fn more_parallelism_never_hurts_on_random_requests() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let r: Vec<Request> = (0..20_000)
+            .map(|_| Request { slot: rng.random_range(0..16), compares: rng.random_range(0..4), new_flow: rng.random_bool(0.2) })
+            .collect();
+        for sp in [1.0, 2.0, 4.0, 8.0] {
+            let s = process(ProcModel::Spsq, &r, 16, sp).throughput;
+            let m1 = process(ProcModel::Mpsq, &r, 16, sp).throughput;
+            let m2 = process(ProcModel::Mpmq, &r, 16, sp).throughput;
+            assert!(s <= m1 + 1e-9 && m1 <= m2 + 1e-9, "speedup {sp}: {s} {m1} {m2}");
+        }
+    }
+}
