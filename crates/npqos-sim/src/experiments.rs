@@ -3,6 +3,7 @@
 //!
 //! Ids are `<paper short name>-<figure or table>`. The kim experiments live in [`kim`].
 
+pub mod dqs;
 pub mod kim;
 pub mod kim_heap;
 pub mod kim_load;
@@ -58,6 +59,20 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         description: "kim section 5.2.3: mean packet delay, event-driven vs periodic fill (1 ms), overload 0.9 and 0.95",
     },
     ExperimentInfo { id: "kim-fig12", description: "kim Fig. 12: reschedules per queue and mean heap size vs alpha (500-4500 B) at overload 1.29" },
+    ExperimentInfo {
+        id: "dqs-table2",
+        description: "dqs Table 2: sub-table lengths, alpha, P(>1) for M = 64/256/1024 at load 0.95 with DRR (nDPI corpus, synthetic)",
+    },
+    ExperimentInfo { id: "dqs-table3", description: "dqs Table 3: maximum and mean physical queues needed at load 0.95" },
+    ExperimentInfo {
+        id: "dqs-fig5-8",
+        description: "dqs Figs 5-8: search/update cycles vs M beside Theorems 1-2, cycles per packet, CDF at M = 256",
+    },
+    ExperimentInfo {
+        id: "dqs-fig9-13",
+        description: "dqs Figs 9-13: SPSQ/MPSQ/MPMQ normalised throughput and task-queue buffer vs speedup (M = 64) and vs M (speedup 8)",
+    },
+    ExperimentInfo { id: "dqs-scale", description: "dqs: 1e6 in-progress flows, queues only for active ones; AFM memory (eq 5) vs brute force" },
 ];
 
 /// Options common to all experiments.
@@ -87,8 +102,49 @@ pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<
         "kim-fig9" => Some(kim_load::fig9(opts, progress)),
         "kim-fig11" => Some(kim_load::fig11(opts, progress)),
         "kim-delay" => Some(kim_load::delay(opts, progress)),
+        "dqs-table2" => Some(dqs::table2(opts, progress)),
+        "dqs-table3" => Some(dqs::table3(opts, progress)),
+        "dqs-fig5-8" => Some(dqs::fig5_8(opts, progress)),
+        "dqs-fig9-13" => Some(dqs::fig9_13(opts, progress)),
+        "dqs-scale" => Some(dqs::scale(opts, progress)),
         _ => None,
     }
+}
+
+/// Maps `f` over `items` on two worker threads; results come back in input order whatever
+/// the scheduling, so output does not depend on thread timing. `f` gets a progress callback
+/// (0..1 of its item); this thread reports the mean over items.
+pub(crate) fn par_map<T: Sync, R: Send>(
+    items: &[T],
+    f: impl Fn(&T, &mut dyn FnMut(f64)) -> R + Sync,
+    progress: &mut dyn FnMut(f64),
+) -> Vec<R> {
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::Mutex;
+    let next = AtomicUsize::new(0);
+    let finished = AtomicUsize::new(0);
+    let done: Vec<AtomicU64> = items.iter().map(|_| AtomicU64::new(0)).collect();
+    let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= items.len() {
+                    return;
+                }
+                let r = f(&items[i], &mut |x| done[i].store(x.to_bits(), Ordering::Relaxed));
+                results.lock().expect("no worker panicked")[i] = Some(r);
+                done[i].store(1f64.to_bits(), Ordering::Relaxed);
+                finished.fetch_add(1, Ordering::Relaxed);
+            });
+        }
+        while finished.load(Ordering::Relaxed) < items.len() {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            let sum: f64 = done.iter().map(|d| f64::from_bits(d.load(Ordering::Relaxed))).sum();
+            progress(sum / items.len().max(1) as f64);
+        }
+    });
+    results.into_inner().expect("no worker panicked").into_iter().map(|r| r.expect("every item ran")).collect()
 }
 
 /// kim Table I and eqs 15-16.

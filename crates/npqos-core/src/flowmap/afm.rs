@@ -129,9 +129,11 @@ impl AfmTable {
     pub fn set_value(&mut self, node: u32, value: u32) {
         self.nodes[node as usize].value = value;
     }
-    /// Bytes of memory held by the table (slots, lengths and the node arena's capacity).
+    /// Bytes the table has used at its high-water mark: slots (root and length, 8 bytes each)
+    /// and every node the arena has handed out (in use or free). Reserved but never used
+    /// arena capacity is not counted.
     pub fn memory_bytes(&self) -> usize {
-        self.roots.capacity() * 8 + self.nodes.capacity() * core::mem::size_of::<Node>() + self.free.capacity() * 4
+        self.roots.len() * 8 + self.nodes.len() * (core::mem::size_of::<Node>() + 4)
     }
 
     /// Searches slot `slot` for `key` (dqs section 4.2 (1)).

@@ -93,8 +93,9 @@ impl FlowGen {
         };
         for s in 0..g.p.in_progress {
             g.start_flow(s);
-            // Stationary start: the first packet of each flow at a uniform point of one gap.
-            let t = (g.rng.random::<f64>() * g.gap()) as u64;
+            // Stationary start: gaps are exponential (memoryless), so the time to each flow's
+            // first packet is one more gap. (A uniform point of a gap front-loads arrivals.)
+            let t = g.gap() as u64;
             g.heap.push(Reverse((t, s)));
         }
         g
@@ -313,7 +314,7 @@ pub fn run_link(
         r.bytes += a.len as u64;
         r.afm_memory_bytes = r.afm_memory_bytes.max(dqs.afm().memory_bytes());
         last_ts = t;
-        if r.packets % (1 << 16) == 0 {
+        if r.packets.is_multiple_of(1 << 16) {
             progress((r.packets as f64 / expected.max(1) as f64).min(1.0));
         }
     }
@@ -516,7 +517,11 @@ mod tests {
         use rand::{Rng, SeedableRng};
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
         let r: Vec<Request> = (0..20_000)
-            .map(|_| Request { slot: rng.random_range(0..16), compares: rng.random_range(0..4), new_flow: rng.random_bool(0.2) })
+            .map(|_| Request {
+                slot: rng.random_range(0..16),
+                compares: rng.random_range(0..4),
+                new_flow: rng.random_bool(0.2),
+            })
             .collect();
         for sp in [1.0, 2.0, 4.0, 8.0] {
             let s = process(ProcModel::Spsq, &r, 16, sp).throughput;
@@ -524,5 +529,31 @@ mod tests {
             let m2 = process(ProcModel::Mpmq, &r, 16, sp).throughput;
             assert!(s <= m1 + 1e-9 && m1 <= m2 + 1e-9, "speedup {sp}: {s} {m1} {m2}");
         }
+    }
+
+    #[test]
+    fn constant_sizes_give_the_md1_queue() {
+        // Poisson arrivals (superposed exponential-gap flows), constant sizes: the mean number
+        // of packets waiting is Pollaczek-Khinchine's rho^2 / (2 (1 - rho)); every waiting
+        // packet here belongs to a distinct flow almost surely, so active flows ~ waiting packets.
+        let w = SyntheticFlows {
+            in_progress: 5000,
+            mean_packets: 10.0,
+            pareto_shape: 1.2,
+            mean_gap: Duration::from_millis(10),
+            sizes: SizeDist::Constant(500),
+            duration: Duration::from_secs(2),
+        };
+        let p = DqsLinkParams {
+            table: DqsConfig { queues: 1 << 16, blocks: 1 << 20, ..Default::default() },
+            load: 0.9,
+            record_requests: false,
+        };
+        let r = run_link(&p, w.generator(RngStreams::new(1).stream("x", 0)), w.mean_rate_bps(), 0, &mut |_| {});
+        let rho = r.bytes as f64 * 8.0 / (r.span_ns as f64 * 1e-9) / r.capacity_bps;
+        let lq = rho * rho / (2.0 * (1.0 - rho));
+        let got = r.sum_active / r.samples as f64;
+        assert!((got / lq - 1.0).abs() < 0.1, "rho {rho}: {got} flows waiting vs P-K {lq}");
+        assert!((r.mean_queues / lq - 1.0).abs() < 0.1);
     }
 }
