@@ -45,13 +45,13 @@ pub fn ndpi_dir() -> Option<PathBuf> {
     c.into_iter().find(|d| d.is_dir())
 }
 
-/// Loads the nDPI corpus (all `.pcap` / `.pcapng` files, sorted by name, corrupt records skipped).
+/// Loads the nDPI corpus (all `.pcap` / `.pcapng` / `.cap` files, sorted by name, corrupt records skipped).
 pub fn load_ndpi() -> Option<Result<Corpus, String>> {
     let dir = ndpi_dir()?;
     let mut files: Vec<PathBuf> = match std::fs::read_dir(&dir) {
         Ok(rd) => rd
             .filter_map(|e| e.ok().map(|e| e.path()))
-            .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng"))
+            .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng" || x == "cap"))
             .collect(),
         Err(e) => return Some(Err(format!("{}: {e}", dir.display()))),
     };
@@ -210,6 +210,8 @@ fn link_run(label: String, w: &str, m: u32, r: &DqsLinkResult) -> RunResult {
     run.scalar("packets", r.packets as f64, "packets");
     run.scalar("flows_activated", r.flows_activated as f64, "flows");
     run.scalar("capacity", r.capacity_bps, "bit/s");
+    run.scalar("offered", r.offered_bps, "bit/s");
+    run.scalar("peak_10ms_over_mean", r.peak_10ms_bps / r.offered_bps.max(1.0), "ratio");
     run.scalar("dropped_buffer_full", r.dropped_buffer_full as f64, "packets");
     run.scalar("dropped_no_queue", r.dropped_no_queue as f64, "packets");
     run.scalar("mean_active_flows", r.sum_active / r.samples.max(1) as f64, "flows");
@@ -297,10 +299,10 @@ pub fn table3(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output { id: "dqs-table3".into(), ..Default::default() };
     let ws = workloads(opts, &mut out);
     let rs = sweep(&ws, &[256], false, opts.seed, progress);
-    let mut rows = String::from("| workload | flows | mean rate (Mb/s) | capacity (Mb/s) | max queues | mean queues |\n|---|---|---|---|---|---|\n");
+    let mut rows = String::from("| workload | flows | mean rate (Mb/s) | capacity (Mb/s) | peak 10 ms / mean | max queues | mean queues |\n|---|---|---|---|---|---|---|\n");
     for t in 0..3 {
         rows.push_str(&format!(
-            "| paper {} | n/a | {} | {} | {} | {} |\n",
+            "| paper {} | n/a | {} | {} | n/a | {} | {} |\n",
             PAPER_TRACES[t], TABLE3[0][t], TABLE3[1][t], TABLE3[2][t], TABLE3[3][t]
         ));
     }
@@ -308,10 +310,11 @@ pub fn table3(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         let w = w.name();
         let run = link_run(w.into(), w, 256, r);
         rows.push_str(&format!(
-            "| ours {w} | {} | {:.2} | {:.2} | {} | {:.1} |\n",
+            "| ours {w} | {} | {:.2} | {:.2} | {:.1} | {} | {:.1} |\n",
             r.flows_activated,
             r.offered_bps / 1e6,
             r.capacity_bps / 1e6,
+            r.peak_10ms_bps / r.offered_bps,
             r.max_queues,
             r.mean_queues
         ));

@@ -210,6 +210,8 @@ pub struct DqsLinkResult {
     pub mean_queues: f64,
     /// Peak bytes held by the AFM table's data structure.
     pub afm_memory_bytes: usize,
+    /// Highest offered rate over a 10 ms window (fixed windows from time 0), bits/s.
+    pub peak_10ms_bps: f64,
     pub requests: Vec<Request>,
 }
 
@@ -259,6 +261,7 @@ pub fn run_link(
     let mut memo = TheoryMemo { m: p.table.slots as u64, memo: Vec::new() };
     let (mut q_area, mut q_last_t, mut first_t) = (0.0f64, 0u64, None);
     let mut last_ts = 0;
+    let (mut win, mut win_bytes, mut win_max) = (0u64, 0u64, 0u64);
     for a in arrivals {
         let t = a.ts;
         first_t.get_or_insert(t);
@@ -312,12 +315,18 @@ pub fn run_link(
         }
         r.packets += 1;
         r.bytes += a.len as u64;
+        if t / 10_000_000 != win {
+            win_max = win_max.max(win_bytes);
+            (win, win_bytes) = (t / 10_000_000, 0);
+        }
+        win_bytes += a.len as u64;
         r.afm_memory_bytes = r.afm_memory_bytes.max(dqs.afm().memory_bytes());
         last_ts = t;
         if r.packets.is_multiple_of(1 << 16) {
             progress((r.packets as f64 / expected.max(1) as f64).min(1.0));
         }
     }
+    r.peak_10ms_bps = win_max.max(win_bytes) as f64 * 8.0 / 0.01;
     let c = dqs.counters();
     r.dropped_buffer_full = c.dropped_buffer_full;
     r.dropped_no_queue = c.dropped_no_queue;
