@@ -71,10 +71,10 @@ enum Cmd {
     Trace(TraceCmd),
     /// Analytical models as sizing tools
     #[command(
-        after_help = "Examples:\n  npqos model kim --queues 1000000 --link 100Gbps --overload 1.29\n  npqos model kim --queues 512000 --link 400Gbps --sizes uniform --json"
+        after_help = "Examples:\n  npqos model kim --queues 1000000 --link 100Gbps --overload 1.29\n  npqos model kim --queues 512000 --link 400Gbps --sizes uniform --json\n  npqos model dqs --slots 64,256,1024 --active-flows 256 --in-progress 1e6"
     )]
     Model {
-        /// Paper short name (kim)
+        /// Paper short name (kim, dqs)
         short: String,
         #[command(flatten)]
         args: commands::model::ModelArgs,

@@ -270,3 +270,33 @@ fn trace_scenario_runs_when_the_shared_traces_exist() {
     let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
     assert!(v["scalars"]["offered_packets"]["value"].as_f64().unwrap() > 100.0);
 }
+
+/// `npqos model dqs` reproduces the paper's eq 5 example and orders the search costs as the
+/// theory says; bad slot counts are bad input.
+#[test]
+fn model_dqs_sizes_the_afm_table() {
+    let o = run(&[
+        "model",
+        "dqs",
+        "--slots",
+        "256,1024",
+        "--active-flows",
+        "256",
+        "--physical-queues",
+        "256",
+        "--flow-bits",
+        "32",
+        "--json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let p = v["points"].as_array().unwrap();
+    assert_eq!(p[0]["slots"], 256);
+    assert_eq!(p[0]["results"]["afm_memory"]["value"], 16640.0);
+    let r = |i: usize, k: &str| p[i]["results"][k]["value"].as_f64().unwrap();
+    assert!(r(1, "search_exact_per_flow") < r(0, "search_exact_per_flow"));
+    assert!(r(0, "new_flow_exact") < r(0, "new_flow_theorem2_bound"));
+    assert_eq!(v["brute_force_pointer_bits"], 40_000_000);
+    let bad = run(&["model", "dqs", "--slots", "0"]);
+    assert_eq!(bad.status.code(), Some(2));
+}

@@ -1,5 +1,8 @@
 //! `npqos model <short>`: analytical models as sizing tools.
 //!
+//! `dqs` gives eq 5's AFM memory, the expected search costs (Theorems 1-2 and the exact
+//! random-BST values) and the brute-force table it replaces.
+//!
 //! `kim` gives the workload side of the paper (eqs 15-16), the cost of the periodic-fill
 //! baseline (section 1 / 2.2) and the stochastic model of section 3.2 (eqs 8-13; constant
 //! inter-arrival times as in the paper, exponential ones as our extension): heap size per core,
@@ -42,6 +45,21 @@ pub struct ModelArgs {
     /// Inter-arrival times: constant (the paper's stochastic model) or exponential (our extension)
     #[arg(long, default_value = "constant")]
     arrivals: String,
+    /// dqs: AFM slots M (one or more, comma-separated)
+    #[arg(long, default_value = "64,256,1024", value_delimiter = ',', value_parser = count)]
+    slots: Vec<u64>,
+    /// dqs: active flows l (flows with packets buffered)
+    #[arg(long, default_value = "256", value_parser = count)]
+    active_flows: u64,
+    /// dqs: physical queues N [default: active flows]
+    #[arg(long, value_parser = count)]
+    physical_queues: Option<u64>,
+    /// dqs: flows in progress, for the brute-force per-flow table
+    #[arg(long, default_value = "1e6", value_parser = count)]
+    in_progress: u64,
+    /// dqs: bits of a flow id B (104 for the IPv4 5-tuple)
+    #[arg(long, default_value = "104", value_parser = count)]
+    flow_bits: u64,
     /// Print JSON instead of a table
     #[arg(long)]
     json: bool,
@@ -54,9 +72,10 @@ fn count(s: &str) -> Result<u64, String> {
 pub fn model(short: &str, a: &ModelArgs) -> Result<()> {
     match short {
         "kim" => kim(a),
-        "qcache" | "predictive" | "dqs" | "everest" => {
-            Err(bad(format!("npqos model {short}: not implemented yet (its mechanism issue is open); available: kim")))
-        }
+        "dqs" => dqs(a),
+        "qcache" | "predictive" | "everest" => Err(bad(format!(
+            "npqos model {short}: not implemented yet (its mechanism issue is open); available: kim, dqs"
+        ))),
         other => Err(bad(format!(
             "unknown model {other:?}: expected one of kim (qcache, predictive, dqs, everest are not implemented yet)"
         ))),
@@ -189,6 +208,67 @@ fn kim(a: &ModelArgs) -> Result<()> {
         if gaps == Gaps::Exponential {
             println!("  (exponential gaps: our extension of the paper's model; eq 9 takes the schedulable time as N x T_int)");
         }
+    }
+    Ok(())
+}
+
+/// dqs sizing: eq 5 memory and the expected AFM search costs (Theorems 1-2 as printed, and the
+/// exact random-BST expectations) for `l` active flows over each slot count.
+fn dqs(a: &ModelArgs) -> Result<()> {
+    use npqos_core::flowmap::theory as t;
+    if a.slots.is_empty() || a.slots.contains(&0) {
+        return Err(bad("npqos model dqs: --slots must be positive"));
+    }
+    let l = a.active_flows;
+    let n = a.physical_queues.unwrap_or(l).max(1);
+    let brute = t::brute_force_bits(a.in_progress);
+    let mut points = Vec::new();
+    for &m in &a.slots {
+        let w = t::afm_memory_bits(m, l, n, a.flow_bits);
+        let rows: Vec<(&str, f64, &str, &str)> = vec![
+            ("afm_memory", w as f64, "bits", "dqs eq 5"),
+            ("search_theorem1_as_printed", t::theorem1(l, m), "nodes", "dqs Theorem 1 (eq 3): slot average"),
+            (
+                "search_exact_per_flow",
+                t::successful_search_flow_weighted(l, m),
+                "nodes",
+                "ours: Lemma 1 over the searched flow's slot",
+            ),
+            ("new_flow_theorem2_bound", t::theorem2(l, m), "nodes", "dqs Theorem 2 (eq 4)"),
+            ("new_flow_exact", t::unsuccessful_search_exact(l, m), "nodes", "ours: 2(H_{k+1} - 1) over eq 2"),
+            ("p_slot_more_than_1", 1.0 - t::p_k(l, m, 0) - t::p_k(l, m, 1), "probability", "eq 2"),
+        ];
+        points.push((m, rows));
+    }
+    if a.json {
+        let pts: Vec<serde_json::Value> = points
+            .iter()
+            .map(|(m, rows)| {
+                let r: serde_json::Map<String, serde_json::Value> = rows
+                    .iter()
+                    .map(|(k, v, u, s)| (k.to_string(), json!({"value": v, "unit": u, "source": s})))
+                    .collect();
+                json!({"slots": m, "results": r})
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({"model": "dqs", "active_flows": l, "physical_queues": n,
+                "flow_bits": a.flow_bits, "in_progress": a.in_progress, "brute_force_pointer_bits": brute, "points": pts}))?
+        );
+    } else {
+        println!("dqs sizing: {l} active flows, {n} physical queues, {}-bit flow ids", a.flow_bits);
+        for (m, rows) in &points {
+            println!(" M = {m} slots");
+            for (k, v, u, s) in rows {
+                println!("  {k:<30} {:>16} {u:<11} ({s})", num(*v));
+            }
+        }
+        println!(
+            " brute force for {} flows in progress: {} bits of head/tail pointers (dqs section 1: 2 F log2 F)",
+            a.in_progress,
+            num(brute as f64)
+        );
     }
     Ok(())
 }
