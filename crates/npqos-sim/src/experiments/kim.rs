@@ -12,8 +12,6 @@ use npqos_core::shaper::{BucketParams, PeriodicShaper};
 use npqos_core::{Duration, Instant, Rate};
 use serde_json::json;
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::sync::Mutex;
 
 /// Queue counts of Table II and Fig. 8.
 const QUEUES: [u32; 4] = [1_000, 10_000, 100_000, 1_000_000];
@@ -107,38 +105,22 @@ pub fn fig7(opts: RunOptions) -> Output {
     out
 }
 
-/// Runs one simulation per parameter set on two worker threads; results come back in input
-/// order whatever the scheduling. Point `i` uses seed `seed + i`.
+/// Runs one simulation per parameter set on two worker threads ([`super::par_map`]); results
+/// come back in input order whatever the scheduling. Point `i` uses seed `seed + i`.
 pub(super) fn run_points(points: &[KimParams], seed: u64, progress: &mut dyn FnMut(f64)) -> Vec<RunResult> {
-    let next = AtomicUsize::new(0);
-    let done: Vec<AtomicU64> = points.iter().map(|_| AtomicU64::new(0)).collect();
-    let results: Mutex<Vec<Option<RunResult>>> = Mutex::new(vec![None; points.len()]);
-    let total: f64 = points.iter().map(|p| p.duration.as_nanos() as f64).sum();
-    let finished = AtomicUsize::new(0);
-    std::thread::scope(|s| {
-        for _ in 0..2 {
-            s.spawn(|| loop {
-                let i = next.fetch_add(1, Ordering::Relaxed);
-                if i >= points.len() {
-                    return;
-                }
-                let seed = seed.wrapping_add(i as u64);
-                let mut r =
-                    kim::run(&points[i], seed, None, &mut |now| done[i].store(now.as_nanos(), Ordering::Relaxed))
-                        .expect("valid parameters");
-                r.params.insert("seed".into(), json!(seed));
-                results.lock().expect("no worker panicked")[i] = Some(r);
-                finished.fetch_add(1, Ordering::Relaxed);
-            });
-        }
-        // This thread reports progress while the workers run.
-        while finished.load(Ordering::Relaxed) < points.len() {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            let sum: u64 = done.iter().map(|d| d.load(Ordering::Relaxed)).sum();
-            progress(sum as f64 / total);
-        }
-    });
-    results.into_inner().expect("no worker panicked").into_iter().map(|r| r.expect("every point ran")).collect()
+    let items: Vec<(u64, &KimParams)> =
+        points.iter().enumerate().map(|(i, p)| (seed.wrapping_add(i as u64), p)).collect();
+    super::par_map(
+        &items,
+        |&(seed, p), prog| {
+            let total = p.duration.as_nanos().max(1) as f64;
+            let mut r =
+                kim::run(p, seed, None, &mut |now| prog(now.as_nanos() as f64 / total)).expect("valid parameters");
+            r.params.insert("seed".into(), json!(seed));
+            r
+        },
+        progress,
+    )
 }
 
 /// The Table II / Fig. 8 simulations, one per queue count: (N, result, factor to 10 s).
