@@ -114,7 +114,13 @@ pub struct Queued {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Enqueue {
     Queued(Queued),
-    Dropped { reason: DropReason, compares: u32, slot: u32 },
+    /// `new_flow`: the packet's flow was not active (its search was unsuccessful).
+    Dropped {
+        reason: DropReason,
+        compares: u32,
+        slot: u32,
+        new_flow: bool,
+    },
 }
 
 /// A packet taken by [`Dqs::dequeue`].
@@ -212,14 +218,14 @@ impl Dqs {
                     Enqueue::Queued(Queued { queue: value, new_flow: false, shared, compares, slot })
                 } else {
                     self.counters.dropped_buffer_full += 1;
-                    Enqueue::Dropped { reason: DropReason::BufferFull, compares, slot }
+                    Enqueue::Dropped { reason: DropReason::BufferFull, compares, slot, new_flow: false }
                 }
             }
             Find::Vacant(v) => {
                 let compares = v.compares;
                 if self.buf.free_blocks() < self.buf.blocks_for(len) {
                     self.counters.dropped_buffer_full += 1;
-                    Enqueue::Dropped { reason: DropReason::BufferFull, compares, slot }
+                    Enqueue::Dropped { reason: DropReason::BufferFull, compares, slot, new_flow: true }
                 } else {
                     let (queue, shared) = match (self.buf.take_queue(), self.shared_queue()) {
                         (Some(q), _) => (Some(q), false),
@@ -229,7 +235,7 @@ impl Dqs {
                     match queue {
                         None => {
                             self.counters.dropped_no_queue += 1;
-                            Enqueue::Dropped { reason: DropReason::NoQueue, compares, slot }
+                            Enqueue::Dropped { reason: DropReason::NoQueue, compares, slot, new_flow: true }
                         }
                         Some(q) => {
                             let node = self.afm.insert_at(v, *key, q);
@@ -403,8 +409,14 @@ mod tests {
     fn full_buffer_drops_are_counted_and_leave_no_mapping() {
         let mut d = Dqs::new(DqsConfig { blocks: 4, check_invariants: true, ..Default::default() });
         assert!(matches!(d.enqueue(&key(1), 200, None), Enqueue::Queued(_)));
-        assert!(matches!(d.enqueue(&key(2), 200, None), Enqueue::Dropped { reason: DropReason::BufferFull, .. }));
-        assert!(matches!(d.enqueue(&key(1), 200, None), Enqueue::Dropped { reason: DropReason::BufferFull, .. }));
+        assert!(matches!(
+            d.enqueue(&key(2), 200, None),
+            Enqueue::Dropped { reason: DropReason::BufferFull, new_flow: true, .. }
+        ));
+        assert!(matches!(
+            d.enqueue(&key(1), 200, None),
+            Enqueue::Dropped { reason: DropReason::BufferFull, new_flow: false, compares: 1, .. }
+        ));
         assert_eq!(d.active_flows(), 1);
         assert_eq!(d.counters().dropped_buffer_full, 2);
     }

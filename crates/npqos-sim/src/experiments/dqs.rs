@@ -695,7 +695,7 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         brute_full_bits as f64,
         None,
         "bits",
-        "per-flow 104-bit key + queue id + head/tail pointers",
+        "ours: per-flow 104-bit key + the head/tail pointers of section 1",
     ));
     out.notes.push(format!(
         "{flows} flows in progress, {} packets, {} flows started over the run. Active flows (with packets buffered): max {}, mean {:.1}; physical queues max {}, mean {:.1}. AFM memory by eq 5 with l = {l}, N = {n_q}, B = 104: {w_bits} bits ({:.1} KiB); our structure peaked at {} bytes. A brute-force table for {flows} flows: {brute_bits} bits of head/tail pointers alone ({:.1} MiB), {brute_full_bits} bits with keys ({:.1} MiB): {:.0}x eq 5.",

@@ -287,11 +287,7 @@ pub fn run_link(
         let e = dqs.enqueue(&a.flow, a.len, None);
         let (compares, new_flow, slot) = match e {
             Enqueue::Queued(q) => (q.compares, q.new_flow, q.slot),
-            Enqueue::Dropped { compares, slot, .. } => {
-                // A dropped packet of a new flow still searched as one.
-                let found = matches!(dqs.afm().find(slot, &a.flow), npqos_core::flowmap::Find::Found { .. });
-                (compares, !found, slot)
-            }
+            Enqueue::Dropped { compares, slot, new_flow, .. } => (compares, new_flow, slot),
         };
         let th = memo.get(l);
         if new_flow {
