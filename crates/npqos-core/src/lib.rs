@@ -28,13 +28,19 @@
 //! * [`shaper`]: token-bucket rate limiting (paper `kim`): the event-driven shaper on per-core
 //!   reschedule heaps and the periodic-fill baseline.
 //!
+//! * [`alloc`]: processor allocation among services (paper `everest`): Everest's Q_lim
+//!   eligibility, marking for release, LRA victims and overload control, with the Static,
+//!   Quantum, Cohort-E, Everest-LD and Everest-AE baselines and our adaptive variant; G^i
+//!   from trace analysis (eq 7).
+//!
 //! * [`cache`]: a set-associative cache model with a locked region (kim Tables VI-VII).
 //! * [`model`]: analytical models as sizing tools (kim's stochastic model, eqs 8-13).
 //!
-//! The other mechanism modules (`alloc/` for everest, `sched/` for
-//! predictive, `queues/` for qcache) are **not written yet**; the README's feature table tracks
+//! The other mechanism modules (`sched/` for predictive, `queues/` for qcache) are **not
+//! written yet**; the README's feature table tracks
 //! them.
 
+pub mod alloc;
 pub mod cache;
 pub mod flow;
 pub mod flowmap;

@@ -1,0 +1,860 @@
+//! Processor allocation among services (paper `everest`, Kokku, Shevade, Shah, Mahimkar, Cho
+//! and Vin, *Processor Scheduler for Multi-service Routers*): which processors run which
+//! service, when a context switch costing `t_sw` is worth paying.
+//!
+//! The system model of everest Table 1: `N_p` identical processors, `S_A` services, each with
+//! one FIFO packet queue, a per-packet processing time `t_pkt^i`, a delay tolerance `D^i` and a
+//! guaranteed share `G^i`. A processor runs one service at a time; switching it to another
+//! service makes it serve nothing for `t_sw`.
+//!
+//! [`Allocator`] is sans-IO: the runtime (a simulator or a real data plane) tells it that a
+//! packet arrived ([`Allocator::arrival`]), that a processor finished a packet
+//! ([`Allocator::completed`]) or a context switch ([`Allocator::switch_done`]), and calls
+//! [`Allocator::timer`] at [`Allocator::next_wakeup`]. It answers with [`Action`]s: start the
+//! head packet of a queue on a processor, or begin switching a processor to another service.
+//! It keeps the queue lengths (as counts; the packets stay with the runtime) and the state of
+//! every processor, so every policy decides from the same facts.
+//!
+//! A reassigned processor that is busy finishes its current packet first (at most one `t_pkt`,
+//! microseconds against a switch of milliseconds), then switches. Processors in the middle of
+//! a switch, or about to switch, are never taken again until the switch is done.
+//!
+//! ## Policies ([`Policy`], everest Table 4 and sections 4, 5.1)
+//!
+//! * **Everest** (Algorithm 1): service `i` with `j` committed processors is eligible iff its
+//!   queue `q_len > Q_lim^j = j * (floor(D / t_pkt) - 1)` (eq 3); with `j = 0` that is
+//!   `q_len > 0` (a service without a committed processor cannot promise any packet). When the
+//!   queue empties it marks processors so that `k^j = floor(j - R_arr(Delta) * t_pkt)` are
+//!   marked (eq 6), unmarking if fewer are due (line 7). Marked processors keep serving their
+//!   service. An eligible service first unmarks one of its own marked processors (no switch),
+//!   else takes the processor marked longest (LRA), else (overload, section 4.5) computes
+//!   `N_newalloc = min(N_req, G N_p)` for every service, hands the extra processors one at a
+//!   time to the largest residual queue `q_len - Q_lim`, ties to a service already holding more
+//!   (no switch), and takes a processor by force from a service above its target.
+//! * **Everest-LD**: allocation only after a packet of the service finished later than `D`,
+//!   and at least `t_sw` between two allocations to a service; release as Everest.
+//! * **Everest-AE**: high priority `q_len > Q_lim^j` (with forced release), low priority
+//!   `q_len > 0` (free processors only); processors released as soon as the queue is empty.
+//! * **Cohort-E**: eligible when `q_len > 0`, released when empty, never forced; a released
+//!   processor goes to the eligible service furthest below a share proportional to its queue.
+//! * **Quantum**: as Cohort-E, and a processor's allocation ends after the quantum `Q`; it then
+//!   goes to the eligible service furthest below its share `G^i` (itself, without a switch, if
+//!   that is its own).
+//! * **Static**: `G^i x N_p` processors per service, never changed.
+//! * **Adaptive** (ours, the scheduler everest section 7 leaves open): Everest, plus a
+//!   low-priority trigger that takes only free (marked) processors when the backlog would
+//!   outlast a switch: `q_len > j * floor(t_sw / t_pkt)` with the switch time measured from
+//!   completed switches. Below `t_sw / D` of about 1 it fires before `Q_lim` (eager, like
+//!   Everest-AE but only when a switch can pay off); above it `Q_lim` fires first (Everest).
+//!
+//! "`q_len > 0`" of the eager policies is read as "packets are waiting beyond the processors
+//! already switching to the service" (`q_len > incoming`): otherwise every packet that arrives
+//! during a 2 ms switch would claim yet another processor. This is the generous reading for the
+//! baselines; docs/everest.md lists it with the other assumptions.
+//!
+//! Cost: O(1) per packet on the arrival / completion path; an allocation decision scans the
+//! processors (O(N_p)), overload control O(S_A x N_p). No allocation per packet (the arrival
+//! window of each service grows to its peak once).
+
+pub mod guarantee;
+
+use crate::time::{Duration, Instant};
+use std::collections::VecDeque;
+
+/// A service (everest Table 1).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceSpec {
+    pub name: String,
+    /// t_pkt^i: processing time per packet.
+    pub t_pkt: Duration,
+    /// D^i: delay tolerance (arrival to end of processing).
+    pub tolerance: Duration,
+    /// G^i: guaranteed fraction of the processors in overload (eq 1, 7).
+    pub guarantee: f64,
+}
+
+/// The allocation policy (everest Table 4).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Policy {
+    Static,
+    Quantum { quantum: Duration },
+    CohortE,
+    Everest,
+    EverestLd,
+    EverestAe,
+    Adaptive,
+}
+
+impl Policy {
+    /// Short name used in results (`quantum` carries its size in the experiment labels).
+    pub fn name(&self) -> &'static str {
+        match self {
+            Policy::Static => "static",
+            Policy::Quantum { .. } => "quantum",
+            Policy::CohortE => "cohort-e",
+            Policy::Everest => "everest",
+            Policy::EverestLd => "everest-ld",
+            Policy::EverestAe => "everest-ae",
+            Policy::Adaptive => "everest-adaptive",
+        }
+    }
+    /// Policies that release processors as soon as their queue is empty (work-conserving).
+    fn eager_release(&self) -> bool {
+        matches!(self, Policy::Quantum { .. } | Policy::CohortE | Policy::EverestAe)
+    }
+    /// Policies that mark k^j processors when the queue empties (eq 6).
+    fn marks(&self) -> bool {
+        matches!(self, Policy::Everest | Policy::EverestLd | Policy::Adaptive)
+    }
+}
+
+/// Configuration of an [`Allocator`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct AllocConfig {
+    /// N_p.
+    pub processors: u32,
+    /// t_sw: the configured context-switch time (Adaptive starts from it, then uses the
+    /// measured one).
+    pub t_sw: Duration,
+    /// Delta: window of the arrival-rate estimate R_arr(Delta) (everest section 5.2: t_sw).
+    pub delta: Duration,
+    pub services: Vec<ServiceSpec>,
+    pub policy: Policy,
+}
+
+/// Why a configuration was refused.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AllocError {
+    #[error("at least one processor and one service are needed (got {processors} processors, {services} services)")]
+    Empty { processors: u32, services: usize },
+    #[error("service {service}: t_pkt must be positive")]
+    ZeroTpkt { service: usize },
+    #[error("service {service}: guarantee must be a finite share >= 0, got {value}")]
+    BadGuarantee { service: usize, value: f64 },
+    #[error("the rate window Delta must be positive")]
+    ZeroDelta,
+    #[error("the quantum must be positive")]
+    ZeroQuantum,
+    #[error("more than 65535 services or 2^31 processors")]
+    TooLarge,
+}
+
+/// A decision for the runtime.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// Processor `proc` starts the head packet of `service`'s queue now.
+    Serve { proc: u32, service: u32 },
+    /// Processor `proc` starts switching from `from` to `to` now; the runtime calls
+    /// [`Allocator::switch_done`] when it is ready (after `t_sw`).
+    Switch { proc: u32, from: u32, to: u32 },
+}
+
+/// What an arrival set off (for the eq 5 check and for statistics).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    None,
+    /// The arrival made the queue exceed Q_lim^j and a processor was granted. `clean` when the
+    /// paper's derivation applies: the service had no processor still on its way and the
+    /// granted one is serving now or started its switch now (eq 4-5).
+    Hi {
+        clean: bool,
+    },
+    /// The arrival made the queue exceed Q_lim^j but nothing could be granted (overload and
+    /// the service is at its target).
+    HiRefused,
+    /// A low-priority (eager) grant.
+    Lo,
+}
+
+/// Counters of an [`Allocator`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct AllocStats {
+    /// Context switches started (every [`Action::Switch`]).
+    pub switches: u64,
+    /// Switches of processors taken by force from a service above its target (overload).
+    pub forced: u64,
+    /// Grants satisfied by unmarking / reclaiming a processor of the service itself.
+    pub unmarked: u64,
+    pub hi_grants: u64,
+    pub hi_refused: u64,
+    pub lo_grants: u64,
+    /// Everest-LD triggers (late packet observed, t_sw since the last allocation).
+    pub late_triggers: u64,
+    pub quantum_expiries: u64,
+}
+
+const NONE: u64 = u64::MAX;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PState {
+    Idle,
+    Busy,
+    Switching,
+}
+
+#[derive(Clone, Debug)]
+struct Proc {
+    owner: u32,
+    state: PState,
+    /// Busy with a packet of `serving`; `leave` when it must switch to `owner` afterwards.
+    serving: u32,
+    leave: bool,
+    /// Marked (Everest) / released (eager policies) since this time, or NONE.
+    avail_since: u64,
+    /// When the current allocation began (LRA among committed processors, quantum start).
+    granted_at: u64,
+    switch_start: u64,
+    /// Generation of the quantum timer.
+    qgen: u32,
+}
+
+#[derive(Clone, Debug)]
+struct Svc {
+    t_pkt: u64,
+    tolerance: u64,
+    /// floor(D / t_pkt) - 1, at least 0: Q_lim^j = j * lim_unit (eq 3).
+    lim_unit: u64,
+    /// G^i x N_p rounded (the guaranteed processors of overload control).
+    guaranteed: u32,
+    guarantee: f64,
+    /// Waiting packets (not yet on a processor).
+    q: u64,
+    /// Processors allocated to the service (including marked and incoming ones).
+    owned: u32,
+    /// Of those, marked / released.
+    avail: u32,
+    /// Of those, still switching to it (or finishing a packet of the previous owner).
+    incoming: u32,
+    /// Idle, ready processors owned by the service.
+    idle: Vec<u32>,
+    /// Arrival times within the last Delta.
+    window: VecDeque<u64>,
+    last_grant: u64,
+}
+
+impl Svc {
+    /// R_arr(Delta) x t_pkt: processors the current arrival rate needs (eq 6), counting the
+    /// arrivals in (now - Delta, now].
+    fn rate_need(&self, now: u64, delta: u64) -> f64 {
+        let old = self.window.partition_point(|&t| t + delta <= now);
+        (self.window.len() - old) as f64 * self.t_pkt as f64 / delta as f64
+    }
+    fn committed(&self) -> u32 {
+        self.owned - self.avail
+    }
+    /// Q_lim^j for j committed processors (eq 3).
+    fn q_lim(&self) -> u64 {
+        self.committed() as u64 * self.lim_unit
+    }
+}
+
+/// The allocator (see the module documentation).
+#[derive(Clone, Debug)]
+pub struct Allocator {
+    policy: Policy,
+    t_sw: u64,
+    /// Measured switch time (mean of completed switches; the configured one before any).
+    t_sw_sum: u64,
+    t_sw_n: u64,
+    delta: u64,
+    procs: Vec<Proc>,
+    svcs: Vec<Svc>,
+    /// Quantum expiries (time, processor, generation), in time order (constant quantum).
+    expiries: VecDeque<(u64, u32, u32)>,
+    stats: AllocStats,
+}
+
+impl Allocator {
+    /// An allocator with the processors spread over the services by [`guarantee::round_shares`]
+    /// of the guarantees, every processor loaded and idle; for every policy but Static they
+    /// start marked / released (nothing is committed before traffic arrives).
+    pub fn new(cfg: &AllocConfig) -> Result<Self, AllocError> {
+        let (np, ns) = (cfg.processors, cfg.services.len());
+        if np == 0 || ns == 0 {
+            return Err(AllocError::Empty { processors: np, services: ns });
+        }
+        if ns > u16::MAX as usize || np > i32::MAX as u32 {
+            return Err(AllocError::TooLarge);
+        }
+        if cfg.delta.is_zero() {
+            return Err(AllocError::ZeroDelta);
+        }
+        if let Policy::Quantum { quantum } = cfg.policy {
+            if quantum.is_zero() {
+                return Err(AllocError::ZeroQuantum);
+            }
+        }
+        for (i, s) in cfg.services.iter().enumerate() {
+            if s.t_pkt.is_zero() {
+                return Err(AllocError::ZeroTpkt { service: i });
+            }
+            if !s.guarantee.is_finite() || s.guarantee < 0.0 {
+                return Err(AllocError::BadGuarantee { service: i, value: s.guarantee });
+            }
+        }
+        let shares: Vec<f64> = cfg.services.iter().map(|s| s.guarantee).collect();
+        let counts = guarantee::round_shares(&shares, np);
+        let marked = cfg.policy != Policy::Static;
+        let mut procs = Vec::with_capacity(np as usize);
+        let mut svcs: Vec<Svc> = cfg
+            .services
+            .iter()
+            .zip(&counts)
+            .map(|(s, &c)| {
+                let t = s.t_pkt.as_nanos();
+                Svc {
+                    t_pkt: t,
+                    tolerance: s.tolerance.as_nanos(),
+                    lim_unit: (s.tolerance.as_nanos() / t).saturating_sub(1),
+                    guaranteed: c,
+                    guarantee: s.guarantee,
+                    q: 0,
+                    owned: 0,
+                    avail: 0,
+                    incoming: 0,
+                    idle: Vec::with_capacity(np as usize),
+                    window: VecDeque::new(),
+                    last_grant: NONE,
+                }
+            })
+            .collect();
+        for (i, &c) in counts.iter().enumerate() {
+            for _ in 0..c {
+                let p = procs.len() as u32;
+                procs.push(Proc {
+                    owner: i as u32,
+                    state: PState::Idle,
+                    serving: i as u32,
+                    leave: false,
+                    avail_since: if marked { 0 } else { NONE },
+                    granted_at: 0,
+                    switch_start: 0,
+                    qgen: 0,
+                });
+                let s = &mut svcs[i];
+                s.owned += 1;
+                s.avail += marked as u32;
+                s.idle.push(p);
+            }
+        }
+        Ok(Allocator {
+            policy: cfg.policy,
+            t_sw: cfg.t_sw.as_nanos(),
+            t_sw_sum: 0,
+            t_sw_n: 0,
+            delta: cfg.delta.as_nanos(),
+            procs,
+            svcs,
+            expiries: VecDeque::new(),
+            stats: AllocStats::default(),
+        })
+    }
+
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+    pub fn stats(&self) -> AllocStats {
+        self.stats
+    }
+    pub fn processors(&self) -> usize {
+        self.procs.len()
+    }
+    pub fn services(&self) -> usize {
+        self.svcs.len()
+    }
+    /// Waiting packets of service `s`.
+    pub fn queue_len(&self, s: usize) -> u64 {
+        self.svcs[s].q
+    }
+    /// Processors allocated to `s` (N_alloc^i, marked and incoming included).
+    pub fn allocated(&self, s: usize) -> u32 {
+        self.svcs[s].owned
+    }
+    /// Committed (unmarked, not released) processors of `s`: the `j` of Q_lim^j.
+    pub fn committed(&self, s: usize) -> u32 {
+        self.svcs[s].committed()
+    }
+    /// Guaranteed processors of `s` (G^i x N_p rounded).
+    pub fn guaranteed(&self, s: usize) -> u32 {
+        self.svcs[s].guaranteed
+    }
+    /// Q_lim^j of `s` at its current committed allocation (eq 3).
+    pub fn q_lim(&self, s: usize) -> u64 {
+        self.svcs[s].q_lim()
+    }
+    /// The service processor `p` is allocated to.
+    pub fn owner(&self, p: usize) -> usize {
+        self.procs[p].owner as usize
+    }
+    /// The switch time the allocator currently assumes (measured mean once a switch has been
+    /// reported done).
+    pub fn t_sw_estimate(&self) -> u64 {
+        self.t_sw_sum.checked_div(self.t_sw_n).unwrap_or(self.t_sw)
+    }
+
+    /// When [`Allocator::timer`] must next be called (quantum expiries), if ever.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        self.expiries.front().map(|e| Instant::from_nanos(e.0))
+    }
+
+    /// A packet of service `s` arrived at `now`.
+    pub fn arrival(&mut self, now: Instant, s: usize, out: &mut Vec<Action>) -> Trigger {
+        let now = now.as_nanos();
+        let delta = self.delta;
+        let svc = &mut self.svcs[s];
+        svc.q += 1;
+        svc.window.push_back(now);
+        while svc.window.front().is_some_and(|&t| t + delta <= now) {
+            svc.window.pop_front();
+        }
+        self.dispatch(s, now, out);
+        match self.policy {
+            Policy::Static | Policy::EverestLd => Trigger::None,
+            Policy::Everest | Policy::EverestAe | Policy::Adaptive => {
+                let mut trig = Trigger::None;
+                while self.svcs[s].q > self.svcs[s].q_lim() {
+                    match self.grant(s, now, true, out) {
+                        Some(clean) => {
+                            self.stats.hi_grants += 1;
+                            if trig == Trigger::None {
+                                trig = Trigger::Hi { clean };
+                            }
+                        }
+                        None => {
+                            if trig == Trigger::None {
+                                self.stats.hi_refused += 1;
+                                trig = Trigger::HiRefused;
+                            }
+                            break;
+                        }
+                    }
+                }
+                if trig == Trigger::None && self.lo_eligible(s) && self.grant(s, now, false, out).is_some() {
+                    self.stats.lo_grants += 1;
+                    trig = Trigger::Lo;
+                }
+                trig
+            }
+            Policy::CohortE | Policy::Quantum { .. } => {
+                if self.lo_eligible(s) && self.grant(s, now, false, out).is_some() {
+                    self.stats.lo_grants += 1;
+                    Trigger::Lo
+                } else {
+                    Trigger::None
+                }
+            }
+        }
+    }
+
+    /// Processor `p` finished a packet at `now` that had arrived `delay` earlier.
+    pub fn completed(&mut self, now: Instant, p: usize, delay: Duration, out: &mut Vec<Action>) {
+        let now = now.as_nanos();
+        let pr = &mut self.procs[p];
+        debug_assert_eq!(pr.state, PState::Busy);
+        let served = pr.serving as usize;
+        if pr.leave {
+            pr.leave = false;
+            pr.state = PState::Switching;
+            pr.switch_start = now;
+            out.push(Action::Switch { proc: p as u32, from: served as u32, to: pr.owner });
+        } else {
+            pr.state = PState::Idle;
+            let owner = pr.owner as usize;
+            self.svcs[owner].idle.push(p as u32);
+            self.dispatch(owner, now, out);
+            if self.policy.eager_release() && self.procs[p].state == PState::Idle {
+                self.release(p, now);
+                self.beneficiaries(now, out);
+            }
+        }
+        if self.policy == Policy::EverestLd && delay.as_nanos() > self.svcs[served].tolerance {
+            let last = self.svcs[served].last_grant;
+            if last == NONE || now - last >= self.t_sw {
+                self.stats.late_triggers += 1;
+                if self.grant(served, now, true, out).is_some() {
+                    self.stats.hi_grants += 1;
+                    self.svcs[served].last_grant = now;
+                } else {
+                    self.stats.hi_refused += 1;
+                }
+            }
+        }
+    }
+
+    /// Processor `p` finished its context switch at `now` and serves its new service.
+    pub fn switch_done(&mut self, now: Instant, p: usize, out: &mut Vec<Action>) {
+        let now = now.as_nanos();
+        let pr = &mut self.procs[p];
+        debug_assert_eq!(pr.state, PState::Switching);
+        self.t_sw_sum += now - pr.switch_start;
+        self.t_sw_n += 1;
+        pr.state = PState::Idle;
+        pr.serving = pr.owner;
+        let s = pr.owner as usize;
+        self.svcs[s].incoming -= 1;
+        self.svcs[s].idle.push(p as u32);
+        self.start_quantum(p, now);
+        self.dispatch(s, now, out);
+        if self.procs[p].state == PState::Idle {
+            if self.policy.eager_release() {
+                self.release(p, now);
+            }
+            self.beneficiaries(now, out);
+        }
+    }
+
+    /// Quantum expiries due at `now` (Quantum only; a no-op otherwise).
+    pub fn timer(&mut self, now: Instant, out: &mut Vec<Action>) {
+        let now = now.as_nanos();
+        while let Some(&(t, p, g)) = self.expiries.front() {
+            if t > now {
+                break;
+            }
+            self.expiries.pop_front();
+            let pr = &self.procs[p as usize];
+            if pr.qgen != g || pr.avail_since != NONE || pr.state == PState::Switching || pr.leave {
+                continue; // stale: reassigned, released or moving since
+            }
+            self.stats.quantum_expiries += 1;
+            let own = pr.owner as usize;
+            // Beneficiary: eligible service furthest below its share G^i, counting p as free.
+            let mut best: Option<(usize, f64)> = None;
+            for k in 0..self.svcs.len() {
+                if !self.lo_eligible(k) && k != own {
+                    continue;
+                }
+                if k == own && self.svcs[k].q == 0 {
+                    continue;
+                }
+                let held = self.svcs[k].owned as f64 - (k == own) as u8 as f64;
+                let score = held / self.svcs[k].guarantee.max(1e-9);
+                if best.is_none_or(|(_, b)| score < b) {
+                    best = Some((k, score));
+                }
+            }
+            match best {
+                Some((k, _)) if k != own => {
+                    self.reassign(p as usize, k, now, out);
+                }
+                _ => self.start_quantum(p as usize, now),
+            }
+        }
+    }
+
+    /// Checks the bookkeeping (counts match the processors). For tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let ns = self.svcs.len();
+        let (mut owned, mut avail, mut incoming, mut idle) =
+            (vec![0u32; ns], vec![0u32; ns], vec![0u32; ns], vec![0u32; ns]);
+        for (i, p) in self.procs.iter().enumerate() {
+            let o = p.owner as usize;
+            owned[o] += 1;
+            avail[o] += (p.avail_since != NONE) as u32;
+            incoming[o] += (p.state == PState::Switching || p.leave) as u32;
+            if p.state == PState::Idle {
+                idle[o] += 1;
+                if !self.svcs[o].idle.contains(&(i as u32)) {
+                    return Err(format!("processor {i} idle but not in the idle list of {o}"));
+                }
+                if self.svcs[o].q > 0 {
+                    return Err(format!("processor {i} idle while service {o} has {} waiting", self.svcs[o].q));
+                }
+            }
+            if p.leave && p.state != PState::Busy {
+                return Err(format!("processor {i} leaving but not busy"));
+            }
+            if self.policy == Policy::Static && p.avail_since != NONE {
+                return Err(format!("static processor {i} marked"));
+            }
+        }
+        for (k, s) in self.svcs.iter().enumerate() {
+            if s.owned != owned[k] || s.avail != avail[k] || s.incoming != incoming[k] || s.idle.len() as u32 != idle[k]
+            {
+                return Err(format!(
+                    "service {k}: owned {}/{} avail {}/{} incoming {}/{} idle {}/{}",
+                    s.owned,
+                    owned[k],
+                    s.avail,
+                    avail[k],
+                    s.incoming,
+                    incoming[k],
+                    s.idle.len(),
+                    idle[k]
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    // ---- internals ----
+
+    /// Serves waiting packets of `s` on its idle processors.
+    fn dispatch(&mut self, s: usize, now: u64, out: &mut Vec<Action>) {
+        let eager = self.policy.eager_release();
+        let quantum = matches!(self.policy, Policy::Quantum { .. });
+        while self.svcs[s].q > 0 {
+            let Some(p) = self.svcs[s].idle.pop() else { break };
+            self.svcs[s].q -= 1;
+            let pr = &mut self.procs[p as usize];
+            pr.state = PState::Busy;
+            pr.serving = s as u32;
+            out.push(Action::Serve { proc: p, service: s as u32 });
+            if eager && pr.avail_since != NONE {
+                // A released processor taken back by its own service (locality, no switch).
+                pr.avail_since = NONE;
+                pr.granted_at = now;
+                self.svcs[s].avail -= 1;
+                if quantum {
+                    self.start_quantum(p as usize, now);
+                }
+            }
+            if self.svcs[s].q == 0 && self.policy.marks() {
+                self.mark(s, now);
+                self.beneficiaries(now, out);
+            }
+        }
+    }
+
+    /// Low-priority eligibility: eager `q_len > incoming` (Cohort-E, Quantum, Everest-AE), or
+    /// Adaptive's "the backlog outlasts a switch".
+    fn lo_eligible(&self, s: usize) -> bool {
+        let svc = &self.svcs[s];
+        match self.policy {
+            Policy::CohortE | Policy::Quantum { .. } | Policy::EverestAe => svc.q > svc.incoming as u64,
+            Policy::Adaptive => {
+                let per = self.t_sw_estimate() / svc.t_pkt;
+                svc.q > svc.incoming as u64 && svc.q > svc.committed() as u64 * per
+            }
+            _ => false,
+        }
+    }
+
+    /// Everest's marking on an empty queue (eq 6, Algorithm 1 line 7).
+    fn mark(&mut self, s: usize, now: u64) {
+        let svc = &self.svcs[s];
+        let j = svc.owned as f64;
+        let need = svc.rate_need(now, self.delta);
+        let k = (j - need).floor().clamp(0.0, j) as u32;
+        let avail = svc.avail;
+        if avail > k {
+            // Unmark the most recently marked first.
+            for _ in 0..avail - k {
+                let p = (0..self.procs.len())
+                    .filter(|&p| self.procs[p].owner as usize == s && self.procs[p].avail_since != NONE)
+                    .max_by_key(|&p| (self.procs[p].avail_since, p))
+                    .expect("avail counts marked processors");
+                self.procs[p].avail_since = NONE;
+                self.svcs[s].avail -= 1;
+            }
+        } else {
+            // Mark idle ones first, then busy, then incoming; latest grant first.
+            for _ in 0..k - avail {
+                let p = (0..self.procs.len())
+                    .filter(|&p| self.procs[p].owner as usize == s && self.procs[p].avail_since == NONE)
+                    .min_by_key(|&p| {
+                        let pr = &self.procs[p];
+                        let class = match (pr.state, pr.leave) {
+                            (PState::Idle, _) => 0,
+                            (PState::Busy, false) => 1,
+                            _ => 2,
+                        };
+                        (class, u64::MAX - pr.granted_at, p)
+                    })
+                    .expect("owned > avail");
+                self.procs[p].avail_since = now;
+                self.svcs[s].avail += 1;
+            }
+        }
+    }
+
+    /// An eager policy's processor went idle with an empty queue: released (stays loaded).
+    fn release(&mut self, p: usize, now: u64) {
+        if self.procs[p].avail_since == NONE {
+            self.procs[p].avail_since = now;
+            let o = self.procs[p].owner as usize;
+            self.svcs[o].avail += 1;
+        }
+    }
+
+    /// Whether a processor can be taken now (not switching or about to).
+    fn movable(&self, p: usize) -> bool {
+        let pr = &self.procs[p];
+        pr.state != PState::Switching && !pr.leave
+    }
+
+    /// Gives one processor to `s`: its own marked one, else the marked / released one held
+    /// longest (LRA), else (if `forced`) overload control. Returns whether the grant was
+    /// clean (see [`Trigger::Hi`]), or `None` if nothing was granted.
+    fn grant(&mut self, s: usize, now: u64, forced: bool, out: &mut Vec<Action>) -> Option<bool> {
+        let no_incoming = self.svcs[s].incoming == 0;
+        // 1. Own marked processor: unmark (no switch).
+        if self.svcs[s].avail > 0 {
+            let p = (0..self.procs.len())
+                .filter(|&p| self.procs[p].owner as usize == s && self.procs[p].avail_since != NONE)
+                .max_by_key(|&p| {
+                    (self.procs[p].state != PState::Switching && !self.procs[p].leave, self.procs[p].avail_since, p)
+                })
+                .expect("avail counts marked processors");
+            let clean = no_incoming && self.movable(p);
+            self.procs[p].avail_since = NONE;
+            self.procs[p].granted_at = now;
+            self.svcs[s].avail -= 1;
+            self.stats.unmarked += 1;
+            if matches!(self.policy, Policy::Quantum { .. }) {
+                self.start_quantum(p, now);
+            }
+            return Some(clean);
+        }
+        // 2. The processor marked longest (LRA), among the movable ones of other services.
+        let lra = (0..self.procs.len())
+            .filter(|&p| self.procs[p].owner as usize != s && self.procs[p].avail_since != NONE && self.movable(p))
+            .min_by_key(|&p| (self.procs[p].avail_since, p));
+        if let Some(p) = lra {
+            let clean = no_incoming && self.procs[p].state == PState::Idle;
+            self.reassign(p, s, now, out);
+            return Some(clean);
+        }
+        if !forced || self.policy == Policy::CohortE {
+            return None;
+        }
+        // 3. Overload control (section 4.5).
+        let target = self.targets(now);
+        if self.svcs[s].owned >= target[s] {
+            return None;
+        }
+        let victim = (0..self.svcs.len())
+            .filter(|&v| v != s && self.svcs[v].owned > target[v])
+            .max_by_key(|&v| (self.svcs[v].owned - target[v], std::cmp::Reverse(v)))?;
+        let p = (0..self.procs.len())
+            .filter(|&p| self.procs[p].owner as usize == victim && self.movable(p))
+            .min_by_key(|&p| (self.procs[p].state != PState::Idle, self.procs[p].granted_at, p))?;
+        let clean = no_incoming && self.procs[p].state == PState::Idle;
+        self.stats.forced += 1;
+        self.reassign(p, s, now, out);
+        Some(clean)
+    }
+
+    /// Overload targets: N_newalloc^i = min(N_req^i, G^i N_p), then the extra processors one at
+    /// a time to the largest residual queue length (ties: a service already holding more than
+    /// its target, then the lower index). N_req^i = max(ceil(q / lim_unit), ceil(R_arr t_pkt)).
+    fn targets(&self, now: u64) -> Vec<u32> {
+        let np = self.procs.len() as u32;
+        let mut t: Vec<u32> = self
+            .svcs
+            .iter()
+            .map(|v| {
+                let by_queue = if v.lim_unit == 0 { v.q } else { v.q.div_ceil(v.lim_unit) };
+                let by_rate = v.rate_need(now, self.delta).ceil() as u64;
+                (by_queue.max(by_rate).min(np as u64) as u32).min(v.guaranteed)
+            })
+            .collect();
+        let mut extra = np - t.iter().sum::<u32>().min(np);
+        while extra > 0 {
+            let k = (0..self.svcs.len())
+                .max_by(|&a, &b| {
+                    let ra = self.svcs[a].q as i128 - (t[a] as u64 * self.svcs[a].lim_unit) as i128;
+                    let rb = self.svcs[b].q as i128 - (t[b] as u64 * self.svcs[b].lim_unit) as i128;
+                    ra.cmp(&rb).then((self.svcs[a].owned > t[a]).cmp(&(self.svcs[b].owned > t[b]))).then(b.cmp(&a))
+                })
+                .expect("at least one service");
+            t[k] += 1;
+            extra -= 1;
+        }
+        t
+    }
+
+    /// After processors became free: give marked / released ones to eligible services, largest
+    /// residual (or, for Cohort-E, largest deficit against a queue-proportional share) first.
+    fn beneficiaries(&mut self, now: u64, out: &mut Vec<Action>) {
+        if self.policy == Policy::Static {
+            return;
+        }
+        let hi_policy = matches!(self.policy, Policy::Everest | Policy::EverestAe | Policy::Adaptive);
+        loop {
+            let total_q: u64 = self.svcs.iter().map(|v| v.q).sum();
+            if total_q == 0 {
+                return;
+            }
+            if !self.procs.iter().enumerate().any(|(p, pr)| pr.avail_since != NONE && self.movable(p)) {
+                return;
+            }
+            let np = self.procs.len() as f64;
+            let mut best: Option<(usize, f64, bool)> = None;
+            for k in 0..self.svcs.len() {
+                let v = &self.svcs[k];
+                let hi = hi_policy && v.q > v.q_lim();
+                let lo = self.lo_eligible(k);
+                if !hi && !lo {
+                    continue;
+                }
+                let score = if self.policy == Policy::CohortE {
+                    v.q as f64 * np / total_q as f64 - v.owned as f64
+                } else if matches!(self.policy, Policy::Quantum { .. }) {
+                    -(v.owned as f64 / v.guarantee.max(1e-9))
+                } else {
+                    v.q as f64 - v.q_lim() as f64
+                };
+                let better = match best {
+                    None => true,
+                    Some((_, bs, bhi)) => (hi, score) > (bhi, bs),
+                };
+                if better {
+                    best = Some((k, score, hi));
+                }
+            }
+            let Some((k, _, hi)) = best else { return };
+            if self.grant(k, now, false, out).is_none() {
+                return;
+            }
+            if hi {
+                self.stats.hi_grants += 1;
+            } else {
+                self.stats.lo_grants += 1;
+            }
+        }
+    }
+
+    /// Moves processor `p` to service `to`: it switches now if idle, after its packet if busy.
+    fn reassign(&mut self, p: usize, to: usize, now: u64, out: &mut Vec<Action>) {
+        let from = self.procs[p].owner as usize;
+        debug_assert_ne!(from, to);
+        debug_assert!(self.movable(p));
+        let pr = &mut self.procs[p];
+        let fs = &mut self.svcs[from];
+        fs.owned -= 1;
+        if pr.avail_since != NONE {
+            fs.avail -= 1;
+            pr.avail_since = NONE;
+        }
+        pr.owner = to as u32;
+        pr.granted_at = now;
+        pr.qgen = pr.qgen.wrapping_add(1);
+        match pr.state {
+            PState::Idle => {
+                let i = fs.idle.iter().position(|&x| x as usize == p).expect("idle processor is listed");
+                fs.idle.swap_remove(i);
+                pr.state = PState::Switching;
+                pr.switch_start = now;
+                out.push(Action::Switch { proc: p as u32, from: from as u32, to: to as u32 });
+            }
+            PState::Busy => pr.leave = true,
+            PState::Switching => unreachable!("switching processors are not movable"),
+        }
+        let ts = &mut self.svcs[to];
+        ts.owned += 1;
+        ts.incoming += 1;
+        self.stats.switches += 1;
+    }
+
+    fn start_quantum(&mut self, p: usize, now: u64) {
+        if let Policy::Quantum { quantum } = self.policy {
+            let pr = &mut self.procs[p];
+            pr.qgen = pr.qgen.wrapping_add(1);
+            self.expiries.push_back((now + quantum.as_nanos(), p as u32, pr.qgen));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
