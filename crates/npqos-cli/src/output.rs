@@ -252,6 +252,7 @@ fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
                 lines,
                 kind: PlotKind::Lines,
                 log_x: false,
+                log_y: false,
             });
         }
         for h in &first.histograms {
@@ -267,6 +268,7 @@ fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
                 lines: vec![(first.label.clone(), pts)],
                 kind: PlotKind::Bars,
                 log_x: true,
+                log_y: false,
             });
         }
     }

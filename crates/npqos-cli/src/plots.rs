@@ -1,4 +1,4 @@
-//! SVG plots with plotters: lines, markers or histogram bars, linear or logarithmic x axis.
+//! SVG plots with plotters: lines, markers or histogram bars, linear or logarithmic axes.
 
 use anyhow::{anyhow, Result};
 use npqos_sim::results::{PlotKind, PlotSpec};
@@ -43,7 +43,8 @@ fn err<E: std::fmt::Display>(spec: &PlotSpec) -> impl Fn(E) -> anyhow::Error + '
 
 /// Renders `spec` to an SVG document.
 pub fn render(spec: &PlotSpec) -> Result<String> {
-    let finite = |&(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && (!spec.log_x || x > 0.0);
+    let finite =
+        |&(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && (!spec.log_x || x > 0.0) && (!spec.log_y || y > 0.0);
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, 0.0f64, f64::MIN);
     for &(x, y) in spec.lines.iter().flat_map(|(_, p)| p.iter()).filter(|p| finite(p)) {
         x0 = x0.min(x);
@@ -66,40 +67,48 @@ pub fn render(spec: &PlotSpec) -> Result<String> {
         x0 -= pad;
         x1 += pad;
     }
-    if y1 - y0 < 1e-12 {
-        y1 = y0 + 1.0;
+    if spec.log_y {
+        // y0 started at 0: take the smallest positive value instead.
+        y0 = spec.lines.iter().flat_map(|(_, p)| p.iter()).filter(|p| finite(p)).map(|p| p.1).fold(f64::MAX, f64::min);
+        if y0 == f64::MAX {
+            (y0, y1) = (1.0, 10.0);
+        }
+        y0 /= 2.0;
+        y1 = y1.max(y0 * 4.0) * 2.0;
+    } else {
+        if y1 - y0 < 1e-12 {
+            y1 = y0 + 1.0;
+        }
+        y1 += (y1 - y0) * 0.08;
     }
-    y1 += (y1 - y0) * 0.08;
     let mut svg = String::new();
     {
         let root = SVGBackend::with_string(&mut svg, (820, 480)).into_drawing_area();
         root.fill(&WHITE).map_err(err(spec))?;
-        if spec.log_x {
-            draw(&root, spec, (x0..x1).log_scale(), y0..y1)?;
-        } else {
-            draw(&root, spec, x0..x1, y0..y1)?;
+        match (spec.log_x, spec.log_y) {
+            (true, true) => draw(&root, spec, (x0..x1).log_scale(), (y0..y1).log_scale())?,
+            (true, false) => draw(&root, spec, (x0..x1).log_scale(), y0..y1)?,
+            (false, true) => draw(&root, spec, x0..x1, (y0..y1).log_scale())?,
+            (false, false) => draw(&root, spec, x0..x1, y0..y1)?,
         }
         root.present().map_err(err(spec))?;
     }
     Ok(svg)
 }
 
-fn draw<'a, XR>(
-    root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
-    spec: &PlotSpec,
-    x: XR,
-    y: std::ops::Range<f64>,
-) -> Result<()>
+fn draw<'a, XR, YR>(root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>, spec: &PlotSpec, x: XR, y: YR) -> Result<()>
 where
     XR: AsRangedCoord<Value = f64>,
     XR::CoordDescType: ValueFormatter<f64>,
+    YR: AsRangedCoord<Value = f64>,
+    YR::CoordDescType: ValueFormatter<f64>,
 {
     let mut chart = ChartBuilder::on(root)
         .caption(&spec.title, ("sans-serif", 20))
         .margin(14)
         .x_label_area_size(42)
         .y_label_area_size(64)
-        .build_cartesian_2d(x, y.clone())
+        .build_cartesian_2d(x, y)
         .map_err(err(spec))?;
     chart
         .configure_mesh()
@@ -110,7 +119,8 @@ where
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(err(spec))?;
-    let finite = |&(a, b): &(f64, f64)| a.is_finite() && b.is_finite() && (!spec.log_x || a > 0.0);
+    let finite =
+        |&(a, b): &(f64, f64)| a.is_finite() && b.is_finite() && (!spec.log_x || a > 0.0) && (!spec.log_y || b > 0.0);
     for (i, (label, points)) in spec.lines.iter().enumerate() {
         let c = COLORS[i % COLORS.len()];
         let pts: Vec<(f64, f64)> = points.iter().copied().filter(finite).collect();

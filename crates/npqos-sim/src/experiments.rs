@@ -4,6 +4,7 @@
 //! Ids are `<paper short name>-<figure or table>`. The kim experiments live in [`kim`].
 
 pub mod dqs;
+pub mod everest;
 pub mod kim;
 pub mod kim_heap;
 pub mod kim_load;
@@ -73,6 +74,18 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         description: "dqs Figs 9-13: SPSQ/MPSQ/MPMQ normalised throughput and task-queue buffer vs speedup (M = 64) and vs M (speedup 8)",
     },
     ExperimentInfo { id: "dqs-scale", description: "dqs: 1e6 in-progress flows, queues only for active ones; AFM memory (eq 5) vs brute force" },
+    ExperimentInfo {
+        id: "everest-fig3a",
+        description: "everest Fig. 3(a): % packets later than D vs D, 8 schedulers, 16 processors, t_sw 2 ms; Everest vs the others",
+    },
+    ExperimentInfo { id: "everest-fig3b", description: "everest Fig. 3(b): queue-length CDF at D = t_sw = 2 ms, 8 schedulers" },
+    ExperimentInfo { id: "everest-fig3c", description: "everest Fig. 3(c): context switches per second vs D, 8 schedulers" },
+    ExperimentInfo { id: "everest-fig3d", description: "everest Fig. 3(d): % packets later than D vs processors (D = t_sw = 2 ms)" },
+    ExperimentInfo {
+        id: "everest-fig4",
+        description: "everest Fig. 4: % late vs t_sw / D for D = 500 us and 2 ms; everest-adaptive vs the better of Everest and Everest-AE",
+    },
+    ExperimentInfo { id: "everest-fig5", description: "everest Fig. 5: mean delay vs t_sw / D at D = 2 ms" },
 ];
 
 /// Options common to all experiments.
@@ -107,6 +120,12 @@ pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<
         "dqs-fig5-8" => Some(dqs::fig5_8(opts, progress)),
         "dqs-fig9-13" => Some(dqs::fig9_13(opts, progress)),
         "dqs-scale" => Some(dqs::scale(opts, progress)),
+        "everest-fig3a" => Some(everest::fig3a(opts, progress)),
+        "everest-fig3b" => Some(everest::fig3b(opts, progress)),
+        "everest-fig3c" => Some(everest::fig3c(opts, progress)),
+        "everest-fig3d" => Some(everest::fig3d(opts, progress)),
+        "everest-fig4" => Some(everest::fig4(opts, progress)),
+        "everest-fig5" => Some(everest::fig5(opts, progress)),
         _ => None,
     }
 }
@@ -240,6 +259,7 @@ fn kim_table1(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         lines: vec![("ours".into(), ours_line), ("paper (Table I)".into(), paper_line)],
         kind: PlotKind::Points,
         log_x: true,
+        log_y: false,
     });
     out.plots.push(PlotSpec {
         name: "overload".into(),
@@ -249,6 +269,7 @@ fn kim_table1(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         lines: vec![("y = x".into(), targets.iter().map(|&t| (t, t)).collect()), ("ours".into(), ovl_line)],
         kind: PlotKind::Lines,
         log_x: false,
+        log_y: false,
     });
     out.assumptions = vec![
         "Table I sizes are bytes on the wire and its ratios are per-packet probabilities.".into(),

@@ -79,6 +79,8 @@ pub struct PlotSpec {
     pub kind: PlotKind,
     /// Logarithmic x axis (x values must be positive).
     pub log_x: bool,
+    /// Logarithmic y axis (points with y <= 0 are not drawn).
+    pub log_y: bool,
 }
 
 /// How a plot draws its points.

@@ -282,6 +282,7 @@ fn write_report(dir: &Path, name: &str, axes: &[(String, Vec<String>)], pts: &[(
                     lines,
                     kind: PlotKind::Lines,
                     log_x: false,
+                    log_y: false,
                 };
                 let file = format!("{}.svg", spec.name);
                 write_atomic(dir, &file, crate::plots::render(&spec)?.as_bytes())?;

@@ -27,12 +27,14 @@
 //!   queue empties it marks processors so that `k^j = floor(j - R_arr(Delta) * t_pkt)` are
 //!   marked (eq 6), unmarking if fewer are due (line 7). Marked processors keep serving their
 //!   service. An eligible service first unmarks one of its own marked processors (no switch),
-//!   else takes the processor marked longest (LRA), else (overload, section 4.5) computes
-//!   `N_newalloc = min(N_req, G N_p)` for every service, hands the extra processors one at a
-//!   time to the largest residual queue `q_len - Q_lim`, ties to a service already holding more
-//!   (no switch), and takes a processor by force from a service above its target.
-//! * **Everest-LD**: allocation only after a packet of the service finished later than `D`,
-//!   and at least `t_sw` between two allocations to a service; release as Everest.
+//!   else takes the processor marked longest (LRA), else (overload, section 4.5), if it is
+//!   below `N_newalloc = min(N_req, G N_p)`, takes one by force from a service holding more
+//!   than its guaranteed `G N_p`. Free (marked) processors go to the eligible service with the
+//!   largest residual queue `q_len - Q_lim` (beneficiary selection, step 2 of overload control).
+//! * **Everest-LD**: allocation only once a packet of the service has been delayed more than
+//!   `D` (observed at the first instant its delay exceeds `D`: while it waits, or when it
+//!   finishes late), and at least `t_sw` between two allocation attempts for a service;
+//!   release as Everest.
 //! * **Everest-AE**: high priority `q_len > Q_lim^j` (with forced release), low priority
 //!   `q_len > 0` (free processors only); processors released as soon as the queue is empty.
 //! * **Cohort-E**: eligible when `q_len > 0`, released when empty, never forced; a released
@@ -172,7 +174,7 @@ pub enum Trigger {
 pub struct AllocStats {
     /// Context switches started (every [`Action::Switch`]).
     pub switches: u64,
-    /// Switches of processors taken by force from a service above its target (overload).
+    /// Switches of processors taken by force (overload control, section 4.5).
     pub forced: u64,
     /// Grants satisfied by unmarking / reclaiming a processor of the service itself.
     pub unmarked: u64,
@@ -230,6 +232,9 @@ struct Svc {
     idle: Vec<u32>,
     /// Arrival times within the last Delta.
     window: VecDeque<u64>,
+    /// Everest-LD only: arrival times of the waiting packets (to observe the moment the oldest
+    /// one's delay passes D).
+    waiting: VecDeque<u64>,
     last_grant: u64,
 }
 
@@ -262,6 +267,8 @@ pub struct Allocator {
     svcs: Vec<Svc>,
     /// Quantum expiries (time, processor, generation), in time order (constant quantum).
     expiries: VecDeque<(u64, u32, u32)>,
+    /// Everest-LD: when a waiting packet next becomes late (or the t_sw spacing ends).
+    ld_wakeup: u64,
     stats: AllocStats,
 }
 
@@ -315,6 +322,7 @@ impl Allocator {
                     incoming: 0,
                     idle: Vec::with_capacity(np as usize),
                     window: VecDeque::new(),
+                    waiting: VecDeque::new(),
                     last_grant: NONE,
                 }
             })
@@ -347,6 +355,7 @@ impl Allocator {
             procs,
             svcs,
             expiries: VecDeque::new(),
+            ld_wakeup: NONE,
             stats: AllocStats::default(),
         })
     }
@@ -393,9 +402,46 @@ impl Allocator {
         self.t_sw_sum.checked_div(self.t_sw_n).unwrap_or(self.t_sw)
     }
 
-    /// When [`Allocator::timer`] must next be called (quantum expiries), if ever.
+    /// When [`Allocator::timer`] must next be called (quantum expiries; for Everest-LD the
+    /// moment the oldest waiting packet of a service passes its tolerance), if ever.
     pub fn next_wakeup(&self) -> Option<Instant> {
-        self.expiries.front().map(|e| Instant::from_nanos(e.0))
+        let q = self.expiries.front().map_or(NONE, |e| e.0);
+        let t = q.min(self.ld_wakeup);
+        (t != NONE).then(|| Instant::from_nanos(t))
+    }
+
+    /// Everest-LD: the earliest instant a waiting packet is observed late (its delay exceeds
+    /// D) and the service may receive a processor (t_sw since its last one).
+    fn ld_refresh(&mut self) {
+        if self.policy != Policy::EverestLd {
+            return;
+        }
+        let mut t = NONE;
+        for v in &self.svcs {
+            if let Some(&head) = v.waiting.front() {
+                let late_at = head + v.tolerance + 1;
+                let allowed = if v.last_grant == NONE { 0 } else { v.last_grant + self.t_sw };
+                t = t.min(late_at.max(allowed));
+            }
+        }
+        self.ld_wakeup = t;
+    }
+
+    /// Everest-LD's observation-based trigger for service `s` (a packet of it is late now).
+    fn ld_trigger(&mut self, s: usize, now: u64, out: &mut Vec<Action>) {
+        let last = self.svcs[s].last_grant;
+        if last != NONE && now - last < self.t_sw {
+            return;
+        }
+        self.stats.late_triggers += 1;
+        if self.grant(s, now, true, out).is_some() {
+            self.stats.hi_grants += 1;
+        } else {
+            self.stats.hi_refused += 1;
+        }
+        // Spaced by t_sw whether or not a processor could be found (a refused request is retried
+        // after t_sw, not at every event).
+        self.svcs[s].last_grant = now;
     }
 
     /// A packet of service `s` arrived at `now`.
@@ -408,7 +454,11 @@ impl Allocator {
         while svc.window.front().is_some_and(|&t| t + delta <= now) {
             svc.window.pop_front();
         }
+        if self.policy == Policy::EverestLd {
+            svc.waiting.push_back(now);
+        }
         self.dispatch(s, now, out);
+        self.ld_refresh();
         match self.policy {
             Policy::Static | Policy::EverestLd => Trigger::None,
             Policy::Everest | Policy::EverestAe | Policy::Adaptive => {
@@ -468,17 +518,11 @@ impl Allocator {
                 self.beneficiaries(now, out);
             }
         }
-        if self.policy == Policy::EverestLd && delay.as_nanos() > self.svcs[served].tolerance {
-            let last = self.svcs[served].last_grant;
-            if last == NONE || now - last >= self.t_sw {
-                self.stats.late_triggers += 1;
-                if self.grant(served, now, true, out).is_some() {
-                    self.stats.hi_grants += 1;
-                    self.svcs[served].last_grant = now;
-                } else {
-                    self.stats.hi_refused += 1;
-                }
+        if self.policy == Policy::EverestLd {
+            if delay.as_nanos() > self.svcs[served].tolerance {
+                self.ld_trigger(served, now, out);
             }
+            self.ld_refresh();
         }
     }
 
@@ -502,11 +546,21 @@ impl Allocator {
             }
             self.beneficiaries(now, out);
         }
+        self.ld_refresh();
     }
 
-    /// Quantum expiries due at `now` (Quantum only; a no-op otherwise).
+    /// Timer work due at `now`: quantum expiries (Quantum) and late observations (Everest-LD).
     pub fn timer(&mut self, now: Instant, out: &mut Vec<Action>) {
         let now = now.as_nanos();
+        if self.policy == Policy::EverestLd && self.ld_wakeup <= now {
+            for s in 0..self.svcs.len() {
+                let v = &self.svcs[s];
+                if v.waiting.front().is_some_and(|&h| now - h > v.tolerance) {
+                    self.ld_trigger(s, now, out);
+                }
+            }
+            self.ld_refresh();
+        }
         while let Some(&(t, p, g)) = self.expiries.front() {
             if t > now {
                 break;
@@ -596,6 +650,7 @@ impl Allocator {
         while self.svcs[s].q > 0 {
             let Some(p) = self.svcs[s].idle.pop() else { break };
             self.svcs[s].q -= 1;
+            self.svcs[s].waiting.pop_front();
             let pr = &mut self.procs[p as usize];
             pr.state = PState::Busy;
             pr.serving = s as u32;
@@ -719,13 +774,7 @@ impl Allocator {
             return None;
         }
         // 3. Overload control (section 4.5).
-        let target = self.targets(now);
-        if self.svcs[s].owned >= target[s] {
-            return None;
-        }
-        let victim = (0..self.svcs.len())
-            .filter(|&v| v != s && self.svcs[v].owned > target[v])
-            .max_by_key(|&v| (self.svcs[v].owned - target[v], std::cmp::Reverse(v)))?;
+        let victim = self.overload_victim(s, now)?;
         let p = (0..self.procs.len())
             .filter(|&p| self.procs[p].owner as usize == victim && self.movable(p))
             .min_by_key(|&p| (self.procs[p].state != PState::Idle, self.procs[p].granted_at, p))?;
@@ -735,33 +784,40 @@ impl Allocator {
         Some(clean)
     }
 
-    /// Overload targets: N_newalloc^i = min(N_req^i, G^i N_p), then the extra processors one at
-    /// a time to the largest residual queue length (ties: a service already holding more than
-    /// its target, then the lower index). N_req^i = max(ceil(q / lim_unit), ceil(R_arr t_pkt)).
-    fn targets(&self, now: u64) -> Vec<u32> {
-        let np = self.procs.len() as u32;
-        let mut t: Vec<u32> = self
-            .svcs
-            .iter()
-            .map(|v| {
-                let by_queue = if v.lim_unit == 0 { v.q } else { v.q.div_ceil(v.lim_unit) };
-                let by_rate = v.rate_need(now, self.delta).ceil() as u64;
-                (by_queue.max(by_rate).min(np as u64) as u32).min(v.guaranteed)
-            })
-            .collect();
-        let mut extra = np - t.iter().sum::<u32>().min(np);
-        while extra > 0 {
-            let k = (0..self.svcs.len())
-                .max_by(|&a, &b| {
-                    let ra = self.svcs[a].q as i128 - (t[a] as u64 * self.svcs[a].lim_unit) as i128;
-                    let rb = self.svcs[b].q as i128 - (t[b] as u64 * self.svcs[b].lim_unit) as i128;
-                    ra.cmp(&rb).then((self.svcs[a].owned > t[a]).cmp(&(self.svcs[b].owned > t[b]))).then(b.cmp(&a))
-                })
-                .expect("at least one service");
-            t[k] += 1;
-            extra -= 1;
+    /// Overload control (everest section 4.5) for eligible service `s`: the service to take a
+    /// processor from by force, if any.
+    ///
+    /// Step 1: every service is entitled to `N_newalloc^i = min(N_req^i, G^i N_p)` (whole
+    /// processors, [`guarantee::round_shares`]), with `N_req^i = max(ceil(q / (floor(D / t_pkt)
+    /// - 1)), ceil(R_arr t_pkt))`. A service below its entitlement takes a processor by force
+    /// (interrupt) from a service holding more than its guaranteed allocation `G^i N_p`
+    /// (section 4.2, forced release: "if a service is allocated processors beyond its
+    /// guaranteed allocation, Everest can reclaim the extra processors ... to satisfy the
+    /// guaranteed allocation of a different service"), the one furthest above it first, then
+    /// the one with the smaller residual queue.
+    ///
+    /// Step 2, the extra processors to the largest residual queue `q - Q_lim^j`, hands out free
+    /// (marked) processors only ("we allocate each free processor"): that is the beneficiary
+    /// selection of [`Allocator::beneficiaries`], never a forced release. (Forcing extras too
+    /// makes two backlogged services, or a backlogged and an occasional one, trade a processor
+    /// back and forth at every arrival, paying `t_sw` each time.)
+    fn overload_victim(&self, s: usize, now: u64) -> Option<usize> {
+        let np = self.procs.len() as u64;
+        let me = &self.svcs[s];
+        let by_queue = if me.lim_unit == 0 { me.q } else { me.q.div_ceil(me.lim_unit) };
+        let by_rate = me.rate_need(now, self.delta).ceil() as u64;
+        let entitled = (by_queue.max(by_rate).min(np) as u32).min(me.guaranteed);
+        if me.owned >= entitled {
+            return None;
         }
-        t
+        let has_movable = |v: usize| (0..self.procs.len()).any(|p| self.procs[p].owner as usize == v && self.movable(p));
+        let residual = |v: &Svc| v.q as i128 - (v.committed() as u64 * v.lim_unit) as i128;
+        (0..self.svcs.len())
+            .filter(|&v| v != s && self.svcs[v].owned > self.svcs[v].guaranteed && has_movable(v))
+            .max_by_key(|&v| {
+                let sv = &self.svcs[v];
+                (sv.owned - sv.guaranteed, std::cmp::Reverse(residual(sv)), std::cmp::Reverse(v))
+            })
     }
 
     /// After processors became free: give marked / released ones to eligible services, largest

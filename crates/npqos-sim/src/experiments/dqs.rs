@@ -483,6 +483,7 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             lines: vec![(w.into(), cdf)],
             kind: PlotKind::Lines,
             log_x: false,
+            log_y: false,
         });
     }
     for (name, title, y, lines) in [
@@ -498,6 +499,7 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             lines,
             kind: PlotKind::Lines,
             log_x: true,
+            log_y: false,
         });
     }
     out.notes.push(rows);
@@ -602,6 +604,7 @@ pub fn fig9_13(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 lines,
                 kind: PlotKind::Lines,
                 log_x,
+                log_y: false,
             });
         }
         for (mi, &m) in FIG12_SLOTS.iter().enumerate() {

@@ -97,6 +97,7 @@ pub fn fig7(opts: RunOptions) -> Output {
         lines,
         kind: PlotKind::Lines,
         log_x: true,
+        log_y: false,
     });
     out.assumptions =
         vec!["One read-modify-write (two memory accesses) per queue per fill, fills at k x period (section 5.1.1)."
@@ -238,6 +239,7 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         lines,
         kind: PlotKind::Lines,
         log_x: true,
+        log_y: false,
     });
     out.notes.push(differences_note());
     out.notes.push(TABLE2_NOTE.into());
@@ -300,6 +302,7 @@ pub fn fig8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         lines: vec![("mean".into(), mean_l), ("max".into(), max_l)],
         kind: PlotKind::Lines,
         log_x: true,
+        log_y: false,
     });
     out.notes.push(differences_note());
     out
@@ -435,6 +438,7 @@ pub fn table10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         lines,
         kind: PlotKind::Lines,
         log_x: false,
+        log_y: false,
     });
     let mut a = assumptions(opts.quick);
     a.truncate(4);
@@ -514,6 +518,7 @@ pub fn fig12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             lines: vec![("ours".into(), pts)],
             kind: PlotKind::Lines,
             log_x: false,
+            log_y: false,
         });
     }
     let mut a = assumptions(opts.quick);

@@ -232,6 +232,7 @@ pub fn table45(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         lines,
         kind: PlotKind::Lines,
         log_x: true,
+        log_y: false,
     });
     out.notes.push(format!(
         "Ours beside the paper's GEM5 cycles (not converted: the paper's cycles are for its own heap code on a simulated core with every heap element pre-fetched; ours are wall-clock ns on this machine with its real caches, timer overhead of {overhead:.1} ns per operation subtracted, median of three replays). The counts are deterministic; the ns are not.\n\n{table}"
@@ -313,6 +314,7 @@ pub fn table67(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         lines: vec![("ours, insert".into(), ins), ("ours, delete".into(), del)],
         kind: PlotKind::Lines,
         log_x: false,
+        log_y: false,
     });
     out.notes.push(format!(
         "Accesses per operation in our heap: {:.2} per insert, {:.2} per delete (mean heap {:.0} nodes = {:.1} KB per core). The paper's Table VII implies about 18 accesses per insert and 114 per delete (misses / miss rate): its counts come from GEM5 memory traces of its compiled heap code (instructions' loads and stores, locals included), ours are heap-array element reads and writes only. Table VI's cycles are the paper's timing of those runs; we have no cycle model and show them for reference only.\n\n{table}",

@@ -4,7 +4,10 @@
 //! * [`link`]: N queues with tail-drop buffers sharing one link under DRR; synthetic or
 //!   trace-driven input. The foundation's demo model and the `shared` link mode the kim
 //!   experiments will reuse.
+//! * [`dqs`]: the dqs link (AFM + DRR) and processing models.
+//! * [`everest`]: processors shared by six NAT-PT services under an allocation policy.
 
 pub mod dqs;
+pub mod everest;
 pub mod kim;
 pub mod link;

@@ -1,0 +1,772 @@
+//! everest reproductions: Figs 3(a)-(d), 4 and 5, every scheduler of everest Table 4 plus
+//! our `everest-adaptive`.
+//!
+//! Two workloads stand in for the paper's UNC traces (which we do not have), both calibrated
+//! to the same mean offered work: UNC-2.5's mean packet rate (everest Table 3, 30 M packets in
+//! 42.4 s) times the mean t_pkt of the synthetic service mix, about 9.4 of the 16 processors.
+//! * `synthetic`: per service, 64 superposed ON/OFF sources, Pareto (shape 1.5) ON 50 ms / OFF
+//!   100 ms means ([`SyntheticTraffic::unc25_like`]): bursts at the 10-100 ms timescales the
+//!   paper cites, enough on average, not at peaks.
+//! * `ndpi`: the nDPI captures as one corpus (aligned, gaps capped at 1 s, merged), overlaid
+//!   (flow multiplication) at its own time scale to the same mean work; packets classified into the six
+//!   services by conversation direction x transport ([`classify_corpus`]). Skipped, with a
+//!   note, when the corpus is absent.
+//!
+//! G^i (eq 7) comes from N_max^i of each workload at the run's D (trace analysis, see
+//! [`npqos_core::alloc::guarantee`]).
+
+use super::RunOptions;
+use crate::models::everest::{
+    classify_corpus, n_max, offered_profile, queue_bins, run, EverestParams, EverestResult, SyntheticTraffic, Traffic, NATPT_SERVICES,
+};
+use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
+use npqos_core::alloc::guarantee::shares;
+use npqos_core::alloc::Policy;
+use npqos_core::Duration;
+use serde_json::json;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// A scheduler of the comparison (everest Table 4 and section 5.1, plus ours).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Sched {
+    Static,
+    /// Quantum with Q = this many t_sw.
+    Quantum(u32),
+    CohortE,
+    Everest,
+    EverestLd,
+    EverestAe,
+    Adaptive,
+}
+
+/// The schedulers in the order of every table and plot.
+pub const SCHEDS: [Sched; 8] = [
+    Sched::Static,
+    Sched::Quantum(5),
+    Sched::Quantum(20),
+    Sched::CohortE,
+    Sched::EverestLd,
+    Sched::EverestAe,
+    Sched::Everest,
+    Sched::Adaptive,
+];
+
+impl Sched {
+    pub fn label(&self) -> String {
+        match self {
+            Sched::Quantum(k) => format!("quantum-{k}tsw"),
+            s => s.policy(Duration::from_millis(1)).name().into(),
+        }
+    }
+    pub fn policy(&self, t_sw: Duration) -> Policy {
+        match *self {
+            Sched::Static => Policy::Static,
+            Sched::Quantum(k) => Policy::Quantum { quantum: t_sw.saturating_mul(k as u64).max_one() },
+            Sched::CohortE => Policy::CohortE,
+            Sched::Everest => Policy::Everest,
+            Sched::EverestLd => Policy::EverestLd,
+            Sched::EverestAe => Policy::EverestAe,
+            Sched::Adaptive => Policy::Adaptive,
+        }
+    }
+}
+
+trait MaxOne {
+    fn max_one(self) -> Self;
+}
+impl MaxOne for Duration {
+    fn max_one(self) -> Self {
+        if self.is_zero() {
+            Duration::NANOSECOND
+        } else {
+            self
+        }
+    }
+}
+
+/// Processors of the paper's setting.
+pub const PROCESSORS: u32 = 16;
+/// t_sw of the IXP2400 (everest section 5.2).
+pub const T_SW: Duration = Duration::from_millis(2);
+/// Default D.
+pub const D: Duration = Duration::from_millis(2);
+
+/// A workload of the everest experiments.
+#[derive(Clone)]
+pub struct Workload {
+    pub name: &'static str,
+    pub traffic: Traffic,
+    pub expected_packets: u64,
+    pub description: String,
+}
+
+/// Sources per service of the default synthetic workload.
+pub const SOURCES: u32 = 64;
+
+fn synthetic(quick: bool, sources: u32) -> Workload {
+    let secs = if quick { 1 } else { 10 };
+    let s = SyntheticTraffic::unc25_like(Duration::from_secs(secs), sources);
+    Workload {
+        name: if sources == SOURCES { "synthetic" } else { "synthetic-other" },
+        expected_packets: (s.rate_pps * secs as f64) as u64,
+        description: format!(
+            "synthetic: {secs} s at {:.0} packets/s (UNC-2.5's mean rate, everest Table 3); packet shares per service {:?}; per service {} ON/OFF sources, Pareto shape {} ON mean {} / OFF mean {}, Poisson inside ON; mean offered work {:.2} processors",
+            s.rate_pps,
+            s.mix,
+            s.sources_per_service,
+            s.shape,
+            s.on_mean,
+            s.off_mean,
+            s.mean_processors()
+        ),
+        traffic: Traffic::Synthetic(s),
+    }
+}
+
+fn ndpi(quick: bool, target_processors: f64) -> Option<Result<Workload, String>> {
+    let corpus = match super::dqs::load_ndpi()? {
+        Ok(c) => c,
+        Err(e) => return Some(Err(e)),
+    };
+    let classes = classify_corpus(&corpus);
+    let mut per = [0u64; 6];
+    let mut work_ns = 0f64;
+    for p in &corpus.packets {
+        let mut k = p.flow;
+        k.zone = 0;
+        let s = classes[&k] as usize;
+        per[s] += 1;
+        work_ns += NATPT_SERVICES[s].1 as f64;
+    }
+    let n = corpus.packets.len() as f64;
+    let mean_t = work_ns / n.max(1.0) * 1e-9;
+    let rate = target_processors / mean_t;
+    // Flow multiplication at the corpus' own time scale (no compression, flow timing kept,
+    // as the paper's trace scaling [10]): enough rotated copies for the rate, a window of them.
+    let span = corpus.duration_ns as f64 * 1e-9;
+    let copies = (rate * span / n).round().max(1.0) as u32;
+    let secs: u64 = if quick { 1 } else { 10 };
+    let desc = format!(
+        "ndpi: {} captures, {} IP packets ({} flows), each aligned to 0, gaps capped at {} ms, merged ({span:.1} s); {copies} copies overlaid, each rotated by a uniform offset, at the original time scale (flow multiplication, no compression), first {secs} s: {rate:.0} packets/s, the same mean offered work as synthetic ({target_processors:.2} processors). Packets per service (corpus): {}",
+        corpus.files,
+        corpus.packets.len(),
+        classes.len(),
+        corpus.max_gap.as_nanos() / 1_000_000,
+        NATPT_SERVICES.iter().zip(per).map(|((name, _), c)| format!("{name} {c}")).collect::<Vec<_>>().join(", ")
+    );
+    Some(Ok(Workload {
+        name: "ndpi",
+        expected_packets: (rate * secs as f64) as u64,
+        description: desc,
+        traffic: Traffic::Corpus {
+            corpus: Arc::new(corpus),
+            classes: Arc::new(classes),
+            copies,
+            time_scale: 1.0,
+            end: Duration::from_secs(secs),
+        },
+    }))
+}
+
+fn workloads(opts: RunOptions, out: &mut Output) -> Vec<Workload> {
+    let syn = synthetic(opts.quick, SOURCES);
+    let target = match &syn.traffic {
+        Traffic::Synthetic(s) => s.mean_processors(),
+        _ => unreachable!(),
+    };
+    let mut w = vec![syn];
+    match ndpi(opts.quick, target) {
+        Some(Ok(x)) => w.push(x),
+        Some(Err(e)) => out.notes.push(format!("**Real-trace part not run**: the nDPI corpus could not be read: {e}")),
+        None => {
+            eprintln!("everest: no nDPI corpus at ../shared/traces/ndpi or $NPQOS_TRACE_DIR; the real-trace part is skipped");
+            out.notes.push(
+                "**Real-trace part not run**: no nDPI corpus at `../shared/traces/ndpi` or `$NPQOS_TRACE_DIR`; only the synthetic workload ran."
+                    .into(),
+            )
+        }
+    }
+    for x in &w {
+        let p = offered_profile(x.traffic.stream(opts.seed), Duration::from_millis(10), PROCESSORS);
+        out.assumptions.push(format!(
+            "Workload {}. Measured offered work over 10 ms windows: mean {:.2}, median {:.2}, p99 {:.2}, max {:.2} processors; {:.2}% of windows need more than {PROCESSORS}.",
+            x.description,
+            p.mean,
+            p.p50,
+            p.p99,
+            p.max,
+            100.0 * p.over
+        ));
+    }
+    out.assumptions.extend(common_assumptions());
+    w
+}
+
+fn common_assumptions() -> Vec<String> {
+    vec![
+        "Services: the six NAT-PT services of everest Table 2 with their t_pkt (18.22, 13.27, 4.64, 10.09, 9.72, 1.78 us); one D for all services; delay = end of processing - arrival; a packet is late if its delay > D. No queue limit (no drops).".into(),
+        "G^i = N_max^i / sum N_max (eq 7); N_max^i = the fewest dedicated processors serving the service's packets FIFO with every one within D (one pass over the workload, per D). Whole processors for Static and overload control: one per service, the rest by largest remainder of G^i N_p.".into(),
+        "Every processor starts loaded with a service (Static's shares) and idle; all but Static start marked / released. A processor taken while busy finishes its packet, then switches; t_sw of serving nothing.".into(),
+        "Everest: j in Q_lim^j counts the committed (unmarked) processors; Q_lim^0 = 0 (a service without a committed processor is eligible with any waiting packet); k^j uses all processors of the service and R_arr over the last Delta = t_sw; victims: own marked first (no switch), then LRA, then overload control with N_req = max(ceil(q / (floor(D/t_pkt) - 1)), ceil(R_arr t_pkt)) and forced release (interrupt) from the service furthest above its target.".into(),
+        "Eager eligibility (Quantum, Cohort-E, Everest-AE low priority) is q_len > processors already switching to the service, not q_len > 0: otherwise every packet arriving during a switch would claim another processor.".into(),
+        "Quantum sizes Q = 5 t_sw and 20 t_sw (Q >> t_sw, section 3.1); on expiry the processor goes to the eligible service furthest below its share G^i (itself if no other).".into(),
+        "Everest-LD observes a late packet at the first instant its delay exceeds D (while waiting or on completion) and allocates at most once per t_sw per service.".into(),
+        "Queue lengths (Fig. 3b) are sampled for every service every 100 us of simulated time.".into(),
+        "Events at one instant: processor completions and switch ends first, then timers, then the arrival.".into(),
+    ]
+}
+
+/// One simulation point.
+#[derive(Clone, Copy, Debug)]
+struct Point {
+    w: usize,
+    sched: Sched,
+    processors: u32,
+    t_sw: Duration,
+    d: Duration,
+}
+
+/// G^i per (workload, D), computed once per pair.
+fn guarantees(ws: &[Workload], points: &[Point], seed: u64) -> BTreeMap<(usize, u64), ([f64; 6], Vec<(u32, bool, u64)>)> {
+    let mut keys: Vec<(usize, u64)> = points.iter().map(|p| (p.w, p.d.as_nanos())).collect();
+    keys.sort();
+    keys.dedup();
+    let res = super::par_map(
+        &keys,
+        |&(w, d), _| {
+            let nm = n_max(ws[w].traffic.stream(seed), Duration::from_nanos(d), 4 * PROCESSORS.max(64));
+            let g = shares(&nm.iter().map(|x| x.0).collect::<Vec<_>>());
+            let mut arr = [0.0; 6];
+            arr.copy_from_slice(&g);
+            (arr, nm)
+        },
+        &mut |_| {},
+    );
+    keys.into_iter().zip(res).collect()
+}
+
+fn run_points(
+    ws: &[Workload],
+    points: &[Point],
+    seed: u64,
+    progress: &mut dyn FnMut(f64),
+) -> (Vec<EverestResult>, BTreeMap<(usize, u64), ([f64; 6], Vec<(u32, bool, u64)>)>) {
+    let g = guarantees(ws, points, seed);
+    let rs = super::par_map(
+        points,
+        |p, prog| {
+            let params = EverestParams {
+                processors: p.processors,
+                t_sw: p.t_sw,
+                tolerance: p.d,
+                delta: p.t_sw.max_one(),
+                policy: p.sched.policy(p.t_sw),
+                guarantees: g[&(p.w, p.d.as_nanos())].0,
+                sample_every: Duration::from_micros(100),
+                check_invariants: false,
+            };
+            run(&params, ws[p.w].traffic.stream(seed), ws[p.w].expected_packets, prog).expect("valid everest parameters")
+        },
+        progress,
+    );
+    (rs, g)
+}
+
+fn point_params(ws: &[Workload], p: &Point) -> BTreeMap<String, serde_json::Value> {
+    BTreeMap::from([
+        ("workload".into(), json!(ws[p.w].name)),
+        ("scheduler".into(), json!(p.sched.label())),
+        ("processors".into(), json!(p.processors)),
+        ("t_sw_us".into(), json!(p.t_sw.as_nanos() as f64 / 1e3)),
+        ("d_us".into(), json!(p.d.as_nanos() as f64 / 1e3)),
+    ])
+}
+
+fn result_run(ws: &[Workload], p: &Point, r: &EverestResult) -> RunResult {
+    let label = format!(
+        "{} {} Np={} tsw={}us D={}us",
+        ws[p.w].name,
+        p.sched.label(),
+        p.processors,
+        p.t_sw.as_nanos() / 1000,
+        p.d.as_nanos() / 1000
+    );
+    let mut run = RunResult { label, complete: true, stop_reason: "drained".into(), ..Default::default() };
+    run.params = point_params(ws, p);
+    let span = r.sim_end_ns.max(1) as f64;
+    run.scalar("packets", r.packets as f64, "packets");
+    run.scalar("late_percent", r.late_percent(), "%");
+    run.scalar("late_packets", r.late as f64, "packets");
+    run.scalar("mean_delay", r.mean_delay_us(), "us");
+    run.scalar("p50_delay", r.delay_quantiles[0] as f64 / 1e3, "us");
+    run.scalar("p99_delay", r.delay_quantiles[1] as f64 / 1e3, "us");
+    run.scalar("p999_delay", r.delay_quantiles[2] as f64 / 1e3, "us");
+    run.scalar("max_delay", r.max_delay_ns as f64 / 1e3, "us");
+    run.scalar("context_switches", r.stats.switches as f64, "switches");
+    run.scalar("context_switches_per_s", r.stats.switches as f64 / (span * 1e-9), "switches/s");
+    run.scalar("forced_releases", r.stats.forced as f64, "switches");
+    run.scalar("unmarked", r.stats.unmarked as f64, "grants");
+    run.scalar("hi_grants", r.stats.hi_grants as f64, "grants");
+    run.scalar("hi_refused", r.stats.hi_refused as f64, "requests");
+    run.scalar("lo_grants", r.stats.lo_grants as f64, "grants");
+    run.scalar("late_triggers", r.stats.late_triggers as f64, "triggers");
+    run.scalar("quantum_expiries", r.stats.quantum_expiries as f64, "expiries");
+    run.scalar("utilization", r.busy_ns as f64 / (p.processors as f64 * span), "fraction");
+    run.scalar("switching_fraction", r.switching_ns as f64 / (p.processors as f64 * span), "fraction");
+    run.scalar("max_queue", r.max_queue as f64, "packets");
+    run.scalar("clean_triggers", r.clean_triggers as f64, "packets");
+    run.scalar("clean_triggers_late", r.clean_triggers_late as f64, "packets");
+    run.scalar("hi_triggers", r.hi_triggers as f64, "packets");
+    run.scalar("hi_triggers_late", r.all_triggers_late as f64, "packets");
+    for (i, (n, l)) in r.per_service.iter().enumerate() {
+        run.scalar(&format!("late_percent_service{i}"), 100.0 * *l as f64 / (*n).max(1) as f64, "%");
+    }
+    run.sim_time_ns = r.sim_end_ns;
+    run.events = r.events;
+    run
+}
+
+fn cmp(metric: &str, params: BTreeMap<String, serde_json::Value>, ours: f64, paper: Option<f64>, unit: &str, source: &str) -> Comparison {
+    Comparison { metric: metric.into(), params, ours, paper, unit: unit.into(), source: source.into() }
+}
+
+fn guarantee_note(ws: &[Workload], g: &BTreeMap<(usize, u64), ([f64; 6], Vec<(u32, bool, u64)>)>) -> String {
+    let mut s = String::from("G^i from trace analysis (eq 7):\n\n| workload | D | ");
+    for (name, _) in NATPT_SERVICES {
+        s.push_str(&format!("{name} N_max (G) | "));
+    }
+    s.push_str("\n|---|---|");
+    s.push_str(&"---|".repeat(6));
+    s.push('\n');
+    for ((w, d), (gs, nm)) in g {
+        s.push_str(&format!("| {} | {} us | ", ws[*w].name, d / 1000));
+        for i in 0..6 {
+            let sat = if nm[i].1 { "+ (saturated)" } else { "" };
+            s.push_str(&format!("{}{sat} ({:.3}; {} pkts) | ", nm[i].0, gs[i], nm[i].2));
+        }
+        s.push('\n');
+    }
+    s
+}
+
+/// A grid of runs: for each workload, `xs` values of one parameter x every scheduler.
+struct Grid {
+    ws: Vec<Workload>,
+    xs: Vec<f64>,
+    points: Vec<Point>,
+    rs: Vec<EverestResult>,
+}
+
+impl Grid {
+    fn new(
+        opts: RunOptions,
+        out: &mut Output,
+        xs: &[f64],
+        scheds: &[Sched],
+        make: impl Fn(usize, Sched, f64) -> Point,
+        progress: &mut dyn FnMut(f64),
+    ) -> Grid {
+        let ws = workloads(opts, out);
+        let mut points = Vec::new();
+        for w in 0..ws.len() {
+            for &x in xs {
+                for &s in scheds {
+                    points.push(make(w, s, x));
+                }
+            }
+        }
+        let (rs, g) = run_points(&ws, &points, opts.seed, progress);
+        out.notes.push(guarantee_note(&ws, &g));
+        for (p, r) in points.iter().zip(&rs) {
+            out.runs.push(result_run(&ws, p, r));
+        }
+        Grid { ws, xs: xs.to_vec(), points, rs }
+    }
+
+    fn get(&self, w: usize, sched: Sched, x: usize) -> &EverestResult {
+        let per_w = self.points.len() / self.ws.len();
+        let per_x = per_w / self.xs.len();
+        let i0 = w * per_w + x * per_x;
+        let k = self.points[i0..i0 + per_x].iter().position(|p| p.sched == sched).expect("scheduler in grid");
+        &self.rs[i0 + k]
+    }
+
+    fn scheds(&self) -> Vec<Sched> {
+        let per_x = self.points.len() / self.ws.len() / self.xs.len();
+        self.points[..per_x].iter().map(|p| p.sched).collect()
+    }
+
+    /// A markdown table (rows: schedulers, columns: x) of `f`, and one plot per workload.
+    #[allow(clippy::too_many_arguments)]
+    fn table_and_plots(
+        &self,
+        out: &mut Output,
+        metric: &str,
+        unit: &str,
+        x_name: &str,
+        source: &str,
+        f: impl Fn(&EverestResult, &Point) -> f64,
+        log_x: bool,
+        log_y: bool,
+        fig: &str,
+    ) {
+        for w in 0..self.ws.len() {
+            let name = self.ws[w].name;
+            let mut t = format!("{fig} ({name}): {metric} ({unit})\n\n| scheduler | ");
+            for x in &self.xs {
+                t.push_str(&format!("{x_name} = {x} | "));
+            }
+            t.push_str("\n|---|");
+            t.push_str(&"---|".repeat(self.xs.len()));
+            t.push('\n');
+            let mut lines = Vec::new();
+            for s in self.scheds() {
+                t.push_str(&format!("| {} | ", s.label()));
+                let mut pts = Vec::new();
+                for xi in 0..self.xs.len() {
+                    let per_w = self.points.len() / self.ws.len();
+                    let per_x = per_w / self.xs.len();
+                    let i0 = w * per_w + xi * per_x;
+                    let k = self.points[i0..i0 + per_x].iter().position(|p| p.sched == s).expect("in grid");
+                    let (p, r) = (&self.points[i0 + k], &self.rs[i0 + k]);
+                    let v = f(r, p);
+                    t.push_str(&format!("{} |", fmt_val(v)));
+                    if xi + 1 < self.xs.len() {
+                        t.push(' ');
+                    }
+                    pts.push((self.xs[xi], v));
+                    let mut params = point_params(&self.ws, p);
+                    params.insert(x_name.into(), json!(self.xs[xi]));
+                    out.comparisons.push(cmp(metric, params, v, None, unit, source));
+                }
+                t.push('\n');
+                lines.push((s.label(), pts));
+            }
+            out.notes.push(t);
+            out.plots.push(PlotSpec {
+                name: format!("{}-{name}", fig.to_lowercase().replace([' ', '.', '(', ')'], "")),
+                title: format!("{fig}: {metric} vs {x_name} ({name})"),
+                x_label: x_name.into(),
+                y_label: format!("{metric} ({unit})"),
+                lines,
+                kind: PlotKind::Lines,
+                log_x,
+                log_y,
+            });
+        }
+    }
+}
+
+fn fmt_val(v: f64) -> String {
+    if v == 0.0 {
+        "0".into()
+    } else if v.abs() >= 100.0 {
+        format!("{v:.0}")
+    } else if v.abs() >= 0.01 {
+        format!("{v:.3}")
+    } else {
+        format!("{v:.2e}")
+    }
+}
+
+/// The paper's claim of section 5.2 / abstract: Everest has over an order of magnitude fewer
+/// late packets than Static, Quantum and Cohort-E at t_sw = D = 2 ms.
+fn order_of_magnitude_rows(out: &mut Output, g: &Grid, xi: usize, source: &str) {
+    for w in 0..g.ws.len() {
+        let ev = g.get(w, Sched::Everest, xi);
+        let mut t = format!(
+            "Late packets relative to Everest ({}; Everest: {} late of {}). The paper: 'more than an order of magnitude' fewer with Everest.\n\n| scheduler | late packets | x Everest |\n|---|---|---|\n",
+            g.ws[w].name, ev.late, ev.packets
+        );
+        for s in [Sched::Static, Sched::Quantum(5), Sched::Quantum(20), Sched::CohortE, Sched::EverestLd, Sched::EverestAe] {
+            let r = g.get(w, s, xi);
+            let ratio = r.late as f64 / ev.late.max(1) as f64;
+            t.push_str(&format!("| {} | {} | {} |\n", s.label(), r.late, fmt_val(ratio)));
+            let params = BTreeMap::from([
+                ("workload".into(), json!(g.ws[w].name)),
+                ("scheduler".into(), json!(s.label())),
+                ("everest_late_packets".into(), json!(ev.late)),
+            ]);
+            let paper = matches!(s, Sched::Static | Sched::Quantum(_) | Sched::CohortE).then_some(10.0);
+            out.comparisons.push(cmp("late_packets_over_everest", params, ratio, paper, "x (paper: at least)", source));
+        }
+        out.notes.push(t);
+    }
+}
+
+fn fig3_grid(
+    opts: RunOptions,
+    out: &mut Output,
+    xs: &[f64],
+    make: impl Fn(usize, Sched, f64) -> Point,
+    progress: &mut dyn FnMut(f64),
+) -> Grid {
+    Grid::new(opts, out, xs, &SCHEDS, make, progress)
+}
+
+fn d_values(quick: bool) -> Vec<f64> {
+    if quick {
+        vec![1.0, 2.0, 4.0]
+    } else {
+        vec![0.5, 1.0, 2.0, 4.0, 8.0]
+    }
+}
+
+fn ms(x: f64) -> Duration {
+    Duration::from_nanos((x * 1e6).round() as u64)
+}
+
+/// everest Fig. 3(a): percentage of packets later than D vs D (N_p = 16, t_sw = 2 ms).
+pub fn fig3a(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+    let mut out = Output { id: "everest-fig3a".into(), ..Default::default() };
+    let xs = d_values(opts.quick);
+    let g = fig3_grid(
+        opts,
+        &mut out,
+        &xs,
+        |w, sched, d| Point { w, sched, processors: PROCESSORS, t_sw: T_SW, d: ms(d) },
+        progress,
+    );
+    g.table_and_plots(&mut out, "late_percent", "%", "D_ms", "Fig. 3(a)", |r, _| r.late_percent(), true, true, "Fig. 3(a)");
+    let xi = xs.iter().position(|&x| x == 2.0).expect("D = 2 ms in the sweep");
+    order_of_magnitude_rows(&mut out, &g, xi, "abstract; section 5.2, Fig. 3(a)");
+    out
+}
+
+/// everest Fig. 3(b): queue-length distribution at D = t_sw = 2 ms, N_p = 16.
+pub fn fig3b(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+    let mut out = Output { id: "everest-fig3b".into(), ..Default::default() };
+    let g = fig3_grid(
+        opts,
+        &mut out,
+        &[2.0],
+        |w, sched, d| Point { w, sched, processors: PROCESSORS, t_sw: T_SW, d: ms(d) },
+        progress,
+    );
+    let bins = queue_bins();
+    for w in 0..g.ws.len() {
+        let name = g.ws[w].name;
+        let mut lines = Vec::new();
+        let mut t = format!("Fig. 3(b) ({name}): queue length seen by the 100 us sampler, all services\n\n| scheduler | P(q = 0) | P(q <= 7) | P(q <= 63) | P(q <= 511) | max |\n|---|---|---|---|---|---|\n");
+        for s in g.scheds() {
+            let r = g.get(w, s, 0);
+            let n = r.queue_samples.max(1) as f64;
+            let mut cum = 0u64;
+            let mut pts = Vec::new();
+            let mut at = BTreeMap::new();
+            for (b, &c) in r.queue_hist.iter().enumerate() {
+                cum += c;
+                let edge = bins[b];
+                if edge != u64::MAX && edge > 0 {
+                    pts.push((edge as f64, cum as f64 / n));
+                }
+                at.insert(edge, cum as f64 / n);
+            }
+            let p = |e: u64| at.get(&e).copied().unwrap_or(1.0);
+            t.push_str(&format!(
+                "| {} | {:.4} | {:.4} | {:.4} | {:.4} | {} |\n",
+                s.label(),
+                p(0),
+                p(7),
+                p(63),
+                p(511),
+                r.max_queue
+            ));
+            for (e, metric) in [(0u64, "p_queue_0"), (63, "p_queue_le_63"), (511, "p_queue_le_511")] {
+                let params = BTreeMap::from([("workload".into(), json!(name)), ("scheduler".into(), json!(s.label()))]);
+                out.comparisons.push(cmp(metric, params, p(e), None, "probability", "Fig. 3(b)"));
+            }
+            lines.push((s.label(), pts));
+        }
+        out.notes.push(t);
+        out.plots.push(PlotSpec {
+            name: format!("fig3b-{name}"),
+            title: format!("Fig. 3(b): queue-length CDF, D = t_sw = 2 ms ({name})"),
+            x_label: "queue length (packets)".into(),
+            y_label: "P(queue <= x)".into(),
+            lines,
+            kind: PlotKind::Lines,
+            log_x: true,
+            log_y: false,
+        });
+    }
+    out
+}
+
+/// everest Fig. 3(c): context switches vs D.
+pub fn fig3c(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+    let mut out = Output { id: "everest-fig3c".into(), ..Default::default() };
+    let xs = d_values(opts.quick);
+    let g = fig3_grid(
+        opts,
+        &mut out,
+        &xs,
+        |w, sched, d| Point { w, sched, processors: PROCESSORS, t_sw: T_SW, d: ms(d) },
+        progress,
+    );
+    g.table_and_plots(
+        &mut out,
+        "context_switches_per_s",
+        "switches/s",
+        "D_ms",
+        "Fig. 3(c)",
+        |r, _| r.stats.switches as f64 / (r.sim_end_ns.max(1) as f64 * 1e-9),
+        true,
+        true,
+        "Fig. 3(c)",
+    );
+    out
+}
+
+/// everest Fig. 3(d): percentage late vs N_p (D = t_sw = 2 ms).
+pub fn fig3d(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+    let mut out = Output { id: "everest-fig3d".into(), ..Default::default() };
+    let xs: Vec<f64> = if opts.quick { vec![12.0, 16.0, 24.0] } else { vec![10.0, 12.0, 14.0, 16.0, 20.0, 24.0, 32.0] };
+    let g = fig3_grid(
+        opts,
+        &mut out,
+        &xs,
+        |w, sched, np| Point { w, sched, processors: np as u32, t_sw: T_SW, d: D },
+        progress,
+    );
+    g.table_and_plots(&mut out, "late_percent", "%", "processors", "Fig. 3(d)", |r, _| r.late_percent(), false, true, "Fig. 3(d)");
+    out
+}
+
+fn ratios(quick: bool) -> Vec<f64> {
+    if quick {
+        vec![0.05, 0.5, 2.0]
+    } else {
+        vec![0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0]
+    }
+}
+
+/// everest Fig. 4: percentage late vs t_sw / D for D = 500 us and 2 ms; where
+/// `everest-adaptive` stands against the better of Everest and Everest-AE.
+pub fn fig4(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+    let mut out = Output { id: "everest-fig4".into(), ..Default::default() };
+    let xs = ratios(opts.quick);
+    let ds = [0.5, 2.0];
+    // One grid per D (the x axis is the ratio).
+    let mut grids = Vec::new();
+    for (k, &d) in ds.iter().enumerate() {
+        let mut sub = Output::default();
+        let g = Grid::new(
+            opts,
+            &mut sub,
+            &xs,
+            &SCHEDS,
+            |w, sched, ratio| Point { w, sched, processors: PROCESSORS, t_sw: ms(d * ratio), d: ms(d) },
+            &mut |x| progress((k as f64 + x) / ds.len() as f64),
+        );
+        let fig = format!("Fig. 4 D={}us", (d * 1000.0) as u64);
+        g.table_and_plots(&mut sub, "late_percent", "%", "t_sw_over_D", &fig, |r, _| r.late_percent(), true, true, &fig);
+        if k == 0 {
+            out.assumptions = sub.assumptions.clone();
+        }
+        out.runs.extend(sub.runs);
+        out.notes.extend(sub.notes);
+        out.plots.extend(sub.plots);
+        out.comparisons.extend(sub.comparisons);
+        grids.push((d, g));
+    }
+    adaptive_envelope(&mut out, &grids);
+    crossover_rows(&mut out, &grids);
+    out
+}
+
+/// Everest-adaptive against min(Everest, Everest-AE) at every point of both sweeps.
+fn adaptive_envelope(out: &mut Output, grids: &[(f64, Grid)]) {
+    let mut t = String::from("everest-adaptive against the lower envelope of Everest and Everest-AE (percentage late). 'within 10%': adaptive <= 1.1 x best, or within 0.001 percentage points of it when the best is near zero.\n\n| workload | D | t_sw / D | Everest | Everest-AE | adaptive | adaptive / best | within 10% |\n|---|---|---|---|---|---|---|---|\n");
+    let (mut n, mut ok) = (0, 0);
+    for (d, g) in grids {
+        for w in 0..g.ws.len() {
+            for (xi, x) in g.xs.iter().enumerate() {
+                let e = g.get(w, Sched::Everest, xi).late_percent();
+                let a = g.get(w, Sched::EverestAe, xi).late_percent();
+                let ad = g.get(w, Sched::Adaptive, xi).late_percent();
+                let best = e.min(a);
+                let ratio = if best > 0.0 { ad / best } else if ad == 0.0 { 1.0 } else { f64::INFINITY };
+                let within = ad <= 1.1 * best || ad - best <= 0.001;
+                n += 1;
+                ok += within as usize;
+                t.push_str(&format!(
+                    "| {} | {} us | {x} | {} | {} | {} | {} | {} |\n",
+                    g.ws[w].name,
+                    (d * 1000.0) as u64,
+                    fmt_val(e),
+                    fmt_val(a),
+                    fmt_val(ad),
+                    if ratio.is_finite() { fmt_val(ratio) } else { "inf".into() },
+                    if within { "yes" } else { "**no**" }
+                ));
+                let params = BTreeMap::from([
+                    ("workload".into(), json!(g.ws[w].name)),
+                    ("d_us".into(), json!(d * 1000.0)),
+                    ("t_sw_over_D".into(), json!(x)),
+                ]);
+                out.comparisons.push(cmp(
+                    "adaptive_minus_best_late_percent",
+                    params,
+                    ad - best,
+                    None,
+                    "percentage points",
+                    "section 7 (open problem)",
+                ));
+            }
+        }
+    }
+    t.push_str(&format!("\nWithin 10% at {ok} of {n} points.\n"));
+    out.notes.push(t);
+}
+
+/// Where Everest-AE stops beating Everest (the paper: AE better at small t_sw / D, about 0.1
+/// and below, Everest at large).
+fn crossover_rows(out: &mut Output, grids: &[(f64, Grid)]) {
+    let mut t = String::from("Which of Everest and Everest-AE has fewer late packets (paper: Everest-AE at small t_sw / D, Everest at large).\n\n| workload | D | ");
+    let xs = &grids[0].1.xs;
+    for x in xs {
+        t.push_str(&format!("{x} | "));
+    }
+    t.push_str("\n|---|---|");
+    t.push_str(&"---|".repeat(xs.len()));
+    t.push('\n');
+    for (d, g) in grids {
+        for w in 0..g.ws.len() {
+            t.push_str(&format!("| {} | {} us | ", g.ws[w].name, (d * 1000.0) as u64));
+            for xi in 0..g.xs.len() {
+                let e = g.get(w, Sched::Everest, xi).late;
+                let a = g.get(w, Sched::EverestAe, xi).late;
+                t.push_str(if a < e {
+                    "AE | "
+                } else if e < a {
+                    "Everest | "
+                } else {
+                    "tie | "
+                });
+            }
+            t.push('\n');
+        }
+    }
+    out.notes.push(t);
+}
+
+/// everest Fig. 5: mean delay vs t_sw / D at D = 2 ms.
+pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+    let mut out = Output { id: "everest-fig5".into(), ..Default::default() };
+    let xs = ratios(opts.quick);
+    let g = Grid::new(
+        opts,
+        &mut out,
+        &xs,
+        &SCHEDS,
+        |w, sched, ratio| Point { w, sched, processors: PROCESSORS, t_sw: ms(2.0 * ratio), d: D },
+        progress,
+    );
+    g.table_and_plots(&mut out, "mean_delay", "us", "t_sw_over_D", "Fig. 5", |r, _| r.mean_delay_us(), true, true, "Fig. 5");
+    out
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,502 @@
+//! The everest model: `N_p` processors shared by the six NAT-PT services of everest Table 2,
+//! each with a FIFO packet queue, run by an [`npqos_core::alloc::Allocator`] on a timeline.
+//!
+//! A packet of service `i` takes `t_pkt^i` on a processor; a context switch takes `t_sw`
+//! (the processor serves nothing meanwhile). The runtime here does what a data plane would:
+//! it keeps the packets, starts them where the allocator says, and reports completions and
+//! finished switches back. Events at the same instant: processor events (completions, switch
+//! ends, in the order they were scheduled) before the quantum timer, before an arrival, so a
+//! processor that frees up at `t` can take a packet arriving at `t`.
+//!
+//! Traffic ([`Traffic`]): a synthetic bursty generator (superposed ON/OFF Pareto sources per
+//! service), or a capture corpus classified into the six services (see [`classify_corpus`]).
+
+use crate::rng::RngStreams;
+use crate::trace::corpus::{Corpus, Overlay};
+use crate::workload::{Arrivals, GapDist};
+use npqos_core::alloc::guarantee::NmaxEstimator;
+use npqos_core::alloc::{Action, AllocConfig, AllocStats, Allocator, Policy, ServiceSpec, Trigger};
+use npqos_core::flow::{FlowKey, PROTO_TCP, PROTO_UDP};
+use npqos_core::{Duration, Instant};
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::sync::Arc;
+
+/// The six NAT-PT services and their t_pkt in nanoseconds (everest Table 2).
+pub const NATPT_SERVICES: [(&str, u64); 6] = [
+    ("v4->v6/TCP", 18_220),
+    ("v4->v6/UDP", 13_270),
+    ("v4->v6/ICMP", 4_640),
+    ("v6->v4/TCP", 10_090),
+    ("v6->v4/UDP", 9_720),
+    ("v6->v4/ICMP", 1_780),
+];
+
+/// UNC-2.5's mean packet rate (everest Table 3: 30 million packets in 42.4 s).
+pub const UNC25_PPS: f64 = 30e6 / 42.4;
+
+/// Service index of a packet: direction (incoming = v4->v6, outgoing = v6->v4, everest
+/// section 5.1) times transport (TCP, UDP, anything else -> the ICMP service).
+pub fn natpt_service(proto: u8, incoming: bool) -> u8 {
+    let t = match proto {
+        PROTO_TCP => 0,
+        PROTO_UDP => 1,
+        _ => 2,
+    };
+    if incoming {
+        t
+    } else {
+        3 + t
+    }
+}
+
+fn reverse(k: &FlowKey) -> FlowKey {
+    FlowKey { src: k.dst, dst: k.src, src_port: k.dst_port, dst_port: k.src_port, ..*k }
+}
+
+/// Classifies every unidirectional flow of a corpus into a NAT-PT service. The paper treats the
+/// UNC incoming link as IPv4 and the outgoing link as IPv6; a capture has no links, so the
+/// direction of a flow's **first** packet (the conversation's initiator) plays "incoming" and
+/// the reverse direction "outgoing". The packet's own IP version is not used, as in the paper.
+pub fn classify_corpus(corpus: &Corpus) -> HashMap<FlowKey, u8> {
+    let mut map: HashMap<FlowKey, u8> = HashMap::new();
+    for p in &corpus.packets {
+        let mut k = p.flow;
+        k.zone = 0;
+        if map.contains_key(&k) {
+            continue;
+        }
+        let incoming = !map.contains_key(&reverse(&k));
+        map.insert(k, natpt_service(k.proto, incoming));
+    }
+    map
+}
+
+/// Synthetic bursty traffic: each service is the superposition of `sources` ON/OFF sources
+/// with Pareto ON and OFF periods; packets inside an ON period are Poisson.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SyntheticTraffic {
+    /// Mean packet rate of all services together, packets/s.
+    pub rate_pps: f64,
+    /// Share of the packets of each service (sums to 1).
+    pub mix: [f64; 6],
+    pub sources_per_service: u32,
+    pub on_mean: Duration,
+    pub off_mean: Duration,
+    pub shape: f64,
+    pub duration: Duration,
+}
+
+impl SyntheticTraffic {
+    /// Our default: UNC-2.5's packet rate, half the packets each direction, TCP 85%, UDP 13%,
+    /// ICMP 2% of each direction; `sources` per service, ON 50 ms / OFF 100 ms mean, shape 1.5
+    /// (a service's rate over 50-100 ms then varies with a coefficient of variation of about
+    /// sqrt(2 / sources)). The offered work averages about 9.5 of 16 processors.
+    pub fn unc25_like(duration: Duration, sources: u32) -> Self {
+        let per_dir = [0.85, 0.13, 0.02];
+        let mut mix = [0.0; 6];
+        for i in 0..6 {
+            mix[i] = 0.5 * per_dir[i % 3];
+        }
+        SyntheticTraffic {
+            rate_pps: UNC25_PPS,
+            mix,
+            sources_per_service: sources,
+            on_mean: Duration::from_millis(50),
+            off_mean: Duration::from_millis(100),
+            shape: 1.5,
+            duration,
+        }
+    }
+
+    /// Mean offered work in processors: sum over services of rate x t_pkt.
+    pub fn mean_processors(&self) -> f64 {
+        (0..6).map(|i| self.rate_pps * self.mix[i] * NATPT_SERVICES[i].1 as f64 * 1e-9).sum()
+    }
+}
+
+/// Where packets come from.
+#[derive(Clone)]
+pub enum Traffic {
+    Synthetic(SyntheticTraffic),
+    /// `copies` overlaid copies of a corpus sped up `time_scale` times, classified by `classes`,
+    /// up to `end` (the overlay may be much longer: flow multiplication without compressing time
+    /// uses a window of it).
+    Corpus { corpus: Arc<Corpus>, classes: Arc<HashMap<FlowKey, u8>>, copies: u32, time_scale: f64, end: Duration },
+}
+
+impl Traffic {
+    /// The arrival stream (time in ns, service), in time order; the same for the same seed.
+    pub fn stream(&self, seed: u64) -> ArrivalStream<'_> {
+        let streams = RngStreams::new(seed);
+        match self {
+            Traffic::Synthetic(s) => {
+                let n = s.sources_per_service;
+                let mut heap = BinaryHeap::new();
+                let mut sources = Vec::new();
+                for svc in 0..6u8 {
+                    if s.mix[svc as usize] <= 0.0 {
+                        continue;
+                    }
+                    let per_source = s.rate_pps * s.mix[svc as usize] / n as f64;
+                    let mean_gap = Duration::from_nanos((1e9 / per_source).round().max(1.0) as u64);
+                    let dist = GapDist::OnOff { on_mean: s.on_mean, off_mean: s.off_mean, shape: s.shape };
+                    for k in 0..n {
+                        let idx = sources.len();
+                        let mut rng = streams.stream("everest.synthetic", idx as u64);
+                        let mut arr = Arrivals::new(&dist, mean_gap).expect("valid ON/OFF parameters");
+                        let t = arr.next_gap(&mut rng).as_nanos();
+                        sources.push((arr, rng, svc));
+                        let _ = k;
+                        heap.push(Reverse((t, idx as u32)));
+                    }
+                }
+                ArrivalStream::Synthetic { heap, sources, end: s.duration.as_nanos() }
+            }
+            Traffic::Corpus { corpus, classes, copies, time_scale, end } => {
+                let mut rng = streams.stream("everest.overlay", 0);
+                ArrivalStream::Corpus {
+                    overlay: corpus.overlay(*copies, *time_scale, &mut rng),
+                    classes,
+                    end: end.as_nanos(),
+                }
+            }
+        }
+    }
+}
+
+/// Iterator over (arrival time in ns, service).
+pub enum ArrivalStream<'a> {
+    Synthetic {
+        heap: BinaryHeap<Reverse<(u64, u32)>>,
+        sources: Vec<(Arrivals, crate::rng::StreamRng, u8)>,
+        end: u64,
+    },
+    Corpus {
+        overlay: Overlay<'a>,
+        classes: &'a HashMap<FlowKey, u8>,
+        end: u64,
+    },
+}
+
+impl Iterator for ArrivalStream<'_> {
+    type Item = (u64, u8);
+    #[inline]
+    fn next(&mut self) -> Option<(u64, u8)> {
+        match self {
+            ArrivalStream::Synthetic { heap, sources, end } => {
+                let Reverse((t, i)) = heap.pop()?;
+                if t >= *end {
+                    heap.clear();
+                    return None;
+                }
+                let (arr, rng, svc) = &mut sources[i as usize];
+                let svc = *svc;
+                let next = t + arr.next_gap(rng).as_nanos();
+                heap.push(Reverse((next, i)));
+                Some((t, svc))
+            }
+            ArrivalStream::Corpus { overlay, classes, end } => {
+                let p = overlay.next()?;
+                if p.ts >= *end {
+                    return None;
+                }
+                let mut k = p.flow;
+                k.zone = 0;
+                Some((p.ts, *classes.get(&k).expect("every corpus flow is classified")))
+            }
+        }
+    }
+}
+
+/// N_max^i of every service (everest section 5.1, our reading in
+/// [`npqos_core::alloc::guarantee`]) for delay tolerance `d`, candidates up to `max_j`.
+/// Returns (N_max, saturated, packets) per service.
+pub fn n_max(stream: impl Iterator<Item = (u64, u8)>, d: Duration, max_j: u32) -> Vec<(u32, bool, u64)> {
+    let mut est: Vec<NmaxEstimator> =
+        NATPT_SERVICES.iter().map(|&(_, t)| NmaxEstimator::new(Duration::from_nanos(t), d, max_j)).collect();
+    for (t, s) in stream {
+        est[s as usize].push(Instant::from_nanos(t));
+    }
+    est.iter().map(|e| (e.n_max(), e.saturated(), e.packets())).collect()
+}
+
+/// One run's parameters.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EverestParams {
+    pub processors: u32,
+    pub t_sw: Duration,
+    /// D, the same for every service.
+    pub tolerance: Duration,
+    /// Delta of R_arr(Delta).
+    pub delta: Duration,
+    pub policy: Policy,
+    /// G^i per service (eq 7).
+    pub guarantees: [f64; 6],
+    /// Queue lengths are sampled every this often (Fig. 3b).
+    pub sample_every: Duration,
+    /// Check the allocator's bookkeeping after every event (tests; slow).
+    pub check_invariants: bool,
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum EverestError {
+    #[error(transparent)]
+    Config(#[from] npqos_core::alloc::AllocError),
+    #[error("allocator invariant broken at {at} ns: {msg}")]
+    Invariant { at: u64, msg: String },
+}
+
+/// What a run measured.
+#[derive(Clone, Debug, Default)]
+pub struct EverestResult {
+    pub packets: u64,
+    pub late: u64,
+    pub delay_sum_ns: u128,
+    pub max_delay_ns: u64,
+    pub per_service: [(u64, u64); 6],
+    pub stats: AllocStats,
+    /// Context switches actually performed (switch ends reported).
+    pub switches_done: u64,
+    /// Samples of every service's queue length: histogram over `QUEUE_BINS` upper edges.
+    pub queue_hist: Vec<u64>,
+    pub queue_samples: u64,
+    pub max_queue: u64,
+    /// Allocation triggers where eq 4-5's derivation applies, and how many of those packets
+    /// were late anyway.
+    pub clean_triggers: u64,
+    pub clean_triggers_late: u64,
+    pub all_triggers_late: u64,
+    pub hi_triggers: u64,
+    /// Busy time of all processors / (N_p x simulated time).
+    pub busy_ns: u128,
+    pub switching_ns: u128,
+    pub sim_end_ns: u64,
+    pub events: u64,
+    /// Delay quantiles (ns): p50, p99, p99.9.
+    pub delay_quantiles: [u64; 3],
+}
+
+impl EverestResult {
+    pub fn late_percent(&self) -> f64 {
+        100.0 * self.late as f64 / self.packets.max(1) as f64
+    }
+    pub fn mean_delay_us(&self) -> f64 {
+        self.delay_sum_ns as f64 / self.packets.max(1) as f64 / 1e3
+    }
+}
+
+/// Upper edges (inclusive) of the queue-length histogram bins: 0, 1, 2-3, 4-7, ... 2^20.
+pub fn queue_bins() -> Vec<u64> {
+    let mut v = vec![0u64];
+    let mut e = 1u64;
+    while e <= 1 << 20 {
+        v.push(e);
+        e = e * 2 + 1;
+    }
+    v.push(u64::MAX);
+    v
+}
+
+/// Tags on a queued arrival time: the packet set off a clean / any high-priority allocation.
+const TRIGGER_BIT: u64 = 1 << 63;
+const ANY_TRIGGER_BIT: u64 = 1 << 62;
+const TAGS: u64 = TRIGGER_BIT | ANY_TRIGGER_BIT;
+
+/// Runs one simulation over `arrivals` until every packet is processed.
+pub fn run(
+    p: &EverestParams,
+    arrivals: impl Iterator<Item = (u64, u8)>,
+    expected_packets: u64,
+    progress: &mut dyn FnMut(f64),
+) -> Result<EverestResult, EverestError> {
+    let services: Vec<ServiceSpec> = NATPT_SERVICES
+        .iter()
+        .zip(p.guarantees)
+        .map(|(&(name, t), g)| ServiceSpec {
+            name: name.into(),
+            t_pkt: Duration::from_nanos(t),
+            tolerance: p.tolerance,
+            guarantee: g,
+        })
+        .collect();
+    let mut alloc = Allocator::new(&AllocConfig {
+        processors: p.processors,
+        t_sw: p.t_sw,
+        delta: p.delta,
+        services,
+        policy: p.policy,
+    })?;
+    let np = p.processors as usize;
+    let t_pkt: Vec<u64> = NATPT_SERVICES.iter().map(|s| s.1).collect();
+    let d = p.tolerance.as_nanos();
+    let t_sw = p.t_sw.as_nanos();
+    let mut queues: Vec<VecDeque<u64>> = (0..6).map(|_| VecDeque::new()).collect();
+    // Per processor: arrival time (with TRIGGER_BIT) of the packet in service, its service,
+    // when it started (for busy time).
+    let mut current: Vec<(u64, u8, u64)> = vec![(0, 0, 0); np];
+    // (time, sequence, processor); processor + np = switch end.
+    let mut heap: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::with_capacity(2 * np);
+    let mut seq = 0u64;
+    let mut out: Vec<Action> = Vec::with_capacity(np * 2);
+    let bins = queue_bins();
+    let mut r = EverestResult { queue_hist: vec![0; bins.len()], ..Default::default() };
+    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds");
+    let sample = p.sample_every.as_nanos().max(1);
+    let mut next_sample = 0u64;
+    let mut arrivals = arrivals.peekable();
+    let mut now;
+    let progress_every = (expected_packets / 200).max(1 << 16);
+
+    macro_rules! apply {
+        ($now:expr) => {
+            for a in out.drain(..) {
+                match a {
+                    Action::Serve { proc, service } => {
+                        let at = queues[service as usize].pop_front().expect("allocator serves a waiting packet");
+                        current[proc as usize] = (at, service as u8, $now);
+                        heap.push(Reverse(($now + t_pkt[service as usize], seq, proc)));
+                        seq += 1;
+                    }
+                    Action::Switch { proc, .. } => {
+                        heap.push(Reverse(($now + t_sw, seq, proc + np as u32)));
+                        seq += 1;
+                        r.switching_ns += t_sw as u128;
+                    }
+                }
+            }
+        };
+    }
+
+    loop {
+        let t_event = heap.peek().map(|e| e.0 .0);
+        let t_timer = alloc.next_wakeup().map(|t| t.as_nanos());
+        let t_arr = arrivals.peek().map(|a| a.0);
+        let Some(t) = [t_event, t_timer, t_arr].into_iter().flatten().min() else { break };
+        now = t;
+        while next_sample <= now {
+            for s in 0..6 {
+                let q = queues[s].len() as u64;
+                let b = bins.partition_point(|&e| e < q);
+                r.queue_hist[b] += 1;
+                r.max_queue = r.max_queue.max(q);
+            }
+            r.queue_samples += 6;
+            next_sample += sample;
+        }
+        r.events += 1;
+        if t_event == Some(now) {
+            let Reverse((_, _, code)) = heap.pop().expect("peeked");
+            let pr = code as usize;
+            if pr >= np {
+                r.switches_done += 1;
+                alloc.switch_done(Instant::from_nanos(now), pr - np, &mut out);
+            } else {
+                let (at, svc, started) = current[pr];
+                let arrived = at & !TAGS;
+                let delay = now - arrived;
+                r.busy_ns += (now - started) as u128;
+                r.packets += 1;
+                r.delay_sum_ns += delay as u128;
+                r.max_delay_ns = r.max_delay_ns.max(delay);
+                hist.saturating_record(delay.max(1));
+                let late = delay > d;
+                r.late += late as u64;
+                let ps = &mut r.per_service[svc as usize];
+                ps.0 += 1;
+                ps.1 += late as u64;
+                if at & TRIGGER_BIT != 0 {
+                    r.clean_triggers += 1;
+                    r.clean_triggers_late += late as u64;
+                }
+                if at & ANY_TRIGGER_BIT != 0 {
+                    r.all_triggers_late += late as u64;
+                }
+                if r.packets % progress_every == 0 {
+                    progress(r.packets as f64 / expected_packets.max(1) as f64);
+                }
+                alloc.completed(Instant::from_nanos(now), pr, Duration::from_nanos(delay), &mut out);
+            }
+            apply!(now);
+        } else if t_timer == Some(now) {
+            alloc.timer(Instant::from_nanos(now), &mut out);
+            apply!(now);
+        } else {
+            let (at, svc) = arrivals.next().expect("peeked");
+            queues[svc as usize].push_back(at);
+            let trig = alloc.arrival(Instant::from_nanos(now), svc as usize, &mut out);
+            match trig {
+                Trigger::Hi { clean } => {
+                    r.hi_triggers += 1;
+                    // The packet that triggered is the last one queued (q > Q_lim >= 0).
+                    if let Some(last) = queues[svc as usize].back_mut() {
+                        *last |= ANY_TRIGGER_BIT | if clean { TRIGGER_BIT } else { 0 };
+                    }
+                }
+                Trigger::HiRefused => r.hi_triggers += 1,
+                _ => {}
+            }
+            apply!(now);
+        }
+        if p.check_invariants {
+            alloc.check_invariants().map_err(|msg| EverestError::Invariant { at: now, msg })?;
+            for (s, q) in queues.iter().enumerate() {
+                if alloc.queue_len(s) != q.len() as u64 {
+                    return Err(EverestError::Invariant {
+                        at: now,
+                        msg: format!("service {s}: allocator counts {} waiting, runtime holds {}", alloc.queue_len(s), q.len()),
+                    });
+                }
+            }
+        }
+        r.sim_end_ns = now;
+    }
+    r.stats = alloc.stats();
+    r.delay_quantiles = [hist.value_at_quantile(0.5), hist.value_at_quantile(0.99), hist.value_at_quantile(0.999)];
+    progress(1.0);
+    Ok(r)
+}
+
+#[cfg(test)]
+mod tests;
+
+/// Offered work of a stream over fixed windows, in processors (work in the window / window).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OfferedProfile {
+    pub window_ns: u64,
+    pub windows: u64,
+    pub mean: f64,
+    pub p50: f64,
+    pub p99: f64,
+    pub max: f64,
+    /// Fraction of windows needing more than `processors`.
+    pub over: f64,
+    pub processors: u32,
+}
+
+/// Measures the offered work of `stream` over windows of `window` (the last partial window is
+/// dropped).
+pub fn offered_profile(stream: impl Iterator<Item = (u64, u8)>, window: Duration, processors: u32) -> OfferedProfile {
+    let w = window.as_nanos().max(1);
+    let mut per: Vec<f64> = Vec::new();
+    let mut cur = 0u64;
+    let mut work = 0u64;
+    for (t, s) in stream {
+        while t >= (cur + 1) * w {
+            per.push(work as f64 / w as f64);
+            work = 0;
+            cur += 1;
+        }
+        work += NATPT_SERVICES[s as usize].1;
+    }
+    if per.is_empty() {
+        return OfferedProfile { window_ns: w, processors, ..Default::default() };
+    }
+    let n = per.len();
+    let mean = per.iter().sum::<f64>() / n as f64;
+    let over = per.iter().filter(|&&x| x > processors as f64).count() as f64 / n as f64;
+    per.sort_by(|a, b| a.total_cmp(b));
+    let q = |f: f64| per[((n as f64 * f) as usize).min(n - 1)];
+    OfferedProfile { window_ns: w, windows: n as u64, mean, p50: q(0.5), p99: q(0.99), max: per[n - 1], over, processors }
+}
