@@ -1,4 +1,145 @@
-//! Quick versions of the everest reproductions, asserting their qualitative results.
+//! Quick versions of the everest reproductions, asserting their qualitative results (what our
+//! model shows at reduced scale; docs/everest.md compares it with the paper's figures).
 
 use super::*;
 use crate::experiments::quick;
+
+fn scalar(out: &Output, workload: &str, sched: &str, x: (&str, f64), name: &str) -> f64 {
+    out.runs
+        .iter()
+        .find(|r| {
+            r.params.get("workload") == Some(&json!(workload))
+                && r.params.get("scheduler") == Some(&json!(sched))
+                && r.params.get(x.0).and_then(|v| v.as_f64()).is_some_and(|v| (v - x.1).abs() < 1e-9)
+        })
+        .and_then(|r| r.get(name))
+        .unwrap_or_else(|| panic!("no run {workload} {sched} {x:?}"))
+}
+
+fn workload_names(out: &Output) -> Vec<String> {
+    let mut w: Vec<String> =
+        out.runs.iter().filter_map(|r| r.params.get("workload").and_then(|v| v.as_str()).map(String::from)).collect();
+    w.sort();
+    w.dedup();
+    w
+}
+
+const PAPER_SCHEDS: [&str; 7] =
+    ["static", "quantum-5tsw", "quantum-20tsw", "cohort-e", "everest-ld", "everest-ae", "everest"];
+
+#[test]
+fn fig3a_quick_everest_has_the_fewest_late_packets_at_d_equal_t_sw() {
+    let out = fig3a(quick(), &mut |_| {});
+    assert!(out.complete());
+    for w in workload_names(&out) {
+        let late = |s: &str| scalar(&out, &w, s, ("d_us", 2000.0), "late_percent");
+        let ev = late("everest");
+        for s in PAPER_SCHEDS.iter().filter(|&&s| s != "everest") {
+            assert!(ev < late(s), "{w}: everest {ev} vs {s} {}", late(s));
+        }
+        // The eager schedulers lose to Everest by a wide margin (the wariness argument).
+        for s in ["quantum-5tsw", "cohort-e", "everest-ae"] {
+            assert!(late(s) > 2.0 * ev, "{w}: {s} {} vs everest {ev}", late(s));
+        }
+    }
+    assert!(out.comparisons.iter().any(|c| c.metric == "late_packets_over_everest" && c.paper == Some(10.0)));
+    assert!(out.plots.iter().all(|p| p.log_y));
+}
+
+#[test]
+fn fig3b_quick_everest_keeps_shorter_queues_than_the_eager_schedulers() {
+    let out = fig3b(quick(), &mut |_| {});
+    for w in workload_names(&out) {
+        let p63 = |s: &str| {
+            out.comparisons
+                .iter()
+                .find(|c| c.metric == "p_queue_le_63" && c.params["workload"] == json!(w) && c.params["scheduler"] == json!(s))
+                .map(|c| c.ours)
+                .unwrap()
+        };
+        for s in ["quantum-5tsw", "quantum-20tsw", "cohort-e", "everest-ae"] {
+            assert!(p63("everest") > p63(s), "{w}: P(q <= 63) everest {} vs {s} {}", p63("everest"), p63(s));
+        }
+    }
+}
+
+#[test]
+fn fig3c_quick_everest_switches_an_order_of_magnitude_less() {
+    let out = fig3c(quick(), &mut |_| {});
+    for w in workload_names(&out) {
+        for d in d_values(true) {
+            let sw = |s: &str| scalar(&out, &w, s, ("d_us", d * 1000.0), "context_switches_per_s");
+            for s in ["quantum-5tsw", "quantum-20tsw", "cohort-e", "everest-ae"] {
+                assert!(sw(s) > 10.0 * sw("everest"), "{w} D={d}: {s} {} vs everest {}", sw(s), sw("everest"));
+            }
+            assert_eq!(sw("static"), 0.0);
+        }
+    }
+}
+
+#[test]
+fn fig3d_quick_more_processors_fewer_late_packets() {
+    let out = fig3d(quick(), &mut |_| {});
+    for w in workload_names(&out) {
+        let late = |s: &str, np: f64| scalar(&out, &w, s, ("processors", np), "late_percent");
+        assert!(late("everest", 24.0) < late("everest", 16.0) && late("everest", 16.0) < late("everest", 12.0), "{w}");
+        for np in [16.0, 24.0] {
+            assert!(late("everest", np) < late("cohort-e", np), "{w} Np={np}");
+        }
+        // With 12 processors every big service is backlogged all the time and Everest, like
+        // any scheduler that keeps the guarantees, is no better than Static (section 4.5).
+        assert!(late("everest", 12.0) <= late("static", 12.0) + 1e-9, "{w}");
+    }
+}
+
+#[test]
+fn fig4_quick_everest_ae_wins_at_small_t_sw_over_d_everest_at_large() {
+    let out = fig4(quick(), &mut |_| {});
+    let late = |w: &str, s: &str, d: f64, x: f64| {
+        out.runs
+            .iter()
+            .find(|r| {
+                r.params["workload"] == json!(w)
+                    && r.params["scheduler"] == json!(s)
+                    && r.params["d_us"] == json!(d)
+                    && (r.params["t_sw_us"].as_f64().unwrap() - x * d).abs() < 1e-6
+            })
+            .and_then(|r| r.get("late_percent"))
+            .unwrap()
+    };
+    for w in workload_names(&out) {
+        // Large t_sw / D: Everest far ahead of Everest-AE, for both D.
+        for d in [500.0, 2000.0] {
+            assert!(late(&w, "everest", d, 2.0) * 2.0 < late(&w, "everest-ae", d, 2.0), "{w} D={d}");
+        }
+        // Small t_sw / D with D = 500 us: Everest-AE ahead.
+        assert!(late(&w, "everest-ae", 500.0, 0.05) < late(&w, "everest", 500.0, 0.05), "{w}");
+    }
+    // Adaptive is never worse than the worse of the two and matches Everest where t_sw >= D.
+    let rows: Vec<&Comparison> = out.comparisons.iter().filter(|c| c.metric == "adaptive_minus_best_late_percent").collect();
+    assert_eq!(rows.len(), workload_names(&out).len() * 2 * ratios(true).len());
+    for w in workload_names(&out) {
+        for d in [500.0, 2000.0] {
+            for x in ratios(true) {
+                let (e, a, ad) =
+                    (late(&w, "everest", d, x), late(&w, "everest-ae", d, x), late(&w, "everest-adaptive", d, x));
+                assert!(ad <= e.max(a), "{w} D={d} x={x}: adaptive {ad}, everest {e}, ae {a}");
+                if x >= 1.0 {
+                    assert_eq!(ad, e, "{w} D={d} x={x}");
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn fig5_quick_eager_schedulers_delay_grows_with_t_sw() {
+    let out = fig5(quick(), &mut |_| {});
+    for w in workload_names(&out) {
+        let delay = |s: &str, x: f64| scalar(&out, &w, s, ("t_sw_us", 2000.0 * x), "mean_delay");
+        for s in ["cohort-e", "everest-ae", "quantum-5tsw"] {
+            assert!(delay(s, 2.0) > 5.0 * delay(s, 0.05), "{w} {s}");
+            assert!(delay(s, 2.0) > 3.0 * delay("everest", 2.0), "{w} {s} vs everest");
+        }
+    }
+}
