@@ -86,6 +86,10 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         description: "everest Fig. 4: % late vs t_sw / D for D = 500 us and 2 ms; everest-adaptive vs the better of Everest and Everest-AE",
     },
     ExperimentInfo { id: "everest-fig5", description: "everest Fig. 5: mean delay vs t_sw / D at D = 2 ms" },
+    ExperimentInfo {
+        id: "everest-scale",
+        description: "everest: 60 M packets (UNC-10's size) through 16 processors, 6 services, every scheduler; wall-clock per run",
+    },
 ];
 
 /// Options common to all experiments.
@@ -126,6 +130,7 @@ pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<
         "everest-fig3d" => Some(everest::fig3d(opts, progress)),
         "everest-fig4" => Some(everest::fig4(opts, progress)),
         "everest-fig5" => Some(everest::fig5(opts, progress)),
+        "everest-scale" => Some(everest::scale(opts, progress)),
         _ => None,
     }
 }

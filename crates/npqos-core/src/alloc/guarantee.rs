@@ -11,9 +11,11 @@
 //! [`NmaxEstimator`] computes it in one pass over the arrivals, without storing them: for a FIFO
 //! queue with `j` identical servers and a constant service time, packet `n` starts at
 //! `max(a_n, start_{n-j} + t_pkt)` (the server that frees first is the one that took packet
-//! `n - j`), so each candidate `j` needs a ring of its last `j` start times. Every candidate
-//! from the current lower bound up to `max_j` runs side by side; a candidate that sees a late
-//! packet is infeasible for good. Cost: O(max_j - lower bound) per packet.
+//! `n - j`), so each candidate `j` needs a ring of its last `j` start times. The candidates
+//! `start .. start + width` run side by side; one that sees a late packet is infeasible for
+//! good, and a late packet with `j` servers is late with fewer, so the answer is the lowest
+//! candidate never late. If every candidate fails ([`NmaxEstimator::exhausted`]) the caller
+//! runs another pass starting at the next `width` candidates. Cost: O(width) per packet.
 
 use crate::time::{Duration, Instant};
 
@@ -22,6 +24,8 @@ use crate::time::{Duration, Instant};
 pub struct NmaxEstimator {
     t_pkt: u64,
     tolerance: u64,
+    start: u32,
+    /// Last candidate, `start + width - 1`.
     max_j: u32,
     /// Smallest candidate not yet proven infeasible.
     lower: u32,
@@ -33,18 +37,19 @@ pub struct NmaxEstimator {
 }
 
 impl NmaxEstimator {
-    /// Candidates `1..=max_j`. A service that needs more than `max_j` reports `max_j + 1`
-    /// ([`NmaxEstimator::n_max`] then says it is saturated).
-    pub fn new(t_pkt: Duration, tolerance: Duration, max_j: u32) -> Self {
-        let max_j = max_j.max(1);
+    /// Candidates `start .. start + width` (`start >= 1`, `width >= 1`).
+    pub fn new(t_pkt: Duration, tolerance: Duration, start: u32, width: u32) -> Self {
+        let start = start.max(1);
+        let max_j = start + width.max(1) - 1;
         NmaxEstimator {
             t_pkt: t_pkt.as_nanos(),
             tolerance: tolerance.as_nanos(),
+            start,
             max_j,
-            lower: 1,
-            rings: (1..=max_j).map(|j| vec![0u64; j as usize]).collect(),
-            heads: vec![0; max_j as usize],
-            failed: vec![false; max_j as usize],
+            lower: start,
+            rings: (start..=max_j).map(|j| vec![0u64; j as usize]).collect(),
+            heads: vec![0; (max_j - start + 1) as usize],
+            failed: vec![false; (max_j - start + 1) as usize],
             packets: 0,
         }
     }
@@ -55,7 +60,7 @@ impl NmaxEstimator {
         let a = at.as_nanos();
         self.packets += 1;
         for j in self.lower..=self.max_j {
-            let idx = (j - 1) as usize;
+            let idx = (j - self.start) as usize;
             if self.failed[idx] {
                 continue;
             }
@@ -71,13 +76,13 @@ impl NmaxEstimator {
         }
         // A packet late with `j` servers is late with fewer, so failures come from the bottom;
         // the lower bound moves past every failed candidate.
-        while self.lower <= self.max_j && self.failed[(self.lower - 1) as usize] {
+        while self.lower <= self.max_j && self.failed[(self.lower - self.start) as usize] {
             self.lower += 1;
         }
     }
 
-    /// N_max: the smallest feasible number of processors, or `max_j + 1` when none of
-    /// `1..=max_j` suffices.
+    /// N_max: the smallest feasible number of processors (0 without packets); when
+    /// [`NmaxEstimator::exhausted`], a lower bound (`start + width`).
     pub fn n_max(&self) -> u32 {
         if self.packets == 0 {
             0
@@ -86,8 +91,8 @@ impl NmaxEstimator {
         }
     }
 
-    /// Whether even `max_j` processors missed a deadline.
-    pub fn saturated(&self) -> bool {
+    /// Whether every candidate missed a deadline (run again from [`NmaxEstimator::n_max`]).
+    pub fn exhausted(&self) -> bool {
         self.lower > self.max_j
     }
 
@@ -176,13 +181,20 @@ mod tests {
                 a += rng.random_range(0..burst);
                 arr.push(a);
             }
-            let mut est = NmaxEstimator::new(Duration::from_nanos(t), Duration::from_nanos(d), 12);
-            for &x in &arr {
-                est.push(Instant::from_nanos(x));
-            }
             let want = (1..=12).find(|&j| !late_with(&arr, t, d, j)).unwrap_or(13) as u32;
-            assert_eq!(est.n_max(), want, "case {case}: t {t} d {d} n {n}");
-            assert_eq!(est.saturated(), want == 13);
+            // Passes of 3 candidates, as a caller would run them.
+            let mut start = 1;
+            let got = loop {
+                let mut est = NmaxEstimator::new(Duration::from_nanos(t), Duration::from_nanos(d), start, 3);
+                for &x in &arr {
+                    est.push(Instant::from_nanos(x));
+                }
+                if !est.exhausted() || est.n_max() > 12 {
+                    break est.n_max();
+                }
+                start = est.n_max();
+            };
+            assert_eq!(got.min(13), want, "case {case}: t {t} d {d} n {n}");
         }
     }
 

@@ -19,7 +19,7 @@ use super::RunOptions;
 use crate::models::everest::{
     classify_corpus, n_max, offered_profile, queue_bins, run, EverestParams, EverestResult, SyntheticTraffic, Traffic, NATPT_SERVICES,
 };
-use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
+use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult, Timing};
 use npqos_core::alloc::guarantee::shares;
 use npqos_core::alloc::Policy;
 use npqos_core::Duration;
@@ -235,7 +235,7 @@ fn guarantees(ws: &[Workload], points: &[Point], seed: u64) -> BTreeMap<(usize, 
     let res = super::par_map(
         &keys,
         |&(w, d), _| {
-            let nm = n_max(ws[w].traffic.stream(seed), Duration::from_nanos(d), 4 * PROCESSORS.max(64));
+            let nm = n_max(|| ws[w].traffic.stream(seed), Duration::from_nanos(d), 4 * PROCESSORS.max(64));
             let g = shares(&nm.iter().map(|x| x.0).collect::<Vec<_>>());
             let mut arr = [0.0; 6];
             arr.copy_from_slice(&g);
@@ -765,6 +765,73 @@ pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         progress,
     );
     g.table_and_plots(&mut out, "mean_delay", "us", "t_sw_over_D", "Fig. 5", |r, _| r.mean_delay_us(), true, true, "Fig. 5");
+    out
+}
+
+/// Scale: 60 M packets (the size of the paper's UNC-10 trace, everest Table 3) through 16
+/// processors and 6 services for every scheduler, at UNC-2.5's packet rate (85 s of traffic;
+/// UNC-10's own rate would be 4x what 16 processors can process). Wall-clock time per
+/// scheduler goes to `timings` (run.json and the report; not summary.json).
+pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+    let mut out = Output { id: "everest-scale".into(), ..Default::default() };
+    let packets: f64 = if opts.quick { 1e6 } else { 60e6 };
+    let secs = packets / crate::models::everest::UNC25_PPS;
+    let s = SyntheticTraffic::unc25_like(Duration::from_nanos((secs * 1e9) as u64), SOURCES);
+    let ws = vec![Workload {
+        name: "synthetic",
+        expected_packets: packets as u64,
+        description: format!("synthetic as in the other everest experiments, {secs:.1} s (about {packets:.0} packets)"),
+        traffic: Traffic::Synthetic(s),
+    }];
+    out.assumptions.push(format!("Workload {}", ws[0].description));
+    out.assumptions.extend(common_assumptions());
+    let points: Vec<Point> =
+        SCHEDS.iter().map(|&sched| Point { w: 0, sched, processors: PROCESSORS, t_sw: T_SW, d: D }).collect();
+    let t0 = std::time::Instant::now();
+    let g = guarantees(&ws, &points, opts.seed);
+    let g_secs = t0.elapsed().as_secs_f64();
+    out.notes.push(guarantee_note(&ws, &g));
+    let rs = super::par_map(
+        &points,
+        |p, prog| {
+            let params = EverestParams {
+                processors: p.processors,
+                t_sw: p.t_sw,
+                tolerance: p.d,
+                delta: p.t_sw,
+                policy: p.sched.policy(p.t_sw),
+                guarantees: g[&(0, p.d.as_nanos())].0,
+                sample_every: Duration::from_micros(100),
+                check_invariants: false,
+            };
+            let t = std::time::Instant::now();
+            let r = run(&params, ws[0].traffic.stream(opts.seed), ws[0].expected_packets, prog).expect("valid");
+            (r, t.elapsed().as_secs_f64())
+        },
+        progress,
+    );
+    let mut t = format!("Wall-clock seconds per run on this machine (two runs at a time on 2 cores), and the N_max analysis pass ({g_secs:.1} s for all services).\n\n| scheduler | packets | late % | switches | seconds | ns / packet |\n|---|---|---|---|---|---|\n");
+    for (p, (r, secs)) in points.iter().zip(&rs) {
+        out.runs.push(result_run(&ws, p, r));
+        let params = BTreeMap::from([("scheduler".into(), json!(p.sched.label())), ("packets".into(), json!(r.packets))]);
+        out.timings.push(Timing { name: "run_seconds".into(), params: params.clone(), value: *secs, unit: "s".into() });
+        out.timings.push(Timing {
+            name: "ns_per_packet".into(),
+            params,
+            value: secs * 1e9 / r.packets.max(1) as f64,
+            unit: "ns".into(),
+        });
+        t.push_str(&format!(
+            "| {} | {} | {} | {} | {secs:.1} | {:.0} |\n",
+            p.sched.label(),
+            r.packets,
+            fmt_val(r.late_percent()),
+            r.stats.switches,
+            secs * 1e9 / r.packets.max(1) as f64
+        ));
+    }
+    out.timings.push(Timing { name: "n_max_seconds".into(), params: BTreeMap::new(), value: g_secs, unit: "s".into() });
+    out.notes.push(t);
     out
 }
 

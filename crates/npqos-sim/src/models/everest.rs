@@ -210,15 +210,37 @@ impl Iterator for ArrivalStream<'_> {
 }
 
 /// N_max^i of every service (everest section 5.1, our reading in
-/// [`npqos_core::alloc::guarantee`]) for delay tolerance `d`, candidates up to `max_j`.
-/// Returns (N_max, saturated, packets) per service.
-pub fn n_max(stream: impl Iterator<Item = (u64, u8)>, d: Duration, max_j: u32) -> Vec<(u32, bool, u64)> {
-    let mut est: Vec<NmaxEstimator> =
-        NATPT_SERVICES.iter().map(|&(_, t)| NmaxEstimator::new(Duration::from_nanos(t), d, max_j)).collect();
-    for (t, s) in stream {
-        est[s as usize].push(Instant::from_nanos(t));
+/// [`npqos_core::alloc::guarantee`]) for delay tolerance `d`: passes over `make()` streams,
+/// 8 candidates per service per pass, until every service's answer is found or exceeds
+/// `max_j`. Returns (N_max, saturated at `max_j`, packets) per service.
+pub fn n_max<I: Iterator<Item = (u64, u8)>>(mut make: impl FnMut() -> I, d: Duration, max_j: u32) -> Vec<(u32, bool, u64)> {
+    const WIDTH: u32 = 8;
+    let mut start = [1u32; 6];
+    let mut done: [Option<(u32, bool, u64)>; 6] = [None; 6];
+    while done.iter().any(|x| x.is_none()) {
+        let mut est: Vec<NmaxEstimator> = (0..6)
+            .map(|i| NmaxEstimator::new(Duration::from_nanos(NATPT_SERVICES[i].1), d, start[i], WIDTH))
+            .collect();
+        for (t, s) in make() {
+            if done[s as usize].is_none() {
+                est[s as usize].push(Instant::from_nanos(t));
+            }
+        }
+        for i in 0..6 {
+            if done[i].is_some() {
+                continue;
+            }
+            let e = &est[i];
+            if !e.exhausted() {
+                done[i] = Some((e.n_max(), false, e.packets()));
+            } else if e.n_max() > max_j {
+                done[i] = Some((max_j, true, e.packets()));
+            } else {
+                start[i] = e.n_max();
+            }
+        }
     }
-    est.iter().map(|e| (e.n_max(), e.saturated(), e.packets())).collect()
+    done.iter().map(|x| x.expect("every service done")).collect()
 }
 
 /// One run's parameters.

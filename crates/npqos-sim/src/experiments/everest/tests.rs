@@ -143,3 +143,13 @@ fn fig5_quick_eager_schedulers_delay_grows_with_t_sw() {
         }
     }
 }
+
+#[test]
+fn scale_quick_runs_every_scheduler_on_the_same_packets() {
+    let out = scale(quick(), &mut |_| {});
+    assert_eq!(out.runs.len(), SCHEDS.len());
+    let n = out.runs[0].get("packets").unwrap();
+    assert!((0.9e6..1.1e6).contains(&n), "{n}");
+    assert!(out.runs.iter().all(|r| r.get("packets") == Some(n)));
+    assert_eq!(out.timings.iter().filter(|t| t.name == "run_seconds").count(), SCHEDS.len());
+}
