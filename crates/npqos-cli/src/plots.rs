@@ -96,7 +96,12 @@ pub fn render(spec: &PlotSpec) -> Result<String> {
     Ok(svg)
 }
 
-fn draw<'a, XR, YR>(root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>, spec: &PlotSpec, x: XR, y: YR) -> Result<()>
+fn draw<'a, XR, YR>(
+    root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
+    spec: &PlotSpec,
+    x: XR,
+    y: YR,
+) -> Result<()>
 where
     XR: AsRangedCoord<Value = f64>,
     XR::CoordDescType: ValueFormatter<f64>,

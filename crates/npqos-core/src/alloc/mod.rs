@@ -788,8 +788,8 @@ impl Allocator {
     /// processor from by force, if any.
     ///
     /// Step 1: every service is entitled to `N_newalloc^i = min(N_req^i, G^i N_p)` (whole
-    /// processors, [`guarantee::round_shares`]), with `N_req^i = max(ceil(q / (floor(D / t_pkt)
-    /// - 1)), ceil(R_arr t_pkt))`. A service below its entitlement takes a processor by force
+    /// processors, [`guarantee::round_shares`]), with `N_req^i = max(ceil(q / L), ceil(R_arr
+    /// t_pkt))` and `L = floor(D / t_pkt) - 1`. A service below its entitlement takes a processor by force
     /// (interrupt) from a service holding more than its guaranteed allocation `G^i N_p`
     /// (section 4.2, forced release: "if a service is allocated processors beyond its
     /// guaranteed allocation, Everest can reclaim the extra processors ... to satisfy the
@@ -810,7 +810,8 @@ impl Allocator {
         if me.owned >= entitled {
             return None;
         }
-        let has_movable = |v: usize| (0..self.procs.len()).any(|p| self.procs[p].owner as usize == v && self.movable(p));
+        let has_movable =
+            |v: usize| (0..self.procs.len()).any(|p| self.procs[p].owner as usize == v && self.movable(p));
         let residual = |v: &Svc| v.q as i128 - (v.committed() as u64 * v.lim_unit) as i128;
         (0..self.svcs.len())
             .filter(|&v| v != s && self.svcs[v].owned > self.svcs[v].guaranteed && has_movable(v))

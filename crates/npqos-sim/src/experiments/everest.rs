@@ -17,7 +17,8 @@
 
 use super::RunOptions;
 use crate::models::everest::{
-    classify_corpus, n_max, offered_profile, queue_bins, run, EverestParams, EverestResult, SyntheticTraffic, Traffic, NATPT_SERVICES,
+    classify_corpus, n_max, offered_profile, queue_bins, run, EverestParams, EverestResult, SyntheticTraffic, Traffic,
+    NATPT_SERVICES,
 };
 use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult, Timing};
 use npqos_core::alloc::guarantee::shares;
@@ -180,7 +181,9 @@ fn workloads(opts: RunOptions, out: &mut Output) -> Vec<Workload> {
         Some(Ok(x)) => w.push(x),
         Some(Err(e)) => out.notes.push(format!("**Real-trace part not run**: the nDPI corpus could not be read: {e}")),
         None => {
-            eprintln!("everest: no nDPI corpus at ../shared/traces/ndpi or $NPQOS_TRACE_DIR; the real-trace part is skipped");
+            eprintln!(
+                "everest: no nDPI corpus at ../shared/traces/ndpi or $NPQOS_TRACE_DIR; the real-trace part is skipped"
+            );
             out.notes.push(
                 "**Real-trace part not run**: no nDPI corpus at `../shared/traces/ndpi` or `$NPQOS_TRACE_DIR`; only the synthetic workload ran."
                     .into(),
@@ -217,6 +220,9 @@ fn common_assumptions() -> Vec<String> {
     ]
 }
 
+/// G^i and the N_max analysis (N_max, saturated, packets per service) of each (workload, D in ns).
+type Guarantees = BTreeMap<(usize, u64), ([f64; 6], Vec<(u32, bool, u64)>)>;
+
 /// One simulation point.
 #[derive(Clone, Copy, Debug)]
 struct Point {
@@ -228,7 +234,7 @@ struct Point {
 }
 
 /// G^i per (workload, D), computed once per pair.
-fn guarantees(ws: &[Workload], points: &[Point], seed: u64) -> BTreeMap<(usize, u64), ([f64; 6], Vec<(u32, bool, u64)>)> {
+fn guarantees(ws: &[Workload], points: &[Point], seed: u64) -> Guarantees {
     let mut keys: Vec<(usize, u64)> = points.iter().map(|p| (p.w, p.d.as_nanos())).collect();
     keys.sort();
     keys.dedup();
@@ -251,7 +257,7 @@ fn run_points(
     points: &[Point],
     seed: u64,
     progress: &mut dyn FnMut(f64),
-) -> (Vec<EverestResult>, BTreeMap<(usize, u64), ([f64; 6], Vec<(u32, bool, u64)>)>) {
+) -> (Vec<EverestResult>, Guarantees) {
     let g = guarantees(ws, points, seed);
     let rs = super::par_map(
         points,
@@ -266,7 +272,8 @@ fn run_points(
                 sample_every: Duration::from_micros(100),
                 check_invariants: false,
             };
-            run(&params, ws[p.w].traffic.stream(seed), ws[p.w].expected_packets, prog).expect("valid everest parameters")
+            run(&params, ws[p.w].traffic.stream(seed), ws[p.w].expected_packets, prog)
+                .expect("valid everest parameters")
         },
         progress,
     );
@@ -327,11 +334,18 @@ fn result_run(ws: &[Workload], p: &Point, r: &EverestResult) -> RunResult {
     run
 }
 
-fn cmp(metric: &str, params: BTreeMap<String, serde_json::Value>, ours: f64, paper: Option<f64>, unit: &str, source: &str) -> Comparison {
+fn cmp(
+    metric: &str,
+    params: BTreeMap<String, serde_json::Value>,
+    ours: f64,
+    paper: Option<f64>,
+    unit: &str,
+    source: &str,
+) -> Comparison {
     Comparison { metric: metric.into(), params, ours, paper, unit: unit.into(), source: source.into() }
 }
 
-fn guarantee_note(ws: &[Workload], g: &BTreeMap<(usize, u64), ([f64; 6], Vec<(u32, bool, u64)>)>) -> String {
+fn guarantee_note(ws: &[Workload], g: &Guarantees) -> String {
     let mut s = String::from("G^i from trace analysis (eq 7):\n\n| workload | D | ");
     for (name, _) in NATPT_SERVICES {
         s.push_str(&format!("{name} N_max (G) | "));
@@ -479,7 +493,9 @@ fn order_of_magnitude_rows(out: &mut Output, g: &Grid, xi: usize, source: &str) 
             "Late packets relative to Everest ({}; Everest: {} late of {}). The paper: 'more than an order of magnitude' fewer with Everest.\n\n| scheduler | late packets | x Everest |\n|---|---|---|\n",
             g.ws[w].name, ev.late, ev.packets
         );
-        for s in [Sched::Static, Sched::Quantum(5), Sched::Quantum(20), Sched::CohortE, Sched::EverestLd, Sched::EverestAe] {
+        for s in
+            [Sched::Static, Sched::Quantum(5), Sched::Quantum(20), Sched::CohortE, Sched::EverestLd, Sched::EverestAe]
+        {
             let r = g.get(w, s, xi);
             let ratio = r.late as f64 / ev.late.max(1) as f64;
             t.push_str(&format!("| {} | {} | {} |\n", s.label(), r.late, fmt_val(ratio)));
@@ -528,7 +544,17 @@ pub fn fig3a(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         |w, sched, d| Point { w, sched, processors: PROCESSORS, t_sw: T_SW, d: ms(d) },
         progress,
     );
-    g.table_and_plots(&mut out, "late_percent", "%", "D_ms", "Fig. 3(a)", |r, _| r.late_percent(), true, true, "Fig. 3(a)");
+    g.table_and_plots(
+        &mut out,
+        "late_percent",
+        "%",
+        "D_ms",
+        "Fig. 3(a)",
+        |r, _| r.late_percent(),
+        true,
+        true,
+        "Fig. 3(a)",
+    );
     let xi = xs.iter().position(|&x| x == 2.0).expect("D = 2 ms in the sweep");
     order_of_magnitude_rows(&mut out, &g, xi, "abstract; section 5.2, Fig. 3(a)");
     out
@@ -630,7 +656,17 @@ pub fn fig3d(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         |w, sched, np| Point { w, sched, processors: np as u32, t_sw: T_SW, d: D },
         progress,
     );
-    g.table_and_plots(&mut out, "late_percent", "%", "processors", "Fig. 3(d)", |r, _| r.late_percent(), false, true, "Fig. 3(d)");
+    g.table_and_plots(
+        &mut out,
+        "late_percent",
+        "%",
+        "processors",
+        "Fig. 3(d)",
+        |r, _| r.late_percent(),
+        false,
+        true,
+        "Fig. 3(d)",
+    );
     out
 }
 
@@ -661,7 +697,17 @@ pub fn fig4(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             &mut |x| progress((k as f64 + x) / ds.len() as f64),
         );
         let fig = format!("Fig. 4 D={}us", (d * 1000.0) as u64);
-        g.table_and_plots(&mut sub, "late_percent", "%", "t_sw_over_D", &fig, |r, _| r.late_percent(), true, true, &fig);
+        g.table_and_plots(
+            &mut sub,
+            "late_percent",
+            "%",
+            "t_sw_over_D",
+            &fig,
+            |r, _| r.late_percent(),
+            true,
+            true,
+            &fig,
+        );
         if k == 0 {
             out.assumptions = sub.assumptions.clone();
         }
@@ -687,7 +733,13 @@ fn adaptive_envelope(out: &mut Output, grids: &[(f64, Grid)]) {
                 let a = g.get(w, Sched::EverestAe, xi).late_percent();
                 let ad = g.get(w, Sched::Adaptive, xi).late_percent();
                 let best = e.min(a);
-                let ratio = if best > 0.0 { ad / best } else if ad == 0.0 { 1.0 } else { f64::INFINITY };
+                let ratio = if best > 0.0 {
+                    ad / best
+                } else if ad == 0.0 {
+                    1.0
+                } else {
+                    f64::INFINITY
+                };
                 let within = ad <= 1.1 * best || ad - best <= 0.001;
                 n += 1;
                 ok += within as usize;
@@ -764,7 +816,17 @@ pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         |w, sched, ratio| Point { w, sched, processors: PROCESSORS, t_sw: ms(2.0 * ratio), d: D },
         progress,
     );
-    g.table_and_plots(&mut out, "mean_delay", "us", "t_sw_over_D", "Fig. 5", |r, _| r.mean_delay_us(), true, true, "Fig. 5");
+    g.table_and_plots(
+        &mut out,
+        "mean_delay",
+        "us",
+        "t_sw_over_D",
+        "Fig. 5",
+        |r, _| r.mean_delay_us(),
+        true,
+        true,
+        "Fig. 5",
+    );
     out
 }
 
@@ -813,7 +875,8 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let mut t = format!("Wall-clock seconds per run on this machine (two runs at a time on 2 cores), and the N_max analysis pass ({g_secs:.1} s for all services).\n\n| scheduler | packets | late % | switches | seconds | ns / packet |\n|---|---|---|---|---|---|\n");
     for (p, (r, secs)) in points.iter().zip(&rs) {
         out.runs.push(result_run(&ws, p, r));
-        let params = BTreeMap::from([("scheduler".into(), json!(p.sched.label())), ("packets".into(), json!(r.packets))]);
+        let params =
+            BTreeMap::from([("scheduler".into(), json!(p.sched.label())), ("packets".into(), json!(r.packets))]);
         out.timings.push(Timing { name: "run_seconds".into(), params: params.clone(), value: *secs, unit: "s".into() });
         out.timings.push(Timing {
             name: "ns_per_packet".into(),

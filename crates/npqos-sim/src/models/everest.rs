@@ -122,7 +122,13 @@ pub enum Traffic {
     /// `copies` overlaid copies of a corpus sped up `time_scale` times, classified by `classes`,
     /// up to `end` (the overlay may be much longer: flow multiplication without compressing time
     /// uses a window of it).
-    Corpus { corpus: Arc<Corpus>, classes: Arc<HashMap<FlowKey, u8>>, copies: u32, time_scale: f64, end: Duration },
+    Corpus {
+        corpus: Arc<Corpus>,
+        classes: Arc<HashMap<FlowKey, u8>>,
+        copies: u32,
+        time_scale: f64,
+        end: Duration,
+    },
 }
 
 impl Traffic {
@@ -167,16 +173,8 @@ impl Traffic {
 
 /// Iterator over (arrival time in ns, service).
 pub enum ArrivalStream<'a> {
-    Synthetic {
-        heap: BinaryHeap<Reverse<(u64, u32)>>,
-        sources: Vec<(Arrivals, crate::rng::StreamRng, u8)>,
-        end: u64,
-    },
-    Corpus {
-        overlay: Overlay<'a>,
-        classes: &'a HashMap<FlowKey, u8>,
-        end: u64,
-    },
+    Synthetic { heap: BinaryHeap<Reverse<(u64, u32)>>, sources: Vec<(Arrivals, crate::rng::StreamRng, u8)>, end: u64 },
+    Corpus { overlay: Overlay<'a>, classes: &'a HashMap<FlowKey, u8>, end: u64 },
 }
 
 impl Iterator for ArrivalStream<'_> {
@@ -213,14 +211,17 @@ impl Iterator for ArrivalStream<'_> {
 /// [`npqos_core::alloc::guarantee`]) for delay tolerance `d`: passes over `make()` streams,
 /// 8 candidates per service per pass, until every service's answer is found or exceeds
 /// `max_j`. Returns (N_max, saturated at `max_j`, packets) per service.
-pub fn n_max<I: Iterator<Item = (u64, u8)>>(mut make: impl FnMut() -> I, d: Duration, max_j: u32) -> Vec<(u32, bool, u64)> {
+pub fn n_max<I: Iterator<Item = (u64, u8)>>(
+    mut make: impl FnMut() -> I,
+    d: Duration,
+    max_j: u32,
+) -> Vec<(u32, bool, u64)> {
     const WIDTH: u32 = 8;
     let mut start = [1u32; 6];
     let mut done: [Option<(u32, bool, u64)>; 6] = [None; 6];
     while done.iter().any(|x| x.is_none()) {
-        let mut est: Vec<NmaxEstimator> = (0..6)
-            .map(|i| NmaxEstimator::new(Duration::from_nanos(NATPT_SERVICES[i].1), d, start[i], WIDTH))
-            .collect();
+        let mut est: Vec<NmaxEstimator> =
+            (0..6).map(|i| NmaxEstimator::new(Duration::from_nanos(NATPT_SERVICES[i].1), d, start[i], WIDTH)).collect();
         for (t, s) in make() {
             if done[s as usize].is_none() {
                 est[s as usize].push(Instant::from_nanos(t));
@@ -398,8 +399,8 @@ pub fn run(
         let Some(t) = [t_event, t_timer, t_arr].into_iter().flatten().min() else { break };
         now = t;
         while next_sample <= now {
-            for s in 0..6 {
-                let q = queues[s].len() as u64;
+            for queue in &queues {
+                let q = queue.len() as u64;
                 let b = bins.partition_point(|&e| e < q);
                 r.queue_hist[b] += 1;
                 r.max_queue = r.max_queue.max(q);
@@ -435,7 +436,7 @@ pub fn run(
                 if at & ANY_TRIGGER_BIT != 0 {
                     r.all_triggers_late += late as u64;
                 }
-                if r.packets % progress_every == 0 {
+                if r.packets.is_multiple_of(progress_every) {
                     progress(r.packets as f64 / expected_packets.max(1) as f64);
                 }
                 alloc.completed(Instant::from_nanos(now), pr, Duration::from_nanos(delay), &mut out);
@@ -467,7 +468,11 @@ pub fn run(
                 if alloc.queue_len(s) != q.len() as u64 {
                     return Err(EverestError::Invariant {
                         at: now,
-                        msg: format!("service {s}: allocator counts {} waiting, runtime holds {}", alloc.queue_len(s), q.len()),
+                        msg: format!(
+                            "service {s}: allocator counts {} waiting, runtime holds {}",
+                            alloc.queue_len(s),
+                            q.len()
+                        ),
                     });
                 }
             }
@@ -520,5 +525,14 @@ pub fn offered_profile(stream: impl Iterator<Item = (u64, u8)>, window: Duration
     let over = per.iter().filter(|&&x| x > processors as f64).count() as f64 / n as f64;
     per.sort_by(|a, b| a.total_cmp(b));
     let q = |f: f64| per[((n as f64 * f) as usize).min(n - 1)];
-    OfferedProfile { window_ns: w, windows: n as u64, mean, p50: q(0.5), p99: q(0.99), max: per[n - 1], over, processors }
+    OfferedProfile {
+        window_ns: w,
+        windows: n as u64,
+        mean,
+        p50: q(0.5),
+        p99: q(0.99),
+        max: per[n - 1],
+        over,
+        processors,
+    }
 }

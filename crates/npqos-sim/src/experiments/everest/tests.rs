@@ -53,7 +53,9 @@ fn fig3b_quick_everest_keeps_shorter_queues_than_the_eager_schedulers() {
         let p63 = |s: &str| {
             out.comparisons
                 .iter()
-                .find(|c| c.metric == "p_queue_le_63" && c.params["workload"] == json!(w) && c.params["scheduler"] == json!(s))
+                .find(|c| {
+                    c.metric == "p_queue_le_63" && c.params["workload"] == json!(w) && c.params["scheduler"] == json!(s)
+                })
                 .map(|c| c.ours)
                 .unwrap()
         };
@@ -116,7 +118,8 @@ fn fig4_quick_everest_ae_wins_at_small_t_sw_over_d_everest_at_large() {
         assert!(late(&w, "everest-ae", 500.0, 0.05) < late(&w, "everest", 500.0, 0.05), "{w}");
     }
     // Adaptive is never worse than the worse of the two and matches Everest where t_sw >= D.
-    let rows: Vec<&Comparison> = out.comparisons.iter().filter(|c| c.metric == "adaptive_minus_best_late_percent").collect();
+    let rows: Vec<&Comparison> =
+        out.comparisons.iter().filter(|c| c.metric == "adaptive_minus_best_late_percent").collect();
     assert_eq!(rows.len(), workload_names(&out).len() * 2 * ratios(true).len());
     for w in workload_names(&out) {
         for d in [500.0, 2000.0] {
