@@ -4,7 +4,7 @@
 //! Two workloads stand in for the paper's UNC traces (which we do not have), both calibrated
 //! to the same mean offered work: UNC-2.5's mean packet rate (everest Table 3, 30 M packets in
 //! 42.4 s) times the mean t_pkt of the synthetic service mix, about 9.4 of the 16 processors.
-//! * `synthetic`: per service, 64 superposed ON/OFF sources, Pareto (shape 1.5) ON 50 ms / OFF
+//! * `synthetic`: per service, 16 superposed ON/OFF sources (after a 2 s warm-up), Pareto (shape 1.5) ON 50 ms / OFF
 //!   100 ms means ([`SyntheticTraffic::unc25_like`]): bursts at the 10-100 ms timescales the
 //!   paper cites, enough on average, not at peaks.
 //! * `ndpi`: the nDPI captures as one corpus (aligned, gaps capped at 1 s, merged), overlaid
@@ -103,7 +103,7 @@ pub struct Workload {
 }
 
 /// Sources per service of the default synthetic workload.
-pub const SOURCES: u32 = 64;
+pub const SOURCES: u32 = 16;
 
 fn synthetic(quick: bool, sources: u32) -> Workload {
     let secs = if quick { 1 } else { 10 };

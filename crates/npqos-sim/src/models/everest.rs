@@ -72,6 +72,12 @@ pub fn classify_corpus(corpus: &Corpus) -> HashMap<FlowKey, u8> {
     map
 }
 
+/// Synthetic sources run this long before the stream starts, so it starts in the stationary
+/// regime: every source begins with an OFF period, and without a warm-up the sources switch ON
+/// together in the first few hundred milliseconds (in a 10 s run that burst held every late
+/// packet of Static and Everest).
+pub const SYNTHETIC_WARMUP: Duration = Duration::from_secs(2);
+
 /// Synthetic bursty traffic: each service is the superposition of `sources` ON/OFF sources
 /// with Pareto ON and OFF periods; packets inside an ON period are Poisson.
 #[derive(Clone, Debug, PartialEq)]
@@ -157,7 +163,12 @@ impl Traffic {
                         heap.push(Reverse((t, idx as u32)));
                     }
                 }
-                ArrivalStream::Synthetic { heap, sources, end: s.duration.as_nanos() }
+                ArrivalStream::Synthetic {
+                    heap,
+                    sources,
+                    warmup: SYNTHETIC_WARMUP.as_nanos(),
+                    end: s.duration.as_nanos(),
+                }
             }
             Traffic::Corpus { corpus, classes, copies, time_scale, end } => {
                 let mut rng = streams.stream("everest.overlay", 0);
@@ -173,8 +184,19 @@ impl Traffic {
 
 /// Iterator over (arrival time in ns, service).
 pub enum ArrivalStream<'a> {
-    Synthetic { heap: BinaryHeap<Reverse<(u64, u32)>>, sources: Vec<(Arrivals, crate::rng::StreamRng, u8)>, end: u64 },
-    Corpus { overlay: Overlay<'a>, classes: &'a HashMap<FlowKey, u8>, end: u64 },
+    Synthetic {
+        heap: BinaryHeap<Reverse<(u64, u32)>>,
+        sources: Vec<(Arrivals, crate::rng::StreamRng, u8)>,
+        /// Generated and discarded before time 0 of the stream.
+        warmup: u64,
+        /// End, counted from the end of the warm-up.
+        end: u64,
+    },
+    Corpus {
+        overlay: Overlay<'a>,
+        classes: &'a HashMap<FlowKey, u8>,
+        end: u64,
+    },
 }
 
 impl Iterator for ArrivalStream<'_> {
@@ -182,9 +204,9 @@ impl Iterator for ArrivalStream<'_> {
     #[inline]
     fn next(&mut self) -> Option<(u64, u8)> {
         match self {
-            ArrivalStream::Synthetic { heap, sources, end } => {
+            ArrivalStream::Synthetic { heap, sources, warmup, end } => loop {
                 let Reverse((t, i)) = heap.pop()?;
-                if t >= *end {
+                if t >= *end + *warmup {
                     heap.clear();
                     return None;
                 }
@@ -192,8 +214,10 @@ impl Iterator for ArrivalStream<'_> {
                 let svc = *svc;
                 let next = t + arr.next_gap(rng).as_nanos();
                 heap.push(Reverse((next, i)));
-                Some((t, svc))
-            }
+                if t >= *warmup {
+                    return Some((t - *warmup, svc));
+                }
+            },
             ArrivalStream::Corpus { overlay, classes, end } => {
                 let p = overlay.next()?;
                 if p.ts >= *end {
