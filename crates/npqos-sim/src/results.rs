@@ -66,6 +66,19 @@ pub struct Comparison {
     pub source: String,
 }
 
+impl Comparison {
+    pub fn new(
+        metric: &str,
+        params: BTreeMap<String, serde_json::Value>,
+        ours: f64,
+        paper: Option<f64>,
+        unit: &str,
+        source: &str,
+    ) -> Self {
+        Comparison { metric: metric.into(), params, ours, paper, unit: unit.into(), source: source.into() }
+    }
+}
+
 /// What a plot of an experiment shows (drawn by the CLI).
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct PlotSpec {

@@ -193,17 +193,6 @@ fn params(w: &str, m: u32) -> BTreeMap<String, serde_json::Value> {
     BTreeMap::from([("workload".into(), json!(w)), ("slots".into(), json!(m))])
 }
 
-fn cmp(
-    metric: &str,
-    params: BTreeMap<String, serde_json::Value>,
-    ours: f64,
-    paper: Option<f64>,
-    unit: &str,
-    source: &str,
-) -> Comparison {
-    Comparison { metric: metric.into(), params, ours, paper, unit: unit.into(), source: source.into() }
-}
-
 fn link_run(label: String, w: &str, m: u32, r: &DqsLinkResult) -> RunResult {
     let mut run = RunResult { label, complete: true, stop_reason: "drained".into(), ..Default::default() };
     run.params = params(w, m);
@@ -275,10 +264,10 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 for (t, trace) in PAPER_TRACES.iter().enumerate() {
                     let mut p = params(w, m);
                     p.insert("paper_trace".into(), json!(trace));
-                    out.comparisons.push(cmp(metric, p, *v, Some(TABLE2[mi][k][t]), unit, "Table 2"));
+                    out.comparisons.push(Comparison::new(metric, p, *v, Some(TABLE2[mi][k][t]), unit, "Table 2"));
                 }
             } else {
-                out.comparisons.push(cmp(metric, params(w, m), *v, None, unit, "Table 2"));
+                out.comparisons.push(Comparison::new(metric, params(w, m), *v, None, unit, "Table 2"));
             }
         }
         out.runs.push(run);
@@ -324,13 +313,13 @@ pub fn table3(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 for (t, trace) in PAPER_TRACES.iter().enumerate() {
                     let mut pp = p.clone();
                     pp.insert("paper_trace".into(), json!(trace));
-                    out.comparisons.push(cmp(metric, pp, v, Some(TABLE3[k][t]), "queues", "Table 3"));
+                    out.comparisons.push(Comparison::new(metric, pp, v, Some(TABLE3[k][t]), "queues", "Table 3"));
                 }
             } else {
-                out.comparisons.push(cmp(metric, p.clone(), v, None, "queues", "Table 3"));
+                out.comparisons.push(Comparison::new(metric, p.clone(), v, None, "queues", "Table 3"));
             }
         }
-        out.comparisons.push(cmp(
+        out.comparisons.push(Comparison::new(
             "flows_in_trace",
             p.clone(),
             r.flows_activated as f64,
@@ -383,8 +372,15 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 r.mean_cycles()
             ));
             let p = params(w, m);
-            out.comparisons.push(cmp("search_nodes_compared", p.clone(), s.mean_measured(), None, "nodes", "Fig. 5"));
-            out.comparisons.push(cmp(
+            out.comparisons.push(Comparison::new(
+                "search_nodes_compared",
+                p.clone(),
+                s.mean_measured(),
+                None,
+                "nodes",
+                "Fig. 5",
+            ));
+            out.comparisons.push(Comparison::new(
                 "search_theorem1_as_printed",
                 p.clone(),
                 s.mean_paper(),
@@ -392,7 +388,7 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 "nodes",
                 "Theorem 1 (eq 3)",
             ));
-            out.comparisons.push(cmp(
+            out.comparisons.push(Comparison::new(
                 "search_exact_per_flow",
                 p.clone(),
                 s.mean_exact(),
@@ -400,8 +396,15 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 "nodes",
                 "Lemma 1, eq 2 (our per-flow weighting)",
             ));
-            out.comparisons.push(cmp("update_nodes_compared", p.clone(), u.mean_measured(), None, "nodes", "Fig. 6"));
-            out.comparisons.push(cmp(
+            out.comparisons.push(Comparison::new(
+                "update_nodes_compared",
+                p.clone(),
+                u.mean_measured(),
+                None,
+                "nodes",
+                "Fig. 6",
+            ));
+            out.comparisons.push(Comparison::new(
                 "update_theorem2_bound",
                 p.clone(),
                 u.mean_paper(),
@@ -409,7 +412,7 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 "nodes",
                 "Theorem 2 (eq 4)",
             ));
-            out.comparisons.push(cmp(
+            out.comparisons.push(Comparison::new(
                 "update_exact",
                 p.clone(),
                 u.mean_exact(),
@@ -419,7 +422,7 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             ));
             // Fig. 7: "about two cycles" at M >= 256 (text, all three traces).
             let paper7 = (m >= 256 && w == "ndpi").then_some(2.0);
-            out.comparisons.push(cmp(
+            out.comparisons.push(Comparison::new(
                 "overall_cycles_per_packet",
                 p,
                 r.mean_cycles(),
@@ -451,7 +454,7 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         let frac = |c: usize| cdf.get(c.wrapping_sub(1)).map_or(1.0, |p| p.1);
         let p256 = params(w, 256);
         let paper = |v: f64| (w == "ndpi").then_some(v);
-        out.comparisons.push(cmp(
+        out.comparisons.push(Comparison::new(
             "cdf_cycles_le_1",
             p256.clone(),
             frac(1),
@@ -459,7 +462,7 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             "fraction",
             "Fig. 8 (NLANR2 text)",
         ));
-        out.comparisons.push(cmp(
+        out.comparisons.push(Comparison::new(
             "cdf_cycles_le_2",
             p256.clone(),
             frac(2),
@@ -467,7 +470,7 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             "fraction",
             "Fig. 8 (NLANR2 text)",
         ));
-        out.comparisons.push(cmp(
+        out.comparisons.push(Comparison::new(
             "max_cycles",
             p256,
             (r.cycles_hist.len() - 1) as f64,
@@ -542,14 +545,21 @@ pub fn fig9_13(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 p.insert("speedup".into(), json!(sp));
                 p.insert("model".into(), json!(models[k].name()));
                 let fig = if by_speedup { "Figs 10-11" } else { "Figs 12-13" };
-                out.comparisons.push(cmp("normalised_throughput", p.clone(), r.throughput, None, "ratio", fig));
-                out.comparisons.push(cmp("task_queue_buffer", p, r.buffer_bytes / 1024.0, None, "KB", fig));
+                out.comparisons.push(Comparison::new(
+                    "normalised_throughput",
+                    p.clone(),
+                    r.throughput,
+                    None,
+                    "ratio",
+                    fig,
+                ));
+                out.comparisons.push(Comparison::new("task_queue_buffer", p, r.buffer_bytes / 1024.0, None, "KB", fig));
             }
             let ratio = res[2].throughput / res[0].throughput;
             let mut p = params(w, m);
             p.insert("speedup".into(), json!(sp));
             let paper = (w == "ndpi").then_some(5.0);
-            out.comparisons.push(cmp(
+            out.comparisons.push(Comparison::new(
                 "mpmq_over_spsq_throughput",
                 p,
                 ratio,
@@ -645,8 +655,15 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     run.scalar("afm_memory_eq5", w_bits as f64, "bits");
     run.scalar("afm_memory_ours", r.afm_memory_bytes as f64 * 8.0, "bits");
     run.scalar("brute_force_pointers", brute_bits as f64, "bits");
-    out.comparisons.push(cmp("in_progress_flows", BTreeMap::new(), flows as f64, None, "flows", "section 1"));
-    out.comparisons.push(cmp(
+    out.comparisons.push(Comparison::new(
+        "in_progress_flows",
+        BTreeMap::new(),
+        flows as f64,
+        None,
+        "flows",
+        "section 1",
+    ));
+    out.comparisons.push(Comparison::new(
         "max_active_flows",
         BTreeMap::new(),
         r.max_active as f64,
@@ -654,16 +671,23 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "flows",
         "section 1 (hundreds)",
     ));
-    out.comparisons.push(cmp("max_queues", BTreeMap::new(), r.max_queues as f64, None, "queues", "Table 3 (hundreds)"));
-    out.comparisons.push(cmp("mean_queues", BTreeMap::new(), r.mean_queues, None, "queues", "Table 3"));
+    out.comparisons.push(Comparison::new(
+        "max_queues",
+        BTreeMap::new(),
+        r.max_queues as f64,
+        None,
+        "queues",
+        "Table 3 (hundreds)",
+    ));
+    out.comparisons.push(Comparison::new("mean_queues", BTreeMap::new(), r.mean_queues, None, "queues", "Table 3"));
     let bp = BTreeMap::from([
         ("slots".into(), json!(m)),
         ("active_flows".into(), json!(l)),
         ("queues".into(), json!(n_q)),
         ("flow_id_bits".into(), json!(104)),
     ]);
-    out.comparisons.push(cmp("afm_memory_eq5", bp, w_bits as f64, None, "bits", "eq 5"));
-    out.comparisons.push(cmp(
+    out.comparisons.push(Comparison::new("afm_memory_eq5", bp, w_bits as f64, None, "bits", "eq 5"));
+    out.comparisons.push(Comparison::new(
         "afm_memory_eq5_paper_example",
         BTreeMap::from([
             ("slots".into(), json!(256)),
@@ -676,7 +700,7 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "bits",
         "section 6 (\"only 16 K bits\")",
     ));
-    out.comparisons.push(cmp(
+    out.comparisons.push(Comparison::new(
         "afm_memory_ours_bytes",
         BTreeMap::new(),
         r.afm_memory_bytes as f64,
@@ -684,7 +708,7 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "bytes",
         "our Rust structure (slots + nodes at their high-water mark)",
     ));
-    out.comparisons.push(cmp(
+    out.comparisons.push(Comparison::new(
         "brute_force_pointer_memory",
         BTreeMap::from([("flows".into(), json!(flows))]),
         brute_bits as f64,
@@ -692,7 +716,7 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "bits",
         "section 1 (2 x 2^20 x 20 = 40 Mbit)",
     ));
-    out.comparisons.push(cmp(
+    out.comparisons.push(Comparison::new(
         "brute_force_table_memory",
         BTreeMap::from([("flows".into(), json!(flows))]),
         brute_full_bits as f64,

@@ -252,6 +252,19 @@ fn guarantees(ws: &[Workload], points: &[Point], seed: u64) -> Guarantees {
     keys.into_iter().zip(res).collect()
 }
 
+fn point_run_params(p: &Point, g: &Guarantees) -> EverestParams {
+    EverestParams {
+        processors: p.processors,
+        t_sw: p.t_sw,
+        tolerance: p.d,
+        delta: p.t_sw.max_one(),
+        policy: p.sched.policy(p.t_sw),
+        guarantees: g[&(p.w, p.d.as_nanos())].0,
+        sample_every: Duration::from_micros(100),
+        check_invariants: false,
+    }
+}
+
 fn run_points(
     ws: &[Workload],
     points: &[Point],
@@ -262,16 +275,7 @@ fn run_points(
     let rs = super::par_map(
         points,
         |p, prog| {
-            let params = EverestParams {
-                processors: p.processors,
-                t_sw: p.t_sw,
-                tolerance: p.d,
-                delta: p.t_sw.max_one(),
-                policy: p.sched.policy(p.t_sw),
-                guarantees: g[&(p.w, p.d.as_nanos())].0,
-                sample_every: Duration::from_micros(100),
-                check_invariants: false,
-            };
+            let params = point_run_params(p, &g);
             run(&params, ws[p.w].traffic.stream(seed), ws[p.w].expected_packets, prog)
                 .expect("valid everest parameters")
         },
@@ -332,17 +336,6 @@ fn result_run(ws: &[Workload], p: &Point, r: &EverestResult) -> RunResult {
     run.sim_time_ns = r.sim_end_ns;
     run.events = r.events;
     run
-}
-
-fn cmp(
-    metric: &str,
-    params: BTreeMap<String, serde_json::Value>,
-    ours: f64,
-    paper: Option<f64>,
-    unit: &str,
-    source: &str,
-) -> Comparison {
-    Comparison { metric: metric.into(), params, ours, paper, unit: unit.into(), source: source.into() }
 }
 
 fn guarantee_note(ws: &[Workload], g: &Guarantees) -> String {
@@ -452,7 +445,7 @@ impl Grid {
                     pts.push((self.xs[xi], v));
                     let mut params = point_params(&self.ws, p);
                     params.insert(x_name.into(), json!(self.xs[xi]));
-                    out.comparisons.push(cmp(metric, params, v, None, unit, source));
+                    out.comparisons.push(Comparison::new(metric, params, v, None, unit, source));
                 }
                 t.push('\n');
                 lines.push((s.label(), pts));
@@ -505,7 +498,14 @@ fn order_of_magnitude_rows(out: &mut Output, g: &Grid, xi: usize, source: &str) 
                 ("everest_late_packets".into(), json!(ev.late)),
             ]);
             let paper = matches!(s, Sched::Static | Sched::Quantum(_) | Sched::CohortE).then_some(10.0);
-            out.comparisons.push(cmp("late_packets_over_everest", params, ratio, paper, "x (paper: at least)", source));
+            out.comparisons.push(Comparison::new(
+                "late_packets_over_everest",
+                params,
+                ratio,
+                paper,
+                "x (paper: at least)",
+                source,
+            ));
         }
         out.notes.push(t);
     }
@@ -601,7 +601,7 @@ pub fn fig3b(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             ));
             for (e, metric) in [(0u64, "p_queue_0"), (63, "p_queue_le_63"), (511, "p_queue_le_511")] {
                 let params = BTreeMap::from([("workload".into(), json!(name)), ("scheduler".into(), json!(s.label()))]);
-                out.comparisons.push(cmp(metric, params, p(e), None, "probability", "Fig. 3(b)"));
+                out.comparisons.push(Comparison::new(metric, params, p(e), None, "probability", "Fig. 3(b)"));
             }
             lines.push((s.label(), pts));
         }
@@ -758,7 +758,7 @@ fn adaptive_envelope(out: &mut Output, grids: &[(f64, Grid)]) {
                     ("d_us".into(), json!(d * 1000.0)),
                     ("t_sw_over_D".into(), json!(x)),
                 ]);
-                out.comparisons.push(cmp(
+                out.comparisons.push(Comparison::new(
                     "adaptive_minus_best_late_percent",
                     params,
                     ad - best,
@@ -856,16 +856,7 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let rs = super::par_map(
         &points,
         |p, prog| {
-            let params = EverestParams {
-                processors: p.processors,
-                t_sw: p.t_sw,
-                tolerance: p.d,
-                delta: p.t_sw,
-                policy: p.sched.policy(p.t_sw),
-                guarantees: g[&(0, p.d.as_nanos())].0,
-                sample_every: Duration::from_micros(100),
-                check_invariants: false,
-            };
+            let params = point_run_params(p, &g);
             let t = std::time::Instant::now();
             let r = run(&params, ws[0].traffic.stream(opts.seed), ws[0].expected_packets, prog).expect("valid");
             (r, t.elapsed().as_secs_f64())
