@@ -63,7 +63,7 @@ impl Sched {
     pub fn policy(&self, t_sw: Duration) -> Policy {
         match *self {
             Sched::Static => Policy::Static,
-            Sched::Quantum(k) => Policy::Quantum { quantum: t_sw.saturating_mul(k as u64).max_one() },
+            Sched::Quantum(k) => Policy::Quantum { quantum: at_least_1ns(t_sw.saturating_mul(k as u64)) },
             Sched::CohortE => Policy::CohortE,
             Sched::Everest => Policy::Everest,
             Sched::EverestLd => Policy::EverestLd,
@@ -73,17 +73,9 @@ impl Sched {
     }
 }
 
-trait MaxOne {
-    fn max_one(self) -> Self;
-}
-impl MaxOne for Duration {
-    fn max_one(self) -> Self {
-        if self.is_zero() {
-            Duration::NANOSECOND
-        } else {
-            self
-        }
-    }
+/// `d`, or one nanosecond if it is zero (a zero quantum or rate window is refused).
+fn at_least_1ns(d: Duration) -> Duration {
+    Duration::from_nanos(d.as_nanos().max(1))
 }
 
 /// Processors of the paper's setting.
@@ -105,11 +97,11 @@ pub struct Workload {
 /// Sources per service of the default synthetic workload.
 pub const SOURCES: u32 = 16;
 
-fn synthetic(quick: bool, sources: u32) -> Workload {
+fn synthetic(quick: bool) -> Workload {
     let secs = if quick { 1 } else { 10 };
-    let s = SyntheticTraffic::unc25_like(Duration::from_secs(secs), sources);
+    let s = SyntheticTraffic::unc25_like(Duration::from_secs(secs), SOURCES);
     Workload {
-        name: if sources == SOURCES { "synthetic" } else { "synthetic-other" },
+        name: "synthetic",
         expected_packets: (s.rate_pps * secs as f64) as u64,
         description: format!(
             "synthetic: {secs} s at {:.0} packets/s (UNC-2.5's mean rate, everest Table 3); packet shares per service {:?}; per service {} ON/OFF sources, Pareto shape {} ON mean {} / OFF mean {}, Poisson inside ON; mean offered work {:.2} processors",
@@ -171,7 +163,7 @@ fn ndpi(quick: bool, target_processors: f64) -> Option<Result<Workload, String>>
 }
 
 fn workloads(opts: RunOptions, out: &mut Output) -> Vec<Workload> {
-    let syn = synthetic(opts.quick, SOURCES);
+    let syn = synthetic(opts.quick);
     let target = match &syn.traffic {
         Traffic::Synthetic(s) => s.mean_processors(),
         _ => unreachable!(),
@@ -257,7 +249,7 @@ fn point_run_params(p: &Point, g: &Guarantees) -> EverestParams {
         processors: p.processors,
         t_sw: p.t_sw,
         tolerance: p.d,
-        delta: p.t_sw.max_one(),
+        delta: at_least_1ns(p.t_sw),
         policy: p.sched.policy(p.t_sw),
         guarantees: g[&(p.w, p.d.as_nanos())].0,
         sample_every: Duration::from_micros(100),
@@ -391,12 +383,16 @@ impl Grid {
         Grid { ws, xs: xs.to_vec(), points, rs }
     }
 
-    fn get(&self, w: usize, sched: Sched, x: usize) -> &EverestResult {
+    /// Index of (workload, scheduler, x) in `points` / `rs` (laid out workload x x x scheduler).
+    fn index(&self, w: usize, sched: Sched, x: usize) -> usize {
         let per_w = self.points.len() / self.ws.len();
         let per_x = per_w / self.xs.len();
         let i0 = w * per_w + x * per_x;
-        let k = self.points[i0..i0 + per_x].iter().position(|p| p.sched == sched).expect("scheduler in grid");
-        &self.rs[i0 + k]
+        i0 + self.points[i0..i0 + per_x].iter().position(|p| p.sched == sched).expect("scheduler in grid")
+    }
+
+    fn get(&self, w: usize, sched: Sched, x: usize) -> &EverestResult {
+        &self.rs[self.index(w, sched, x)]
     }
 
     fn scheds(&self) -> Vec<Sched> {
@@ -432,11 +428,8 @@ impl Grid {
                 t.push_str(&format!("| {} | ", s.label()));
                 let mut pts = Vec::new();
                 for xi in 0..self.xs.len() {
-                    let per_w = self.points.len() / self.ws.len();
-                    let per_x = per_w / self.xs.len();
-                    let i0 = w * per_w + xi * per_x;
-                    let k = self.points[i0..i0 + per_x].iter().position(|p| p.sched == s).expect("in grid");
-                    let (p, r) = (&self.points[i0 + k], &self.rs[i0 + k]);
+                    let i = self.index(w, s, xi);
+                    let (p, r) = (&self.points[i], &self.rs[i]);
                     let v = f(r, p);
                     t.push_str(&format!("{} |", fmt_val(v)));
                     if xi + 1 < self.xs.len() {
@@ -511,14 +504,16 @@ fn order_of_magnitude_rows(out: &mut Output, g: &Grid, xi: usize, source: &str) 
     }
 }
 
-fn fig3_grid(
-    opts: RunOptions,
-    out: &mut Output,
-    xs: &[f64],
-    make: impl Fn(usize, Sched, f64) -> Point,
-    progress: &mut dyn FnMut(f64),
-) -> Grid {
-    Grid::new(opts, out, xs, &SCHEDS, make, progress)
+/// Every scheduler at each D of `xs` (ms), N_p = 16, t_sw = 2 ms (Fig. 3(a)-(c)).
+fn d_sweep(opts: RunOptions, out: &mut Output, xs: &[f64], progress: &mut dyn FnMut(f64)) -> Grid {
+    Grid::new(
+        opts,
+        out,
+        xs,
+        &SCHEDS,
+        |w, sched, d| Point { w, sched, processors: PROCESSORS, t_sw: T_SW, d: ms(d) },
+        progress,
+    )
 }
 
 fn d_values(quick: bool) -> Vec<f64> {
@@ -537,13 +532,7 @@ fn ms(x: f64) -> Duration {
 pub fn fig3a(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output { id: "everest-fig3a".into(), ..Default::default() };
     let xs = d_values(opts.quick);
-    let g = fig3_grid(
-        opts,
-        &mut out,
-        &xs,
-        |w, sched, d| Point { w, sched, processors: PROCESSORS, t_sw: T_SW, d: ms(d) },
-        progress,
-    );
+    let g = d_sweep(opts, &mut out, &xs, progress);
     g.table_and_plots(
         &mut out,
         "late_percent",
@@ -563,13 +552,7 @@ pub fn fig3a(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 /// everest Fig. 3(b): queue-length distribution at D = t_sw = 2 ms, N_p = 16.
 pub fn fig3b(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output { id: "everest-fig3b".into(), ..Default::default() };
-    let g = fig3_grid(
-        opts,
-        &mut out,
-        &[2.0],
-        |w, sched, d| Point { w, sched, processors: PROCESSORS, t_sw: T_SW, d: ms(d) },
-        progress,
-    );
+    let g = d_sweep(opts, &mut out, &[2.0], progress);
     let bins = queue_bins();
     for w in 0..g.ws.len() {
         let name = g.ws[w].name;
@@ -624,13 +607,7 @@ pub fn fig3b(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 pub fn fig3c(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output { id: "everest-fig3c".into(), ..Default::default() };
     let xs = d_values(opts.quick);
-    let g = fig3_grid(
-        opts,
-        &mut out,
-        &xs,
-        |w, sched, d| Point { w, sched, processors: PROCESSORS, t_sw: T_SW, d: ms(d) },
-        progress,
-    );
+    let g = d_sweep(opts, &mut out, &xs, progress);
     g.table_and_plots(
         &mut out,
         "context_switches_per_s",
@@ -649,10 +626,11 @@ pub fn fig3c(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 pub fn fig3d(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output { id: "everest-fig3d".into(), ..Default::default() };
     let xs: Vec<f64> = if opts.quick { vec![12.0, 16.0, 24.0] } else { vec![10.0, 12.0, 14.0, 16.0, 20.0, 24.0, 32.0] };
-    let g = fig3_grid(
+    let g = Grid::new(
         opts,
         &mut out,
         &xs,
+        &SCHEDS,
         |w, sched, np| Point { w, sched, processors: np as u32, t_sw: T_SW, d: D },
         progress,
     );

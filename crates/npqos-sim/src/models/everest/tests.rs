@@ -163,16 +163,3 @@ fn corpus_classification_by_initiator_and_protocol() {
     assert_eq!(c[&udp], 1); // first packet of its conversation: incoming
     assert_eq!(c[&icmp], 2);
 }
-
-#[test]
-#[ignore]
-fn debug_everest_run() {
-    let t = Traffic::Synthetic(SyntheticTraffic::unc25_like(Duration::from_secs(1), 64));
-    let nm = n_max(|| t.stream(1), Duration::from_millis(1), 64);
-    let g = npqos_core::alloc::guarantee::shares(&nm.iter().map(|x| x.0).collect::<Vec<_>>());
-    let mut p = params(Policy::Everest, 16, 2000, 1000);
-    p.guarantees.copy_from_slice(&g);
-    p.check_invariants = false;
-    let r = run(&p, t.stream(1), 1, &mut |_| {}).unwrap();
-    eprintln!("nmax {nm:?} late {} {:?}", r.late_percent(), r.stats);
-}
