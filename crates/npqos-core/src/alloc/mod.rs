@@ -43,11 +43,11 @@
 //!   goes to the eligible service furthest below its share `G^i` (itself, without a switch, if
 //!   that is its own).
 //! * **Static**: `G^i x N_p` processors per service, never changed.
-//! * **Adaptive** (ours, the scheduler everest section 7 leaves open): Everest, plus a
-//!   low-priority trigger that takes only free (marked) processors when the backlog would
-//!   outlast a switch: `q_len > j * floor(t_sw / t_pkt)` with the switch time measured from
-//!   completed switches. Below `t_sw / D` of about 1 it fires before `Q_lim` (eager, like
-//!   Everest-AE but only when a switch can pay off); above it `Q_lim` fires first (Everest).
+//! * **Adaptive** (ours, the scheduler everest section 7 leaves open): per service, from the
+//!   measured switch time: Everest-AE while `t_sw <= D / 10` ([`ADAPTIVE_EAGER_RATIO`], the
+//!   paper's crossover); otherwise Everest plus a low-priority trigger that takes only free
+//!   (marked) processors when the backlog would outlast a switch: `q_len > j * floor(t_sw /
+//!   t_pkt)`. For `t_sw >= D - t_pkt`, `Q_lim` fires first and it is Everest.
 //!
 //! "`q_len > 0`" of the eager policies is read as "packets are waiting beyond the processors
 //! already switching to the service" (`q_len > incoming`): otherwise every packet that arrives
@@ -109,6 +109,11 @@ impl Policy {
         matches!(self, Policy::Everest | Policy::EverestLd | Policy::Adaptive)
     }
 }
+
+/// Adaptive behaves as Everest-AE (eager trigger, release on empty) for a service whose
+/// tolerance is at least this many (measured) switch times: `t_sw / D <= 0.1`, where the
+/// paper's Fig. 4 puts the crossover between Everest-AE and Everest.
+pub const ADAPTIVE_EAGER_RATIO: u64 = 10;
 
 /// Configuration of an [`Allocator`].
 #[derive(Clone, Debug, PartialEq)]
@@ -513,7 +518,7 @@ impl Allocator {
             let owner = pr.owner as usize;
             self.svcs[owner].idle.push(p as u32);
             self.dispatch(owner, now, out);
-            if self.policy.eager_release() && self.procs[p].state == PState::Idle {
+            if self.eager(owner) && self.procs[p].state == PState::Idle {
                 self.release(p, now);
                 self.beneficiaries(now, out);
             }
@@ -541,7 +546,7 @@ impl Allocator {
         self.start_quantum(p, now);
         self.dispatch(s, now, out);
         if self.procs[p].state == PState::Idle {
-            if self.policy.eager_release() {
+            if self.eager(s) {
                 self.release(p, now);
             }
             self.beneficiaries(now, out);
@@ -645,7 +650,7 @@ impl Allocator {
 
     /// Serves waiting packets of `s` on its idle processors.
     fn dispatch(&mut self, s: usize, now: u64, out: &mut Vec<Action>) {
-        let eager = self.policy.eager_release();
+        let eager = self.eager(s);
         let quantum = matches!(self.policy, Policy::Quantum { .. });
         while self.svcs[s].q > 0 {
             let Some(p) = self.svcs[s].idle.pop() else { break };
@@ -664,11 +669,19 @@ impl Allocator {
                     self.start_quantum(p as usize, now);
                 }
             }
-            if self.svcs[s].q == 0 && self.policy.marks() {
+            if self.svcs[s].q == 0 && self.policy.marks() && !self.eager(s) {
                 self.mark(s, now);
                 self.beneficiaries(now, out);
             }
         }
+    }
+
+    /// Does service `s` release a processor as soon as it has nothing to serve (Quantum,
+    /// Cohort-E, Everest-AE; Adaptive while `t_sw <= D / ADAPTIVE_EAGER_RATIO`)?
+    fn eager(&self, s: usize) -> bool {
+        self.policy.eager_release()
+            || (self.policy == Policy::Adaptive
+                && self.t_sw_estimate().saturating_mul(ADAPTIVE_EAGER_RATIO) <= self.svcs[s].tolerance)
     }
 
     /// Low-priority eligibility: eager `q_len > incoming` (Cohort-E, Quantum, Everest-AE), or
@@ -677,6 +690,7 @@ impl Allocator {
         let svc = &self.svcs[s];
         match self.policy {
             Policy::CohortE | Policy::Quantum { .. } | Policy::EverestAe => svc.q > svc.incoming as u64,
+            Policy::Adaptive if self.eager(s) => svc.q > svc.incoming as u64,
             Policy::Adaptive => {
                 let per = self.t_sw_estimate() / svc.t_pkt;
                 svc.q > svc.incoming as u64 && svc.q > svc.committed() as u64 * per

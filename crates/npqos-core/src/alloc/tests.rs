@@ -234,6 +234,26 @@ fn eager_policies_grab_a_released_processor_for_one_waiting_packet() {
 }
 
 #[test]
+fn adaptive_is_eager_only_when_a_switch_is_short_against_d() {
+    // t_sw = D / 20: Everest-AE's eager trigger; t_sw = D / 2: it waits until the backlog
+    // outlasts a switch (q > j floor(t_sw / t_pkt) = 100).
+    for (t_sw, grabs) in [(100, true), (1000, false)] {
+        let mut a = Allocator::new(&cfg(Policy::Adaptive, 2, &[(10, 2000, 0.5), (10, 2000, 0.5)], t_sw)).unwrap();
+        let mut out = Vec::new();
+        a.arrival(at(0), 0, &mut out);
+        let trig = a.arrival(at(1), 0, &mut out);
+        assert_eq!(trig == Trigger::Lo, grabs, "t_sw {t_sw}");
+        assert_eq!(switches(&out).len(), grabs as usize, "t_sw {t_sw}");
+        for i in 2..=101 {
+            a.arrival(at(i), 0, &mut out);
+        }
+        // With t_sw = D / 2 the 101st waiting packet sets off the low-priority trigger.
+        assert_eq!(switches(&out), vec![(1, 1, 0)], "t_sw {t_sw}");
+        a.check_invariants().unwrap();
+    }
+}
+
+#[test]
 fn quantum_expiry_hands_the_processor_to_a_waiting_service() {
     let q = Duration::from_micros(500);
     let mut a =
