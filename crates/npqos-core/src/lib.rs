@@ -33,12 +33,15 @@
 //!   Quantum, Cohort-E, Everest-LD and Everest-AE baselines and our adaptive variant; G^i
 //!   from trace analysis (eq 7).
 //!
+//! * [`sched`]: processor scheduling with predicted processing times (paper `predictive`): the
+//!   eq 1 estimate and its online least-squares fit, eq 4 admission control, and fair queuing
+//!   of processing time (SFQ, WF2Q+, EFQ).
+//!
 //! * [`cache`]: a set-associative cache model with a locked region (kim Tables VI-VII).
 //! * [`model`]: analytical models as sizing tools (kim's stochastic model, eqs 8-13).
 //!
-//! The other mechanism modules (`sched/` for predictive, `queues/` for qcache) are **not
-//! written yet**; the README's feature table tracks
-//! them.
+//! Not written yet: LAP (the rest of `predictive`) and `queues/` (qcache); the README's feature
+//! table tracks them.
 
 pub mod alloc;
 pub mod cache;
@@ -47,6 +50,7 @@ pub mod flowmap;
 mod fmt;
 pub mod model;
 pub mod rate;
+pub mod sched;
 pub mod shaper;
 pub mod time;
 

@@ -1,0 +1,348 @@
+//! Fair queuing of processing time (predictive section 4): `m` processors seen as one resource
+//! shared by flows with reserved rates; SFQ, WF2Q+ (given the true processing times: the
+//! oracle) and EFQ (eqs 8-12: ordered by the estimated finish tag, charged the actual time).
+//!
+//! Units: tags are in nanoseconds of *aggregate* virtual time. The `m` processors together do
+//! one nanosecond of aggregate work per real nanosecond, so a packet needing `t` ns of one
+//! processor costs `t / m` aggregate ns, and `t / (m r_i)` of flow `i`'s virtual time at its
+//! reserved share `r_i` (the shares sum to at most 1).
+//!
+//! * System virtual time (eq 8): `V(t + tau) = max(V(t) + tau, min S_i over backlogged i)`,
+//!   the same for all three disciplines (the paper's "SFQ with a modified system virtual time"),
+//!   so that they differ only in the order they serve.
+//! * Start tag (eqs 9-10): when a packet reaches the head of its flow's queue,
+//!   `S = max(F, V(a))` if it arrived to an empty queue, else `S = F`, with `F` the flow's finish
+//!   tag so far.
+//! * SFQ serves the smallest `S`. WF2Q+ serves, among eligible heads (`S <= V`), the smallest
+//!   true finish tag `S + A / (m r)`. EFQ serves, among eligible heads, the smallest estimated
+//!   finish tag `EF = S + t_e / (m r)` (eq 11).
+//! * Charging (eq 12): a dispatched packet advances `F` by its estimate until it completes; at
+//!   completion `F` is corrected by `(A - t_e) / (m r)`, so every flow pays for what it used.
+//!   (SFQ does not know processing times either: it is charged the same way. With one
+//!   processor the next packet is picked after the previous one completed, so the estimate
+//!   never shows in SFQ's order.) If the flow's head already took its start tag from the
+//!   provisional `F`, the head's tags are recomputed.
+//!
+//! Cost: O(log n) per enqueue, dequeue and completion in the number of backlogged flows (two
+//! binary heaps with lazy deletion: eligible heads by finish tag, ineligible ones by start
+//! tag); no per-packet allocation once the queues have grown.
+
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
+use thiserror::Error;
+
+/// The order in which heads are served.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Discipline {
+    /// Start-time fair queuing: smallest start tag.
+    Sfq,
+    /// WF2Q+ with the true processing times known in advance (the oracle).
+    Wf2qPlus,
+    /// Estimation-based fair queuing: smallest estimated finish tag among eligible heads.
+    Efq,
+}
+
+impl Discipline {
+    /// Short name used in results.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Discipline::Sfq => "sfq",
+            Discipline::Wf2qPlus => "wf2q+",
+            Discipline::Efq => "efq",
+        }
+    }
+}
+
+/// A packet waiting for a processor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct FqPacket {
+    /// Caller's identifier.
+    pub id: u64,
+    /// Flow index.
+    pub flow: u32,
+    /// Application (for the caller; not used by the ordering).
+    pub app: u16,
+    /// Estimated processing time t_e, ns of one processor.
+    pub est_ns: f64,
+    /// True processing time, ns of one processor: read only by WF2Q+ (the oracle); SFQ and EFQ
+    /// learn it at [`FairQueue::completed`].
+    pub actual_ns: f64,
+    /// Arrival instant, ns.
+    pub arrival_ns: u64,
+}
+
+/// A packet handed to a processor, with the tags it was served by.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Dispatched {
+    pub packet: FqPacket,
+    /// Start tag S.
+    pub start: f64,
+    /// The key it was ordered by (S, true F, or EF).
+    pub key: f64,
+    /// System virtual time at dispatch.
+    pub v: f64,
+}
+
+/// Configuration errors.
+#[derive(Clone, Debug, PartialEq, Error)]
+pub enum FqError {
+    #[error("processors must be at least 1")]
+    NoProcessors,
+    #[error("flow {flow}: reserved share {share} must be positive and finite")]
+    BadShare { flow: usize, share: f64 },
+    #[error("reserved shares sum to {0}, more than 1")]
+    Oversubscribed(f64),
+    #[error("flow {0} does not exist")]
+    NoFlow(u32),
+}
+
+#[derive(Clone, Debug)]
+struct Queued {
+    p: FqPacket,
+    /// Arrived to an empty queue: S = max(F, V(a)).
+    to_empty: bool,
+    v_arrival: f64,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Flow {
+    /// r_i * m: the flow's share of one aggregate ns, times m (divides processor-ns).
+    scale: f64,
+    queue: VecDeque<Queued>,
+    /// Finish tag of the last dispatched packet (provisional for in-flight ones).
+    f: f64,
+    /// Head's tags, valid when the queue is not empty.
+    head_s: f64,
+    head_key: f64,
+    version: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Key(f64, u64, u32, u64);
+impl Eq for Key {}
+impl PartialOrd for Key {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Key {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.0.total_cmp(&o.0).then(self.1.cmp(&o.1)).then(self.2.cmp(&o.2)).then(self.3.cmp(&o.3))
+    }
+}
+
+/// Fair queue of processing time over `m` processors.
+#[derive(Clone, Debug)]
+pub struct FairQueue {
+    disc: Discipline,
+    flows: Vec<Flow>,
+    /// Eligible heads by their key (finish tag or S for SFQ): Key(key, seq, flow, version).
+    elig: BinaryHeap<Reverse<Key>>,
+    /// Ineligible heads by start tag (WF2Q+ and EFQ only).
+    inelig: BinaryHeap<Reverse<Key>>,
+    v: f64,
+    last: u64,
+    backlog: usize,
+    seq: u64,
+}
+
+impl FairQueue {
+    /// A queue for flows with reserved shares `shares` (fractions of all `processors`).
+    pub fn new(disc: Discipline, processors: u32, shares: &[f64]) -> Result<Self, FqError> {
+        if processors == 0 {
+            return Err(FqError::NoProcessors);
+        }
+        let mut sum = 0.0;
+        for (i, &s) in shares.iter().enumerate() {
+            if !(s.is_finite() && s > 0.0) {
+                return Err(FqError::BadShare { flow: i, share: s });
+            }
+            sum += s;
+        }
+        if sum > 1.0 + 1e-9 {
+            return Err(FqError::Oversubscribed(sum));
+        }
+        let flows =
+            shares.iter().map(|&s| Flow { scale: s * processors as f64, ..Default::default() }).collect::<Vec<_>>();
+        Ok(FairQueue {
+            disc,
+            flows,
+            elig: BinaryHeap::new(),
+            inelig: BinaryHeap::new(),
+            v: 0.0,
+            last: 0,
+            backlog: 0,
+            seq: 0,
+        })
+    }
+
+    /// The discipline.
+    pub fn discipline(&self) -> Discipline {
+        self.disc
+    }
+
+    /// Packets waiting.
+    pub fn len(&self) -> usize {
+        self.backlog
+    }
+
+    /// No packet waiting.
+    pub fn is_empty(&self) -> bool {
+        self.backlog == 0
+    }
+
+    /// System virtual time as of the last call.
+    pub fn virtual_time(&self) -> f64 {
+        self.v
+    }
+
+    /// A packet arrived at `now_ns`.
+    pub fn enqueue(&mut self, now_ns: u64, p: FqPacket) -> Result<(), FqError> {
+        let fi = p.flow as usize;
+        if fi >= self.flows.len() {
+            return Err(FqError::NoFlow(p.flow));
+        }
+        self.advance(now_ns);
+        let was_empty = self.flows[fi].queue.is_empty();
+        self.flows[fi].queue.push_back(Queued { p, to_empty: was_empty, v_arrival: self.v });
+        self.backlog += 1;
+        if was_empty {
+            self.new_head(fi);
+        }
+        Ok(())
+    }
+
+    /// The next packet for a free processor at `now_ns`, if any waits.
+    pub fn dequeue(&mut self, now_ns: u64) -> Option<Dispatched> {
+        if self.backlog == 0 {
+            self.advance(now_ns);
+            return None;
+        }
+        self.advance(now_ns);
+        self.promote();
+        let fi = loop {
+            let Reverse(Key(_, _, f, ver)) = self.elig.pop().expect("a backlogged head is eligible after eq 8");
+            if self.flows[f as usize].version == ver && !self.flows[f as usize].queue.is_empty() {
+                break f as usize;
+            }
+        };
+        let fl = &mut self.flows[fi];
+        let q = fl.queue.pop_front().expect("head exists");
+        let (start, key) = (fl.head_s, fl.head_key);
+        let charge = match self.disc {
+            Discipline::Wf2qPlus => q.p.actual_ns,
+            _ => q.p.est_ns,
+        };
+        fl.f = start + charge / fl.scale;
+        fl.version += 1;
+        self.backlog -= 1;
+        if !self.flows[fi].queue.is_empty() {
+            self.new_head(fi);
+        }
+        Some(Dispatched { packet: q.p, start, key, v: self.v })
+    }
+
+    /// A dispatched packet completed: charge its flow the actual time (eq 12).
+    pub fn completed(&mut self, p: &FqPacket) {
+        if self.disc == Discipline::Wf2qPlus {
+            return;
+        }
+        let fi = p.flow as usize;
+        let fl = &mut self.flows[fi];
+        let delta = (p.actual_ns - p.est_ns) / fl.scale;
+        if delta == 0.0 {
+            return;
+        }
+        fl.f += delta;
+        if !fl.queue.is_empty() {
+            self.new_head(fi);
+        }
+    }
+
+    /// Eq 8, and the linear part at rate 1 per real ns.
+    fn advance(&mut self, now_ns: u64) {
+        let tau = now_ns.saturating_sub(self.last) as f64;
+        self.last = self.last.max(now_ns);
+        let mut v = self.v + tau;
+        if self.backlog > 0 {
+            if let Some(min_s) = self.min_start() {
+                v = v.max(min_s);
+            }
+        }
+        self.v = v;
+    }
+
+    /// Smallest start tag among backlogged heads.
+    fn min_start(&mut self) -> Option<f64> {
+        match self.disc {
+            // SFQ's heap is keyed by S.
+            Discipline::Sfq => {
+                self.clean(true);
+                self.elig.peek().map(|Reverse(k)| k.0)
+            }
+            _ => {
+                self.clean(true);
+                if !self.elig.is_empty() {
+                    // An eligible head has S <= V already.
+                    return None;
+                }
+                self.clean(false);
+                self.inelig.peek().map(|Reverse(k)| k.0)
+            }
+        }
+    }
+
+    /// Drops stale entries from the top of a heap.
+    fn clean(&mut self, eligible: bool) {
+        let heap = if eligible { &mut self.elig } else { &mut self.inelig };
+        while let Some(Reverse(Key(_, _, f, ver))) = heap.peek() {
+            let fl = &self.flows[*f as usize];
+            if fl.version == *ver && !fl.queue.is_empty() {
+                break;
+            }
+            heap.pop();
+        }
+    }
+
+    /// Moves heads whose start tag reached V to the eligible heap.
+    fn promote(&mut self) {
+        if self.disc == Discipline::Sfq {
+            return;
+        }
+        loop {
+            self.clean(false);
+            match self.inelig.peek() {
+                Some(Reverse(k)) if k.0 <= self.v => {
+                    let Reverse(Key(_, seq, f, ver)) = self.inelig.pop().expect("peeked");
+                    let key = self.flows[f as usize].head_key;
+                    self.elig.push(Reverse(Key(key, seq, f, ver)));
+                }
+                _ => break,
+            }
+        }
+    }
+
+    /// Computes the head's tags (eqs 9-11) and files it.
+    fn new_head(&mut self, fi: usize) {
+        let disc = self.disc;
+        let fl = &mut self.flows[fi];
+        let h = fl.queue.front().expect("head");
+        let s = if h.to_empty { fl.f.max(h.v_arrival) } else { fl.f };
+        let key = match disc {
+            Discipline::Sfq => s,
+            Discipline::Wf2qPlus => s + h.p.actual_ns / fl.scale,
+            Discipline::Efq => s + h.p.est_ns / fl.scale,
+        };
+        fl.head_s = s;
+        fl.head_key = key;
+        fl.version += 1;
+        let ver = fl.version;
+        self.seq += 1;
+        let seq = self.seq;
+        if disc == Discipline::Sfq || s <= self.v {
+            self.elig.push(Reverse(Key(key, seq, fi as u32, ver)));
+        } else {
+            self.inelig.push(Reverse(Key(s, seq, fi as u32, ver)));
+        }
+    }
+}

@@ -1,0 +1,275 @@
+//! Tests of the predictive mechanisms: each checks a property the paper states, against an
+//! independent computation where there is one.
+
+use super::admission::{Admission, FlowRequest, Refusal};
+use super::estimate::{Estimator, OnlineLsq, SPC_TO_2GHZ, TABLE1};
+use super::fq::{Discipline, FairQueue, FqPacket};
+use proptest::prelude::*;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+
+/// Two-pass batch least squares (the reference): means first, then centred sums.
+fn batch(xs: &[(u32, f64)]) -> (f64, f64) {
+    let n = xs.len() as f64;
+    let ml = xs.iter().map(|x| x.0 as f64).sum::<f64>() / n;
+    let mt = xs.iter().map(|x| x.1).sum::<f64>() / n;
+    let sll: f64 = xs.iter().map(|x| (x.0 as f64 - ml).powi(2)).sum();
+    let slt: f64 = xs.iter().map(|x| (x.0 as f64 - ml) * (x.1 - mt)).sum();
+    let b = slt / sll;
+    (mt - b * ml, b)
+}
+
+#[test]
+fn online_fit_matches_a_batch_regression_on_the_same_samples() {
+    let mut rng = ChaCha8Rng::seed_from_u64(7);
+    for app in TABLE1 {
+        let mut f = OnlineLsq::new();
+        let mut xs = Vec::new();
+        for _ in 0..100_000 {
+            let l = rng.random_range(40..=1500u32);
+            let t = app.estimate_us(l) * (1.0 + rng.random_range(-0.05..0.05));
+            f.add(l, t);
+            xs.push((l, t));
+        }
+        let (a, b) = f.fit().unwrap();
+        let (ra, rb) = batch(&xs);
+        assert!((a - ra).abs() <= 1e-9 * ra.abs().max(1.0), "{}: alpha {a} vs {ra}", app.name);
+        assert!((b - rb).abs() <= 1e-9 * rb.abs().max(1.0), "{}: beta {b} vs {rb}", app.name);
+        // And the fit recovers Table 1 within the noise.
+        assert!((a - app.alpha_us).abs() < 0.02 * app.alpha_us + 0.5, "{}: alpha {a}", app.name);
+        assert!((b - app.beta_us_per_byte).abs() < 0.01 * app.beta_us_per_byte + 1e-3, "{}: beta {b}", app.name);
+    }
+}
+
+#[test]
+fn online_fit_is_stable_where_eq2_raw_sums_are_not() {
+    // Lengths far from zero with a small spread: eq 2 on raw sums subtracts nearly equal
+    // numbers. (Not packet lengths, but the same arithmetic as ~1e7 large packets.)
+    let mut f = OnlineLsq::new();
+    let (mut sl, mut st, mut sll, mut slt, mut n) = (0.0f64, 0.0f64, 0.0f64, 0.0f64, 0.0f64);
+    for i in 0..10_000u32 {
+        let l = 100_000_000 + (i % 7);
+        let t = 3.0 + 0.5 * l as f64;
+        f.add(l, t);
+        let lf = l as f64;
+        sl += lf;
+        st += t;
+        sll += lf * lf;
+        slt += lf * t;
+        n += 1.0;
+    }
+    let (_, b) = f.fit().unwrap();
+    assert!((b - 0.5).abs() < 1e-6, "centred fit: beta {b}");
+    let naive = (slt - st * sl / n) / (sll - sl * sl / n);
+    assert!((naive - 0.5).abs() > 1e-3, "raw sums happened to survive: {naive}");
+}
+
+#[test]
+fn estimator_uses_the_prior_until_the_fit_has_enough_samples() {
+    let mut e = Estimator::new(&TABLE1, 10);
+    assert_eq!(e.estimate_us(1, 200), 320.0 + 1.3 * 200.0);
+    for i in 0..10 {
+        e.observe(1, 100 + 100 * i, 2.0 * (100 + 100 * i) as f64 + 50.0);
+    }
+    assert!((e.estimate_us(1, 200) - 450.0).abs() < 1e-9);
+    // One length only: no slope, keep the prior.
+    let mut e = Estimator::new(&TABLE1, 2);
+    e.observe(0, 64, 10.0);
+    e.observe(0, 64, 12.0);
+    assert_eq!(e.estimate_us(0, 64), 51.0);
+    assert_eq!(TABLE1[3].scaled(SPC_TO_2GHZ).estimate_us(100), 32.0 + 0.92 * 100.0);
+}
+
+#[test]
+fn admission_is_eq4_and_says_what_ran_out() {
+    // Encryption, 10 Mbit/s of 200-byte packets: 6,250 packets/s x (320 + 1.3 x 200) us
+    // = 3.625 processors; outgoing 10 Mbit/s (gamma = 1).
+    let enc = FlowRequest { bandwidth_bps: 10e6, mean_len: 200, app: TABLE1[1] };
+    assert!((enc.processing() - 3.625).abs() < 1e-12);
+    let mut a = Admission::new(8.0, 1e9);
+    assert!((a.admit(&enc).unwrap() - 3.625).abs() < 1e-12);
+    assert!(a.admit(&enc).is_ok());
+    match a.admit(&enc) {
+        Err(Refusal::Processing { need, left }) => {
+            assert!((need - 3.625).abs() < 1e-12 && (left - 0.75).abs() < 1e-9)
+        }
+        other => panic!("expected a processing refusal, got {other:?}"),
+    }
+    // FEC expands 1.14x: 900 Mbit/s in needs 1,026 Mbit/s out of a 1 Gbit/s link.
+    let fec = FlowRequest { bandwidth_bps: 900e6, mean_len: 1000, app: TABLE1[3].scaled(1000.0) };
+    let mut b = Admission::new(1e6, 1e9);
+    assert!(matches!(b.admit(&fec), Err(Refusal::Bandwidth { .. })));
+    b.release(&fec);
+    assert_eq!(b.usage().2, 0);
+    assert!(matches!(b.admit(&FlowRequest { mean_len: 0, ..enc }), Err(Refusal::Invalid(_))));
+}
+
+fn pkt(id: u64, flow: u32, est: f64, actual: f64, at: u64) -> FqPacket {
+    FqPacket { id, flow, app: 0, est_ns: est, actual_ns: actual, arrival_ns: at }
+}
+
+/// Serves everything in `q` on one processor starting at `t0`; returns flows in service order.
+fn drain_one_processor(q: &mut FairQueue, mut now: u64) -> Vec<u32> {
+    let mut order = Vec::new();
+    while let Some(d) = q.dequeue(now) {
+        order.push(d.packet.flow);
+        now += d.packet.actual_ns as u64;
+        q.completed(&d.packet);
+    }
+    order
+}
+
+#[test]
+fn figure4_example_wf2q_alternates_and_knows_the_shortest() {
+    // Flow 0 reserves 50%, flows 1-5 10% each; equal estimates, different actual times
+    // (flow 1 the shortest). Flow 0 has 5 packets, the others one each.
+    // Flow 0's packets are a little shorter, so that EFQ's estimated finish tags never tie.
+    let actual = [99.0, 105.0, 120.0, 130.0, 140.0, 150.0];
+    let shares = [0.5, 0.1, 0.1, 0.1, 0.1, 0.1];
+    let fill = |disc| {
+        let mut q = FairQueue::new(disc, 1, &shares).unwrap();
+        let mut id = 0;
+        for _ in 0..5 {
+            q.enqueue(0, pkt(id, 0, 99.0, actual[0], 0)).unwrap();
+            id += 1;
+        }
+        for f in 1..6u32 {
+            q.enqueue(0, pkt(id, f, 100.0, actual[f as usize], 0)).unwrap();
+            id += 1;
+        }
+        q
+    };
+    let w = drain_one_processor(&mut fill(Discipline::Wf2qPlus), 0);
+    // Flow 0 alternates with the others, and flow 1 (shortest) is the first of those.
+    assert_eq!(w[0], 0);
+    assert_eq!(w[1], 1, "{w:?}");
+    for k in 0..5 {
+        assert_eq!(w[2 * k], 0, "{w:?}");
+        assert_ne!(w[2 * k + 1], 0, "{w:?}");
+    }
+    // EFQ with equal estimates still alternates (the rates differ), in some order of 1-5.
+    let e = drain_one_processor(&mut fill(Discipline::Efq), 0);
+    for k in 0..5 {
+        assert_eq!(e[2 * k], 0, "{e:?}");
+    }
+    // SFQ: every first packet has start tag 0; flow 0's later packets wait behind all of them.
+    let s = drain_one_processor(&mut fill(Discipline::Sfq), 0);
+    assert_eq!(&s[..6], &[0, 1, 2, 3, 4, 5], "{s:?}");
+}
+
+#[test]
+fn efq_with_exact_estimates_serves_in_wf2q_order() {
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let shares: Vec<f64> = (0..8).map(|i| (i + 1) as f64 / 36.0).collect();
+    let mut w = FairQueue::new(Discipline::Wf2qPlus, 1, &shares).unwrap();
+    let mut e = FairQueue::new(Discipline::Efq, 1, &shares).unwrap();
+    for id in 0..400 {
+        let f = rng.random_range(0..8u32);
+        let t = rng.random_range(1_000.0..50_000.0f64).round();
+        w.enqueue(0, pkt(id, f, t, t, 0)).unwrap();
+        e.enqueue(0, pkt(id, f, t, t, 0)).unwrap();
+    }
+    assert_eq!(drain_one_processor(&mut w, 0), drain_one_processor(&mut e, 0));
+}
+
+#[test]
+fn backlogged_flows_get_processing_in_proportion_to_their_shares() {
+    for disc in [Discipline::Sfq, Discipline::Wf2qPlus, Discipline::Efq] {
+        let mut rng = ChaCha8Rng::seed_from_u64(11);
+        let shares = [0.6, 0.3, 0.1];
+        let mut q = FairQueue::new(disc, 2, &shares).unwrap();
+        let mut id = 0;
+        // Keep every flow backlogged; estimates are off by up to +-30%.
+        for _ in 0..3000 {
+            for f in 0..3u32 {
+                let est = [20_000.0, 5_000.0, 60_000.0][f as usize];
+                let act = est * rng.random_range(0.7..1.3);
+                q.enqueue(0, pkt(id, f, est, act, 0)).unwrap();
+                id += 1;
+            }
+        }
+        // Two processors; serve 20 ms of processor time each (every flow stays backlogged).
+        let mut used = [0.0f64; 3];
+        let mut free = [0u64, 0u64];
+        let mut running: Vec<(u64, usize, FqPacket)> = Vec::new();
+        loop {
+            let (p, &t) = free.iter().enumerate().min_by_key(|x| *x.1).unwrap();
+            if t > 20_000_000 {
+                break;
+            }
+            running.retain(|&(end, _, ref pk)| {
+                if end <= t {
+                    q.completed(pk);
+                    false
+                } else {
+                    true
+                }
+            });
+            let d = q.dequeue(t).expect("backlogged");
+            let a = d.packet.actual_ns;
+            used[d.packet.flow as usize] += a;
+            free[p] = t + a as u64;
+            running.push((free[p], p, d.packet));
+        }
+        let total: f64 = used.iter().sum();
+        for f in 0..3 {
+            let got = used[f] / total;
+            assert!((got - shares[f]).abs() < 0.01, "{disc:?} flow {f}: {got:.4} vs {}", shares[f]);
+        }
+    }
+}
+
+#[test]
+fn configuration_errors_are_named() {
+    assert!(FairQueue::new(Discipline::Efq, 0, &[0.5]).is_err());
+    assert!(FairQueue::new(Discipline::Efq, 1, &[0.7, 0.4]).is_err());
+    assert!(FairQueue::new(Discipline::Efq, 1, &[0.0]).is_err());
+    let mut q = FairQueue::new(Discipline::Efq, 1, &[0.5]).unwrap();
+    assert!(q.enqueue(0, pkt(0, 3, 1.0, 1.0, 0)).is_err());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    /// Every packet is served exactly once, each flow in FIFO order, under every discipline,
+    /// with arrivals interleaved with service.
+    #[test]
+    fn every_packet_once_and_flows_stay_fifo(
+        seed in any::<u64>(), flows in 1usize..12, m in 1u32..4, n in 1usize..300, disc in 0usize..3,
+    ) {
+        let disc = [Discipline::Sfq, Discipline::Wf2qPlus, Discipline::Efq][disc];
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let shares: Vec<f64> = (0..flows).map(|_| 1.0 / flows as f64).collect();
+        let mut q = FairQueue::new(disc, m, &shares).unwrap();
+        let mut now = 0u64;
+        let mut next_id = 0u64;
+        let mut served = Vec::new();
+        let mut inflight: Vec<FqPacket> = Vec::new();
+        while served.len() < n {
+            if next_id < n as u64 && rng.random_bool(0.6) {
+                let f = rng.random_range(0..flows as u32);
+                let e = rng.random_range(100.0..10_000.0f64);
+                q.enqueue(now, pkt(next_id, f, e, e * rng.random_range(0.5..1.5), now)).unwrap();
+                next_id += 1;
+            } else if let Some(d) = q.dequeue(now) {
+                served.push(d.packet);
+                inflight.push(d.packet);
+                if inflight.len() >= m as usize {
+                    let p = inflight.remove(0);
+                    q.completed(&p);
+                }
+            } else if next_id >= n as u64 {
+                break;
+            }
+            now += rng.random_range(0..2_000u64);
+        }
+        prop_assert_eq!(served.len(), n);
+        prop_assert!(q.is_empty());
+        let mut ids: Vec<u64> = served.iter().map(|p| p.id).collect();
+        ids.sort_unstable();
+        prop_assert_eq!(ids, (0..n as u64).collect::<Vec<_>>());
+        for f in 0..flows as u32 {
+            let seq: Vec<u64> = served.iter().filter(|p| p.flow == f).map(|p| p.id).collect();
+            prop_assert!(seq.windows(2).all(|w| w[0] < w[1]), "flow {} out of order: {:?}", f, seq);
+        }
+    }
+}
