@@ -8,6 +8,7 @@ pub mod everest;
 pub mod kim;
 pub mod kim_heap;
 pub mod kim_load;
+pub mod predictive;
 
 use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
 use crate::rng::RngStreams;
@@ -87,6 +88,14 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
     },
     ExperimentInfo { id: "everest-fig5", description: "everest Fig. 5: mean delay vs t_sw / D at D = 2 ms" },
     ExperimentInfo {
+        id: "predictive-fig5-7",
+        description: "predictive Figs. 5-7: per-packet delays of a forwarding, a CAST (200 B) and an FEC flow, SFQ vs EFQ vs WF2Q+, with the eq 13 / eq 18 bounds",
+    },
+    ExperimentInfo {
+        id: "predictive-fig8",
+        description: "predictive Fig. 8: mean misordering delay per flow vs mean processing time (SFQ biased, EFQ near zero)",
+    },
+    ExperimentInfo {
         id: "everest-scale",
         description: "everest: 60 M packets (UNC-10's size) through 16 processors, 6 services, every scheduler; wall-clock per run",
     },
@@ -131,6 +140,8 @@ pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<
         "everest-fig4" => Some(everest::fig4(opts, progress)),
         "everest-fig5" => Some(everest::fig5(opts, progress)),
         "everest-scale" => Some(everest::scale(opts, progress)),
+        "predictive-fig5-7" => Some(predictive::fig5_7(opts, progress)),
+        "predictive-fig8" => Some(predictive::fig8(opts, progress)),
         _ => None,
     }
 }

@@ -11,3 +11,4 @@ pub mod dqs;
 pub mod everest;
 pub mod kim;
 pub mod link;
+pub mod predictive;
