@@ -62,6 +62,18 @@ fn bounds(r: &FqResult, a: usize, share: f64) -> (f64, f64) {
     (sum_a - fa.a_max_ns / share, sum_v_other + fa.v_max_ns / share)
 }
 
+/// The run record of one discipline (its scalars are added by the caller).
+fn run_result(d: Discipline, r: &FqResult, dur_s: f64) -> RunResult {
+    RunResult {
+        label: d.label().into(),
+        params: BTreeMap::from([("scheduler".into(), json!(d.label()))]),
+        complete: true,
+        events: r.events,
+        sim_time_ns: (dur_s * 1e9) as u64,
+        ..Default::default()
+    }
+}
+
 /// Downsamples a series to at most `n` points, keeping each bucket's maximum (the spikes are
 /// what the figures show).
 fn thin(points: &[(f64, f64)], n: usize) -> Vec<(f64, f64)> {
@@ -84,14 +96,7 @@ pub fn fig5_7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let oracle = rs.last().expect("WF2Q+ runs last");
     for (d, r) in DISCS.iter().zip(&rs) {
         let vo = vs_oracle(r, oracle);
-        let mut rr = RunResult {
-            label: d.label().into(),
-            params: BTreeMap::from([("scheduler".into(), json!(d.label()))]),
-            complete: true,
-            events: r.events,
-            sim_time_ns: (dur * 1e9) as u64,
-            ..Default::default()
-        };
+        let mut rr = run_result(*d, r, dur);
         rr.scalar("packets", r.packets as f64, "packets");
         rr.scalar("utilization", r.busy_ns / (dur * 1e9), "fraction");
         for &(title, a, l) in &SHOWN {
@@ -230,14 +235,7 @@ pub fn fig8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         let (lo, hi) = pts.iter().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
         let mean_abs = pts.iter().map(|p| p.1.abs()).sum::<f64>() / pts.len() as f64;
         t.push_str(&format!("| {} | {lo:.1} | {hi:.1} | {mean_abs:.1} | {c:.3} |\n", d.label()));
-        let mut rr = RunResult {
-            label: d.label().into(),
-            params: BTreeMap::from([("scheduler".into(), json!(d.label()))]),
-            complete: true,
-            events: r.events,
-            sim_time_ns: (dur * 1e9) as u64,
-            ..Default::default()
-        };
+        let mut rr = run_result(*d, r, dur);
         rr.scalar("min_mean_misordering_us", lo, "us");
         rr.scalar("max_mean_misordering_us", hi, "us");
         rr.scalar("mean_abs_misordering_us", mean_abs, "us");
