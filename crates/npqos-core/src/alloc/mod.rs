@@ -669,7 +669,7 @@ impl Allocator {
                     self.start_quantum(p as usize, now);
                 }
             }
-            if self.svcs[s].q == 0 && self.policy.marks() && !self.eager(s) {
+            if self.svcs[s].q == 0 && self.policy.marks() && !eager {
                 self.mark(s, now);
                 self.beneficiaries(now, out);
             }
@@ -689,8 +689,10 @@ impl Allocator {
     fn lo_eligible(&self, s: usize) -> bool {
         let svc = &self.svcs[s];
         match self.policy {
-            Policy::CohortE | Policy::Quantum { .. } | Policy::EverestAe => svc.q > svc.incoming as u64,
-            Policy::Adaptive if self.eager(s) => svc.q > svc.incoming as u64,
+            // (Always eager for the first three; Adaptive only while switches are short.)
+            Policy::CohortE | Policy::Quantum { .. } | Policy::EverestAe | Policy::Adaptive if self.eager(s) => {
+                svc.q > svc.incoming as u64
+            }
             Policy::Adaptive => {
                 let per = self.t_sw_estimate() / svc.t_pkt;
                 svc.q > svc.incoming as u64 && svc.q > svc.committed() as u64 * per

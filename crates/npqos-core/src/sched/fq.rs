@@ -214,11 +214,10 @@ impl FairQueue {
 
     /// The next packet for a free processor at `now_ns`, if any waits.
     pub fn dequeue(&mut self, now_ns: u64) -> Option<Dispatched> {
+        self.advance(now_ns);
         if self.backlog == 0 {
-            self.advance(now_ns);
             return None;
         }
-        self.advance(now_ns);
         self.promote();
         let fi = loop {
             let Reverse(Key(_, _, f, ver)) = self.elig.pop().expect("a backlogged head is eligible after eq 8");
@@ -242,7 +241,8 @@ impl FairQueue {
         Some(Dispatched { packet: q.p, start, key, v: self.v })
     }
 
-    /// A dispatched packet completed: charge its flow the actual time (eq 12).
+    /// A dispatched packet completed: charge its flow the actual time (eq 12). `p` must be a
+    /// packet this queue handed out with [`FairQueue::dequeue`], reported once.
     pub fn completed(&mut self, p: &FqPacket) {
         if self.disc == Discipline::Wf2qPlus {
             return;
@@ -274,22 +274,17 @@ impl FairQueue {
 
     /// Smallest start tag among backlogged heads.
     fn min_start(&mut self) -> Option<f64> {
-        match self.disc {
-            // SFQ's heap is keyed by S.
-            Discipline::Sfq => {
-                self.clean(true);
-                self.elig.peek().map(|Reverse(k)| k.0)
-            }
-            _ => {
-                self.clean(true);
-                if !self.elig.is_empty() {
-                    // An eligible head has S <= V already.
-                    return None;
-                }
-                self.clean(false);
-                self.inelig.peek().map(|Reverse(k)| k.0)
-            }
+        self.clean(true);
+        if self.disc == Discipline::Sfq {
+            // SFQ files every head in `elig`, keyed by S.
+            return self.elig.peek().map(|Reverse(k)| k.0);
         }
+        if !self.elig.is_empty() {
+            // An eligible head has S <= V already.
+            return None;
+        }
+        self.clean(false);
+        self.inelig.peek().map(|Reverse(k)| k.0)
     }
 
     /// Drops stale entries from the top of a heap.

@@ -157,7 +157,7 @@ pub fn run(p: &FqParams) -> FqResult {
             let Reverse((t, fi, k)) = arrivals.pop().expect("peeked");
             now = t;
             let f = p.flows[fi as usize];
-            let te = apps[f.app].estimate_us(f.len) * 1e3;
+            let te = res.flows[fi as usize].t_e_ns;
             let actual = te * (1.0 + rngs[fi as usize].random_range(-VARIATION[f.app]..=VARIATION[f.app]));
             let est_ns = est.estimate_us(f.app, f.len) * 1e3;
             q.enqueue(
