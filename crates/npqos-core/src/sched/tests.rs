@@ -4,6 +4,7 @@
 use super::admission::{Admission, FlowRequest, Refusal};
 use super::estimate::{Estimator, OnlineLsq, SPC_TO_2GHZ, TABLE1};
 use super::fq::{Discipline, FairQueue, FqPacket};
+use super::lap::{LapPacket, LapScheduler, Policy};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -271,5 +272,170 @@ proptest! {
             let seq: Vec<u64> = served.iter().filter(|p| p.flow == f).map(|p| p.id).collect();
             prop_assert!(seq.windows(2).all(|w| w[0] < w[1]), "flow {} out of order: {:?}", f, seq);
         }
+    }
+}
+
+// ---- LAP / FCFS / T-Opt (section 5) ----
+
+fn lp(id: u64, app: u32, est: f64) -> LapPacket {
+    LapPacket { id, app, est }
+}
+
+/// Webster apportionment by its definition (the reference): a divisor `d` such that the
+/// shares `W_a / d` rounded to the nearest integer sum to `n`, found by bisection.
+fn webster(w: &[f64], n: u32) -> Vec<u32> {
+    let seats = |d: f64| w.iter().map(|&x| (x / d).round() as u32).collect::<Vec<_>>();
+    let (mut lo, mut hi) = (1e-9, w.iter().sum::<f64>() * 4.0);
+    for _ in 0..200 {
+        let mid = (lo + hi) / 2.0;
+        let s: u32 = seats(mid).iter().sum();
+        if s == n {
+            return seats(mid);
+        }
+        if s > n {
+            lo = mid;
+        } else {
+            hi = mid;
+        }
+    }
+    panic!("no divisor gives {n} seats for {w:?}");
+}
+
+#[test]
+fn lap_groups_converge_to_the_rounded_shares_of_queued_work() {
+    // Queued work held at 50/30/20 (every served packet is replaced by one of its
+    // application): eq 19 with "f n rounded" on 16 processors is 8/5/3.
+    for (counts, est, n) in
+        [([50u32, 30, 20], [1.0, 1.0, 1.0], 16u32), ([10, 40, 40], [6.0, 1.0, 0.5], 8), ([70, 20, 10], [1.0; 3], 8)]
+    {
+        let mut s = LapScheduler::new(Policy::Lap, 3, n).unwrap();
+        let mut id = 0;
+        for (a, &c) in counts.iter().enumerate() {
+            for _ in 0..c {
+                s.enqueue(lp(id, a as u32, est[a])).unwrap();
+                id += 1;
+            }
+        }
+        let mut late_colds = 0;
+        for k in 0..5_000u64 {
+            let pick = s.dispatch((k % n as u64) as u32).unwrap().expect("backlogged");
+            if k >= 1_000 && pick.cold {
+                late_colds += 1;
+            }
+            s.enqueue(lp(id, pick.packet.app, pick.packet.est)).unwrap();
+            id += 1;
+        }
+        let w: Vec<f64> = (0..3).map(|a| s.work(a)).collect();
+        let groups: Vec<u32> = (0..3).map(|a| s.group(a)).collect();
+        assert_eq!(groups, webster(&w, n), "work {w:?}");
+        assert_eq!(late_colds, 0, "a converged partition has no cold caches");
+    }
+}
+
+#[test]
+fn fcfs_serves_in_arrival_order_and_lap_with_one_packet_is_fcfs() {
+    let mut rng = ChaCha8Rng::seed_from_u64(3);
+    let stream: Vec<LapPacket> =
+        (0..2_000).map(|i| lp(i, rng.random_range(0..7), rng.random_range(1.0..100.0))).collect();
+    let run = |policy, q: usize| {
+        let mut s = LapScheduler::new(policy, 7, 4).unwrap();
+        let mut next = 0;
+        let mut out = Vec::new();
+        for k in 0.. {
+            while s.len() < q && next < stream.len() {
+                s.enqueue(stream[next]).unwrap();
+                next += 1;
+            }
+            let Some(p) = s.dispatch(k % 4).unwrap() else { break };
+            out.push((p.packet.id, p.cold));
+        }
+        out
+    };
+    let fcfs = run(Policy::Fcfs, 64);
+    assert!(fcfs.iter().enumerate().all(|(i, &(id, _))| id == i as u64));
+    assert_eq!(run(Policy::Lap, 1), run(Policy::Fcfs, 1));
+    // Locality: LAP with 64 visible packets has far fewer cold caches than FCFS, and T-Opt
+    // (whole stream visible, never leaving an application with packets) fewer still.
+    let colds = |v: &[(u64, bool)]| v.iter().filter(|x| x.1).count();
+    let (f, l, t) = (colds(&fcfs), colds(&run(Policy::Lap, 64)), colds(&run(Policy::TOpt, usize::MAX)));
+    assert!(t < l && 2 * l < f, "cold caches: t-opt {t}, lap {l}, fcfs {f}");
+    // T-Opt: each processor goes cold once at the start and once per application that runs
+    // out under it.
+    assert!(t <= 4 + 7 * 4, "t-opt cold caches {t}");
+}
+
+#[test]
+fn lap_rejects_bad_input() {
+    assert!(LapScheduler::new(Policy::Lap, 3, 0).is_err());
+    assert!(LapScheduler::new(Policy::Lap, 0, 3).is_err());
+    let mut s = LapScheduler::new(Policy::Lap, 2, 2).unwrap();
+    assert!(s.enqueue(lp(0, 2, 1.0)).is_err());
+    assert!(s.enqueue(lp(0, 0, f64::NAN)).is_err());
+    s.enqueue(lp(5, 0, 1.0)).unwrap();
+    assert!(s.enqueue(lp(5, 1, 1.0)).is_err(), "ids must increase");
+    assert!(s.dispatch(2).is_err());
+    assert!(!s.remove(0, 4, 1.0), "never enqueued");
+    assert!(s.remove(0, 5, 1.0));
+    assert!(!s.remove(0, 5, 1.0), "already removed");
+    assert!(s.is_empty());
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    /// Under every policy, with arrivals, dispatches and removals interleaved: every packet is
+    /// dispatched or removed exactly once, each application's packets go oldest first, the
+    /// queued work is the sum of the waiting estimates, and the groups count the processors.
+    #[test]
+    fn lap_every_packet_once_fifo_per_app_and_consistent_counts(
+        seed in any::<u64>(), apps in 1u32..9, n in 1u32..6, total in 1u64..400, policy in 0usize..3,
+    ) {
+        let policy = [Policy::Fcfs, Policy::Lap, Policy::TOpt][policy];
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut s = LapScheduler::new(policy, apps as usize, n).unwrap();
+        let mut waiting: Vec<LapPacket> = Vec::new();
+        let mut done = Vec::new();
+        let mut next = 0u64;
+        let mut enqueued = 0usize;
+        while next < total || !waiting.is_empty() {
+            let r = rng.random_range(0..10);
+            if next < total && (r < 5 || waiting.is_empty()) {
+                let p = lp(next, rng.random_range(0..apps), rng.random_range(0..50) as f64);
+                s.enqueue(p).unwrap();
+                waiting.push(p);
+                enqueued += 1;
+                next += 1 + rng.random_range(0..3);
+            } else if r < 8 {
+                let proc = rng.random_range(0..n);
+                let prev = s.cache(proc);
+                let pick = s.dispatch(proc).unwrap().expect("a packet waits");
+                prop_assert_eq!(pick.cold, prev != Some(pick.packet.app));
+                prop_assert_eq!(s.cache(proc), Some(pick.packet.app));
+                let i = waiting.iter().position(|p| p.id == pick.packet.id).expect("was waiting");
+                let p = waiting.remove(i);
+                if policy == Policy::Fcfs {
+                    prop_assert_eq!(i, 0, "fcfs takes the oldest");
+                }
+                prop_assert!(waiting.iter().all(|q| q.app != p.app || q.id > p.id), "app fifo");
+                done.push(p.id);
+            } else {
+                let i = rng.random_range(0..waiting.len());
+                let p = waiting.remove(i);
+                prop_assert!(s.remove(p.app, p.id, p.est));
+                done.push(p.id);
+            }
+            prop_assert_eq!(s.len(), waiting.len());
+            for a in 0..apps {
+                let w: f64 = waiting.iter().filter(|p| p.app == a).map(|p| p.est).sum();
+                prop_assert!((s.work(a) - w).abs() < 1e-6, "app {} work {} vs {}", a, s.work(a), w);
+            }
+            let warm: u32 = (0..apps).map(|a| s.group(a)).sum();
+            prop_assert_eq!(warm, (0..n).filter(|&p| s.cache(p).is_some()).count() as u32);
+        }
+        let served = done.len();
+        done.sort_unstable();
+        done.dedup();
+        prop_assert_eq!(done.len(), served, "a packet left twice");
+        prop_assert_eq!(served, enqueued);
+        prop_assert!(s.dispatch(0).unwrap().is_none());
     }
 }

@@ -1,0 +1,392 @@
+//! Locality-aware processor scheduling (predictive section 5): LAP, FCFS and T-Opt over `n`
+//! distinct processors, each with an instruction cache that holds one application.
+//!
+//! A processor's cache is *cold* for a packet when the last application it ran is another one
+//! (or none); the caller adds the penalty `pi_a` to such a packet's processing time.
+//!
+//! * **FCFS**: a free processor takes the oldest packet the scheduler knows of.
+//! * **LAP** (eq 19): the processors are partitioned into application groups in proportion to
+//!   the estimated work `W_a = sum t_e` of each application's packets in `Q_t`, recomputed at
+//!   every decision. The paper assigns "`f_a n` rounded" processors to application `a`; rounding
+//!   each share on its own can hand out more or fewer than `n` processors, so we apportion with
+//!   the divisor method that *is* rounding to the nearest integer with a common divisor
+//!   (Webster / Sainte-Laguë): application `b` deserves another processor before application
+//!   `w` keeps its `c_w`-th when `W_b / (c_b + 1/2) > W_w / (c_w - 1/2)`, where `c_a` counts the
+//!   processors whose cache holds `a`. A free processor keeps its application (warm) unless
+//!   that application has no packet in `Q_t` or another application deserves the processor
+//!   more by that test; then it joins the application with the largest `W_b / (c_b + 1/2)`
+//!   (cold). Within an application, packets go oldest first.
+//! * **T-Opt**: the caller shows the scheduler the whole stream; a processor never leaves an
+//!   application while it has packets, so the only cold caches are the first packet of a
+//!   processor and a processor whose application ran out (section 5.1.1: "executes all
+//!   packets of one application before it switches").
+//!
+//! Data structures (section 5.2.7): per application a FIFO of its packets in age order, its
+//! estimated work `W_a` and its warm-processor count `c_a`, all updated in O(1) per packet;
+//! FCFS adds one FIFO of all packets. Choosing the application with the largest
+//! `W_b / (c_b + 1/2)` is a max-heap with lazy deletion over applications: O(log A) per packet,
+//! compacted when stale entries outnumber applications (the paper leaves this choice open; a
+//! linear scan would make the cost grow with the number of applications).
+//!
+//! Packets may also be removed by id ([`LapScheduler::remove`]) when another scheduler (EFQ in
+//! the section 6 combination) served them; ids must increase with enqueue order.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, VecDeque};
+use thiserror::Error;
+
+/// Which packet a free processor gets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+pub enum Policy {
+    /// First come, first served: the oldest packet.
+    Fcfs,
+    /// Locality-aware predictive scheduling (eq 19).
+    Lap,
+    /// Throughput-optimal: never leave an application that still has packets (the caller
+    /// enqueues the whole stream).
+    TOpt,
+}
+
+impl Policy {
+    /// Short name used in results.
+    pub fn label(&self) -> &'static str {
+        match self {
+            Policy::Fcfs => "fcfs",
+            Policy::Lap => "lap",
+            Policy::TOpt => "t-opt",
+        }
+    }
+}
+
+/// A packet waiting for a processor.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct LapPacket {
+    /// Caller's identifier; must increase with enqueue order.
+    pub id: u64,
+    /// Application index.
+    pub app: u32,
+    /// Estimated processing time t_e (any unit, the same for every packet; warm).
+    pub est: f64,
+}
+
+/// A scheduling decision.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Pick {
+    pub packet: LapPacket,
+    /// The processor's cache was cold for the packet's application.
+    pub cold: bool,
+}
+
+/// Configuration and input errors.
+#[derive(Clone, Debug, PartialEq, Error)]
+pub enum LapError {
+    #[error("processors must be at least 1")]
+    NoProcessors,
+    #[error("applications must be at least 1")]
+    NoApplications,
+    #[error("application {0} does not exist")]
+    NoApp(u32),
+    #[error("processor {0} does not exist")]
+    NoProcessor(u32),
+    #[error("estimate {0} must be finite and non-negative")]
+    BadEstimate(f64),
+    #[error("packet id {id} is not larger than the previous one ({last})")]
+    IdOrder { id: u64, last: u64 },
+}
+
+#[derive(Clone, Debug, Default)]
+struct App {
+    queue: VecDeque<LapPacket>,
+    /// Estimated work of the queued packets (removed ones excluded).
+    work: f64,
+    /// Live packets (removed ones excluded).
+    live: usize,
+    /// Processors whose cache holds this application.
+    warm: u32,
+    version: u64,
+}
+
+/// Heap entry: (W / (c + 1/2), oldest live id, app, version); larger key first, then older.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Claim(f64, u64, u32, u64);
+impl Eq for Claim {}
+impl PartialOrd for Claim {
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+}
+impl Ord for Claim {
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.0.total_cmp(&o.0).then(o.1.cmp(&self.1)).then(o.2.cmp(&self.2))
+    }
+}
+
+/// The LAP / FCFS / T-Opt scheduler.
+#[derive(Clone, Debug)]
+pub struct LapScheduler {
+    policy: Policy,
+    apps: Vec<App>,
+    /// Application in each processor's cache.
+    cache: Vec<Option<u32>>,
+    /// FCFS only: every packet by age, as (id, app); entries of removed packets are skipped.
+    order: VecDeque<(u64, u32)>,
+    /// Ids removed from the middle of an application's queue, dropped when they reach its front.
+    removed: std::collections::HashSet<u64, foldhash::fast::FixedState>,
+    claims: BinaryHeap<Claim>,
+    len: usize,
+    last_id: Option<u64>,
+}
+
+impl LapScheduler {
+    /// A scheduler for `apps` applications on `processors` processors, all caches empty.
+    pub fn new(policy: Policy, apps: usize, processors: u32) -> Result<Self, LapError> {
+        if processors == 0 {
+            return Err(LapError::NoProcessors);
+        }
+        if apps == 0 {
+            return Err(LapError::NoApplications);
+        }
+        Ok(LapScheduler {
+            policy,
+            apps: vec![App::default(); apps],
+            cache: vec![None; processors as usize],
+            order: VecDeque::new(),
+            removed: Default::default(),
+            claims: BinaryHeap::new(),
+            len: 0,
+            last_id: None,
+        })
+    }
+
+    /// The policy.
+    pub fn policy(&self) -> Policy {
+        self.policy
+    }
+
+    /// Packets waiting (`|Q_t|`).
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// No packet waiting.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Estimated work of application `a`'s waiting packets (the numerator of eq 19).
+    pub fn work(&self, a: u32) -> f64 {
+        self.apps[a as usize].work
+    }
+
+    /// Processors whose cache holds application `a` (its group size).
+    pub fn group(&self, a: u32) -> u32 {
+        self.apps[a as usize].warm
+    }
+
+    /// Application in processor `p`'s cache.
+    pub fn cache(&self, p: u32) -> Option<u32> {
+        self.cache[p as usize]
+    }
+
+    /// A packet entered `Q_t`.
+    pub fn enqueue(&mut self, p: LapPacket) -> Result<(), LapError> {
+        if p.app as usize >= self.apps.len() {
+            return Err(LapError::NoApp(p.app));
+        }
+        if !(p.est.is_finite() && p.est >= 0.0) {
+            return Err(LapError::BadEstimate(p.est));
+        }
+        if let Some(last) = self.last_id {
+            if p.id <= last {
+                return Err(LapError::IdOrder { id: p.id, last });
+            }
+        }
+        self.last_id = Some(p.id);
+        let a = &mut self.apps[p.app as usize];
+        a.queue.push_back(p);
+        a.work += p.est;
+        a.live += 1;
+        self.len += 1;
+        if self.policy == Policy::Fcfs {
+            self.order.push_back((p.id, p.app));
+        }
+        self.refile(p.app);
+        Ok(())
+    }
+
+    /// Processor `proc` is free: the packet it runs next, if any waits. The processor's cache
+    /// then holds the packet's application.
+    pub fn dispatch(&mut self, proc: u32) -> Result<Option<Pick>, LapError> {
+        if proc as usize >= self.cache.len() {
+            return Err(LapError::NoProcessor(proc));
+        }
+        if self.len == 0 {
+            return Ok(None);
+        }
+        let app = match self.policy {
+            Policy::Fcfs => self.oldest_app(),
+            Policy::Lap | Policy::TOpt => self.choose(proc),
+        };
+        let packet = self.pop_front(app);
+        let cold = self.assign(proc, app);
+        Ok(Some(Pick { packet, cold }))
+    }
+
+    /// Removes a waiting packet that was served elsewhere (the EFQ side of the section 6
+    /// combination). Returns whether it was waiting.
+    pub fn remove(&mut self, app: u32, id: u64, est: f64) -> bool {
+        if app as usize >= self.apps.len() {
+            return false;
+        }
+        self.clean_front(app);
+        let q = &mut self.apps[app as usize].queue;
+        if q.front().map(|p| p.id) == Some(id) {
+            q.pop_front();
+        } else {
+            // The queue is in id order: a binary search tells whether the packet waits; it is
+            // marked and skipped when it reaches the front.
+            if q.binary_search_by_key(&id, |p| p.id).is_err() || !self.removed.insert(id) {
+                return false;
+            }
+        }
+        let a = &mut self.apps[app as usize];
+        a.work = (a.work - est).max(0.0);
+        a.live -= 1;
+        if a.live == 0 {
+            a.work = 0.0;
+        }
+        self.len -= 1;
+        self.clean_front(app);
+        self.refile(app);
+        true
+    }
+
+    /// Processor `proc` runs a packet of application `app` (chosen by someone else, e.g. EFQ):
+    /// updates the group sizes. Returns whether the cache was cold.
+    pub fn assign(&mut self, proc: u32, app: u32) -> bool {
+        let prev = self.cache[proc as usize].replace(app);
+        if prev == Some(app) {
+            return false;
+        }
+        if let Some(w) = prev {
+            self.apps[w as usize].warm -= 1;
+            self.refile(w);
+        }
+        self.apps[app as usize].warm += 1;
+        self.refile(app);
+        true
+    }
+
+    /// The application of the oldest waiting packet (FCFS).
+    fn oldest_app(&mut self) -> u32 {
+        loop {
+            let &(id, app) = self.order.front().expect("a packet waits");
+            self.clean_front(app);
+            if self.apps[app as usize].queue.front().map(|p| p.id) == Some(id) {
+                return app;
+            }
+            self.order.pop_front();
+        }
+    }
+
+    /// LAP / T-Opt: the application processor `proc` serves next.
+    fn choose(&mut self, proc: u32) -> u32 {
+        let w = self.cache[proc as usize];
+        if let Some(w) = w {
+            let aw = &self.apps[w as usize];
+            if aw.live > 0 {
+                if self.policy == Policy::TOpt {
+                    return w;
+                }
+                // Webster: does another application deserve this processor more than w
+                // deserves its c_w-th one (this processor counts in c_w)?
+                let keep = aw.work / (aw.warm as f64 - 0.5);
+                return match self.best_excluding(Some(w)) {
+                    Some((b, claim)) if claim > keep => b,
+                    _ => w,
+                };
+            }
+        }
+        self.best_excluding(w).map(|(b, _)| b).expect("a packet waits, so some application has work")
+    }
+
+    /// The application with the largest claim `W / (c + 1/2)` other than `skip`, with work.
+    fn best_excluding(&mut self, skip: Option<u32>) -> Option<(u32, f64)> {
+        let mut held = None;
+        let found = loop {
+            let Some(&c) = self.claims.peek() else { break None };
+            if !self.valid(&c) {
+                self.claims.pop();
+                continue;
+            }
+            if Some(c.2) == skip && held.is_none() {
+                held = self.claims.pop();
+                continue;
+            }
+            break Some((c.2, c.0));
+        };
+        if let Some(h) = held {
+            self.claims.push(h);
+        }
+        found
+    }
+
+    fn valid(&self, c: &Claim) -> bool {
+        let a = &self.apps[c.2 as usize];
+        a.version == c.3 && a.live > 0
+    }
+
+    /// Files application `a`'s current claim (its old entries become stale).
+    fn refile(&mut self, a: u32) {
+        if self.policy == Policy::Fcfs {
+            return;
+        }
+        let app = &mut self.apps[a as usize];
+        app.version += 1;
+        if app.live > 0 {
+            let oldest = app.queue.front().map(|p| p.id).unwrap_or(u64::MAX);
+            let claim = app.work / (app.warm as f64 + 0.5);
+            self.claims.push(Claim(claim, oldest, a, app.version));
+        }
+        if self.claims.len() > 4 * self.apps.len() + 64 {
+            self.compact();
+        }
+    }
+
+    /// Rebuilds the heap from the live claims.
+    fn compact(&mut self) {
+        let mut v = std::mem::take(&mut self.claims).into_vec();
+        v.retain(|c| self.valid(c));
+        self.claims = BinaryHeap::from(v);
+    }
+
+    /// Drops removed packets from the front of application `a`'s queue.
+    fn clean_front(&mut self, a: u32) {
+        if self.removed.is_empty() {
+            return;
+        }
+        let q = &mut self.apps[a as usize].queue;
+        while let Some(p) = q.front() {
+            if !self.removed.remove(&p.id) {
+                break;
+            }
+            q.pop_front();
+        }
+    }
+
+    fn pop_front(&mut self, app: u32) -> LapPacket {
+        self.clean_front(app);
+        let a = &mut self.apps[app as usize];
+        let p = a.queue.pop_front().expect("application has a live packet");
+        a.work -= p.est;
+        a.live -= 1;
+        if a.live == 0 {
+            // No drift: an empty application owes no work.
+            a.work = 0.0;
+        }
+        self.len -= 1;
+        self.clean_front(app);
+        self.refile(app);
+        p
+    }
+}
