@@ -7,15 +7,15 @@
 //! * **FCFS**: a free processor takes the oldest packet the scheduler knows of.
 //! * **LAP** (eq 19): the processors are partitioned into application groups in proportion to
 //!   the estimated work `W_a = sum t_e` of each application's packets in `Q_t`, recomputed at
-//!   every decision. The paper assigns "`f_a n` rounded" processors to application `a`; rounding
-//!   each share on its own can hand out more or fewer than `n` processors, so we apportion with
-//!   the divisor method that *is* rounding to the nearest integer with a common divisor
-//!   (Webster / Sainte-Laguë): application `b` deserves another processor before application
-//!   `w` keeps its `c_w`-th when `W_b / (c_b + 1/2) > W_w / (c_w - 1/2)`, where `c_a` counts the
-//!   processors whose cache holds `a`. A free processor keeps its application (warm) unless
-//!   that application has no packet in `Q_t` or another application deserves the processor
-//!   more by that test; then it joins the application with the largest `W_b / (c_b + 1/2)`
-//!   (cold). Within an application, packets go oldest first.
+//!   every decision: application `a`'s target is `f_a n` rounded to the nearest integer, as the
+//!   paper says (each share rounded on its own, so the targets may sum to more or less than
+//!   `n`). `c_a` counts the processors whose cache holds `a`. A free processor keeps its
+//!   application (warm) unless that application has no packet in `Q_t`, or its group is over
+//!   target (`c_w > round(f_w n)`) while another application is under target; it then joins the
+//!   application with the largest `W_b / (c_b + 1/2)` (cold). Both tests are read off that one
+//!   quantity: `round(f_b n) > c_b` exactly when `W_b / (c_b + 1/2) >= W / n`, and
+//!   `c_w > round(f_w n)` exactly when `W_w / (c_w - 1/2) < W / n`. Within an application,
+//!   packets go oldest first.
 //! * **T-Opt**: the caller shows the scheduler the whole stream; a processor never leaves an
 //!   application while it has packets, so the only cold caches are the first packet of a
 //!   processor and a processor whose application ran out (section 5.1.1: "executes all
@@ -133,6 +133,8 @@ pub struct LapScheduler {
     /// Ids removed from the middle of an application's queue, dropped when they reach its front.
     removed: std::collections::HashSet<u64, foldhash::fast::FixedState>,
     claims: BinaryHeap<Claim>,
+    /// W: estimated work of every waiting packet.
+    total: f64,
     len: usize,
     last_id: Option<u64>,
 }
@@ -153,6 +155,7 @@ impl LapScheduler {
             order: VecDeque::new(),
             removed: Default::default(),
             claims: BinaryHeap::new(),
+            total: 0.0,
             len: 0,
             last_id: None,
         })
@@ -161,6 +164,11 @@ impl LapScheduler {
     /// The policy.
     pub fn policy(&self) -> Policy {
         self.policy
+    }
+
+    /// Estimated work of every waiting packet (the denominator of eq 19).
+    pub fn total_work(&self) -> f64 {
+        self.total
     }
 
     /// Packets waiting (`|Q_t|`).
@@ -206,6 +214,7 @@ impl LapScheduler {
         a.queue.push_back(p);
         a.work += p.est;
         a.live += 1;
+        self.total += p.est;
         self.len += 1;
         if self.policy == Policy::Fcfs {
             self.order.push_back((p.id, p.app));
@@ -255,7 +264,7 @@ impl LapScheduler {
         if a.live == 0 {
             a.work = 0.0;
         }
-        self.len -= 1;
+        self.take_total(est);
         self.clean_front(app);
         self.refile(app);
         true
@@ -298,13 +307,18 @@ impl LapScheduler {
                 if self.policy == Policy::TOpt {
                     return w;
                 }
-                // Webster: does another application deserve this processor more than w
-                // deserves its c_w-th one (this processor counts in c_w)?
-                let keep = aw.work / (aw.warm as f64 - 0.5);
-                return match self.best_excluding(Some(w)) {
-                    Some((b, claim)) if claim > keep => b,
-                    _ => w,
-                };
+                // One processor's worth of the queued work: W / n.
+                let unit = self.total / self.cache.len() as f64;
+                // This processor counts in c_w, so c_w >= 1.
+                let over_target = aw.work / (aw.warm as f64 - 0.5) < unit;
+                if over_target {
+                    if let Some((b, claim)) = self.best_excluding(Some(w)) {
+                        if claim >= unit {
+                            return b;
+                        }
+                    }
+                }
+                return w;
             }
         }
         self.best_excluding(w).map(|(b, _)| b).expect("a packet waits, so some application has work")
@@ -384,9 +398,14 @@ impl LapScheduler {
             // No drift: an empty application owes no work.
             a.work = 0.0;
         }
-        self.len -= 1;
+        self.take_total(p.est);
         self.clean_front(app);
         self.refile(app);
         p
+    }
+
+    fn take_total(&mut self, est: f64) {
+        self.len -= 1;
+        self.total = if self.len == 0 { 0.0 } else { (self.total - est).max(0.0) };
     }
 }
