@@ -9,6 +9,7 @@ pub mod kim;
 pub mod kim_heap;
 pub mod kim_load;
 pub mod predictive;
+pub mod predictive_lap;
 
 use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
 use crate::rng::RngStreams;
@@ -96,6 +97,14 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         description: "predictive Fig. 8: mean misordering delay per flow vs mean processing time (SFQ biased, EFQ near zero)",
     },
     ExperimentInfo {
+        id: "predictive-fig9",
+        description: "predictive Fig. 9: processors per application around a load change (equal -> 80/10/10), FCFS vs LAP, 16 processors, q = 64",
+    },
+    ExperimentInfo {
+        id: "predictive-fig10-12",
+        description: "predictive Figs. 10-12: throughput vs T-Opt, cold-cache fraction and order variation vs q, LAP vs FCFS, 30 applications",
+    },
+    ExperimentInfo {
         id: "everest-scale",
         description: "everest: 60 M packets (UNC-10's size) through 16 processors, 6 services, every scheduler; wall-clock per run",
     },
@@ -142,6 +151,8 @@ pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<
         "everest-scale" => Some(everest::scale(opts, progress)),
         "predictive-fig5-7" => Some(predictive::fig5_7(opts, progress)),
         "predictive-fig8" => Some(predictive::fig8(opts, progress)),
+        "predictive-fig9" => Some(predictive_lap::fig9(opts, progress)),
+        "predictive-fig10-12" => Some(predictive_lap::fig10_12(opts, progress)),
         _ => None,
     }
 }

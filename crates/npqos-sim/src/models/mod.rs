@@ -6,9 +6,13 @@
 //!   experiments will reuse.
 //! * [`dqs`]: the dqs link (AFM + DRR) and processing models.
 //! * [`everest`]: processors shared by six NAT-PT services under an allocation policy.
+//! * [`predictive`]: flows with reserved processing shares under SFQ / EFQ / WF2Q+ (section 4).
+//! * [`lap`]: a backlogged stream on processors with one-application caches under LAP / FCFS /
+//!   T-Opt (section 5).
 
 pub mod dqs;
 pub mod everest;
 pub mod kim;
+pub mod lap;
 pub mod link;
 pub mod predictive;

@@ -1,0 +1,287 @@
+//! Reproductions of the predictive paper's section 5: LAP against FCFS and T-Opt on processors
+//! whose instruction cache holds one application (Figures 9-12).
+
+use super::RunOptions;
+use crate::models::lap::{mean_te_ns, params, run, stream, LapParams, LapResult, Mix, StreamPacket, IMIX};
+use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
+use npqos_core::sched::lap::Policy;
+use serde_json::json;
+use std::collections::BTreeMap;
+
+const PROCESSORS: u32 = 16;
+
+fn assumptions(apps: usize, packets: usize) -> Vec<String> {
+    let pen: Vec<String> = (0..3)
+        .map(|a| {
+            format!("{} {:.1} us (t_e mean {:.1} us)", params(a).name, params(a).cold_penalty_us, mean_te_ns(a) * 1e-3)
+        })
+        .collect();
+    vec![
+        format!("{packets} packets, {apps} applications: the payload applications of Table 1 (encryption, compression, FEC) replicated under new ids (section 5.2.2), {PROCESSORS} processors, one application in a processor's instruction cache."),
+        format!("Processing time: t_e(a, l) from Table 1 / 10 (the 2 GHz processor of section 4.2.1) x (1 + U(-v, v)), v = 5 / 20 / 5 %, plus pi_a / 10 when the cache is cold: {}.", pen.join(", ")),
+        format!("Packet sizes: simple IMIX {:?} (size B, weight) for every application; the paper's measured traces are not available.", IMIX),
+        "Backlogged: queue memory holds q packets; the scheduler sees them and the next packet of the stream enters as one is dispatched. T-Opt sees the whole stream and never leaves an application with packets. Throughput = bytes / time to finish the stream.".into(),
+        "LAP: eq 19 with each f_a n rounded to the nearest integer; a free processor keeps its application unless the application has no packet visible or its group is over target while another is under; estimates are t_e (no cold penalty).".into(),
+        "Delay variation: standard deviation over packets of (position in dispatch order - position in arrival order), in packets.".into(),
+    ]
+}
+
+fn run_result(label: String, policy: Policy, q: Option<usize>, r: &LapResult) -> RunResult {
+    let mut rr = RunResult {
+        label,
+        params: BTreeMap::from([("scheduler".into(), json!(policy.label())), ("q".into(), json!(q))]),
+        complete: true,
+        events: r.packets,
+        sim_time_ns: r.makespan_ns as u64,
+        ..Default::default()
+    };
+    rr.scalar("packets", r.packets as f64, "packets");
+    rr.scalar("throughput_gbps", r.throughput_gbps(), "Gbit/s");
+    rr.scalar("cold_fraction", r.cold_fraction(), "fraction");
+    rr.scalar("order_std", r.order_std, "packets");
+    rr.scalar("order_max", r.order_max as f64, "packets");
+    rr.scalar("penalty_share", r.penalty_ns / (r.makespan_ns * PROCESSORS as f64), "fraction");
+    rr
+}
+
+/// Figure 9's stream: 3 applications, equal processing, then 80/10/10 from packet `CHANGE`.
+const CHANGE: usize = 10_000;
+
+/// predictive Fig. 9: processors per application over packets 8,000-12,000, FCFS and LAP,
+/// 3 applications, 16 processors, 64 packets visible; the load changes at packet 10,000.
+pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+    let mut out = Output { id: "predictive-fig9".into(), ..Default::default() };
+    let packets = 14_000;
+    let q = 64;
+    let mix = Mix::Processing(vec![(0, vec![1.0; 3]), (CHANGE, vec![0.8, 0.1, 0.1])]);
+    let st = stream(3, packets, &mix, opts.seed);
+    out.assumptions = assumptions(3, packets);
+    out.assumptions.push(format!(
+        "Figure 9 load: equal processing for the 3 applications, then 80/10/10 from packet {CHANGE}; an application is drawn with probability proportional to share / mean t_e. The 'offered' line is share x {PROCESSORS}."
+    ));
+    let policies = [Policy::Fcfs, Policy::Lap];
+    let rs = super::par_map(
+        &policies,
+        |&pol, _| {
+            run(
+                &LapParams { policy: pol, processors: PROCESSORS, apps: 3, visible: Some(q), record: 8_000..12_000 },
+                &st,
+            )
+        },
+        progress,
+    );
+    let mut table = String::from(
+        "Processors per application (group sizes) around the load change at packet 10,000 (dispatch index).\n\n| scheduler | app 1 mean, 8,000-10,000 | app 1 mean, 11,000-12,000 | app 1 std dev, 11,000-12,000 | group changes per 1,000 packets | cold fraction | packets until app 1's 64-packet mean first reaches 90 % of its new level |\n|---|---|---|---|---|---|---|\n",
+    );
+    for (pol, r) in policies.iter().zip(&rs) {
+        let g1 = |lo: usize, hi: usize| -> Vec<f64> {
+            r.groups.iter().filter(|(k, _)| (lo..hi).contains(k)).map(|(_, g)| g[0] as f64).collect()
+        };
+        let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
+        let (before, after) = (g1(8_000, CHANGE), g1(11_000, 12_000));
+        let (mb, ma) = (mean(&before), mean(&after));
+        let sd = (after.iter().map(|x| (x - ma).powi(2)).sum::<f64>() / after.len().max(1) as f64).sqrt();
+        let changes = r.groups.windows(2).filter(|w| w[0].1 != w[1].1).count() as f64 / 4.0;
+        let series = g1(CHANGE, 12_000);
+        let lag = series.windows(64).position(|w| mean(w) >= 0.9 * ma).map(|i| i as f64).unwrap_or(f64::NAN);
+        table.push_str(&format!(
+            "| {} | {mb:.2} | {ma:.2} | {sd:.2} | {changes:.0} | {:.3} | {lag:.0} |\n",
+            pol.label(),
+            r.cold_fraction()
+        ));
+        let mut rr = run_result(pol.label().into(), *pol, Some(q), r);
+        rr.scalar("app1_group_mean_before", mb, "processors");
+        rr.scalar("app1_group_mean_after", ma, "processors");
+        rr.scalar("app1_group_std_after", sd, "processors");
+        rr.scalar("group_changes_per_1000", changes, "per 1000 packets");
+        rr.scalar("adaptation_lag_packets", lag, "packets");
+        out.runs.push(rr);
+        let params = BTreeMap::from([("scheduler".into(), json!(pol.label()))]);
+        out.comparisons.push(Comparison::new(
+            "adaptation_lag",
+            params.clone(),
+            lag,
+            None,
+            "packets",
+            "section 5.2.3: LAP 'within a few hundred packets (3 to 4 times q)'",
+        ));
+        out.comparisons.push(Comparison::new(
+            "app1_processors_after_change",
+            params,
+            ma,
+            None,
+            "processors",
+            "Fig. 9(b): 80 % of 16 = 12.8",
+        ));
+        let mut lines: Vec<(String, Vec<(f64, f64)>)> = (0..3)
+            .map(|a| {
+                (format!("app {}", a + 1), r.groups.iter().map(|(k, g)| (*k as f64, g[a] as f64)).collect::<Vec<_>>())
+            })
+            .collect();
+        lines.push((
+            "offered (app 1)".into(),
+            vec![(8_000.0, 16.0 / 3.0), (CHANGE as f64, 16.0 / 3.0), (CHANGE as f64, 12.8), (12_000.0, 12.8)],
+        ));
+        out.plots.push(PlotSpec {
+            name: format!("fig9-{}", pol.label()),
+            title: format!("Fig. 9: processors per application, {} (q = {q})", pol.label().to_uppercase()),
+            x_label: "packet (dispatch order)".into(),
+            y_label: "processors".into(),
+            lines,
+            kind: PlotKind::Lines,
+            log_x: false,
+            log_y: false,
+        });
+    }
+    out.notes.push(table);
+    out
+}
+
+/// One point of Figures 10-12.
+struct Point {
+    policy: Policy,
+    q: Option<usize>,
+}
+
+/// predictive Figs. 10-12: throughput relative to T-Opt, cold-cache fraction and delay
+/// variation against the packets visible, 30 applications, 16 processors.
+pub fn fig10_12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+    let mut out = Output { id: "predictive-fig10-12".into(), ..Default::default() };
+    let apps = 30;
+    let packets = if opts.quick { 20_000 } else { 100_000 };
+    let qs: Vec<usize> = if opts.quick { vec![1, 16, 128, 512] } else { vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512] };
+    let st: Vec<StreamPacket> = stream(apps, packets, &Mix::EqualBandwidth, opts.seed);
+    out.assumptions = assumptions(apps, packets);
+    let mut points = vec![Point { policy: Policy::TOpt, q: None }];
+    for &q in &qs {
+        points.push(Point { policy: Policy::Fcfs, q: Some(q) });
+        points.push(Point { policy: Policy::Lap, q: Some(q) });
+    }
+    let rs = super::par_map(
+        &points,
+        |p, _| run(&LapParams { policy: p.policy, processors: PROCESSORS, apps, visible: p.q, record: 0..0 }, &st),
+        progress,
+    );
+    let topt = rs[0].throughput_gbps();
+    let mut table = String::from(
+        "| scheduler | q | throughput (Gbit/s) | relative to T-Opt | cold fraction | order std dev (packets) |\n|---|---|---|---|---|---|\n",
+    );
+    let mut lines: BTreeMap<&str, [Vec<(f64, f64)>; 3]> = BTreeMap::new();
+    for (p, r) in points.iter().zip(&rs) {
+        let rel = r.throughput_gbps() / topt;
+        let qs = p.q.map_or("all".to_string(), |q| q.to_string());
+        table.push_str(&format!(
+            "| {} | {qs} | {:.3} | {rel:.4} | {:.4} | {:.1} |\n",
+            p.policy.label(),
+            r.throughput_gbps(),
+            r.cold_fraction(),
+            r.order_std
+        ));
+        let label = match p.q {
+            Some(q) => format!("{}-q{q}", p.policy.label()),
+            None => p.policy.label().to_string(),
+        };
+        let mut rr = run_result(label, p.policy, p.q, r);
+        rr.scalar("throughput_vs_topt", rel, "fraction");
+        out.runs.push(rr);
+        let Some(q) = p.q else { continue };
+        let l = lines.entry(p.policy.label()).or_default();
+        l[0].push((q as f64, rel));
+        l[1].push((q as f64, r.cold_fraction()));
+        l[2].push((q as f64, r.order_std));
+        let params = BTreeMap::from([("scheduler".into(), json!(p.policy.label())), ("q".into(), json!(q))]);
+        let (paper_rel, paper_cold) = match p.policy {
+            Policy::Fcfs => (Some(0.85), Some(0.96)),
+            _ => (None, None),
+        };
+        out.comparisons.push(Comparison::new(
+            "throughput_vs_topt",
+            params.clone(),
+            rel,
+            paper_rel,
+            "fraction",
+            "section 5.2.4, Fig. 10 (FCFS 'about 85%')",
+        ));
+        out.comparisons.push(Comparison::new(
+            "cold_fraction",
+            params.clone(),
+            r.cold_fraction(),
+            paper_cold,
+            "fraction",
+            "section 5.2.5, Fig. 11 (FCFS 'about 96%')",
+        ));
+        out.comparisons.push(Comparison::new("order_std", params, r.order_std, None, "packets", "Fig. 12"));
+    }
+    let tl = [(topt / topt, 1.0), (rs[0].cold_fraction(), 0.0)];
+    let span = |v: f64| vec![(1.0, v), (*qs.last().expect("q values") as f64, v)];
+    for (k, (name, title, y)) in [
+        ("fig10", "Fig. 10: throughput relative to T-Opt", "throughput / T-Opt"),
+        ("fig11", "Fig. 11: cold-cache fraction", "fraction of packets with a cold cache"),
+        ("fig12", "Fig. 12: delay variation", "std dev of order displacement (packets)"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let mut ls: Vec<(String, Vec<(f64, f64)>)> = lines.iter().map(|(n, v)| (n.to_string(), v[k].clone())).collect();
+        if k < 2 {
+            ls.push(("t-opt".into(), span(tl[k].0)));
+        }
+        out.plots.push(PlotSpec {
+            name: name.into(),
+            title: format!("{title} ({apps} applications, {PROCESSORS} processors)"),
+            x_label: "packets visible in queue memory (q)".into(),
+            y_label: y.into(),
+            lines: ls,
+            kind: PlotKind::Lines,
+            log_x: true,
+            log_y: false,
+        });
+    }
+    out.notes.push(table);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::experiments::quick;
+
+    fn scalar(out: &Output, label: &str, name: &str) -> f64 {
+        out.runs.iter().find(|r| r.label == label).and_then(|r| r.get(name)).unwrap_or_else(|| panic!("{label} {name}"))
+    }
+
+    #[test]
+    fn fig9_quick_lap_follows_the_load_change_smoothly() {
+        let out = fig9(quick(), &mut |_| {});
+        let s = |p: &str, n: &str| scalar(&out, p, n);
+        // Both end up giving application 1 most processors (80 % of the work)...
+        for p in ["fcfs", "lap"] {
+            assert!((4.0..6.7).contains(&s(p, "app1_group_mean_before")), "{p} {}", s(p, "app1_group_mean_before"));
+            assert!(s(p, "app1_group_mean_after") > 10.5, "{p} {}", s(p, "app1_group_mean_after"));
+        }
+        // ...LAP smoothly (far fewer group changes and cold caches), within a few hundred packets.
+        assert!(s("lap", "group_changes_per_1000") * 3.0 < s("fcfs", "group_changes_per_1000"));
+        assert!(s("lap", "cold_fraction") * 3.0 < s("fcfs", "cold_fraction"));
+        assert!(s("lap", "app1_group_std_after") < s("fcfs", "app1_group_std_after"));
+        let lag = s("lap", "adaptation_lag_packets");
+        assert!(lag < 600.0, "lap lag {lag}");
+    }
+
+    #[test]
+    fn fig10_12_quick_lap_between_fcfs_and_topt_and_converging() {
+        let out = fig10_12(quick(), &mut |_| {});
+        let s = |l: &str, n: &str| scalar(&out, l, n);
+        // FCFS: locality-blind, nearly every cache cold (1 in 30 warm), well below T-Opt.
+        assert!(s("fcfs-q128", "cold_fraction") > 0.9);
+        assert!(s("fcfs-q128", "throughput_vs_topt") < 0.92);
+        assert_eq!(s("fcfs-q512", "order_std"), 0.0);
+        // LAP with one packet visible is FCFS; with more it climbs towards T-Opt.
+        assert_eq!(s("lap-q1", "throughput_vs_topt"), s("fcfs-q1", "throughput_vs_topt"));
+        assert!(s("lap-q16", "throughput_vs_topt") > s("fcfs-q16", "throughput_vs_topt") + 0.03);
+        assert!(s("lap-q512", "throughput_vs_topt") > 0.97);
+        assert!(s("lap-q512", "cold_fraction") < s("lap-q16", "cold_fraction"));
+        // The price: delay variation grows with q.
+        assert!(s("lap-q512", "order_std") > s("lap-q16", "order_std"));
+        assert!(s("t-opt", "cold_fraction") < 0.01);
+    }
+}
