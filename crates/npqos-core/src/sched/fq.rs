@@ -225,6 +225,23 @@ impl FairQueue {
                 break f as usize;
             }
         };
+        Some(self.serve(fi))
+    }
+
+    /// Serves flow `flow`'s head now, whatever the order says: another scheduler (LAP in the
+    /// section 6 combination) picked it. The flow is charged as if this queue had served it, so
+    /// its tags stay consistent when this queue takes over again. `None` if the flow is empty.
+    pub fn take_head(&mut self, now_ns: u64, flow: u32) -> Option<Dispatched> {
+        let fi = flow as usize;
+        if self.flows.get(fi).is_none_or(|f| f.queue.is_empty()) {
+            return None;
+        }
+        self.advance(now_ns);
+        Some(self.serve(fi))
+    }
+
+    /// Pops flow `fi`'s head and charges it (its heap entries become stale).
+    fn serve(&mut self, fi: usize) -> Dispatched {
         let fl = &mut self.flows[fi];
         let q = fl.queue.pop_front().expect("head exists");
         let (start, key) = (fl.head_s, fl.head_key);
@@ -238,7 +255,7 @@ impl FairQueue {
         if !self.flows[fi].queue.is_empty() {
             self.new_head(fi);
         }
-        Some(Dispatched { packet: q.p, start, key, v: self.v })
+        Dispatched { packet: q.p, start, key, v: self.v }
     }
 
     /// A dispatched packet completed: charge its flow the actual time (eq 12). `p` must be a

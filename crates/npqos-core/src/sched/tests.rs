@@ -429,3 +429,22 @@ proptest! {
         prop_assert!(s.dispatch(0).unwrap().is_none());
     }
 }
+
+#[test]
+fn take_head_charges_the_flow_as_if_served() {
+    // Two equal flows, one processor, unit packets. LAP takes flow 0's first two packets
+    // behind EFQ's back: flow 0 is then two packets ahead, so EFQ serves flow 1 twice first.
+    let mut q = FairQueue::new(Discipline::Efq, 1, &[0.5, 0.5]).unwrap();
+    for id in 0..8 {
+        q.enqueue(0, pkt(id, (id % 2) as u32, 1_000.0, 1_000.0, 0)).unwrap();
+    }
+    for want in [0, 2] {
+        let t = q.take_head(0, 0).expect("flow 0 has a head");
+        assert_eq!(t.packet.id, want);
+        q.completed(&t.packet);
+    }
+    let order: Vec<u32> = (0..6).map(|k| q.dequeue(1_000 * (k + 1)).unwrap().packet.flow).collect();
+    assert_eq!(&order[..2], [1, 1], "{order:?}");
+    assert_eq!(order.iter().filter(|&&f| f == 0).count(), 2);
+    assert!(q.take_head(0, 0).is_none() && q.take_head(0, 9).is_none());
+}
