@@ -105,6 +105,10 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         description: "predictive Figs. 10-12: throughput vs T-Opt, cold-cache fraction and order variation vs q, LAP vs FCFS, 30 applications",
     },
     ExperimentInfo {
+        id: "predictive-switch",
+        description: "predictive section 6: EFQ / EFQ+warm processors / LAP / EFQ-LAP switching on queued work, under bursts in and out of overload",
+    },
+    ExperimentInfo {
         id: "everest-scale",
         description: "everest: 60 M packets (UNC-10's size) through 16 processors, 6 services, every scheduler; wall-clock per run",
     },
@@ -153,6 +157,7 @@ pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<
         "predictive-fig8" => Some(predictive::fig8(opts, progress)),
         "predictive-fig9" => Some(predictive_lap::fig9(opts, progress)),
         "predictive-fig10-12" => Some(predictive_lap::fig10_12(opts, progress)),
+        "predictive-switch" => Some(predictive_lap::switch(opts, progress)),
         _ => None,
     }
 }

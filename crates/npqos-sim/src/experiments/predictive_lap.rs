@@ -2,7 +2,9 @@
 //! whose instruction cache holds one application (Figures 9-12).
 
 use super::RunOptions;
+use crate::models::efq_lap::{self, Bursts, Mode, SwitchParams};
 use crate::models::lap::{mean_te_ns, params, run, stream, LapParams, LapResult, Mix, StreamPacket, IMIX};
+use crate::models::predictive::paper_flows;
 use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
 use npqos_core::sched::lap::Policy;
 use serde_json::json;
@@ -242,6 +244,116 @@ pub fn fig10_12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     out
 }
 
+/// The section 6 scenario's parameters.
+fn switch_params(mode: Mode, quick: bool, seed: u64) -> SwitchParams {
+    SwitchParams {
+        mode,
+        processors: SWITCH_PROCESSORS,
+        flows: paper_flows(),
+        calm_load: SWITCH_CALM,
+        bursts: Bursts { apps: vec![2], factor: SWITCH_BURST, every_ns: 1_500_000_000, len_ns: 200_000_000 },
+        duration_ns: if quick { 3_000_000_000 } else { 12_000_000_000 },
+        calm_below_ns: SWITCH_LO_NS,
+        seed,
+    }
+}
+
+const SWITCH_PROCESSORS: u32 = 4;
+/// Every flow at half its reservation outside bursts.
+const SWITCH_CALM: f64 = 0.5;
+/// The 8 compression flows at 3x their reservation for 200 ms every 1.5 s.
+const SWITCH_BURST: f64 = 3.0;
+/// Back to EFQ below 10 ms of estimated queued work (and "calm" below it), to LAP at 20 ms.
+const SWITCH_LO_NS: f64 = 10e6;
+const SWITCH_HI_NS: f64 = 20e6;
+
+/// predictive section 6: EFQ, EFQ preferring warm processors, LAP, and the combination that
+/// switches to LAP above a threshold of estimated queued work and back below another.
+pub fn switch(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+    let mut out = Output { id: "predictive-switch".into(), ..Default::default() };
+    let modes = [Mode::Efq, Mode::EfqWarm, Mode::Lap, Mode::Combined { hi_ns: SWITCH_HI_NS, lo_ns: SWITCH_LO_NS }];
+    let p0 = switch_params(Mode::Efq, opts.quick, opts.seed);
+    out.assumptions = vec![
+        format!("The 32 reserved flows of section 4.2.1 (4 applications x 8 sizes, 1/32 each) on {SWITCH_PROCESSORS} processors at 2 GHz (Table 1 / 10) with one-application instruction caches: a packet on a processor that last ran another application takes pi_a / 10 longer. Variation as in section 4.2."),
+        format!("Load: every flow periodic at {SWITCH_CALM} of its reservation; the 8 compression flows at {SWITCH_BURST}x theirs for 200 ms every 1.5 s; arrivals for {} s, then the backlog drains.", p0.duration_ns as f64 * 1e-9),
+        format!("EFQ estimates are t_e (warm). The combination switches to LAP when the estimated queued work reaches {} ms and back to EFQ (preferring warm idle processors) below {} ms. A packet is 'calm' if the estimated queued work at its arrival is below {} ms (the same test for every mode), else 'overloaded'; 'overloaded time' is the time spent at or above it.", SWITCH_HI_NS * 1e-6, SWITCH_LO_NS * 1e-6, SWITCH_LO_NS * 1e-6),
+        "Goodput while overloaded = estimated (warm) processing time of the packets completed during overloaded time / that time, in processors' worth (at most 4): the throughput that cold caches take away.".into(),
+        "The thresholds, burst pattern and processor count are ours; section 6 gives the policy, not numbers.".into(),
+    ];
+    let rs = super::par_map(&modes, |&m, _| efq_lap::run(&switch_params(m, opts.quick, opts.seed)), progress);
+    let mut table = String::from(
+        "Delays of the conforming flows (all but compression) by whether the system was calm when they arrived, and what overload costs.\n\n| mode | conforming calm p99 / max (ms) | conforming overloaded p99 / max (ms) | bursting p99 (ms) | cold fraction | overloaded time (ms) | goodput while overloaded (processors) | max backlog (ms) | switches to LAP | time in LAP (ms) |\n|---|---|---|---|---|---|---|---|---|---|\n",
+    );
+    for (m, r) in modes.iter().zip(&rs) {
+        table.push_str(&format!(
+            "| {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} | {:.3} | {:.0} | {:.3} | {:.1} | {} | {:.0} |\n",
+            m.label(),
+            r.conforming_calm.quantile(0.99) * 1e-6,
+            r.conforming_calm.max() * 1e-6,
+            r.conforming_overloaded.quantile(0.99) * 1e-6,
+            r.conforming_overloaded.max() * 1e-6,
+            r.bursting.quantile(0.99) * 1e-6,
+            r.cold_fraction(),
+            r.overloaded_ns * 1e-6,
+            r.overloaded_goodput(),
+            r.max_backlog_ns * 1e-6,
+            r.switches,
+            r.lap_ns * 1e-6
+        ));
+        let mut rr = RunResult {
+            label: m.label().into(),
+            params: BTreeMap::from([("mode".into(), json!(m.label()))]),
+            complete: true,
+            events: r.packets,
+            sim_time_ns: r.end_ns,
+            ..Default::default()
+        };
+        rr.scalar("packets", r.packets as f64, "packets");
+        rr.scalar("conforming_calm_p99_ms", r.conforming_calm.quantile(0.99) * 1e-6, "ms");
+        rr.scalar("conforming_calm_max_ms", r.conforming_calm.max() * 1e-6, "ms");
+        rr.scalar("conforming_calm_packets", r.conforming_calm.count() as f64, "packets");
+        rr.scalar("conforming_overloaded_p99_ms", r.conforming_overloaded.quantile(0.99) * 1e-6, "ms");
+        rr.scalar("conforming_overloaded_max_ms", r.conforming_overloaded.max() * 1e-6, "ms");
+        rr.scalar("bursting_p99_ms", r.bursting.quantile(0.99) * 1e-6, "ms");
+        rr.scalar("cold_fraction", r.cold_fraction(), "fraction");
+        rr.scalar("overloaded_ms", r.overloaded_ns * 1e-6, "ms");
+        rr.scalar("overloaded_goodput", r.overloaded_goodput(), "processors");
+        rr.scalar("penalty_share", r.penalty_ns / r.busy_ns.max(1.0), "fraction");
+        rr.scalar("max_backlog_ms", r.max_backlog_ns * 1e-6, "ms");
+        rr.scalar("switches", r.switches as f64, "switches");
+        rr.scalar("lap_ms", r.lap_ns * 1e-6, "ms");
+        out.runs.push(rr);
+        let params = BTreeMap::from([("mode".into(), json!(m.label()))]);
+        for (metric, v, unit) in [
+            ("conforming_calm_p99", r.conforming_calm.quantile(0.99) * 1e-6, "ms"),
+            ("conforming_overloaded_p99", r.conforming_overloaded.quantile(0.99) * 1e-6, "ms"),
+            ("overloaded_goodput", r.overloaded_goodput(), "processors"),
+            ("overloaded_time", r.overloaded_ns * 1e-6, "ms"),
+        ] {
+            out.comparisons.push(Comparison::new(
+                metric,
+                params.clone(),
+                v,
+                None,
+                unit,
+                "section 6 (no numbers in the paper)",
+            ));
+        }
+    }
+    out.notes.push(table);
+    out.plots.push(PlotSpec {
+        name: "backlog".into(),
+        title: "Estimated queued processing time under bursts".into(),
+        x_label: "time (ms)".into(),
+        y_label: "queued work (ms of one processor)".into(),
+        lines: modes.iter().zip(&rs).map(|(m, r)| (m.label().to_string(), r.backlog.clone())).collect(),
+        kind: PlotKind::Lines,
+        log_x: false,
+        log_y: false,
+    });
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -284,5 +396,24 @@ mod tests {
         // The price: delay variation grows with q.
         assert!(s("lap-q512", "order_std") > s("lap-q16", "order_std"));
         assert!(s("t-opt", "cold_fraction") < 0.01);
+    }
+
+    #[test]
+    fn switch_quick_combination_keeps_efq_when_calm_and_drains_overload_faster() {
+        let out = switch(quick(), &mut |_| {});
+        let s = |l: &str, n: &str| scalar(&out, l, n);
+        // Calm: the combination serves as EFQ does; LAP alone does not isolate the flows.
+        let efq = s("efq", "conforming_calm_p99_ms");
+        assert!(s("efq+lap", "conforming_calm_p99_ms") < 1.2 * efq, "{efq}");
+        assert!(s("lap", "conforming_calm_p99_ms") > 2.0 * efq, "{efq}");
+        // Overloaded: EFQ still protects the conforming flows; LAP and the combination do not
+        // (section 6: "the original QoS guarantees can not be met anymore")...
+        assert!(s("efq+lap", "conforming_overloaded_p99_ms") > 3.0 * s("efq", "conforming_overloaded_p99_ms"));
+        // ...but they do more useful work, so the overload ends sooner.
+        assert!(s("efq+lap", "overloaded_goodput") > s("efq", "overloaded_goodput"));
+        assert!(s("efq+lap", "overloaded_ms") < 0.85 * s("efq", "overloaded_ms"));
+        assert!(s("efq+lap", "switches") >= 1.0);
+        // LAP inside EFQ: preferring warm idle processors lowers the cold-cache fraction.
+        assert!(s("efq-warm", "cold_fraction") < s("efq", "cold_fraction"));
     }
 }

@@ -9,8 +9,11 @@
 //! * [`predictive`]: flows with reserved processing shares under SFQ / EFQ / WF2Q+ (section 4).
 //! * [`lap`]: a backlogged stream on processors with one-application caches under LAP / FCFS /
 //!   T-Opt (section 5).
+//! * [`efq_lap`]: the reserved flows on processors with caches, swinging in and out of overload,
+//!   under EFQ, EFQ preferring warm processors, LAP, and the switching combination (section 6).
 
 pub mod dqs;
+pub mod efq_lap;
 pub mod everest;
 pub mod kim;
 pub mod lap;
