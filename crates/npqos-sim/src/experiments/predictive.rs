@@ -1,5 +1,5 @@
 //! Reproductions of the predictive paper (section 4.2: EFQ against SFQ, with WF2Q+ as the
-//! oracle). LAP, FCFS and T-Opt (section 5) are not written yet.
+//! oracle). Section 5 (LAP, FCFS, T-Opt) and section 6 are in [`super::predictive_lap`].
 
 use super::RunOptions;
 use crate::models::predictive::{paper_flows, run, FlowSpec, FqParams, FqResult, VARIATION};
