@@ -49,6 +49,7 @@ pub mod flow;
 pub mod flowmap;
 mod fmt;
 pub mod model;
+pub mod queues;
 pub mod rate;
 pub mod sched;
 pub mod shaper;

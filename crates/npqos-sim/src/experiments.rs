@@ -10,6 +10,7 @@ pub mod kim_heap;
 pub mod kim_load;
 pub mod predictive;
 pub mod predictive_lap;
+pub mod qcache;
 
 use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
 use crate::rng::RngStreams;
@@ -109,6 +110,10 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         description: "predictive section 6: EFQ / EFQ+warm processors / LAP / EFQ-LAP switching on queued work, under bursts in and out of overload",
     },
     ExperimentInfo {
+        id: "qcache-table5",
+        description: "qcache Table 5: enqueue/dequeue latency on hit and miss for nc, dc, sqc, qc, derived from Table 1",
+    },
+    ExperimentInfo {
         id: "everest-scale",
         description: "everest: 60 M packets (UNC-10's size) through 16 processors, 6 services, every scheduler; wall-clock per run",
     },
@@ -158,6 +163,7 @@ pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<
         "predictive-fig9" => Some(predictive_lap::fig9(opts, progress)),
         "predictive-fig10-12" => Some(predictive_lap::fig10_12(opts, progress)),
         "predictive-switch" => Some(predictive_lap::switch(opts, progress)),
+        "qcache-table5" => Some(qcache::table5(opts, progress)),
         _ => None,
     }
 }

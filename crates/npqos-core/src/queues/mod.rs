@@ -1,0 +1,17 @@
+//! Packet queues in shared memory and the subsystems that hold their descriptors (paper
+//! `qcache`, issue #7, part 1).
+//!
+//! * [`memory`]: descriptors (head, tail, length) and linked lists of buffer pointers, with the
+//!   paper's enqueue and dequeue (Table 2) counting every queue-memory reference.
+//! * [`timing`]: the Table 1 parameters and, per subsystem (nc, dc, sqc, qc), the stages an
+//!   operation goes through on a hit and on a miss (Table 2, Figure 4): unloaded latency (the
+//!   paper's Table 5), interconnect transactions and off-chip references.
+//!
+//! Not written yet: the multithreaded timing simulation with contention, the workloads and the
+//! reproductions beyond Table 5 (docs/qcache.md).
+
+pub mod memory;
+pub mod timing;
+
+#[cfg(test)]
+mod tests;
