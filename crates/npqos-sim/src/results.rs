@@ -141,6 +141,11 @@ impl Output {
         self.runs.iter().all(|r| r.complete)
     }
 
+    /// Scalar `name` of the run labelled `label`.
+    pub fn run_scalar(&self, label: &str, name: &str) -> Option<f64> {
+        self.runs.iter().find(|r| r.label == label).and_then(|r| r.get(name))
+    }
+
     /// Fills `aggregate` with the mean and Student-t 95% confidence half-width of every
     /// scalar over the runs (half-width 0 for a single run).
     pub fn aggregate_runs(&mut self) {

@@ -277,7 +277,7 @@ mod tests {
     use crate::experiments::quick;
 
     fn scalar(out: &Output, sched: &str, name: &str) -> f64 {
-        out.runs.iter().find(|r| r.label == sched).and_then(|r| r.get(name)).unwrap_or_else(|| panic!("{sched} {name}"))
+        out.run_scalar(sched, name).unwrap_or_else(|| panic!("{sched} {name}"))
     }
 
     #[test]

@@ -360,7 +360,7 @@ mod tests {
     use crate::experiments::quick;
 
     fn scalar(out: &Output, label: &str, name: &str) -> f64 {
-        out.runs.iter().find(|r| r.label == label).and_then(|r| r.get(name)).unwrap_or_else(|| panic!("{label} {name}"))
+        out.run_scalar(label, name).unwrap_or_else(|| panic!("{label} {name}"))
     }
 
     #[test]

@@ -184,7 +184,7 @@ pub fn run(p: &SwitchParams) -> SwitchResult {
     let mut res = SwitchResult::default();
     let mut meta: Vec<Meta> = Vec::new();
     let mut running: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
-    let mut inflight: Vec<Option<(FqPacket, bool)>> = vec![None; m as usize];
+    let mut inflight: Vec<Option<FqPacket>> = vec![None; m as usize];
     let mut idle: VecDeque<u32> = (0..m).collect();
     let mut lap_mode = matches!(p.mode, Mode::Lap);
     let warm_pref = matches!(p.mode, Mode::EfqWarm | Mode::Combined { .. });
@@ -229,7 +229,7 @@ pub fn run(p: &SwitchParams) -> SwitchResult {
             arrivals.push(Reverse((now + gap(i, now).round() as u64, fi)));
         } else {
             let Reverse((_, proc)) = running.pop().expect("peeked");
-            let (pk, _cold) = inflight[proc as usize].take().expect("running");
+            let pk = inflight[proc as usize].take().expect("running");
             fq.completed(&pk);
             let mt = &meta[pk.id as usize];
             let d = (now - mt.arrival) as f64;
@@ -289,7 +289,7 @@ pub fn run(p: &SwitchParams) -> SwitchResult {
             }
             res.busy_ns += actual;
             let pk = FqPacket { actual_ns: actual, ..pk };
-            inflight[proc as usize] = Some((pk, cold));
+            inflight[proc as usize] = Some(pk);
             running.push(Reverse((now + actual.round() as u64, proc)));
         }
     }
