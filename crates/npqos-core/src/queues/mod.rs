@@ -6,11 +6,14 @@
 //! * [`timing`]: the Table 1 parameters and, per subsystem (nc, dc, sqc, qc), the stages an
 //!   operation goes through on a hit and on a miss (Table 2, Figure 4): unloaded latency (the
 //!   paper's Table 5), interconnect transactions and off-chip references.
+//! * [`model`]: the analytical model of section 3.6 (time lost to serialization, time gained
+//!   by hits) and the inter-arrival characterisation of section 5.1, on an operation sequence.
 //!
-//! Not written yet: the multithreaded timing simulation with contention, the workloads and the
-//! reproductions beyond Table 5 (docs/qcache.md).
+//! The multithreaded timing simulation with contention and the workloads are in
+//! `npqos_sim::models::qcache` (docs/qcache.md).
 
 pub mod memory;
+pub mod model;
 pub mod timing;
 
 #[cfg(test)]

@@ -11,6 +11,8 @@
 //!   T-Opt (section 5).
 //! * [`efq_lap`]: the reserved flows on processors with caches, swinging in and out of overload,
 //!   under EFQ, EFQ preferring warm processors, LAP, and the switching combination (section 6).
+//! * [`qcache`]: threads enqueueing and dequeueing through nc / dc / sqc / qc on the Table 1
+//!   chip multiprocessor, under the Table 4 workloads or a trace hashed to queues.
 
 pub mod dqs;
 pub mod efq_lap;
@@ -19,3 +21,4 @@ pub mod kim;
 pub mod lap;
 pub mod link;
 pub mod predictive;
+pub mod qcache;
