@@ -11,6 +11,7 @@ pub mod kim_load;
 pub mod predictive;
 pub mod predictive_lap;
 pub mod qcache;
+pub mod qcache_sim;
 
 use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
 use crate::rng::RngStreams;
@@ -113,6 +114,30 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         id: "qcache-table5",
         description: "qcache Table 5: enqueue/dequeue latency on hit and miss for nc, dc, sqc, qc, derived from Table 1",
     },
+    ExperimentInfo { id: "qcache-fig5", description: "qcache Fig. 5: throughput and hit rate vs threads (1-32), uniformly random traffic (R)" },
+    ExperimentInfo {
+        id: "qcache-fig6",
+        description: "qcache Fig. 6: SD1_30 vs threads; throughput at 32 threads vs the dominating queue's weight (5-100%)",
+    },
+    ExperimentInfo {
+        id: "qcache-fig7",
+        description: "qcache Fig. 7: SD16_90 vs threads; 32 threads vs dominating-set size (1-256); backlog sensitivity",
+    },
+    ExperimentInfo { id: "qcache-fig8", description: "qcache Fig. 8: exponentially weighted queues L1.1 and L1.01 vs threads" },
+    ExperimentInfo {
+        id: "qcache-fig9",
+        description: "qcache Fig. 9: real-trace workloads (nDPI corpus as edge / 32 overlaid copies as core) vs threads",
+    },
+    ExperimentInfo {
+        id: "qcache-fig10",
+        description: "qcache Fig. 10 / section 5.1: inter-arrival distance distributions with loss and gain thresholds",
+    },
+    ExperimentInfo { id: "qcache-worstcase", description: "qcache section 4.6: every operation on one queue, qc vs nc, sqc, dc" },
+    ExperimentInfo {
+        id: "qcache-model",
+        description: "qcache section 3.6: analytical model vs simulated throughput, every workload and subsystem, 8 and 32 threads",
+    },
+    ExperimentInfo { id: "qcache-scale", description: "qcache: 1e7 operations on 32 threads through each subsystem; wall-clock per run" },
     ExperimentInfo {
         id: "everest-scale",
         description: "everest: 60 M packets (UNC-10's size) through 16 processors, 6 services, every scheduler; wall-clock per run",
@@ -164,6 +189,15 @@ pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<
         "predictive-fig10-12" => Some(predictive_lap::fig10_12(opts, progress)),
         "predictive-switch" => Some(predictive_lap::switch(opts, progress)),
         "qcache-table5" => Some(qcache::table5(opts, progress)),
+        "qcache-fig5" => Some(qcache_sim::fig5(opts, progress)),
+        "qcache-fig6" => Some(qcache_sim::fig6(opts, progress)),
+        "qcache-fig7" => Some(qcache_sim::fig7(opts, progress)),
+        "qcache-fig8" => Some(qcache_sim::fig8(opts, progress)),
+        "qcache-fig9" => Some(qcache_sim::fig9(opts, progress)),
+        "qcache-fig10" => Some(qcache_sim::fig10(opts, progress)),
+        "qcache-worstcase" => Some(qcache_sim::worstcase(opts, progress)),
+        "qcache-model" => Some(qcache_sim::model(opts, progress)),
+        "qcache-scale" => Some(qcache_sim::scale(opts, progress)),
         _ => None,
     }
 }
