@@ -300,3 +300,27 @@ fn model_dqs_sizes_the_afm_table() {
     let bad = run(&["model", "dqs", "--slots", "0"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// `npqos model qcache`: Table 5's nc latencies, the 66.7 M ops/s memory bound at no hits,
+/// qc needing the fewest threads and being best on one queue; a hit rate outside 0..1 is bad
+/// input.
+#[test]
+fn model_qcache_sizes_the_subsystems() {
+    let o = run(&["model", "qcache", "--threads", "32", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let subs = v["subsystems"].as_array().unwrap();
+    let get = |s: &str, k: &str| subs.iter().find(|x| x["subsystem"] == s).unwrap()[k].as_f64().unwrap();
+    let nc = subs.iter().find(|x| x["subsystem"] == "nc").unwrap();
+    assert_eq!(nc["latency_ns"]["enqueue_miss"], 170.0);
+    assert_eq!(nc["latency_ns"]["dequeue_miss"], 250.0);
+    for s in ["nc", "dc", "sqc", "qc"] {
+        assert!((get(s, "distinct_queues_mops") - 200.0 / 3.0).abs() < 1e-9, "{s}");
+    }
+    for s in ["nc", "dc", "sqc"] {
+        assert!(get("qc", "threads_to_memory_bound") < get(s, "threads_to_memory_bound"));
+        assert!(get("qc", "one_queue_mops") > get(s, "one_queue_mops"));
+    }
+    let bad = run(&["model", "qcache", "--hit-rate", "1.5"]);
+    assert_eq!(bad.status.code(), Some(2));
+}

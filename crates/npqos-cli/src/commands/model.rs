@@ -3,6 +3,10 @@
 //! `dqs` gives eq 5's AFM memory, the expected search costs (Theorems 1-2 and the exact
 //! random-BST values) and the brute-force table it replaces.
 //!
+//! `qcache` gives, per queuing subsystem, Table 5's latencies from Table 1, the memory-bound and
+//! thread-bound rates at a hit rate, the threads needed to reach the memory bound, and the
+//! one-queue (worst-case) rate.
+//!
 //! `kim` gives the workload side of the paper (eqs 15-16), the cost of the periodic-fill
 //! baseline (section 1 / 2.2) and the stochastic model of section 3.2 (eqs 8-13; constant
 //! inter-arrival times as in the paper, exponential ones as our extension): heap size per core,
@@ -60,6 +64,15 @@ pub struct ModelArgs {
     /// dqs: bits of a flow id B (104 for the IPv4 5-tuple)
     #[arg(long, default_value = "104", value_parser = count)]
     flow_bits: u64,
+    /// qcache: threads issuing queue operations
+    #[arg(long, default_value = "32", value_parser = count)]
+    threads: u64,
+    /// qcache: descriptor hit rate of the cached subsystems (0..1)
+    #[arg(long, default_value_t = 0.0)]
+    hit_rate: f64,
+    /// qcache: memory clock in MHz (one reference per cycle)
+    #[arg(long, default_value_t = 200.0)]
+    memory_mhz: f64,
     /// Print JSON instead of a table
     #[arg(long)]
     json: bool,
@@ -73,11 +86,12 @@ pub fn model(short: &str, a: &ModelArgs) -> Result<()> {
     match short {
         "kim" => kim(a),
         "dqs" => dqs(a),
-        "qcache" | "predictive" | "everest" => Err(bad(format!(
-            "npqos model {short}: not implemented yet (its mechanism issue is open); available: kim, dqs"
+        "qcache" => qcache(a),
+        "predictive" | "everest" => Err(bad(format!(
+            "npqos model {short}: no analytical sizing model (use `npqos reproduce {short}-...`); available: kim, dqs, qcache"
         ))),
         other => Err(bad(format!(
-            "unknown model {other:?}: expected one of kim (qcache, predictive, dqs, everest are not implemented yet)"
+            "unknown model {other:?}: expected one of kim, dqs, qcache"
         ))),
     }
 }
@@ -270,5 +284,99 @@ fn dqs(a: &ModelArgs) -> Result<()> {
             num(brute as f64)
         );
     }
+    Ok(())
+}
+
+/// qcache sizing: per subsystem, Table 5 latencies from Table 1, the memory-bound peak at a hit
+/// rate, the thread-bound rate `n / T̄`, the threads needed to reach the peak, and the
+/// single-queue (worst-case) rate `1 / S̄` (docs/qcache.md).
+fn qcache(a: &ModelArgs) -> Result<()> {
+    use npqos_core::queues::model::serial_ns;
+    use npqos_core::queues::timing::{Op, Subsystem, TABLE1};
+    if a.threads == 0 {
+        return Err(bad("npqos model qcache: --threads must be at least 1"));
+    }
+    if !(0.0..=1.0).contains(&a.hit_rate) {
+        return Err(bad(format!("--hit-rate {}: expected a fraction in 0..1", a.hit_rate)));
+    }
+    if !(a.memory_mhz > 0.0 && a.memory_mhz.is_finite()) {
+        return Err(bad(format!("--memory-mhz {}: expected a positive number", a.memory_mhz)));
+    }
+    let t = TABLE1;
+    let n = a.threads as f64;
+    let mut rows = Vec::new();
+    for sub in Subsystem::ALL {
+        let h = if sub.cached() { a.hit_rate } else { 0.0 };
+        let mean = |f: &dyn Fn(Op, bool) -> f64| {
+            [Op::Enqueue, Op::Dequeue].iter().map(|&op| h * f(op, true) + (1.0 - h) * f(op, false)).sum::<f64>() / 2.0
+        };
+        let t_op = mean(&|op, hit| t.latency_ns(sub, op, hit));
+        // One queue always hits once its descriptor is cached.
+        let s_one =
+            [Op::Enqueue, Op::Dequeue].iter().map(|&op| serial_ns(&t, sub, op, sub.cached())).sum::<f64>() / 2.0;
+        let refs = if sub.cached() { 1.0 + 2.0 * (1.0 - h) } else { 3.0 };
+        let memory = a.memory_mhz / refs;
+        let threads_bound = n / t_op * 1e3;
+        rows.push(json!({
+            "subsystem": sub.label(),
+            "hit_rate": h,
+            "latency_ns": {
+                "enqueue_hit": t.latency_ns(sub, Op::Enqueue, true), "enqueue_miss": t.latency_ns(sub, Op::Enqueue, false),
+                "dequeue_hit": t.latency_ns(sub, Op::Dequeue, true), "dequeue_miss": t.latency_ns(sub, Op::Dequeue, false),
+            },
+            "mean_op_ns": t_op,
+            "offchip_refs_per_op": refs,
+            "memory_bound_mops": memory,
+            "thread_bound_mops": threads_bound,
+            "distinct_queues_mops": memory.min(threads_bound),
+            "threads_to_memory_bound": (memory * t_op / 1e3).ceil(),
+            "one_queue_mops": 1e3 / s_one,
+        }));
+    }
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(
+                &json!({"model": "qcache", "threads": a.threads, "memory_mhz": a.memory_mhz, "subsystems": rows})
+            )?
+        );
+        return Ok(());
+    }
+    println!(
+        "qcache sizing: {} threads, memory {} MHz (one reference per cycle), hit rate {} (Table 1 timing; docs/qcache.md)",
+        a.threads, a.memory_mhz, a.hit_rate
+    );
+    println!(
+        " {:<4} {:>22} {:>22} {:>10} {:>9} {:>12} {:>12} {:>14} {:>10} {:>11}",
+        "sub",
+        "enqueue hit/miss (ns)",
+        "dequeue hit/miss (ns)",
+        "mean (ns)",
+        "refs/op",
+        "memory M/s",
+        "threads M/s",
+        "distinct q M/s",
+        "threads",
+        "1 queue M/s"
+    );
+    for r in &rows {
+        let l = &r["latency_ns"];
+        let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
+        println!(
+            " {:<4} {:>22} {:>22} {:>10} {:>9} {:>12} {:>12} {:>14} {:>10} {:>11}",
+            r["subsystem"].as_str().unwrap_or("?"),
+            format!("{} / {}", l["enqueue_hit"], l["enqueue_miss"]),
+            format!("{} / {}", l["dequeue_hit"], l["dequeue_miss"]),
+            num(f("mean_op_ns")),
+            num(f("offchip_refs_per_op")),
+            num(f("memory_bound_mops")),
+            num(f("thread_bound_mops")),
+            num(f("distinct_queues_mops")),
+            num(f("threads_to_memory_bound")),
+            num(f("one_queue_mops")),
+        );
+    }
+    println!(" distinct q = min(memory, threads): every operation on its own queue; threads = those needed to reach the memory bound;");
+    println!(" 1 queue = every operation on one queue, always a hit (1 / time the queue is held). Contention in between: npqos reproduce qcache-model.");
     Ok(())
 }
