@@ -744,7 +744,7 @@ pub fn model(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         lines: vec![
             ("section 3.6 model".into(), scatter),
             ("bounds (ours)".into(), bounds_pts),
-            ("y = x".into(), vec![(0.0, 0.0), (max, max)]),
+            ("y = x".into(), (0..=60).map(|i| (max * i as f64 / 60.0, max * i as f64 / 60.0)).collect()),
         ],
         kind: PlotKind::Points,
         log_x: false,
