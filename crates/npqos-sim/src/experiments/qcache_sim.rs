@@ -149,27 +149,46 @@ fn sweep_plots(w: &Wl, sweep: &Sweep, name: &str, title: &str) -> Vec<PlotSpec> 
         }
     }
     vec![
-        PlotSpec {
-            name: format!("{name}_throughput"),
-            title: format!("{title}: throughput vs threads"),
-            x_label: "threads".into(),
-            y_label: "M operations/s".into(),
-            lines: thr,
-            kind: PlotKind::Lines,
-            log_x: false,
-            log_y: false,
-        },
-        PlotSpec {
-            name: format!("{name}_hit_rate"),
-            title: format!("{title}: descriptor hit rate vs threads"),
-            x_label: "threads".into(),
-            y_label: "hit rate (%)".into(),
-            lines: hit,
-            kind: PlotKind::Lines,
-            log_x: false,
-            log_y: false,
-        },
+        plot(
+            &format!("{name}_throughput"),
+            &format!("{title}: throughput vs threads"),
+            "threads",
+            "M operations/s",
+            thr,
+            PlotKind::Lines,
+            false,
+        ),
+        plot(
+            &format!("{name}_hit_rate"),
+            &format!("{title}: descriptor hit rate vs threads"),
+            "threads",
+            "hit rate (%)",
+            hit,
+            PlotKind::Lines,
+            false,
+        ),
     ]
+}
+
+fn plot(
+    name: &str,
+    title: &str,
+    x_label: &str,
+    y_label: &str,
+    lines: Vec<(String, Vec<(f64, f64)>)>,
+    kind: PlotKind,
+    log_x: bool,
+) -> PlotSpec {
+    PlotSpec {
+        name: name.into(),
+        title: title.into(),
+        x_label: x_label.into(),
+        y_label: y_label.into(),
+        lines,
+        kind,
+        log_x,
+        log_y: false,
+    }
 }
 
 /// The largest throughput of a sweep and the fewest threads reaching 95% of it.
@@ -302,16 +321,15 @@ pub fn fig6(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         }
     }
     out.notes.push(table);
-    out.plots.push(PlotSpec {
-        name: "fig6b_weight".into(),
-        title: "SD1_k, 32 threads: throughput vs the dominating queue's weight".into(),
-        x_label: "weight of the dominating queue (%)".into(),
-        y_label: "M operations/s".into(),
-        lines: Subsystem::ALL.iter().map(|s| (curve("SD1_k", *s), lines[s.label()].clone())).collect(),
-        kind: PlotKind::Lines,
-        log_x: false,
-        log_y: false,
-    });
+    out.plots.push(plot(
+        "fig6b_weight",
+        "SD1_k, 32 threads: throughput vs the dominating queue's weight",
+        "weight of the dominating queue (%)",
+        "M operations/s",
+        Subsystem::ALL.iter().map(|s| (curve("SD1_k", *s), lines[s.label()].clone())).collect(),
+        PlotKind::Lines,
+        false,
+    ));
     out.notes.push("Hits rise with the weight, but so does serialization on the one queue: nc, dc and sqc hold it for a whole operation (215, 154, 122.5 ns), qc only for its engine's 47.5 ns, so qc keeps the benefit over the widest range. At 100% every subsystem is at its worst-case level (qcache-worstcase).".into());
     out
 }
@@ -412,30 +430,28 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             "section 4.3.2: throughput rises until the cache capacity (32 entries; the data cache declines from 64)",
         ));
     }
-    out.plots.push(PlotSpec {
-        name: "fig7b_set_size".into(),
-        title: "SDn_90, 32 threads: throughput vs dominating-set size".into(),
-        x_label: "queues in the dominating set".into(),
-        y_label: "M operations/s".into(),
-        lines: Subsystem::ALL.iter().map(|s| (curve("SDn_90", *s), lines[s.label()].clone())).collect(),
-        kind: PlotKind::Lines,
-        log_x: true,
-        log_y: false,
-    });
-    out.plots.push(PlotSpec {
-        name: "fig7b_hit_rate".into(),
-        title: "SDn_90, 32 threads: hit rate vs dominating-set size".into(),
-        x_label: "queues in the dominating set".into(),
-        y_label: "hit rate (%)".into(),
-        lines: Subsystem::ALL
+    out.plots.push(plot(
+        "fig7b_set_size",
+        "SDn_90, 32 threads: throughput vs dominating-set size",
+        "queues in the dominating set",
+        "M operations/s",
+        Subsystem::ALL.iter().map(|s| (curve("SDn_90", *s), lines[s.label()].clone())).collect(),
+        PlotKind::Lines,
+        true,
+    ));
+    out.plots.push(plot(
+        "fig7b_hit_rate",
+        "SDn_90, 32 threads: hit rate vs dominating-set size",
+        "queues in the dominating set",
+        "hit rate (%)",
+        Subsystem::ALL
             .iter()
             .filter(|s| s.cached())
             .map(|s| (curve("SDn_90", *s), hit_lines[s.label()].clone()))
             .collect(),
-        kind: PlotKind::Lines,
-        log_x: true,
-        log_y: false,
-    });
+        PlotKind::Lines,
+        true,
+    ));
     out.notes.push(format!("Sensitivity of SD16_90 at 32 threads to the departure server's standing backlog (M ops/s). A dominating queue holds about 5.6% of the backlog and DRR sends it in one burst, so a larger backlog means longer runs of dequeues on one queue and more serialization; the paper does not give its backlog. The other figures use {BACKLOG}.\n\n{sens}"));
     out.notes.push("Our sqc and dc stay further below qc than the paper's (1.15x and 1.30x): they hold a queue for the whole operation (122.5 and about 154 ns) and with 16 dominating queues each taking 5.6% of the operations, those queues are busy most of the time; qc holds them for 47.5 ns. The paper's numbers imply much weaker serialization in its sqc and dc models.".into());
     out
@@ -736,20 +752,19 @@ pub fn model(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     progress(1.0);
     out.notes.push(table);
     let max = scatter.iter().chain(&bounds_pts).map(|p| p.0.max(p.1)).fold(0.0, f64::max);
-    out.plots.push(PlotSpec {
-        name: "model_vs_simulation".into(),
-        title: "Section 3.6 model vs simulation, 32 threads (all workloads and subsystems)".into(),
-        x_label: "simulated (M ops/s)".into(),
-        y_label: "model (M ops/s)".into(),
-        lines: vec![
+    out.plots.push(plot(
+        "model_vs_simulation",
+        "Section 3.6 model vs simulation, 32 threads (all workloads and subsystems)",
+        "simulated (M ops/s)",
+        "model (M ops/s)",
+        vec![
             ("section 3.6 model".into(), scatter),
             ("bounds (ours)".into(), bounds_pts),
             ("y = x".into(), (0..=60).map(|i| (max * i as f64 / 60.0, max * i as f64 / 60.0)).collect()),
         ],
-        kind: PlotKind::Points,
-        log_x: false,
-        log_y: false,
-    });
+        PlotKind::Points,
+        false,
+    ));
     out.notes.push("The section 3.6 model is exact where one effect dominates: one queue (pure serialization), uniformly random traffic (pure memory bandwidth, or n / T̄ with few threads). Where several queues are hot it charges every stall in full to the total time (section 3.6 adds T_l to the parallel time), while in the simulation the other threads and the other hot queues keep going during a stall: the model is pessimistic there (down to 0.15-0.3 of the simulation). Our bounds (threads, memory, busiest queue; no queueing) are optimistic; the simulation lies between the two.".into());
     out
 }
@@ -830,16 +845,15 @@ pub fn fig10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         progress((i + 1) as f64 / wls.len() as f64);
     }
     out.notes.push(table);
-    out.plots.push(PlotSpec {
-        name: "fig10_interarrival_cdf".into(),
-        title: "Inter-arrival distance (operations since the previous one on the same queue): CDF".into(),
-        x_label: "operations".into(),
-        y_label: "fraction of operations".into(),
+    out.plots.push(plot(
+        "fig10_interarrival_cdf",
+        "Inter-arrival distance (operations since the previous one on the same queue): CDF",
+        "operations",
+        "fraction of operations",
         lines,
-        kind: PlotKind::Lines,
-        log_x: true,
-        log_y: false,
-    });
+        PlotKind::Lines,
+        true,
+    ));
     out
 }
 
