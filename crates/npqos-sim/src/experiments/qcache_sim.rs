@@ -66,6 +66,11 @@ fn stream(wl: &Wl, seed: u64) -> OpStream<crate::rng::StreamRng> {
     OpStream::new(&wl.spec, rng).unwrap_or_else(|e| panic!("workload {}: {e}", wl.label))
 }
 
+/// One job per (workload, subsystem) of `workloads` workloads, all with `threads` threads.
+fn every_subsystem_at(workloads: usize, threads: u32) -> Vec<Job> {
+    (0..workloads).flat_map(|wl| Subsystem::ALL.into_iter().map(move |sub| Job { wl, sub, threads })).collect()
+}
+
 /// Runs every job on two worker threads.
 fn simulate(wls: &[Wl], jobs: &[Job], n_ops: u64, seed: u64, progress: &mut dyn FnMut(f64)) -> Vec<SimStats> {
     par_map(
@@ -252,7 +257,7 @@ pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     }
     out.plots = sweep_plots(&w, &sweep, "fig5", "R (uniformly random)");
     out.notes.push(rows);
-    out.notes.push("All four subsystems make three off-chip references per operation at near-zero hit rates, so all saturate the memory port at 200/3 = 66.7 M ops/s; the paper's peak is 'slightly over 80M' — its memory must sustain about 240 M references/s where Table 1's 200 MHz clock gives us 200 M. The queuing cache gets there with the fewest threads because its operation is the shortest (132.5 ns on a miss against 207-215 ns).".into());
+    out.notes.push("All four subsystems make three off-chip references per operation at near-zero hit rates, so all saturate the memory port at 200/3 = 66.7 M ops/s; the paper's peak is 'slightly over 80M' — its memory must sustain about 240 M references/s where Table 1's 200 MHz clock gives us 200 M. The queuing cache gets there with the fewest threads because its operation is the shortest (132.5 ns on a miss against 194-212.5 ns for the others).".into());
     out
 }
 
@@ -281,9 +286,7 @@ pub fn fig6(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     };
     let mut wls: Vec<Wl> = weights.iter().map(|&k| wl(Pattern::Sd { n: 1, percent: k })).collect();
     wls.push(wl(Pattern::R));
-    let jobs: Vec<Job> = (0..wls.len())
-        .flat_map(|i| Subsystem::ALL.into_iter().map(move |sub| Job { wl: i, sub, threads: 32 }))
-        .collect();
+    let jobs = every_subsystem_at(wls.len(), 32);
     let stats = simulate(&wls, &jobs, ops(opts), opts.seed, &mut |x| progress(0.5 + 0.5 * x));
     let mut lines: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     let mut r_level: BTreeMap<&str, f64> = BTreeMap::new();
@@ -330,7 +333,7 @@ pub fn fig6(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         PlotKind::Lines,
         false,
     ));
-    out.notes.push("Hits rise with the weight, but so does serialization on the one queue: nc, dc and sqc hold it for a whole operation (215, 154, 122.5 ns), qc only for its engine's 47.5 ns, so qc keeps the benefit over the widest range. At 100% every subsystem is at its worst-case level (qcache-worstcase).".into());
+    out.notes.push("Hits rise with the weight, but so does serialization on the one queue: nc, dc and sqc hold it for a whole operation (212.5, 153.75, 122.5 ns), qc only for its engine's 47.5 ns, so qc keeps the benefit over the widest range. At 100% every subsystem is at its worst-case level (qcache-worstcase).".into());
     out
 }
 
@@ -392,9 +395,7 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         x.label = format!("SD16_90 backlog {b}");
         wls.push(x);
     }
-    let jobs: Vec<Job> = (0..wls.len())
-        .flat_map(|i| Subsystem::ALL.into_iter().map(move |sub| Job { wl: i, sub, threads: 32 }))
-        .collect();
+    let jobs = every_subsystem_at(wls.len(), 32);
     let stats = simulate(&wls, &jobs, ops(opts), opts.seed, &mut |x| progress(0.4 + 0.6 * x));
     let mut lines: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     let mut hit_lines: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
@@ -618,7 +619,7 @@ pub fn worstcase(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let mut w = wl(Pattern::U);
     w.spec.queues = 1;
     w.label = "one queue".into();
-    let jobs: Vec<Job> = Subsystem::ALL.into_iter().map(|sub| Job { wl: 0, sub, threads: 32 }).collect();
+    let jobs = every_subsystem_at(1, 32);
     let stats = simulate(std::slice::from_ref(&w), &jobs, ops(opts), opts.seed, progress);
     let mut th = BTreeMap::new();
     for (j, st) in jobs.iter().zip(&stats) {
