@@ -71,10 +71,11 @@ enum Cmd {
     Trace(TraceCmd),
     /// Analytical models as sizing tools
     #[command(
-        after_help = "Examples:\n  npqos model kim --queues 1000000 --link 100Gbps --overload 1.29\n  npqos model kim --queues 512000 --link 400Gbps --sizes uniform --json\n  npqos model dqs --slots 64,256,1024 --active-flows 256 --in-progress 1e6"
+        after_help = "Examples:\n  npqos model kim --queues 1000000 --link 100Gbps --overload 1.29\n  npqos model kim --queues 512000 --link 400Gbps --sizes uniform --json\n  npqos model dqs --slots 64,256,1024 --active-flows 256 --in-progress 1e6\n  npqos model qcache --threads 32 --hit-rate 0.9 --json"
     )]
     Model {
-        /// Paper short name (kim, dqs)
+        /// Paper short name: kim (heap sizes, reschedules, off-chip accesses), dqs (AFM table
+        /// search costs and memory), qcache (queue-operation latencies and throughput bounds)
         short: String,
         #[command(flatten)]
         args: commands::model::ModelArgs,

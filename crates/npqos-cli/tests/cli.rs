@@ -251,24 +251,46 @@ fn model_kim_matches_the_papers_worked_numbers() {
     assert_eq!(v["results"]["mean_interpacket_delay"]["value"], 6_160_000.0);
 }
 
+/// A link scenario of four captures recorded years apart (2011-2020): with the default
+/// alignment every IP packet of all four is offered (1,896 = the sum `npqos trace stats` gives),
+/// and flow multiplication multiplies them; merged by absolute time, the run sees the first
+/// file only.
 #[test]
-fn trace_scenario_runs_when_the_shared_traces_exist() {
+fn trace_scenario_offers_every_file_and_flow_multiplication_multiplies() {
+    const TEST: &str = "trace_scenario_offers_every_file_and_flow_multiplication_multiplies";
     let Some(ndpi) = ndpi_dir() else {
-        skip("trace_scenario_runs_when_the_shared_traces_exist", "../shared/traces/ndpi is absent");
+        skip(TEST, "../shared/traces/ndpi is absent");
         return;
     };
+    let names = ["443-chrome.pcap", "bitcoin.pcap", "dropbox.pcap", "quic.pcap"];
+    let files: Vec<String> = names.iter().map(|n| ndpi.join(n).to_str().unwrap().to_string()).collect();
+    let st = run(&["trace", "stats", "--json", &files[0], &files[1], &files[2], &files[3]]);
+    assert!(st.status.success(), "{}", stderr(&st));
+    let st: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let ip_packets = st.as_array().unwrap().last().unwrap()["ip_packets"].as_f64().unwrap();
+    assert_eq!(ip_packets, 1896.0, "the four captures hold 1 + 529 + 848 + 518 IP packets");
+
     let d = tempfile::tempdir().unwrap();
-    let text = format!(
-        "[run]\nduration = \"2s\"\n[link]\nrate = \"100Mbps\"\n[queues]\ncount = 16\n[traffic]\nsource = \"trace\"\nfiles = [{:?}, {:?}]\ntime_scale = 1000.0\nflow_multiply = 3\n",
-        ndpi.join("443-chrome.pcap").to_str().unwrap(),
-        ndpi.join("bitcoin.pcap").to_str().unwrap()
-    );
-    let s = write_scenario(d.path(), &text);
-    let out = d.path().join("t");
-    let o = run(&["run", s.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
-    assert!(v["scalars"]["offered_packets"]["value"].as_f64().unwrap() > 100.0);
+    let offered = |extra: &str, name: &str| {
+        let text = format!(
+            "[run]\nduration = \"2s\"\n[link]\nrate = \"100Mbps\"\n[queues]\ncount = 16\n[traffic]\nsource = \"trace\"\nfiles = {files:?}\ntime_scale = 1000.0\n{extra}"
+        );
+        let s = d.path().join(format!("{name}.toml"));
+        std::fs::write(&s, text).unwrap();
+        let out = d.path().join(name);
+        let o = run(&["run", s.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        let resolved = std::fs::read_to_string(out.join("scenario.resolved.toml")).unwrap();
+        (v["scalars"]["offered_packets"]["value"].as_f64().unwrap(), resolved)
+    };
+    let (one, resolved) = offered("", "aligned");
+    assert_eq!(one, ip_packets, "every IP packet of all four files");
+    assert!(resolved.contains("align = \"start\"") && resolved.contains("max_gap = \"1s\""), "{resolved}");
+    let (three, _) = offered("flow_multiply = 3\n", "x3");
+    assert_eq!(three, 3.0 * ip_packets, "flow multiplication multiplies the packets");
+    let (absolute, _) = offered("align = \"absolute\"\n", "absolute");
+    assert_eq!(absolute, 529.0, "by absolute time only the 2011 capture (bitcoin.pcap) falls in 2 s x 1000");
 }
 
 /// `npqos model dqs` reproduces the paper's eq 5 example and orders the search costs as the

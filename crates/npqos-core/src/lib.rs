@@ -34,14 +34,16 @@
 //!   from trace analysis (eq 7).
 //!
 //! * [`sched`]: processor scheduling with predicted processing times (paper `predictive`): the
-//!   eq 1 estimate and its online least-squares fit, eq 4 admission control, and fair queuing
-//!   of processing time (SFQ, WF2Q+, EFQ).
+//!   eq 1 estimate and its online least-squares fit, eq 4 admission control, fair queuing
+//!   of processing time (SFQ, WF2Q+, EFQ), and locality-aware grouping (LAP, eq 19) against
+//!   FCFS and T-Opt.
+//!
+//! * [`queues`]: queue-descriptor memory and its subsystems (paper `qcache`): the queue memory
+//!   with Table 2's references per operation, the Table 1 operation plans of nc / dc / sqc /
+//!   qc, and the section 3.6 model of time gained and lost.
 //!
 //! * [`cache`]: a set-associative cache model with a locked region (kim Tables VI-VII).
 //! * [`model`]: analytical models as sizing tools (kim's stochastic model, eqs 8-13).
-//!
-//! Not written yet: LAP (the rest of `predictive`) and `queues/` (qcache); the README's feature
-//! table tracks them.
 
 pub mod alloc;
 pub mod cache;

@@ -9,10 +9,12 @@
 //!   multiplication, trace statistics.
 //! * [`units`] and [`scenario`]: TOML scenarios with units, validated separately from
 //!   construction, every problem reported.
-//! * [`models`]: the runnable models (the `link` demo model until the paper mechanisms land).
+//! * [`models`]: the models of the five mechanisms and the `link` model; `link` and `kim` run
+//!   from scenario files, the others from their experiments (`npqos reproduce`).
 //! * [`results`]: the in-memory result of a run (scalars, series, histograms), written out by
 //!   the CLI.
 //! * [`experiments`]: the `npqos reproduce` registry.
+//! * [`testkit`]: helpers the test suites share (visible skips).
 
 pub mod engine;
 pub mod experiments;
@@ -20,6 +22,7 @@ pub mod models;
 pub mod results;
 pub mod rng;
 pub mod scenario;
+pub mod testkit;
 pub mod trace;
 pub mod units;
 pub mod workload;

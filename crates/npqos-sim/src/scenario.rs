@@ -39,8 +39,11 @@
 //! pareto_shape = 1.5
 //! files = ["a.pcap"]             # with source = "trace" (relative to the scenario file)
 //! time_scale = 1.0               # speed-up factor
-//! flow_multiply = 1
-//! lenient = false
+//! flow_multiply = 1             # overlaid copies, each rotated in time, flows kept apart
+//! lenient = false                # skip corrupt records instead of failing
+//! align = "start"                # several files: each from time 0 ("start", the default for
+//!                                # more than one file) or by absolute timestamp ("absolute")
+//! max_gap = "1s"                 # with align = "start": cap on each gap within a file
 //! [shaper]                       # model = "kim" only (docs/kim.md); traffic must be synthetic
 //! fill = "event"                 # "event" (Algorithm 1, per-core heaps) or "periodic"
 //! fill_period = "1ms"            # with fill = "periodic"
@@ -57,6 +60,7 @@
 //! interval = "1s"
 //! ```
 
+use crate::trace::Alignment;
 use crate::units::{fmt_size, parse_duration, parse_rate, parse_size};
 use crate::workload::{GapDist, SizeDist};
 use npqos_core::{Duration, Rate};
@@ -132,8 +136,12 @@ impl SizeSpec {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Traffic {
     Synthetic { overload: f64, sizes: SizeSpec, arrivals: GapDist },
-    Trace { files: Vec<PathBuf>, time_scale: f64, flow_multiply: u32, lenient: bool },
+    Trace { files: Vec<PathBuf>, time_scale: f64, flow_multiply: u32, lenient: bool, align: Alignment },
 }
+
+/// Default cap on the gap between consecutive records of one file under `align = "start"`
+/// (the nDPI corpus of the reproductions uses the same).
+pub const DEFAULT_MAX_GAP: Duration = Duration::from_millis(1000);
 
 /// The `[shaper]` table of a `model = "kim"` scenario.
 #[derive(Clone, Debug, PartialEq)]
@@ -496,7 +504,29 @@ impl Scenario {
             let time_scale = t.float("time_scale", 1.0, &mut probs, |v| v > 0.0, "greater than 0");
             let flow_multiply = t.int("flow_multiply", 1, 1, 65_535, &mut probs) as u32;
             let lenient = t.boolean("lenient", false, &mut probs);
-            Traffic::Trace { files, time_scale, flow_multiply, lenient }
+            let default_align = if files.len() > 1 { "start" } else { "absolute" };
+            let align = t.choice("align", default_align, &["start", "absolute"], &mut probs);
+            let max_gap = t.duration("max_gap", DEFAULT_MAX_GAP, &mut probs);
+            let align = if align == "start" {
+                if max_gap.is_zero() {
+                    probs.push(Problem {
+                        key: "traffic.max_gap".into(),
+                        value: Some(format!("\"{max_gap}\"")),
+                        message: "expected a positive duration".into(),
+                    });
+                }
+                Alignment::Start { max_gap }
+            } else {
+                if t.table.is_some_and(|tb| tb.contains_key("max_gap")) {
+                    probs.push(Problem {
+                        key: "traffic.max_gap".into(),
+                        value: Some(format!("\"{max_gap}\"")),
+                        message: "only applies with traffic.align = \"start\"".into(),
+                    });
+                }
+                Alignment::Absolute
+            };
+            Traffic::Trace { files, time_scale, flow_multiply, lenient, align }
         } else {
             let overload =
                 t.float("overload", 0.9, &mut probs, |v| v > 0.0 && v <= 1000.0, "greater than 0 and at most 1000");
@@ -827,7 +857,7 @@ impl Scenario {
                     }
                 }
             }
-            Traffic::Trace { files, time_scale, flow_multiply, lenient } => {
+            Traffic::Trace { files, time_scale, flow_multiply, lenient, align } => {
                 t.insert("source".into(), "trace".into());
                 t.insert(
                     "files".into(),
@@ -836,6 +866,15 @@ impl Scenario {
                 t.insert("time_scale".into(), (*time_scale).into());
                 t.insert("flow_multiply".into(), (*flow_multiply as i64).into());
                 t.insert("lenient".into(), (*lenient).into());
+                match align {
+                    Alignment::Absolute => {
+                        t.insert("align".into(), "absolute".into());
+                    }
+                    Alignment::Start { max_gap } => {
+                        t.insert("align".into(), "start".into());
+                        t.insert("max_gap".into(), max_gap.to_string().into());
+                    }
+                }
             }
         }
         root.insert("traffic".into(), t.into());

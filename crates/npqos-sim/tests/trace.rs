@@ -5,7 +5,7 @@ use npqos_core::flow::{FlowKey, PROTO_TCP, PROTO_UDP};
 use npqos_sim::trace::decode::{decode, NonIp};
 use npqos_sim::trace::reader::linktype;
 use npqos_sim::trace::writer::{tcp6_packet, udp4_frame, PcapNgWriter, PcapWriter};
-use npqos_sim::trace::{Merge, TraceOptions, TraceReader, TraceSource};
+use npqos_sim::trace::{Alignment, Merge, TraceOptions, TraceReader, TraceSource};
 use rand::SeedableRng;
 use std::path::{Path, PathBuf};
 
@@ -161,7 +161,13 @@ fn merge_orders_across_files_and_transformations_keep_flows() {
     );
 
     // Time scale 2: rebased to zero and halved.
-    let opts = TraceOptions { files: vec![a.clone(), b.clone()], lenient: false, time_scale: 2.0, flow_multiply: 1 };
+    let opts = TraceOptions {
+        files: vec![a.clone(), b.clone()],
+        lenient: false,
+        time_scale: 2.0,
+        flow_multiply: 1,
+        align: Alignment::Absolute,
+    };
     let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(1);
     let mut s = TraceSource::open(opts, &mut rng).unwrap();
     let mut ts = vec![];
@@ -171,7 +177,13 @@ fn merge_orders_across_files_and_transformations_keep_flows() {
     assert_eq!(ts, vec![0, 500, 2_000, 2_000, 4_000]);
 
     // Flow multiplication x3: same duration, 3x packets, 3x flows, in time order.
-    let opts = TraceOptions { files: vec![a, b], lenient: false, time_scale: 1.0, flow_multiply: 3 };
+    let opts = TraceOptions {
+        files: vec![a, b],
+        lenient: false,
+        time_scale: 1.0,
+        flow_multiply: 3,
+        align: Alignment::Absolute,
+    };
     let mut s = TraceSource::open(opts, &mut rng).unwrap();
     let mut pk = vec![];
     while let Some(p) = s.next().unwrap() {
@@ -182,6 +194,62 @@ fn merge_orders_across_files_and_transformations_keep_flows() {
     assert!(pk.iter().all(|p| p.ts.as_nanos() <= 8_000), "duration is kept");
     let flows: std::collections::HashSet<_> = pk.iter().map(|p| p.flow.unwrap()).collect();
     assert_eq!(flows.len(), 4 * 3);
+}
+
+/// Files recorded years apart: under `Alignment::Start` each starts at 0, gaps within a file are
+/// capped, and the merged stream equals the in-memory corpus of the reproductions (same axis,
+/// same tie order); under `Absolute` the second file lies years after the first.
+#[test]
+fn aligned_merge_starts_every_file_at_zero_and_caps_gaps() {
+    use npqos_core::Duration;
+    use npqos_sim::trace::corpus::Corpus;
+    const YEAR: u64 = 365 * 86_400 * 1_000_000_000;
+    let d = tempfile::tempdir().unwrap();
+    let a = write_file(
+        d.path(),
+        "a.pcap",
+        &[(1_000, [1, 0, 0, 1]), (3_000_000_000, [1, 0, 0, 2]), (3_000_000_500, [1, 0, 0, 1])],
+    );
+    let b = write_file(
+        d.path(),
+        "b.pcap",
+        &[(3 * YEAR, [2, 0, 0, 1]), (3 * YEAR + 700, [2, 0, 0, 2]), (3 * YEAR + 200, [2, 0, 0, 3])],
+    );
+    let files = vec![a, b];
+    let gap = Duration::from_millis(1000);
+    let mut m = Merge::open_aligned(&files, false, Alignment::Start { max_gap: gap }).unwrap();
+    let mut got = vec![];
+    while let Some(p) = m.next().unwrap() {
+        got.push((p.ts.as_nanos(), p.file));
+    }
+    // a: 0, then a 3 s gap capped to 1 s, then +500 ns; b: 0, +700, then back in time (gap 0).
+    assert_eq!(got, vec![(0, 0), (0, 1), (700, 1), (700, 1), (1_000_000_000, 0), (1_000_000_500, 0)]);
+    let corpus = Corpus::load(&files, false, gap).unwrap();
+    assert_eq!(corpus.packets.iter().map(|p| p.ts).collect::<Vec<_>>(), got.iter().map(|g| g.0).collect::<Vec<_>>());
+
+    let mut m = Merge::open(&files, false).unwrap();
+    let mut last = 0;
+    while let Some(p) = m.next().unwrap() {
+        last = p.ts.as_nanos();
+    }
+    assert!(last > 3 * YEAR, "absolute merge keeps the years between the files");
+
+    // Flow multiplication on the aligned axis: every packet of both files, k times.
+    let opts = TraceOptions {
+        files,
+        lenient: false,
+        time_scale: 1.0,
+        flow_multiply: 4,
+        align: Alignment::Start { max_gap: gap },
+    };
+    let mut rng = rand_chacha::ChaCha12Rng::seed_from_u64(7);
+    let mut s = TraceSource::open(opts, &mut rng).unwrap();
+    let mut n = 0;
+    while let Some(p) = s.next().unwrap() {
+        assert!(p.ts.as_nanos() <= 1_000_000_500);
+        n += 1;
+    }
+    assert_eq!(n, 6 * 4);
 }
 
 #[test]

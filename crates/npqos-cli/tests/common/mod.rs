@@ -30,9 +30,8 @@ pub fn ndpi_dir() -> Option<PathBuf> {
     d.is_dir().then(|| d.canonicalize().expect("exists"))
 }
 
-/// Reports a skipped test on the real stderr (bypassing libtest's capture, so the reason shows
-/// in a normal `cargo test` run).
+/// Reports a skipped test so the reason shows in a plain `cargo test` run (the one helper every
+/// suite uses: [`npqos_sim::testkit::skip`]).
 pub fn skip(test: &str, reason: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIPPED {test}: {reason}");
+    npqos_sim::testkit::skip(test, reason);
 }

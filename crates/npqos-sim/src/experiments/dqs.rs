@@ -750,7 +750,7 @@ mod tests {
     fn has_ndpi(out: &Output) -> bool {
         let present = out.runs.iter().any(|r| r.params.get("workload") == Some(&json!("ndpi")));
         if !present {
-            println!("skipping the real-trace assertions: no nDPI corpus (../shared/traces/ndpi)");
+            crate::testkit::skip("experiments::dqs::tests (real-trace assertions)", crate::testkit::NO_NDPI);
         }
         present
     }

@@ -546,7 +546,8 @@ mod tests {
         o.comparisons.iter().find(|c| c.metric == metric && c.params.get(key) == Some(&val)).expect("row present")
     }
 
-    /// Quick kim-table10: the renewal-reward model is within 5% of the simulation on average;
+    /// Quick kim-table10: the renewal-reward model is within 5% of the simulation on average and
+    /// closer than eq 11, whose error is largest just above overload 1;
     /// the paper's eq-11 model overestimates the heap at low overload (mean of a ratio) and
     /// underestimates it at high overload (no overshoot); heaps shrink as the overload falls.
     #[test]
@@ -577,7 +578,21 @@ mod tests {
                 .ours
         };
         assert!(sim("uniform", 7.7) > sim("uniform", 1.1) && sim("imix", 5.15) > sim("imix", 1.29));
-        assert!(mean_err > 0.0);
+        // Eq 11 errs most just above overload 1, and the renewal variant is the closer model.
+        assert!(renewal < mean_err / 2.0, "renewal {renewal}% vs eq 11 {mean_err}%");
+        assert!(mean_err < 25.0, "eq 11 mean error {mean_err}%");
+        let err = |d: &str, ov: f64| {
+            o.comparisons
+                .iter()
+                .find(|c| {
+                    c.metric == "model_error_percent"
+                        && c.params["sizes"] == json!(d)
+                        && c.params["overload"] == json!(ov)
+                })
+                .unwrap()
+                .ours
+        };
+        assert!(err("uniform", 1.1) > err("uniform", 7.7) && err("imix", 1.29) > err("imix", 5.15));
     }
 
     /// Quick kim-fig12: a larger reschedule threshold means fewer reschedules per queue and a
@@ -602,28 +617,39 @@ mod tests {
         }
     }
 
-    /// Quick kim-table2 / kim-fig8: event-driven fill needs far fewer accesses than periodic fill
-    /// at every queue count and period; heaps grow with the number of queues; more locked cache
-    /// never means more off-chip accesses.
+    /// Quick kim-table2 / kim-fig8 (1e3 and 1e4 queues). Counting every heap access on or off
+    /// chip, event-driven fill beats 100 us periodic fill at 1e4 queues (5.6x) but not at 1e3
+    /// (0.76x): periodic fills scale with the queues, heap accesses with the packets, which the
+    /// link rate fixes. Against 10 ms fills periodic needs fewer accesses at both sizes. At these
+    /// sizes the heaps stay under 256 nodes (2 KB locked), so no access leaves the chip and the
+    /// paper's off-chip reduction factor is undefined (NaN); heaps grow with the queues.
     #[test]
     fn table2_and_fig8_quick_trends() {
         let t = table2(quick(), &mut |_| {});
-        // At 100 us fills, even counting every heap access on chip, event-driven wins.
-        for c in t
-            .comparisons
-            .iter()
-            .filter(|c| c.metric == "reduction_vs_periodic_all_heap" && c.params["period_us"] == json!(100))
-        {
-            assert!(c.ours > 1.0 || c.params["queues"] == json!(1_000), "reduction {} at {:?}", c.ours, c.params);
+        let all_heap = |n: u64, period: u64| {
+            t.comparisons
+                .iter()
+                .find(|c| {
+                    c.metric == "reduction_vs_periodic_all_heap"
+                        && c.params["queues"] == json!(n)
+                        && c.params["period_us"] == json!(period)
+                })
+                .expect("row present")
+                .ours
+        };
+        assert!(all_heap(10_000, 100) > 2.0, "event-driven wins at 1e4 queues: {}", all_heap(10_000, 100));
+        assert!(all_heap(1_000, 100) < 1.0, "periodic needs fewer accesses at 1e3: {}", all_heap(1_000, 100));
+        assert!(all_heap(10_000, 100) > 5.0 * all_heap(1_000, 100), "the advantage grows with the queues");
+        for n in [1_000, 10_000] {
+            assert!(all_heap(n, 10_000) < 1.0, "10 ms fills at {n} queues: {}", all_heap(n, 10_000));
         }
-        // Off chip (the paper's measure): heaps fit in 8 KB at these sizes, so nothing leaves the chip.
+        for c in t.comparisons.iter().filter(|c| c.metric == "offchip_accesses_10s") {
+            assert_eq!(c.ours, 0.0, "heaps fit in the locked region at quick sizes: {:?}", c.params);
+        }
         for c in t.comparisons.iter().filter(|c| c.metric == "reduction_vs_periodic_offchip_8KB") {
-            assert!(c.ours.is_nan() || c.ours > 1.0, "reduction {} at {:?}", c.ours, c.params);
+            assert!(c.ours.is_nan(), "undefined without off-chip accesses: {} at {:?}", c.ours, c.params);
         }
         for r in &t.runs {
-            let (a2, a4, a8) =
-                (r.get("offchip_2KB").unwrap(), r.get("offchip_4KB").unwrap(), r.get("offchip_8KB").unwrap());
-            assert!(a2 >= a4 && a4 >= a8);
             assert!(r.get("rate_ratio").unwrap() < 1.05, "shaping holds the rate");
         }
         let f = fig8(quick(), &mut |_| {});
@@ -632,5 +658,6 @@ mod tests {
         let x4 = row(&f, "heap_max_per_core", "queues", json!(10_000)).ours;
         assert!(m4 > 2.0 * m3, "heaps grow with the queues: {m3} -> {m4}");
         assert!(x4 > m4);
+        assert!(x4 < 256.0, "the largest heap fits in 2 KB of 8-byte nodes: {x4}");
     }
 }

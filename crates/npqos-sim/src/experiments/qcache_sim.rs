@@ -1014,7 +1014,7 @@ mod tests {
     fn fig9_edge_and_core() {
         let out = fig9(quick(), &mut |_| {});
         if out.runs.is_empty() {
-            println!("skipping qcache-fig9 assertions: no nDPI corpus (../shared/traces/ndpi)");
+            crate::testkit::skip("experiments::qcache_sim::tests::fig9_edge_and_core", crate::testkit::NO_NDPI);
             return;
         }
         let h = |wl: &str| out.run_scalar(&format!("{}/threads=32", curve(wl, Subsystem::Qc)), "hit_rate").unwrap();

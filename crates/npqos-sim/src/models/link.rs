@@ -160,12 +160,13 @@ impl LinkModel {
                 }
                 m.source = Some(src);
             }
-            Traffic::Trace { files, time_scale, flow_multiply, lenient } => {
+            Traffic::Trace { files, time_scale, flow_multiply, lenient, align } => {
                 let opts = TraceOptions {
                     files: files.clone(),
                     lenient: *lenient,
                     time_scale: *time_scale,
                     flow_multiply: *flow_multiply,
+                    align: *align,
                 };
                 let src = TraceSource::open(opts, &mut streams.stream("link.trace", 0))?;
                 m.trace = Some((src, None));

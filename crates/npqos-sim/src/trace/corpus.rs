@@ -7,17 +7,18 @@
 //!
 //! 1. reads each file on its own (one reader at a time), keeping the IP packets as
 //!    (time, wire length, 5-tuple) records (non-IP records are counted and dropped);
-//! 2. **aligns** every file to start at time 0;
-//! 3. **caps** every gap between consecutive packets of a file at `max_gap` (idle periods
-//!    shrink; bursts and packet order are kept);
-//! 4. merges the files in time order (ties: lower file index, then file order).
+//! 2. **aligns** every file to start at time 0 and **caps** every gap between consecutive
+//!    records of a file at `max_gap` ([`super::Alignment::Start`]: idle periods shrink; bursts
+//!    and packet order are kept; the same axis `npqos run` gives a multi-file trace scenario
+//!    by default);
+//! 3. merges the files in time order (ties: lower file index, then file order).
 //!
 //! [`Corpus::overlay`] then replays `k` copies, copy `j > 0` rotated by an offset drawn
 //! uniformly from `[0, D)` and given `zone = j` (the flow multiplication of
 //! [`super::TraceSource`]), optionally sped up. 41,000 packets take about 3 MB.
 
 use super::decode::decode;
-use super::{ReaderCounters, TraceError, TraceReader};
+use super::{Aligner, ReaderCounters, TraceError, TraceReader};
 use npqos_core::flow::FlowKey;
 use npqos_core::Duration;
 use rand::Rng;
@@ -55,17 +56,11 @@ impl Corpus {
         let mut counters = ReaderCounters::default();
         for (fi, path) in files.iter().enumerate() {
             let mut r = TraceReader::open(path, lenient)?;
-            let (mut last_in, mut out, mut first) = (0u64, 0u64, true);
+            let mut align = Aligner::new(max_gap);
             let mut idx = 0u32;
             while let Some(rec) = r.next()? {
-                let ts = rec.ts_ns;
-                if first {
-                    first = false;
-                } else {
-                    // Out-of-order records keep their place with a zero gap.
-                    out += ts.saturating_sub(last_in).min(max_gap.as_nanos());
-                }
-                last_in = ts;
+                // Out-of-order records keep their place with a zero gap.
+                let out = align.map(rec.ts_ns);
                 match decode(&rec) {
                     Ok(m) => {
                         order.push((out, fi as u32, idx));

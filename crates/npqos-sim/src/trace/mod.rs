@@ -1,7 +1,8 @@
 //! Real trace input: streaming pcap / pcapng reading ([`reader`]), link-layer decoding
-//! ([`decode`]), a time-ordered merge of several files, and the transformations used to turn
-//! small captures into router-scale workloads ([`TraceSource`]): rebasing to time zero, speeding
-//! up by a factor, and flow multiplication. [`stats`] summarises traces for `npqos trace stats`;
+//! ([`decode`]), a time-ordered merge of several files on one time axis ([`Alignment`]: by
+//! absolute timestamp, or each file from time zero with long gaps capped), and the
+//! transformations used to turn small captures into router-scale workloads ([`TraceSource`]):
+//! rebasing to time zero, speeding up by a factor, and flow multiplication. [`stats`] summarises traces for `npqos trace stats`;
 //! [`writer`] writes pcap files (test corpora, generated workloads).
 
 pub mod corpus;
@@ -12,7 +13,7 @@ pub mod writer;
 
 use decode::{decode, NonIp, PacketMeta};
 use npqos_core::flow::FlowKey;
-use npqos_core::Instant;
+use npqos_core::{Duration, Instant};
 use rand::Rng;
 pub use reader::{Format, ReaderCounters, TraceError, TraceReader};
 use std::cmp::Reverse;
@@ -32,23 +33,71 @@ pub struct TracePacket {
     pub file: usize,
 }
 
-/// Several trace files merged into one stream in timestamp order. Equal timestamps are taken
-/// from the lower file index first, and within one file in file order, so the merge is
-/// deterministic. Records within one file that go back in time are passed on as they are
-/// (captures are not always sorted); the merge only orders across files.
+/// How the files of a multi-file trace share one time axis.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Alignment {
+    /// Every record keeps its absolute timestamp: for captures taken at one vantage point at
+    /// the same time. Files recorded years apart then lie years apart in the merged stream.
+    Absolute,
+    /// Every file starts at time 0, and each gap between consecutive records of a file is
+    /// capped at `max_gap` (idle periods shrink; bursts and order within a file are kept; a
+    /// record that goes back in time gets a zero gap). For collections of unrelated captures
+    /// (such as the nDPI test corpus): every file contributes from the start of the run.
+    Start { max_gap: Duration },
+}
+
+/// Maps one file's timestamps onto the [`Alignment::Start`] axis: 0 for the first record,
+/// then the running sum of capped gaps.
+#[derive(Clone, Copy, Debug)]
+pub struct Aligner {
+    max_gap: u64,
+    last_in: Option<u64>,
+    out: u64,
+}
+
+impl Aligner {
+    pub fn new(max_gap: Duration) -> Self {
+        Aligner { max_gap: max_gap.as_nanos(), last_in: None, out: 0 }
+    }
+    /// The aligned time of the next record, whose own timestamp is `ts` ns.
+    pub fn map(&mut self, ts: u64) -> u64 {
+        if let Some(last) = self.last_in {
+            self.out += ts.saturating_sub(last).min(self.max_gap);
+        }
+        self.last_in = Some(ts);
+        self.out
+    }
+}
+
+/// Several trace files merged into one stream in timestamp order, on the time axis of an
+/// [`Alignment`]. Equal timestamps are taken from the lower file index first, and within one
+/// file in file order, so the merge is deterministic. Under [`Alignment::Absolute`], records
+/// within one file that go back in time are passed on as they are (captures are not always
+/// sorted); the merge only orders across files.
 pub struct Merge {
     readers: Vec<TraceReader>,
+    aligners: Option<Vec<Aligner>>,
     heads: Vec<Option<TracePacket>>,
     heap: BinaryHeap<Reverse<(u64, usize)>>,
 }
 
 impl Merge {
+    /// The files merged by absolute timestamp.
     pub fn open(paths: &[PathBuf], lenient: bool) -> Result<Self, TraceError> {
+        Self::open_aligned(paths, lenient, Alignment::Absolute)
+    }
+
+    /// The files merged on the time axis of `align`.
+    pub fn open_aligned(paths: &[PathBuf], lenient: bool, align: Alignment) -> Result<Self, TraceError> {
         let mut readers = Vec::with_capacity(paths.len());
         for p in paths {
             readers.push(TraceReader::open(p, lenient)?);
         }
-        let mut m = Merge { heads: vec![None; readers.len()], readers, heap: BinaryHeap::new() };
+        let aligners = match align {
+            Alignment::Absolute => None,
+            Alignment::Start { max_gap } => Some(vec![Aligner::new(max_gap); readers.len()]),
+        };
+        let mut m = Merge { heads: vec![None; readers.len()], readers, aligners, heap: BinaryHeap::new() };
         for i in 0..m.readers.len() {
             m.advance(i)?;
         }
@@ -56,8 +105,12 @@ impl Merge {
     }
 
     fn advance(&mut self, i: usize) -> Result<(), TraceError> {
+        let aligners = &mut self.aligners;
         let next = self.readers[i].next()?.map(|rec| TracePacket {
-            ts: Instant::from_nanos(rec.ts_ns),
+            ts: Instant::from_nanos(match aligners {
+                Some(a) => a[i].map(rec.ts_ns),
+                None => rec.ts_ns,
+            }),
             wire_len: rec.orig_len,
             link: rec.link,
             flow: decode(&rec).map(|m: PacketMeta| m.flow),
@@ -102,9 +155,12 @@ pub struct TraceOptions {
     pub time_scale: f64,
     /// Number of copies of the trace overlaid (>= 1); see [`TraceSource`].
     pub flow_multiply: u32,
+    /// The time axis the files are merged on.
+    pub align: Alignment,
 }
 
-/// A trace as a workload: the files merged, rebased so the first packet is at time zero,
+/// A trace as a workload: the files merged (on the axis of [`TraceOptions::align`]), rebased
+/// so the first packet is at time zero,
 /// sped up by `time_scale`, and overlaid `flow_multiply` times.
 ///
 /// Flow multiplication follows the everest paper's trace scaling ("we scale the number of flows
@@ -140,7 +196,7 @@ impl TraceSource {
     /// Opens the trace. `rng` draws the flow-multiplication offsets (unused when `k == 1`).
     pub fn open<R: Rng + ?Sized>(opts: TraceOptions, rng: &mut R) -> Result<Self, TraceError> {
         let k = opts.flow_multiply.max(1);
-        let mut probe = Merge::open(&opts.files, opts.lenient)?;
+        let mut probe = Merge::open_aligned(&opts.files, opts.lenient, opts.align)?;
         let first_ts = probe.next()?.map(|p| p.ts.as_nanos()).unwrap_or(0);
         let mut duration = 1u64;
         if k > 1 {
@@ -202,7 +258,7 @@ impl TraceSource {
                 return Ok(());
             }
             if cp.merge.is_none() {
-                cp.merge = Some(Merge::open(&self.opts.files, self.opts.lenient)?);
+                cp.merge = Some(Merge::open_aligned(&self.opts.files, self.opts.lenient, self.opts.align)?);
             }
             let cut = self.duration - cp.offset; // phase 0 keeps rel >= cut, phase 1 rel < cut
             let next = cp.merge.as_mut().expect("opened").next()?;

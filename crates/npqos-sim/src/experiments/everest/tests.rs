@@ -21,6 +21,12 @@ fn workload_names(out: &Output) -> Vec<String> {
         out.runs.iter().filter_map(|r| r.params.get("workload").and_then(|v| v.as_str()).map(String::from)).collect();
     w.sort();
     w.dedup();
+    if !w.iter().any(|x| x == "ndpi") {
+        crate::testkit::skip(
+            &format!("experiments::everest::tests ({}, real-trace assertions)", out.id),
+            crate::testkit::NO_NDPI,
+        );
+    }
     w
 }
 
