@@ -47,15 +47,20 @@
 
 pub mod alloc;
 pub mod cache;
+pub mod error;
 pub mod flow;
 pub mod flowmap;
 mod fmt;
+pub mod id;
 pub mod model;
+pub mod ord;
 pub mod queues;
 pub mod rate;
 pub mod sched;
 pub mod shaper;
 pub mod time;
 
+pub use error::Error;
+pub use id::{AppId, CoreId, FlowId, ProcessorId, QueueId, ServiceId};
 pub use rate::Rate;
 pub use time::{Duration, Instant};

@@ -4,7 +4,7 @@
 //! A physical queue is given to a flow when its first packet arrives and taken back when the
 //! queue empties (dqs section 3). The active flow mapping ([`afm::AfmTable`]: `M` hashed slots,
 //! each a binary search tree) finds a packet's queue; packets are stored as chains of
-//! fixed-size blocks ([`buffer::QueueBuffer`]); deficit round robin ([`drr::Drr`]) serves the
+//! fixed-size blocks ([`buffer::QueueBuffer`]); deficit round robin ([`crate::sched::drr::Drr`]) serves the
 //! active queues. [`theory`] has the paper's Lemma 1, Theorems 1-2 and eq 5.
 //!
 //! [`Dqs`] puts them together as a flow table a data plane can use: [`Dqs::enqueue`] with a
@@ -27,14 +27,14 @@
 
 pub mod afm;
 pub mod buffer;
-pub mod drr;
 pub mod hash;
 pub mod theory;
 
 use crate::flow::FlowKey;
+use crate::id::QueueId;
+use crate::sched::drr::Drr;
 pub use afm::{AfmTable, DeleteRule, Find, SlotStats};
 pub use buffer::QueueBuffer;
-pub use drr::Drr;
 pub use hash::{HashKind, SlotHash};
 
 /// What happens to a new flow when every physical queue is taken. Never silent: both are counted.
@@ -169,7 +169,7 @@ impl Dqs {
             hash: SlotHash::new(cfg.hash, cfg.slots),
             afm: AfmTable::new(cfg.slots, cfg.queues as usize, cfg.delete_rule),
             buf: QueueBuffer::new(cfg.blocks, cfg.block_size, cfg.queues, shared, cfg.store_payload),
-            drr: Drr::new(cfg.queues + shared, cfg.quantum),
+            drr: Drr::new(cfg.queues + shared, cfg.quantum as u64).expect("Dqs::new: the quantum must be positive"),
             flow_packets: Vec::with_capacity(cfg.queues as usize),
             counters: DqsCounters::default(),
             cfg,
@@ -213,7 +213,7 @@ impl Dqs {
             Find::Found { node, value, compares } => {
                 if self.buf.push(value, len, node, payload) {
                     self.flow_packets[node as usize] += 1;
-                    self.drr.enqueued(value);
+                    self.drr.enqueued(QueueId(value)).expect("pooled queue ids are in range");
                     let shared = Some(value) == self.shared_queue();
                     Enqueue::Queued(Queued { queue: value, new_flow: false, shared, compares, slot })
                 } else {
@@ -245,7 +245,7 @@ impl Dqs {
                             let pushed = self.buf.push(q, len, node, payload);
                             debug_assert!(pushed, "blocks were checked");
                             self.flow_packets[node as usize] = 1;
-                            self.drr.enqueued(q);
+                            self.drr.enqueued(QueueId(q)).expect("pooled queue ids are in range");
                             self.counters.flows_activated += 1;
                             self.counters.flows_shared += shared as u64;
                             Enqueue::Queued(Queued { queue: q, new_flow: true, shared, compares, slot })
@@ -265,9 +265,9 @@ impl Dqs {
     /// no more packets leaves the AFM table, and an emptied queue goes back to the pool.
     pub fn dequeue(&mut self, out: Option<&mut Vec<u8>>) -> Option<Dequeued> {
         let buf = &self.buf;
-        let q = self.drr.select(|q| buf.head_len(q).expect("DRR round holds only non-empty queues"))?;
+        let q = self.drr.select(|q| buf.head_len(q.0).expect("DRR round holds only non-empty queues") as u64)?.0;
         let p = self.buf.pop(q, out).expect("selected queue is non-empty");
-        self.drr.dequeued(q, p.emptied);
+        self.drr.dequeued(QueueId(q), p.emptied).expect("the queue select() named");
         let node = p.tag;
         let fp = &mut self.flow_packets[node as usize];
         *fp -= 1;

@@ -1,6 +1,8 @@
-//! Packet queues in shared memory and the subsystems that hold their descriptors (paper
-//! `qcache`, issue #7, part 1).
+//! Packet queues: the packet buffer of whole-packet queues, and queues in shared memory with
+//! the subsystems that hold their descriptors (paper `qcache`).
 //!
+//! * [`pool`]: per-queue packet FIFOs over one pool of 16-byte nodes (the buffer of the `link`
+//!   and `kim` models).
 //! * [`memory`]: descriptors (head, tail, length) and linked lists of buffer pointers, with the
 //!   paper's enqueue and dequeue (Table 2) counting every queue-memory reference.
 //! * [`timing`]: the Table 1 parameters and, per subsystem (nc, dc, sqc, qc), the stages an
@@ -14,6 +16,7 @@
 
 pub mod memory;
 pub mod model;
+pub mod pool;
 pub mod timing;
 
 #[cfg(test)]

@@ -27,7 +27,8 @@
 //! binary heaps with lazy deletion: eligible heads by finish tag, ineligible ones by start
 //! tag); no per-packet allocation once the queues have grown.
 
-use std::cmp::{Ordering, Reverse};
+use crate::ord::TotalF64;
+use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
 use thiserror::Error;
 
@@ -117,19 +118,9 @@ struct Flow {
     version: u64,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-struct Key(f64, u64, u32, u64);
-impl Eq for Key {}
-impl PartialOrd for Key {
-    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for Key {
-    fn cmp(&self, o: &Self) -> Ordering {
-        self.0.total_cmp(&o.0).then(self.1.cmp(&o.1)).then(self.2.cmp(&o.2)).then(self.3.cmp(&o.3))
-    }
-}
+/// Heap entry: (tag, insertion seq, flow, version), ascending in that order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct Key(TotalF64, u64, u32, u64);
 
 /// Fair queue of processing time over `m` processors.
 #[derive(Clone, Debug)]
@@ -294,14 +285,14 @@ impl FairQueue {
         self.clean(true);
         if self.disc == Discipline::Sfq {
             // SFQ files every head in `elig`, keyed by S.
-            return self.elig.peek().map(|Reverse(k)| k.0);
+            return self.elig.peek().map(|Reverse(k)| k.0 .0);
         }
         if !self.elig.is_empty() {
             // An eligible head has S <= V already.
             return None;
         }
         self.clean(false);
-        self.inelig.peek().map(|Reverse(k)| k.0)
+        self.inelig.peek().map(|Reverse(k)| k.0 .0)
     }
 
     /// Drops stale entries from the top of a heap.
@@ -324,10 +315,10 @@ impl FairQueue {
         loop {
             self.clean(false);
             match self.inelig.peek() {
-                Some(Reverse(k)) if k.0 <= self.v => {
+                Some(Reverse(k)) if k.0 .0 <= self.v => {
                     let Reverse(Key(_, seq, f, ver)) = self.inelig.pop().expect("peeked");
                     let key = self.flows[f as usize].head_key;
-                    self.elig.push(Reverse(Key(key, seq, f, ver)));
+                    self.elig.push(Reverse(Key(TotalF64(key), seq, f, ver)));
                 }
                 _ => break,
             }
@@ -352,9 +343,9 @@ impl FairQueue {
         self.seq += 1;
         let seq = self.seq;
         if disc == Discipline::Sfq || s <= self.v {
-            self.elig.push(Reverse(Key(key, seq, fi as u32, ver)));
+            self.elig.push(Reverse(Key(TotalF64(key), seq, fi as u32, ver)));
         } else {
-            self.inelig.push(Reverse(Key(s, seq, fi as u32, ver)));
+            self.inelig.push(Reverse(Key(TotalF64(s), seq, fi as u32, ver)));
         }
     }
 }

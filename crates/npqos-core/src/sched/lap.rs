@@ -31,7 +31,8 @@
 //! Packets may also be removed by id ([`LapScheduler::remove`]) when another scheduler (EFQ in
 //! the section 6 combination) served them; ids must increase with enqueue order.
 
-use std::cmp::Ordering;
+use crate::ord::TotalF64;
+use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 use thiserror::Error;
 
@@ -107,8 +108,19 @@ struct App {
 }
 
 /// Heap entry: (W / (c + 1/2), oldest live id, app, version); larger key first, then older.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// The version is not part of the order: a stale claim is recognised when it surfaces.
+#[derive(Clone, Copy, Debug)]
 struct Claim(f64, u64, u32, u64);
+impl Claim {
+    fn key(&self) -> (TotalF64, Reverse<u64>, Reverse<u32>) {
+        (TotalF64(self.0), Reverse(self.1), Reverse(self.2))
+    }
+}
+impl PartialEq for Claim {
+    fn eq(&self, o: &Self) -> bool {
+        self.key() == o.key()
+    }
+}
 impl Eq for Claim {}
 impl PartialOrd for Claim {
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
@@ -117,7 +129,7 @@ impl PartialOrd for Claim {
 }
 impl Ord for Claim {
     fn cmp(&self, o: &Self) -> Ordering {
-        self.0.total_cmp(&o.0).then(o.1.cmp(&self.1)).then(o.2.cmp(&self.2))
+        self.key().cmp(&o.key())
     }
 }
 

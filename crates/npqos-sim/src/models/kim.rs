@@ -19,9 +19,10 @@ use crate::results::RunResult;
 use crate::rng::{RngStreams, StreamRng};
 use crate::workload::{mean_gap_for_overload, Arrivals, GapDist, SizeDist};
 use npqos_core::cache::SetAssocCache;
+use npqos_core::queues::pool::{Packet, PacketPool};
 use npqos_core::shaper::heap::{Observe, OpKind, NODE_BYTES};
 use npqos_core::shaper::{Adaptive, BucketParams, Decision, EventShaper, PeriodicShaper, ShaperError};
-use npqos_core::{Duration, Instant, Rate};
+use npqos_core::{Duration, Instant, QueueId, Rate};
 use rand::Rng;
 use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
@@ -222,23 +223,8 @@ impl KimParams {
     }
 }
 
-const NIL: u32 = u32::MAX;
 /// Cache-model address of the bucket-state array (far above any heap array).
 const BUCKET_REGION: u64 = 1 << 40;
-
-#[derive(Clone, Copy)]
-struct Node {
-    next: u32,
-    size: u32,
-    arrival: u64,
-}
-
-#[derive(Clone, Copy, Default)]
-struct Queue {
-    head: u32,
-    tail: u32,
-    bytes: u64,
-}
 
 /// Counts heap array accesses by index (shared by all cores' heaps: off-chip accesses for a
 /// locked size L are the accesses at index >= L / 8).
@@ -331,9 +317,8 @@ enum Shaper {
 struct Kim {
     p: KimParams,
     shaper: Shaper,
-    queues: Vec<Queue>,
-    nodes: Vec<Node>,
-    free: u32,
+    /// The buffered packets (used when packets wait: a shared link, or queueing while disabled).
+    pool: PacketPool,
     arrivals: Vec<Arrivals>,
     rng_size: StreamRng,
     rng_gap: StreamRng,
@@ -390,17 +375,8 @@ impl Kim {
     /// Dequeues and sends the head packet of `qi` (non-empty, eligible) through the shaper;
     /// returns the packet's size and whether the send throttled the queue.
     fn send_one(&mut self, qi: usize, engine: &mut Engine<Ev>) -> (u32, bool) {
-        let head = self.queues[qi].head;
-        let node = self.nodes[head as usize];
-        let qs = &mut self.queues[qi];
-        qs.head = node.next;
-        if qs.head == NIL {
-            qs.tail = NIL;
-        }
-        qs.bytes -= node.size as u64;
-        self.nodes[head as usize].next = self.free;
-        self.free = head;
-        (node.size, self.send_packet(qi, node.size, node.arrival, engine))
+        let p = self.pool.pop(QueueId::from_index(qi)).expect("send_one is called on a non-empty queue");
+        (p.size, self.send_packet(qi, p.size, p.arrival.as_nanos(), engine))
     }
 
     /// Sends a packet of `size` bytes from `qi` that arrived at `arrival` ns through the shaper;
@@ -475,7 +451,7 @@ impl Kim {
             LinkMode::Ideal => {
                 while let Some(q) = self.work.pop() {
                     let qi = q as usize;
-                    while self.queues[qi].head != NIL {
+                    while !self.pool.is_empty(QueueId::from_index(qi)) {
                         if self.send_one(qi, engine).1 {
                             break;
                         }
@@ -495,7 +471,7 @@ impl Kim {
     fn admit_work(&mut self) {
         while let Some(q) = self.work.pop() {
             let qi = q as usize;
-            if !self.in_ring[qi] && self.queues[qi].head != NIL && self.eligible(qi) {
+            if !self.in_ring[qi] && !self.pool.is_empty(QueueId::from_index(qi)) && self.eligible(qi) {
                 self.in_ring[qi] = true;
                 self.ring.push_back(q);
             }
@@ -507,11 +483,11 @@ impl Kim {
         while let Some(q) = self.ring.pop_front() {
             let qi = q as usize;
             self.in_ring[qi] = false;
-            if self.queues[qi].head == NIL || !self.eligible(qi) {
+            if self.pool.is_empty(QueueId::from_index(qi)) || !self.eligible(qi) {
                 continue;
             }
             let (size, throttled) = self.send_one(qi, engine);
-            if !throttled && self.queues[qi].head != NIL {
+            if !throttled && !self.pool.is_empty(QueueId::from_index(qi)) {
                 self.in_ring[qi] = true;
                 self.ring.push_back(q);
             }
@@ -562,7 +538,7 @@ impl Model for Kim {
                 // once), so the packet leaves now without being buffered.
                 // (Dropping while disabled, the buffer is never used: no need to look at it.)
                 if self.p.link_mode == LinkMode::Ideal
-                    && (self.p.while_disabled == WhileDisabled::Drop || self.queues[qi].head == NIL)
+                    && (self.p.while_disabled == WhileDisabled::Drop || self.pool.is_empty(QueueId::from_index(qi)))
                     && self.eligible(qi)
                 {
                     let now = engine.now().as_nanos();
@@ -570,28 +546,12 @@ impl Model for Kim {
                     self.serve(engine);
                     return;
                 }
-                if self.queues[qi].bytes + size as u64 > self.p.buffer_bytes {
+                let queue = QueueId::from_index(qi);
+                if self.pool.bytes(queue) + size as u64 > self.p.buffer_bytes {
                     self.dropped += 1;
                     return;
                 }
-                let node = Node { next: NIL, size, arrival: engine.now().as_nanos() };
-                let i = if self.free != NIL {
-                    let i = self.free;
-                    self.free = self.nodes[i as usize].next;
-                    self.nodes[i as usize] = node;
-                    i
-                } else {
-                    self.nodes.push(node);
-                    (self.nodes.len() - 1) as u32
-                };
-                let qs = &mut self.queues[qi];
-                if qs.tail == NIL {
-                    qs.head = i;
-                } else {
-                    self.nodes[qs.tail as usize].next = i;
-                }
-                qs.tail = i;
-                qs.bytes += size as u64;
+                self.pool.push(queue, Packet { size, arrival: engine.now() }).expect("queue ids come from 0..queues");
                 if self.eligible(qi) {
                     self.work.push(q);
                     self.serve(engine);
@@ -673,9 +633,7 @@ pub fn run_with_log(
     let mut m = Kim {
         p: p.clone(),
         shaper,
-        queues: vec![Queue { head: NIL, tail: NIL, bytes: 0 }; n],
-        nodes: Vec::new(),
-        free: NIL,
+        pool: PacketPool::new(n as u32),
         arrivals: if proc.is_stateless() { vec![proc] } else { vec![proc; n] },
         rng_size: streams.stream("kim.sizes", 0),
         rng_gap: streams.stream("kim.arrivals", 0),

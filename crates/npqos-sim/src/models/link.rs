@@ -6,8 +6,10 @@
 //! kim eqs 15-16) or a trace (packets mapped to queues by 5-tuple digest modulo `N`).
 //!
 //! State layout (flat arrays indexed by queue id, no allocation per packet once warm):
-//! * `QueueState` (32 B): head and tail of the queue's packet list, packets, bytes, DRR deficit;
-//! * a packet-node pool (16 B per node: next index, size, arrival time) with a free list;
+//! * the packets in a [`PacketPool`] (16 B per queue: head, tail, bytes; 16 B per node: next
+//!   index, size, arrival time; a free list);
+//! * the link scheduler, the core [`Drr`] (a ring of active queues, 9 B per queue: deficit and
+//!   an active flag);
 //! * one pending arrival event per synthetic queue in the engine.
 //!
 //! Measured: offered / delivered / dropped packets and bytes, throughput and utilisation,
@@ -21,34 +23,16 @@ use crate::scenario::{Scenario, Traffic};
 use crate::trace::{TraceError, TraceOptions, TraceSource};
 use crate::workload::{mean_gap_for_overload, Arrivals, SizeDist};
 use hdrhistogram::Histogram as Hdr;
+use npqos_core::queues::pool::{Packet, PacketPool};
 use npqos_core::rate::Serializer;
+use npqos_core::sched::drr::Drr;
+use npqos_core::QueueId;
 use npqos_core::{Duration, Instant};
-use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-const NIL: u32 = u32::MAX;
-
 /// A trace packet whose arrival event is scheduled: (time ns, queue, bytes).
 type PendingPacket = (u64, u32, u64);
-
-#[derive(Clone, Copy, Debug)]
-struct QueueState {
-    head: u32,
-    tail: u32,
-    packets: u32,
-    bytes: u64,
-    deficit: u64,
-    /// On the DRR active list.
-    active: bool,
-}
-
-#[derive(Clone, Copy, Debug)]
-struct Node {
-    next: u32,
-    size: u32,
-    arrival: u64,
-}
 
 /// Events of the link model.
 #[derive(Clone, Copy, Debug)]
@@ -72,15 +56,10 @@ struct Source {
 
 /// The model state. Build with [`LinkModel::new`], drive with [`run`].
 pub struct LinkModel {
-    queues: Vec<QueueState>,
-    nodes: Vec<Node>,
-    free: u32,
-    active: VecDeque<u32>,
-    /// The queue whose DRR visit is in progress (its quantum already added).
-    visiting: Option<u32>,
+    pool: PacketPool,
+    drr: Drr,
     link: Serializer,
     busy: bool,
-    quantum: u64,
     buffer: u64,
     warmup: u64,
     end: u64,
@@ -110,14 +89,10 @@ impl LinkModel {
     pub fn new(sc: &Scenario, streams: &RngStreams, engine: &mut Engine<Ev>) -> Result<Self, TraceError> {
         let n = sc.queues as usize;
         let mut m = LinkModel {
-            queues: vec![QueueState { head: NIL, tail: NIL, packets: 0, bytes: 0, deficit: 0, active: false }; n],
-            nodes: Vec::new(),
-            free: NIL,
-            active: VecDeque::with_capacity(n.min(1 << 20)),
-            visiting: None,
+            pool: PacketPool::new(sc.queues),
+            drr: Drr::new(sc.queues, sc.quantum).expect("the scenario reader refuses a zero quantum"),
             link: Serializer::new(sc.link_rate),
             busy: false,
-            quantum: sc.quantum,
             buffer: sc.buffer,
             warmup: sc.warmup.as_nanos(),
             end: sc.duration.as_nanos(),
@@ -186,7 +161,7 @@ impl LinkModel {
             match src.next() {
                 Ok(Some(p)) => match p.flow {
                     Ok(f) => {
-                        let q = (f.digest() % self.queues.len() as u64) as u32;
+                        let q = (f.digest() % self.pool.queues() as u64) as u32;
                         let t = p.ts.max(engine.now());
                         *pending = Some((t.as_nanos(), q, p.wire_len as u64));
                         engine.schedule(t, Ev::TraceNext);
@@ -207,43 +182,19 @@ impl LinkModel {
         }
     }
 
-    fn alloc_node(&mut self, size: u32, arrival: u64) -> u32 {
-        if self.free != NIL {
-            let i = self.free;
-            self.free = self.nodes[i as usize].next;
-            self.nodes[i as usize] = Node { next: NIL, size, arrival };
-            i
-        } else {
-            self.nodes.push(Node { next: NIL, size, arrival });
-            (self.nodes.len() - 1) as u32
-        }
-    }
-
     fn enqueue(&mut self, q: u32, size: u64, engine: &mut Engine<Ev>) {
-        let now = engine.now().as_nanos();
+        let now = engine.now();
         self.offered_pkts += 1;
         self.offered_bytes += size;
-        let qs = self.queues[q as usize];
-        if qs.bytes + size > self.buffer {
+        let q = QueueId(q);
+        if self.pool.bytes(q) + size > self.buffer {
             self.dropped_pkts += 1;
             self.dropped_bytes += size;
             return;
         }
-        let node = self.alloc_node(size as u32, now);
-        let qs = &mut self.queues[q as usize];
-        if qs.tail == NIL {
-            qs.head = node;
-        } else {
-            self.nodes[qs.tail as usize].next = node;
-        }
-        qs.tail = node;
-        qs.packets += 1;
-        qs.bytes += size;
+        self.pool.push(q, Packet { size: size as u32, arrival: now }).expect("queue ids come from 0..queues");
+        self.drr.enqueued(q).expect("queue ids come from 0..queues");
         self.backlog_bytes += size;
-        if !qs.active {
-            qs.active = true;
-            self.active.push_back(q);
-        }
         if !self.busy {
             self.start_next(engine);
         }
@@ -251,50 +202,25 @@ impl LinkModel {
 
     /// DRR: picks the next packet and starts sending it.
     fn start_next(&mut self, engine: &mut Engine<Ev>) {
-        while let Some(&q) = self.active.front() {
-            let qi = q as usize;
-            if self.visiting != Some(q) {
-                self.visiting = Some(q);
-                self.queues[qi].deficit += self.quantum;
-            }
-            let head = self.queues[qi].head;
-            let size = self.nodes[head as usize].size as u64;
-            if size <= self.queues[qi].deficit {
-                let node = self.nodes[head as usize];
-                let qs = &mut self.queues[qi];
-                qs.deficit -= size;
-                qs.head = node.next;
-                if qs.head == NIL {
-                    qs.tail = NIL;
-                }
-                qs.packets -= 1;
-                qs.bytes -= size;
-                self.backlog_bytes -= size;
-                if qs.packets == 0 {
-                    qs.deficit = 0;
-                    qs.active = false;
-                    self.active.pop_front();
-                    self.visiting = None;
-                }
-                self.nodes[head as usize].next = self.free;
-                self.free = head;
-                let done = self.link.send(engine.now(), size);
-                self.busy = true;
-                engine.schedule(done, Ev::Departure);
-                let done_ns = done.as_nanos();
-                if node.arrival >= self.warmup && done_ns <= self.end {
-                    let _ = self.delay.record(done_ns - node.arrival);
-                }
-                if done_ns <= self.end {
-                    self.delivered_pkts += 1;
-                    self.delivered_bytes += size;
-                    self.delivered_per_queue[qi] += size;
-                }
-                return;
-            }
-            // Deficit too small: end this queue's visit.
-            self.active.rotate_left(1);
-            self.visiting = None;
+        let pool = &self.pool;
+        let Some(q) = self.drr.select(|q| pool.head(q).map_or(0, |p| p.size as u64)) else {
+            return;
+        };
+        let p = self.pool.pop(q).expect("DRR names only non-empty queues");
+        self.drr.dequeued(q, self.pool.is_empty(q)).expect("the queue select() named");
+        let size = p.size as u64;
+        self.backlog_bytes -= size;
+        let done = self.link.send(engine.now(), size);
+        self.busy = true;
+        engine.schedule(done, Ev::Departure);
+        let (done_ns, arrival) = (done.as_nanos(), p.arrival.as_nanos());
+        if arrival >= self.warmup && done_ns <= self.end {
+            let _ = self.delay.record(done_ns - arrival);
+        }
+        if done_ns <= self.end {
+            self.delivered_pkts += 1;
+            self.delivered_bytes += size;
+            self.delivered_per_queue[q.index()] += size;
         }
     }
 
@@ -399,9 +325,7 @@ impl Model for LinkModel {
             }
             Ev::Departure => {
                 self.busy = false;
-                if !self.active.is_empty() {
-                    self.start_next(engine);
-                }
+                self.start_next(engine);
             }
             Ev::Sample => {
                 self.sample(engine.now());
