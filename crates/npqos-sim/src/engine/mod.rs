@@ -1,8 +1,10 @@
 //! The deterministic discrete-event engine.
 //!
-//! A model implements [`Model`]; the [`Engine`] pops events in `(time, insertion sequence)`
-//! order and hands each to the model together with the engine itself, through which the model
-//! schedules and cancels further events. A run stops when the queue drains, at an end time, after
+//! A model implements [`Model`]; the [`Engine`] pops events in `(time, class, insertion
+//! sequence)` order and hands each to the model together with the engine itself, through which
+//! the model schedules and cancels further events. The class (0 unless the model gives one with
+//! [`Engine::schedule_class`]) is how a model states that at one instant some event kinds run
+//! before others (completions before arrivals); each model's doc page lists its classes. A run stops when the queue drains, at an end time, after
 //! an event budget, or when an interrupt flag (Ctrl-C) is raised; the [`StopReason`] says which.
 //!
 //! **Invariant:** nothing in the engine depends on wall-clock time or thread scheduling, so a
@@ -35,6 +37,8 @@ pub enum StopReason {
     Budget,
     /// The interrupt flag was raised (e.g. Ctrl-C); results are partial.
     Interrupted,
+    /// The model called [`Engine::halt`] (it found an error it reports itself).
+    Halted,
 }
 
 /// Limits of one [`Engine::run`] call.
@@ -61,6 +65,7 @@ pub struct Engine<E: Copy> {
     now: Instant,
     executed: u64,
     interrupt: Option<Arc<AtomicBool>>,
+    halted: bool,
 }
 
 impl<E: Copy> Default for Engine<E> {
@@ -71,7 +76,7 @@ impl<E: Copy> Default for Engine<E> {
 
 impl<E: Copy> Engine<E> {
     pub fn new() -> Self {
-        Engine { queue: EventQueue::new(), now: Instant::ZERO, executed: 0, interrupt: None }
+        Engine { queue: EventQueue::new(), now: Instant::ZERO, executed: 0, interrupt: None, halted: false }
     }
     /// Raising `flag` makes [`run`](Self::run) return [`StopReason::Interrupted`] within a few
     /// thousand events.
@@ -95,9 +100,19 @@ impl<E: Copy> Engine<E> {
         assert!(at >= self.now, "event scheduled in the past: {at} < now {}", self.now);
         self.queue.push(at, event)
     }
+    /// Schedules `event` at `at` in `class`: at equal times lower classes run first.
+    pub fn schedule_class(&mut self, at: Instant, class: u8, event: E) -> EventKey {
+        assert!(at >= self.now, "event scheduled in the past: {at} < now {}", self.now);
+        self.queue.push_class(at, class, event)
+    }
     /// Schedules `event` after `delay`.
     pub fn schedule_in(&mut self, delay: Duration, event: E) -> EventKey {
         self.queue.push(self.now + delay, event)
+    }
+    /// Stops the run after the current event: [`run`](Self::run) returns
+    /// [`StopReason::Halted`].
+    pub fn halt(&mut self) {
+        self.halted = true;
     }
     /// Cancels a pending event; false if it already ran or was cancelled.
     pub fn cancel(&mut self, key: EventKey) -> bool {
@@ -116,6 +131,9 @@ impl<E: Copy> Engine<E> {
         loop {
             if budget == 0 {
                 return StopReason::Budget;
+            }
+            if self.halted {
+                return StopReason::Halted;
             }
             if self.executed.is_multiple_of(CHECK_EVERY) {
                 progress(self.now);

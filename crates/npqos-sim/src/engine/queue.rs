@@ -1,10 +1,14 @@
-//! The engine's pending-event set: a radix heap over the key `(time, insertion sequence)`.
+//! The engine's pending-event set: a radix heap over the key `(time, class, insertion sequence)`.
 //!
 //! A discrete-event simulation never schedules before the event it is running, so the keys it
 //! pops never decrease. A radix heap (Ahuja, Mehlhorn, Orlin, Tarjan 1990) exploits exactly
 //! that. Geometry and cost:
 //!
-//! * the key is the pair `(time_ns, seq)`, unique because `seq` comes from a counter at `push`;
+//! * the key is the pair `(time_ns, seq)`, unique because `seq` holds a counter incremented at
+//!   every `push`; its top 8 bits hold the event's **class** (0 unless the model gives one), so
+//!   at equal times a lower class pops first and equal classes pop first-in first-out. A model
+//!   whose event kinds must run in a given order at one instant (completions before arrivals)
+//!   says so through the class, not through the order it happens to schedule them in;
 //!   an entry (key and payload inline, 24 B for a 4-byte event) lives in bucket `0` if its key
 //!   equals the reference key (the last minimum found), in bucket `1 + b` (1..=64) if only the
 //!   sequence differs and `b` is its highest differing bit, and in bucket `65 + b` (65..=128) if
@@ -25,7 +29,10 @@
 //!   "early" events, which all precede every radix entry and so are popped first. In the engine
 //!   this happens only when a run stops at an end time and the model is driven on.
 //!
-//! Ordering is exact: events with equal times pop in insertion (FIFO) order.
+//! Ordering is exact: events with equal times pop by class, then in insertion (FIFO) order. An
+//! event pushed at the current time with a class below the one running pops next (it goes to
+//! the early heap), which is what "completions before arrivals" means when a completion is
+//! scheduled for the very instant being processed.
 //!
 //! **Precondition:** a pushed time must not be earlier than the last popped time (asserted; the
 //! engine checks the same in [`super::Engine::schedule`]).
@@ -76,6 +83,9 @@ impl<E> Ord for ByKey<E> {
 }
 
 const BUCKETS: usize = 129;
+/// The class occupies the top 8 bits of `seq`; the counter the rest.
+const CLASS_SHIFT: u32 = 56;
+const COUNTER_MASK: u64 = (1 << CLASS_SHIFT) - 1;
 
 /// The monotone priority queue of future events. See the module documentation.
 pub struct EventQueue<E> {
@@ -84,7 +94,8 @@ pub struct EventQueue<E> {
     mask: u128,
     /// The radix reference key.
     reference: EventKey,
-    /// The last popped key; pushes must not go below its time, and keys at or below it have run.
+    /// The largest popped key; pushes must not go below its time, and keys at or below it have
+    /// run, except early entries of a lower class still pending.
     floor: Option<EventKey>,
     /// Events pushed below the reference key; all precede every radix entry.
     early: BinaryHeap<Reverse<ByKey<E>>>,
@@ -147,9 +158,16 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Schedules `event` at `time`, which must not be earlier than the last popped time.
-    /// Events at equal times pop in the order they were pushed.
+    /// Events at equal times (and class 0) pop in the order they were pushed.
     #[inline]
     pub fn push(&mut self, time: Instant, event: E) -> EventKey {
+        self.push_class(time, 0, event)
+    }
+
+    /// Schedules `event` at `time` in `class`: at equal times lower classes pop first, equal
+    /// classes in push order.
+    #[inline]
+    pub fn push_class(&mut self, time: Instant, class: u8, event: E) -> EventKey {
         let time = time.as_nanos();
         if let Some(f) = self.floor {
             assert!(
@@ -158,12 +176,12 @@ impl<E: Copy> EventQueue<E> {
                 f.time
             );
         }
-        let seq = self.next_seq;
+        let seq = ((class as u64) << CLASS_SHIFT) | self.next_seq;
         self.next_seq += 1;
+        debug_assert!(self.next_seq <= COUNTER_MASK, "2^56 events");
         self.entries += 1;
         let e = Entry { time, seq, event };
-        // seq is the newest, so the key is below the reference exactly when the time is.
-        if time < self.reference.time {
+        if e.key() < self.reference {
             self.early.push(Reverse(ByKey(e)));
         } else {
             self.place(e);
@@ -173,7 +191,14 @@ impl<E: Copy> EventQueue<E> {
 
     /// Cancels the event `key`; true if it was pending.
     pub fn cancel(&mut self, key: EventKey) -> bool {
-        if key.seq >= self.next_seq || self.floor.is_some_and(|f| key <= f) || !self.cancelled.insert(key) {
+        if key.seq & COUNTER_MASK >= self.next_seq {
+            return false;
+        }
+        // At or below the last popped key, only an early entry of a lower class can be pending.
+        if self.floor.is_some_and(|f| key <= f) && !self.early.iter().any(|Reverse(ByKey(e))| e.key() == key) {
+            return false;
+        }
+        if !self.cancelled.insert(key) {
             return false;
         }
         if self.entries > 1024 && self.cancelled.len() * 2 > self.entries {
@@ -242,7 +267,10 @@ impl<E: Copy> EventQueue<E> {
             if !self.cancelled.is_empty() && self.cancelled.remove(&e.key()) {
                 continue;
             }
-            self.floor = Some(e.key());
+            // The largest key popped so far: an early entry of a lower class can pop after a
+            // larger key of the same time, and must not lower the floor.
+            let k = e.key();
+            self.floor = Some(self.floor.map_or(k, |f| f.max(k)));
             return Some((Instant::from_nanos(e.time), e.event));
         }
     }
@@ -285,6 +313,30 @@ mod tests {
         for i in 0..100 {
             assert_eq!(q.pop(), Some((Instant::from_nanos(7), 1000 + i)));
         }
+        assert_eq!(q.pop(), None);
+    }
+
+    #[test]
+    fn classes_order_equal_times() {
+        let mut q = EventQueue::new();
+        q.push_class(Instant::from_nanos(5), 2, "arrival");
+        q.push_class(Instant::from_nanos(5), 1, "timer");
+        q.push_class(Instant::from_nanos(5), 0, "done-a");
+        q.push_class(Instant::from_nanos(5), 0, "done-b");
+        q.push_class(Instant::from_nanos(4), 9, "earlier");
+        assert_eq!(q.pop(), Some((Instant::from_nanos(4), "earlier")));
+        assert_eq!(q.pop(), Some((Instant::from_nanos(5), "done-a")));
+        assert_eq!(q.pop(), Some((Instant::from_nanos(5), "done-b")));
+        assert_eq!(q.pop(), Some((Instant::from_nanos(5), "timer")));
+        // A completion scheduled for the current instant while the timer runs pops next, and it
+        // can be cancelled although its key is below the last popped one.
+        let a = q.push_class(Instant::from_nanos(5), 0, "done-c");
+        let b = q.push_class(Instant::from_nanos(5), 0, "done-d");
+        assert!(q.cancel(a));
+        assert!(!q.cancel(a));
+        assert_eq!(q.pop(), Some((Instant::from_nanos(5), "done-d")));
+        assert!(!q.cancel(b), "already ran");
+        assert_eq!(q.pop(), Some((Instant::from_nanos(5), "arrival")));
         assert_eq!(q.pop(), None);
     }
 
@@ -334,15 +386,15 @@ mod tests {
         q.push(Instant::from_nanos(9), ());
     }
 
-    /// Millions of random push / pop / peek / cancel against a BTreeMap keyed by (time, seq),
+    /// Millions of random push / pop / peek / cancel against a BTreeMap keyed by (time, class, seq),
     /// fixed seed. Times are mostly close to `now` (equal times are common) and sometimes far
     /// away (high buckets); cancellations hit live, popped and already-cancelled keys.
     #[test]
     fn differential_against_btreemap() {
         let mut rng = ChaCha8Rng::seed_from_u64(0x5eed_0001);
         let mut q = EventQueue::new();
-        let mut model: BTreeMap<(u64, u64), u64> = BTreeMap::new();
-        let mut keys: Vec<(EventKey, (u64, u64))> = Vec::new();
+        let mut model: BTreeMap<(u64, u8, u64), u64> = BTreeMap::new();
+        let mut keys: Vec<(EventKey, (u64, u8, u64))> = Vec::new();
         let mut seq = 0u64;
         let mut now = 0u64;
         for step in 0..3_000_000u64 {
@@ -354,16 +406,19 @@ mod tests {
                         } else {
                             rng.random_range(0..64)
                         };
-                    let k = q.push(Instant::from_nanos(t), step);
-                    model.insert((t, seq), step);
-                    keys.push((k, (t, seq)));
+                    // Classes 0..3, so equal times (frequent: gaps of 0..64 ns) mix classes and
+                    // lower-class pushes at the current time land below the last popped key.
+                    let class = rng.random_range(0..4u8);
+                    let k = q.push_class(Instant::from_nanos(t), class, step);
+                    model.insert((t, class, seq), step);
+                    keys.push((k, (t, class, seq)));
                     seq += 1;
                 }
                 10..=15 => {
                     let got = q.pop();
                     let want = model.pop_first();
-                    assert_eq!(got.map(|(t, e)| (t.as_nanos(), e)), want.map(|((t, _), e)| (t, e)), "step {step}");
-                    if let Some(((t, _), _)) = want {
+                    assert_eq!(got.map(|(t, e)| (t.as_nanos(), e)), want.map(|((t, _, _), e)| (t, e)), "step {step}");
+                    if let Some(((t, _, _), _)) = want {
                         now = t;
                     }
                 }

@@ -11,6 +11,7 @@
 //! Traffic ([`Traffic`]): a synthetic bursty generator (superposed ON/OFF Pareto sources per
 //! service), or a capture corpus classified into the six services (see [`classify_corpus`]).
 
+use crate::engine::{Engine, Model, RunLimits};
 use crate::rng::RngStreams;
 use crate::trace::corpus::{Corpus, Overlay};
 use crate::workload::{Arrivals, GapDist};
@@ -351,7 +352,204 @@ const TRIGGER_BIT: u64 = 1 << 63;
 const ANY_TRIGGER_BIT: u64 = 1 << 62;
 const TAGS: u64 = TRIGGER_BIT | ANY_TRIGGER_BIT;
 
-/// Runs one simulation over `arrivals` until every packet is processed.
+/// Events of the everest model, in the order they run at one instant (their engine class):
+/// processor events (completions and switch ends, among themselves in the order scheduled),
+/// then the allocator's timer, then an arrival, so a processor that frees up at `t` can take a
+/// packet arriving at `t`.
+#[derive(Clone, Copy, Debug)]
+pub enum Ev {
+    /// Processor `0` finished its packet.
+    Done(u32),
+    /// Processor `0` finished its context switch.
+    SwitchDone(u32),
+    /// The allocator's `next_wakeup()`; the generation tells a superseded timer from the
+    /// current one.
+    Timer(u32),
+    /// The next packet of the arrival stream, of service `0`.
+    Arrival(u8),
+}
+
+impl Ev {
+    /// The engine class: the order of event kinds at one instant.
+    fn class(&self) -> u8 {
+        match self {
+            Ev::Done(_) | Ev::SwitchDone(_) => 0,
+            Ev::Timer(_) => 1,
+            Ev::Arrival(_) => 2,
+        }
+    }
+}
+
+/// The model state on the engine (see [`run`]).
+struct EverestSim<'a, I: Iterator<Item = (u64, u8)>> {
+    alloc: Allocator,
+    arrivals: I,
+    t_pkt: Vec<u64>,
+    d: u64,
+    t_sw: u64,
+    queues: Vec<VecDeque<u64>>,
+    /// Per processor: arrival time (with the trigger tags) of the packet in service, its
+    /// service, when it started (for busy time).
+    current: Vec<(u64, u8, u64)>,
+    out: Vec<Action>,
+    bins: Vec<u64>,
+    sample: u64,
+    next_sample: u64,
+    /// The time and generation of the pending timer event, if any.
+    timer_at: Option<u64>,
+    timer_gen: u32,
+    r: EverestResult,
+    hist: hdrhistogram::Histogram<u64>,
+    check_invariants: bool,
+    error: Option<EverestError>,
+    expected_packets: u64,
+    progress_every: u64,
+    progress: &'a mut dyn FnMut(f64),
+}
+
+impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
+    fn schedule(engine: &mut Engine<Ev>, at: u64, ev: Ev) {
+        engine.schedule_class(Instant::from_nanos(at), ev.class(), ev);
+    }
+
+    fn next_arrival(&mut self, engine: &mut Engine<Ev>) {
+        if let Some((t, svc)) = self.arrivals.next() {
+            Self::schedule(engine, t, Ev::Arrival(svc));
+        }
+    }
+
+    fn apply(&mut self, now: u64, engine: &mut Engine<Ev>) {
+        for a in self.out.drain(..) {
+            match a {
+                Action::Serve { proc, service } => {
+                    let at = self.queues[service as usize].pop_front().expect("allocator serves a waiting packet");
+                    self.current[proc as usize] = (at, service as u8, now);
+                    Self::schedule(engine, now + self.t_pkt[service as usize], Ev::Done(proc));
+                }
+                Action::Switch { proc, .. } => {
+                    Self::schedule(engine, now + self.t_sw, Ev::SwitchDone(proc));
+                    self.r.switching_ns += self.t_sw as u128;
+                }
+            }
+        }
+    }
+
+    fn completed(&mut self, now: u64, pr: usize) {
+        let r = &mut self.r;
+        let (at, svc, started) = self.current[pr];
+        let arrived = at & !TAGS;
+        let delay = now - arrived;
+        r.busy_ns += (now - started) as u128;
+        r.packets += 1;
+        r.delay_sum_ns += delay as u128;
+        r.max_delay_ns = r.max_delay_ns.max(delay);
+        self.hist.saturating_record(delay.max(1));
+        let late = delay > self.d;
+        r.late += late as u64;
+        let ps = &mut r.per_service[svc as usize];
+        ps.0 += 1;
+        ps.1 += late as u64;
+        if at & TRIGGER_BIT != 0 {
+            r.clean_triggers += 1;
+            r.clean_triggers_late += late as u64;
+        }
+        if at & ANY_TRIGGER_BIT != 0 {
+            r.all_triggers_late += late as u64;
+        }
+        if r.packets.is_multiple_of(self.progress_every) {
+            (self.progress)(r.packets as f64 / self.expected_packets.max(1) as f64);
+        }
+        self.alloc.completed(Instant::from_nanos(now), pr, Duration::from_nanos(delay), &mut self.out);
+    }
+
+    fn arrival(&mut self, now: u64, svc: u8) {
+        self.queues[svc as usize].push_back(now);
+        match self.alloc.arrival(Instant::from_nanos(now), svc as usize, &mut self.out) {
+            Trigger::Hi { clean } => {
+                self.r.hi_triggers += 1;
+                // The packet that triggered is the last one queued (q > Q_lim >= 0).
+                if let Some(last) = self.queues[svc as usize].back_mut() {
+                    *last |= ANY_TRIGGER_BIT | if clean { TRIGGER_BIT } else { 0 };
+                }
+            }
+            Trigger::HiRefused => self.r.hi_triggers += 1,
+            _ => {}
+        }
+    }
+
+    fn check(&self, now: u64) -> Result<(), EverestError> {
+        self.alloc.check_invariants().map_err(|msg| EverestError::Invariant { at: now, msg })?;
+        for (s, q) in self.queues.iter().enumerate() {
+            if self.alloc.queue_len(s) != q.len() as u64 {
+                return Err(EverestError::Invariant {
+                    at: now,
+                    msg: format!(
+                        "service {s}: allocator counts {} waiting, runtime holds {}",
+                        self.alloc.queue_len(s),
+                        q.len()
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl<I: Iterator<Item = (u64, u8)>> Model for EverestSim<'_, I> {
+    type Event = Ev;
+    fn handle(&mut self, ev: Ev, engine: &mut Engine<Ev>) {
+        let now = engine.now().as_nanos();
+        if let Ev::Timer(g) = ev {
+            if g != self.timer_gen {
+                return; // superseded
+            }
+            self.timer_at = None;
+        }
+        while self.next_sample <= now {
+            for queue in &self.queues {
+                let q = queue.len() as u64;
+                let b = self.bins.partition_point(|&e| e < q);
+                self.r.queue_hist[b] += 1;
+                self.r.max_queue = self.r.max_queue.max(q);
+            }
+            self.r.queue_samples += 6;
+            self.next_sample += self.sample;
+        }
+        self.r.events += 1;
+        match ev {
+            Ev::Done(p) => self.completed(now, p as usize),
+            Ev::SwitchDone(p) => {
+                self.r.switches_done += 1;
+                self.alloc.switch_done(Instant::from_nanos(now), p as usize, &mut self.out);
+            }
+            Ev::Timer(_) => self.alloc.timer(Instant::from_nanos(now), &mut self.out),
+            Ev::Arrival(svc) => {
+                self.next_arrival(engine);
+                self.arrival(now, svc);
+            }
+        }
+        self.apply(now, engine);
+        if self.check_invariants {
+            if let Err(e) = self.check(now) {
+                self.error = Some(e);
+                engine.halt();
+                return;
+            }
+        }
+        self.r.sim_end_ns = now;
+        let want = self.alloc.next_wakeup().map(|t| t.as_nanos());
+        if want != self.timer_at {
+            self.timer_gen = self.timer_gen.wrapping_add(1);
+            self.timer_at = want;
+            if let Some(t) = want {
+                Self::schedule(engine, t.max(now), Ev::Timer(self.timer_gen));
+            }
+        }
+    }
+}
+
+/// Runs one simulation over `arrivals` (time-ordered `(ns, service)`) until every packet is
+/// processed, on the [`Engine`] (event classes: see [`Ev`]).
 pub fn run(
     p: &EverestParams,
     arrivals: impl Iterator<Item = (u64, u8)>,
@@ -368,7 +566,7 @@ pub fn run(
             guarantee: g,
         })
         .collect();
-    let mut alloc = Allocator::new(&AllocConfig {
+    let alloc = Allocator::new(&AllocConfig {
         processors: p.processors,
         t_sw: p.t_sw,
         delta: p.delta,
@@ -376,136 +574,42 @@ pub fn run(
         policy: p.policy,
     })?;
     let np = p.processors as usize;
-    let t_pkt: Vec<u64> = NATPT_SERVICES.iter().map(|s| s.1).collect();
-    let d = p.tolerance.as_nanos();
-    let t_sw = p.t_sw.as_nanos();
-    let mut queues: Vec<VecDeque<u64>> = (0..6).map(|_| VecDeque::new()).collect();
-    // Per processor: arrival time (with TRIGGER_BIT) of the packet in service, its service,
-    // when it started (for busy time).
-    let mut current: Vec<(u64, u8, u64)> = vec![(0, 0, 0); np];
-    // (time, sequence, processor); processor + np = switch end.
-    let mut heap: BinaryHeap<Reverse<(u64, u64, u32)>> = BinaryHeap::with_capacity(2 * np);
-    let mut seq = 0u64;
-    let mut out: Vec<Action> = Vec::with_capacity(np * 2);
     let bins = queue_bins();
-    let mut r = EverestResult { queue_hist: vec![0; bins.len()], ..Default::default() };
-    let mut hist = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds");
-    let sample = p.sample_every.as_nanos().max(1);
-    let mut next_sample = 0u64;
-    let mut arrivals = arrivals.peekable();
-    let mut now;
-    let progress_every = (expected_packets / 200).max(1 << 16);
-
-    macro_rules! apply {
-        ($now:expr) => {
-            for a in out.drain(..) {
-                match a {
-                    Action::Serve { proc, service } => {
-                        let at = queues[service as usize].pop_front().expect("allocator serves a waiting packet");
-                        current[proc as usize] = (at, service as u8, $now);
-                        heap.push(Reverse(($now + t_pkt[service as usize], seq, proc)));
-                        seq += 1;
-                    }
-                    Action::Switch { proc, .. } => {
-                        heap.push(Reverse(($now + t_sw, seq, proc + np as u32)));
-                        seq += 1;
-                        r.switching_ns += t_sw as u128;
-                    }
-                }
-            }
-        };
+    let mut m = EverestSim {
+        alloc,
+        arrivals,
+        t_pkt: NATPT_SERVICES.iter().map(|s| s.1).collect(),
+        d: p.tolerance.as_nanos(),
+        t_sw: p.t_sw.as_nanos(),
+        queues: (0..6).map(|_| VecDeque::new()).collect(),
+        current: vec![(0, 0, 0); np],
+        out: Vec::with_capacity(np * 2),
+        r: EverestResult { queue_hist: vec![0; bins.len()], ..Default::default() },
+        bins,
+        sample: p.sample_every.as_nanos().max(1),
+        next_sample: 0,
+        timer_at: None,
+        timer_gen: 0,
+        hist: hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds"),
+        check_invariants: p.check_invariants,
+        error: None,
+        expected_packets,
+        progress_every: (expected_packets / 200).max(1 << 16),
+        progress,
+    };
+    let mut engine = Engine::new();
+    // The allocator starts without a timer: the first event is the first arrival.
+    debug_assert!(m.alloc.next_wakeup().is_none());
+    m.next_arrival(&mut engine);
+    engine.run(&mut m, RunLimits::until(Instant::MAX), &mut |_| {});
+    if let Some(e) = m.error {
+        return Err(e);
     }
-
-    loop {
-        let t_event = heap.peek().map(|e| e.0 .0);
-        let t_timer = alloc.next_wakeup().map(|t| t.as_nanos());
-        let t_arr = arrivals.peek().map(|a| a.0);
-        let Some(t) = [t_event, t_timer, t_arr].into_iter().flatten().min() else { break };
-        now = t;
-        while next_sample <= now {
-            for queue in &queues {
-                let q = queue.len() as u64;
-                let b = bins.partition_point(|&e| e < q);
-                r.queue_hist[b] += 1;
-                r.max_queue = r.max_queue.max(q);
-            }
-            r.queue_samples += 6;
-            next_sample += sample;
-        }
-        r.events += 1;
-        if t_event == Some(now) {
-            let Reverse((_, _, code)) = heap.pop().expect("peeked");
-            let pr = code as usize;
-            if pr >= np {
-                r.switches_done += 1;
-                alloc.switch_done(Instant::from_nanos(now), pr - np, &mut out);
-            } else {
-                let (at, svc, started) = current[pr];
-                let arrived = at & !TAGS;
-                let delay = now - arrived;
-                r.busy_ns += (now - started) as u128;
-                r.packets += 1;
-                r.delay_sum_ns += delay as u128;
-                r.max_delay_ns = r.max_delay_ns.max(delay);
-                hist.saturating_record(delay.max(1));
-                let late = delay > d;
-                r.late += late as u64;
-                let ps = &mut r.per_service[svc as usize];
-                ps.0 += 1;
-                ps.1 += late as u64;
-                if at & TRIGGER_BIT != 0 {
-                    r.clean_triggers += 1;
-                    r.clean_triggers_late += late as u64;
-                }
-                if at & ANY_TRIGGER_BIT != 0 {
-                    r.all_triggers_late += late as u64;
-                }
-                if r.packets.is_multiple_of(progress_every) {
-                    progress(r.packets as f64 / expected_packets.max(1) as f64);
-                }
-                alloc.completed(Instant::from_nanos(now), pr, Duration::from_nanos(delay), &mut out);
-            }
-            apply!(now);
-        } else if t_timer == Some(now) {
-            alloc.timer(Instant::from_nanos(now), &mut out);
-            apply!(now);
-        } else {
-            let (at, svc) = arrivals.next().expect("peeked");
-            queues[svc as usize].push_back(at);
-            let trig = alloc.arrival(Instant::from_nanos(now), svc as usize, &mut out);
-            match trig {
-                Trigger::Hi { clean } => {
-                    r.hi_triggers += 1;
-                    // The packet that triggered is the last one queued (q > Q_lim >= 0).
-                    if let Some(last) = queues[svc as usize].back_mut() {
-                        *last |= ANY_TRIGGER_BIT | if clean { TRIGGER_BIT } else { 0 };
-                    }
-                }
-                Trigger::HiRefused => r.hi_triggers += 1,
-                _ => {}
-            }
-            apply!(now);
-        }
-        if p.check_invariants {
-            alloc.check_invariants().map_err(|msg| EverestError::Invariant { at: now, msg })?;
-            for (s, q) in queues.iter().enumerate() {
-                if alloc.queue_len(s) != q.len() as u64 {
-                    return Err(EverestError::Invariant {
-                        at: now,
-                        msg: format!(
-                            "service {s}: allocator counts {} waiting, runtime holds {}",
-                            alloc.queue_len(s),
-                            q.len()
-                        ),
-                    });
-                }
-            }
-        }
-        r.sim_end_ns = now;
-    }
-    r.stats = alloc.stats();
-    r.delay_quantiles = [hist.value_at_quantile(0.5), hist.value_at_quantile(0.99), hist.value_at_quantile(0.999)];
-    progress(1.0);
+    let mut r = m.r;
+    r.stats = m.alloc.stats();
+    r.delay_quantiles =
+        [m.hist.value_at_quantile(0.5), m.hist.value_at_quantile(0.99), m.hist.value_at_quantile(0.999)];
+    (m.progress)(1.0);
     Ok(r)
 }
 
