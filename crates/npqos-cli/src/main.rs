@@ -17,7 +17,7 @@ static ALLOC: alloc::HugePageHint = alloc::HugePageHint;
 
 #[derive(Parser)]
 #[command(name = "npqos", version, about = "Network-processor QoS: library, simulator and tool", long_about = None,
-    after_help = "Examples:\n  npqos list\n  npqos reproduce kim-table1 --quick\n  npqos run scenarios/demo.toml --out results/demo\n  npqos trace stats capture.pcap --json\n  npqos model kim --queues 1000000 --link 100Gbps --overload 1.29\n  npqos sweep scenarios/demo.toml --set traffic.overload=0.5,0.9,1.2 --jobs 2\n\nExit codes: 0 success, 1 internal failure, 2 bad input, 130 interrupted (partial results written).")]
+    after_help = "Examples:\n  npqos list\n  npqos models\n  npqos reproduce kim-table1 --quick\n  npqos run scenarios/demo.toml --out results/demo\n  npqos trace stats capture.pcap --json\n  npqos model kim --queues 1000000 --link 100Gbps --overload 1.29\n  npqos sweep scenarios/demo.toml --set traffic.overload=0.5,0.9,1.2 --jobs 2\n\nExit codes: 0 success, 1 internal failure, 2 bad input, 130 interrupted (partial results written).")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -47,6 +47,8 @@ enum Cmd {
     },
     /// List the reproducible experiments: id, tab, description
     List,
+    /// List the scenario models (`model = "<name>"`): name, tab, description
+    Models,
     /// Reproduce experiments of the papers side by side with the papers' numbers
     #[command(
         after_help = "Examples:\n  npqos reproduce kim-table1\n  npqos reproduce all --quick --out results/quick"
@@ -128,6 +130,12 @@ fn main() -> ExitCode {
     let r = match cli.cmd {
         Cmd::Run { scenario, out, seed, threads, quiet } => commands::run::run(&scenario, out, seed, threads, quiet),
         Cmd::List => commands::reproduce::list(),
+        Cmd::Models => {
+            for (name, what) in npqos_sim::scenario::MODELS {
+                println!("{name}\t{what}");
+            }
+            Ok(())
+        }
         Cmd::Reproduce { ids, quick, out, seed, quiet } => {
             commands::reproduce::reproduce(&ids, quick, out, seed, quiet)
         }

@@ -28,6 +28,23 @@ fn version_help_and_list() {
     let out = stdout(&o);
     assert!(out.lines().all(|l| l.split_once('\t').is_some_and(|(id, d)| id.contains('-') && !d.is_empty())), "{out}");
     assert!(out.contains("kim-table1\t"));
+    // `npqos models`: every scenario model, one per line, name tab description; each name is
+    // accepted as `model = ...` and an unknown one is refused with the list.
+    let o = run(&["models"]);
+    assert!(o.status.success());
+    let out = stdout(&o);
+    let names: Vec<&str> = out.lines().map(|l| l.split_once('\t').expect("name\tdescription").0).collect();
+    assert!(names.contains(&"link") && names.contains(&"kim"), "{out}");
+    let d = tempfile::tempdir().unwrap();
+    for name in &names {
+        let s = write_scenario(d.path(), &format!("model = {name:?}\n[run]\nduration = \"1ms\"\n"));
+        let o = run(&["run", s.to_str().unwrap(), "--quiet", "--out", d.path().join(name).to_str().unwrap()]);
+        assert!(o.status.success(), "model = {name:?}: {}", stderr(&o));
+    }
+    let s = write_scenario(d.path(), "model = \"nosuch\"\n");
+    let o = run(&["run", s.to_str().unwrap(), "--quiet"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("expected one of \"link\", \"kim\""), "{}", stderr(&o));
 }
 
 #[test]
@@ -345,4 +362,46 @@ fn model_qcache_sizes_the_subsystems() {
     }
     let bad = run(&["model", "qcache", "--hit-rate", "1.5"]);
     assert_eq!(bad.status.code(), Some(2));
+}
+
+/// `model = "everest"`: the small example runs and writes the full results directory; two
+/// replications give byte-identical summary.json with one and two worker threads; Everest has
+/// fewer late packets than Static on it; an unknown table or key is bad input naming it.
+#[test]
+fn everest_scenario_runs_deterministically_and_refuses_unknown_keys() {
+    let d = tempfile::tempdir().unwrap();
+    let example = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/everest-small.toml");
+    let text = std::fs::read_to_string(&example)
+        .unwrap()
+        .replace("duration = \"1s\"", "duration = \"300ms\"\nreplications = 2");
+    let s = write_scenario(d.path(), &text);
+    let mut summaries = vec![];
+    for threads in ["1", "2"] {
+        let out = d.path().join(format!("t{threads}"));
+        let o = run(&["run", s.to_str().unwrap(), "--threads", threads, "--quiet", "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        for f in ["scenario.resolved.toml", "summary.json", "run.json", "results.sqlite", "report.md"] {
+            assert!(out.join(f).is_file(), "{f}");
+        }
+        summaries.push(std::fs::read(out.join("summary.json")).unwrap());
+    }
+    assert_eq!(summaries[0], summaries[1], "same bytes with 1 and 2 threads");
+    let late = |policy: &str| {
+        let t = text.replace("policy = \"everest\"", &format!("policy = {policy:?}"));
+        let s = d.path().join(format!("{policy}.toml"));
+        std::fs::write(&s, t).unwrap();
+        let out = d.path().join(policy);
+        let o = run(&["run", s.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+        v["scalars"]["late_percent"]["value"].as_f64().unwrap()
+    };
+    let (everest, stat) = (late("everest"), late("static"));
+    assert!(everest < stat, "everest {everest}% late, static {stat}%");
+    for (bad, key) in [("[queues]\ncount = 4\n", "queues"), ("[processors]\ncolour = 1\n", "processors.colour")] {
+        let s = write_scenario(d.path(), &format!("model = \"everest\"\n{bad}"));
+        let o = run(&["run", s.to_str().unwrap(), "--quiet"]);
+        assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+        assert!(stderr(&o).contains(key), "{key}: {}", stderr(&o));
+    }
 }

@@ -158,6 +158,23 @@ pub struct ShaperSpec {
     pub adaptive: Option<(f64, u32, u64, Duration)>,
 }
 
+/// The scenario models (`model = "<name>"`), each with a one-line description: what
+/// `npqos models` prints.
+pub const MODELS: &[(&str, &str)] = &[
+    (
+        "link",
+        "N tail-drop queues sharing one link under deficit round robin; synthetic or trace traffic (docs/link.md)",
+    ),
+    (
+        "kim",
+        "N token-bucket-shaped queues, timers on per-core reschedule heaps (event-driven) or periodic fill, ideal or shared link (docs/kim.md)",
+    ),
+    (
+        "everest",
+        "processors shared by services under an allocation policy (Everest, -LD, -AE, adaptive, Static, Quantum, Cohort-E) with context-switch cost; bursty synthetic traffic (docs/everest.md)",
+    ),
+];
+
 /// A validated scenario with every default filled in.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Scenario {
@@ -177,16 +194,19 @@ pub struct Scenario {
     pub traffic: Traffic,
     /// `model = "kim"`: the shaper.
     pub shaper: Option<ShaperSpec>,
+    /// `model = "everest"`: processors, services and their traffic (the link, queue and
+    /// traffic fields above are then unused).
+    pub everest: Option<crate::models::everest::scenario::EverestSpec>,
 }
 
 /// Reads typed values from one TOML table, recording problems and the keys it consumed.
-struct Reader<'a> {
+pub(crate) struct Reader<'a> {
     prefix: String,
     table: Option<&'a toml::Table>,
     used: BTreeSet<String>,
 }
 
-fn show(v: &toml::Value) -> String {
+pub(crate) fn show(v: &toml::Value) -> String {
     match v {
         toml::Value::String(s) => format!("{s:?}"),
         other => other.to_string(),
@@ -194,7 +214,7 @@ fn show(v: &toml::Value) -> String {
 }
 
 impl<'a> Reader<'a> {
-    fn new(root: &'a toml::Table, name: &str, probs: &mut Vec<Problem>) -> Self {
+    pub(crate) fn new(root: &'a toml::Table, name: &str, probs: &mut Vec<Problem>) -> Self {
         let table = match root.get(name) {
             None => None,
             Some(toml::Value::Table(t)) => Some(t),
@@ -209,7 +229,16 @@ impl<'a> Reader<'a> {
         };
         Reader { prefix: name.into(), table, used: BTreeSet::new() }
     }
-    fn path(&self, key: &str) -> String {
+    /// A reader over a table that is not a top-level section (an entry of `[[services]]`),
+    /// with `prefix` naming it in problems (`services[2]`).
+    pub(crate) fn from_table(table: &'a toml::Table, prefix: String) -> Self {
+        Reader { prefix, table: Some(table), used: BTreeSet::new() }
+    }
+    /// A string value (any string).
+    pub(crate) fn string(&mut self, key: &str, default: &str, probs: &mut Vec<Problem>) -> String {
+        self.string_with(key, default.to_string(), probs, "a string", |s| Ok(s.to_string()))
+    }
+    pub(crate) fn path(&self, key: &str) -> String {
         format!("{}.{key}", self.prefix)
     }
     fn raw(&mut self, key: &str) -> Option<&'a toml::Value> {
@@ -246,16 +275,16 @@ impl<'a> Reader<'a> {
             }
         }
     }
-    fn duration(&mut self, key: &str, default: Duration, probs: &mut Vec<Problem>) -> Duration {
+    pub(crate) fn duration(&mut self, key: &str, default: Duration, probs: &mut Vec<Problem>) -> Duration {
         self.string_with(key, default, probs, "a duration such as \"2ms\"", |s| parse_duration(s).map_err(|e| e.0))
     }
-    fn rate(&mut self, key: &str, default: Rate, probs: &mut Vec<Problem>) -> Rate {
+    pub(crate) fn rate(&mut self, key: &str, default: Rate, probs: &mut Vec<Problem>) -> Rate {
         self.string_with(key, default, probs, "a rate such as \"10Gbps\"", |s| parse_rate(s).map_err(|e| e.0))
     }
-    fn size(&mut self, key: &str, default: u64, probs: &mut Vec<Problem>) -> u64 {
+    pub(crate) fn size(&mut self, key: &str, default: u64, probs: &mut Vec<Problem>) -> u64 {
         self.string_with(key, default, probs, "a size such as \"1500B\"", |s| parse_size(s).map_err(|e| e.0))
     }
-    fn choice(&mut self, key: &str, default: &str, allowed: &[&str], probs: &mut Vec<Problem>) -> String {
+    pub(crate) fn choice(&mut self, key: &str, default: &str, allowed: &[&str], probs: &mut Vec<Problem>) -> String {
         let list = allowed.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ");
         self.string_with(key, default.to_string(), probs, &format!("one of {list}"), |s| {
             if allowed.contains(&s) {
@@ -265,7 +294,7 @@ impl<'a> Reader<'a> {
             }
         })
     }
-    fn int(&mut self, key: &str, default: i64, min: i64, max: i64, probs: &mut Vec<Problem>) -> i64 {
+    pub(crate) fn int(&mut self, key: &str, default: i64, min: i64, max: i64, probs: &mut Vec<Problem>) -> i64 {
         match self.raw(key) {
             None => default,
             Some(toml::Value::Integer(i)) if (min..=max).contains(i) => *i,
@@ -287,7 +316,7 @@ impl<'a> Reader<'a> {
             }
         }
     }
-    fn float(
+    pub(crate) fn float(
         &mut self,
         key: &str,
         default: f64,
@@ -319,7 +348,7 @@ impl<'a> Reader<'a> {
             default
         }
     }
-    fn boolean(&mut self, key: &str, default: bool, probs: &mut Vec<Problem>) -> bool {
+    pub(crate) fn boolean(&mut self, key: &str, default: bool, probs: &mut Vec<Problem>) -> bool {
         match self.raw(key) {
             None => default,
             Some(toml::Value::Boolean(b)) => *b,
@@ -334,7 +363,7 @@ impl<'a> Reader<'a> {
         }
     }
     /// A required non-empty array of existing trace files, relative to `base_dir`.
-    fn files(&mut self, key: &str, base_dir: &Path, probs: &mut Vec<Problem>) -> Vec<PathBuf> {
+    pub(crate) fn files(&mut self, key: &str, base_dir: &Path, probs: &mut Vec<Problem>) -> Vec<PathBuf> {
         let mut files = Vec::new();
         match self.raw(key) {
             Some(toml::Value::Array(a)) if !a.is_empty() => {
@@ -372,11 +401,11 @@ impl<'a> Reader<'a> {
         }
         files
     }
-    fn present(&self, key: &str) -> bool {
+    pub(crate) fn present(&self, key: &str) -> bool {
         self.table.is_some_and(|t| t.contains_key(key))
     }
     /// Reports keys of the table that nobody read.
-    fn finish(self, probs: &mut Vec<Problem>) {
+    pub(crate) fn finish(self, probs: &mut Vec<Problem>) {
         if let Some(t) = self.table {
             for (k, v) in t {
                 if !self.used.contains(k) {
@@ -415,26 +444,34 @@ impl Scenario {
         let mut probs = Vec::new();
         let model = match root.get("model") {
             None => "link".to_string(),
-            Some(toml::Value::String(s)) if s == "link" || s == "kim" => s.clone(),
+            Some(toml::Value::String(s)) if MODELS.iter().any(|m| m.0 == s) => s.clone(),
             Some(v) => {
+                let names: Vec<String> = MODELS.iter().map(|m| format!("{:?}", m.0)).collect();
                 probs.push(Problem {
                     key: "model".into(),
                     value: Some(show(v)),
-                    message: "expected \"link\" or \"kim\"".into(),
+                    message: format!("expected one of {} (see `npqos models`)", names.join(", ")),
                 });
                 "link".into()
             }
         };
+        let known: &[&str] = if model == "everest" {
+            &["model", "run", "processors", "traffic", "services"]
+        } else {
+            &["model", "run", "link", "queues", "traffic", "shaper"]
+        };
         for (k, v) in root {
-            if !["model", "run", "link", "queues", "traffic", "shaper"].contains(&k.as_str()) {
+            if !known.contains(&k.as_str()) {
+                let list: Vec<String> =
+                    known.iter().map(|k| if *k == "model" { k.to_string() } else { format!("[{k}]") }).collect();
                 probs.push(Problem {
                     key: k.clone(),
                     value: Some(show(v)),
-                    message: "unknown key (known: model, [run], [link], [queues], [traffic], [shaper])".into(),
+                    message: format!("unknown key for model = {model:?} (known: {})", list.join(", ")),
                 });
             }
         }
-        if model != "kim" && root.contains_key("shaper") {
+        if model == "link" && root.contains_key("shaper") {
             probs.push(Problem {
                 key: "shaper".into(),
                 value: None,
@@ -472,264 +509,278 @@ impl Scenario {
         let max_events = run.int("max_events", 0, 0, i64::MAX, &mut probs) as u64;
         run.finish(&mut probs);
 
-        let mut link = Reader::new(root, "link", &mut probs);
-        let link_rate = link.rate("rate", Rate::gbps(10), &mut probs);
-        if link_rate.is_zero() {
-            probs.push(Problem {
-                key: "link.rate".into(),
-                value: Some("0".into()),
-                message: "expected a positive rate".into(),
-            });
-        }
-        let scheduler = link.choice("scheduler", "drr", &["drr"], &mut probs);
-        let quantum = link.size("quantum", 1500, &mut probs);
-        if quantum == 0 {
-            probs.push(Problem {
-                key: "link.quantum".into(),
-                value: Some("\"0B\"".into()),
-                message: "expected a positive size".into(),
-            });
-        }
-        link.finish(&mut probs);
-
-        let mut q = Reader::new(root, "queues", &mut probs);
-        let queues = q.int("count", 16, 1, u32::MAX as i64 - 1, &mut probs) as u32;
-        let buffer = q.size("buffer", 64 << 10, &mut probs);
-        q.finish(&mut probs);
-
-        let mut t = Reader::new(root, "traffic", &mut probs);
-        let source = t.choice("source", "synthetic", &["synthetic", "trace"], &mut probs);
-        let traffic = if source == "trace" {
-            let files = t.files("files", base_dir, &mut probs);
-            let time_scale = t.float("time_scale", 1.0, &mut probs, |v| v > 0.0, "greater than 0");
-            let flow_multiply = t.int("flow_multiply", 1, 1, 65_535, &mut probs) as u32;
-            let lenient = t.boolean("lenient", false, &mut probs);
-            let default_align = if files.len() > 1 { "start" } else { "absolute" };
-            let align = t.choice("align", default_align, &["start", "absolute"], &mut probs);
-            let max_gap = t.duration("max_gap", DEFAULT_MAX_GAP, &mut probs);
-            let align = if align == "start" {
-                if max_gap.is_zero() {
-                    probs.push(Problem {
-                        key: "traffic.max_gap".into(),
-                        value: Some(format!("\"{max_gap}\"")),
-                        message: "expected a positive duration".into(),
-                    });
-                }
-                Alignment::Start { max_gap }
-            } else {
-                if t.table.is_some_and(|tb| tb.contains_key("max_gap")) {
-                    probs.push(Problem {
-                        key: "traffic.max_gap".into(),
-                        value: Some(format!("\"{max_gap}\"")),
-                        message: "only applies with traffic.align = \"start\"".into(),
-                    });
-                }
-                Alignment::Absolute
+        let everest_tables = model == "everest";
+        let (link_rate, scheduler, quantum, queues, buffer, traffic, shaper, everest) = if everest_tables {
+            let spec = crate::models::everest::scenario::read(root, &mut probs);
+            let traffic = Traffic::Synthetic {
+                overload: 1.0,
+                sizes: SizeSpec::Dist(SizeDist::Constant(1)),
+                arrivals: GapDist::Constant,
             };
-            Traffic::Trace { files, time_scale, flow_multiply, lenient, align }
+            (Rate::gbps(10), "drr".to_string(), 1500, 0, 0, traffic, None, Some(spec))
         } else {
-            let overload =
-                t.float("overload", 0.9, &mut probs, |v| v > 0.0 && v <= 1000.0, "greater than 0 and at most 1000");
-            let kind = t.choice("sizes", "imix", &["imix", "constant", "uniform", "trace"], &mut probs);
-            let sizes = match kind.as_str() {
-                "constant" => {
-                    let s = t.size("size", 1500, &mut probs);
-                    check_pkt(s, "traffic.size", &mut probs);
-                    SizeSpec::Dist(SizeDist::Constant(s.clamp(1, 65535) as u32))
-                }
-                "trace" => SizeSpec::Trace { files: t.files("size_files", base_dir, &mut probs) },
-                "uniform" => {
-                    let a = t.size("min_size", 40, &mut probs);
-                    let b = t.size("max_size", 1500, &mut probs);
-                    check_pkt(a, "traffic.min_size", &mut probs);
-                    check_pkt(b, "traffic.max_size", &mut probs);
-                    if a > b {
+            let mut link = Reader::new(root, "link", &mut probs);
+            let link_rate = link.rate("rate", Rate::gbps(10), &mut probs);
+            if link_rate.is_zero() {
+                probs.push(Problem {
+                    key: "link.rate".into(),
+                    value: Some("0".into()),
+                    message: "expected a positive rate".into(),
+                });
+            }
+            let scheduler = link.choice("scheduler", "drr", &["drr"], &mut probs);
+            let quantum = link.size("quantum", 1500, &mut probs);
+            if quantum == 0 {
+                probs.push(Problem {
+                    key: "link.quantum".into(),
+                    value: Some("\"0B\"".into()),
+                    message: "expected a positive size".into(),
+                });
+            }
+            link.finish(&mut probs);
+
+            let mut q = Reader::new(root, "queues", &mut probs);
+            let queues = q.int("count", 16, 1, u32::MAX as i64 - 1, &mut probs) as u32;
+            let buffer = q.size("buffer", 64 << 10, &mut probs);
+            q.finish(&mut probs);
+
+            let mut t = Reader::new(root, "traffic", &mut probs);
+            let source = t.choice("source", "synthetic", &["synthetic", "trace"], &mut probs);
+            let traffic = if source == "trace" {
+                let files = t.files("files", base_dir, &mut probs);
+                let time_scale = t.float("time_scale", 1.0, &mut probs, |v| v > 0.0, "greater than 0");
+                let flow_multiply = t.int("flow_multiply", 1, 1, 65_535, &mut probs) as u32;
+                let lenient = t.boolean("lenient", false, &mut probs);
+                let default_align = if files.len() > 1 { "start" } else { "absolute" };
+                let align = t.choice("align", default_align, &["start", "absolute"], &mut probs);
+                let max_gap = t.duration("max_gap", DEFAULT_MAX_GAP, &mut probs);
+                let align = if align == "start" {
+                    if max_gap.is_zero() {
                         probs.push(Problem {
-                            key: "traffic.min_size".into(),
-                            value: Some(format!("\"{a}B\"")),
-                            message: format!("expected at most traffic.max_size ({b}B)"),
+                            key: "traffic.max_gap".into(),
+                            value: Some(format!("\"{max_gap}\"")),
+                            message: "expected a positive duration".into(),
                         });
                     }
-                    let (a, b) = (a.clamp(1, 65535) as u32, b.clamp(1, 65535) as u32);
-                    SizeSpec::Dist(SizeDist::Uniform { min: a.min(b), max: b.max(a) })
-                }
-                _ => SizeSpec::Dist(SizeDist::kim_imix()),
-            };
-            for k in ["size", "min_size", "max_size", "size_files"] {
-                let belongs = match k {
-                    "size" => kind == "constant",
-                    "size_files" => kind == "trace",
-                    _ => kind == "uniform",
+                    Alignment::Start { max_gap }
+                } else {
+                    if t.table.is_some_and(|tb| tb.contains_key("max_gap")) {
+                        probs.push(Problem {
+                            key: "traffic.max_gap".into(),
+                            value: Some(format!("\"{max_gap}\"")),
+                            message: "only applies with traffic.align = \"start\"".into(),
+                        });
+                    }
+                    Alignment::Absolute
                 };
-                t.used.insert(k.into());
-                if t.present(k) && !belongs {
-                    probs.push(Problem {
-                        key: format!("traffic.{k}"),
-                        value: None,
-                        message: format!("does not apply to sizes = {kind:?}"),
-                    });
+                Traffic::Trace { files, time_scale, flow_multiply, lenient, align }
+            } else {
+                let overload =
+                    t.float("overload", 0.9, &mut probs, |v| v > 0.0 && v <= 1000.0, "greater than 0 and at most 1000");
+                let kind = t.choice("sizes", "imix", &["imix", "constant", "uniform", "trace"], &mut probs);
+                let sizes = match kind.as_str() {
+                    "constant" => {
+                        let s = t.size("size", 1500, &mut probs);
+                        check_pkt(s, "traffic.size", &mut probs);
+                        SizeSpec::Dist(SizeDist::Constant(s.clamp(1, 65535) as u32))
+                    }
+                    "trace" => SizeSpec::Trace { files: t.files("size_files", base_dir, &mut probs) },
+                    "uniform" => {
+                        let a = t.size("min_size", 40, &mut probs);
+                        let b = t.size("max_size", 1500, &mut probs);
+                        check_pkt(a, "traffic.min_size", &mut probs);
+                        check_pkt(b, "traffic.max_size", &mut probs);
+                        if a > b {
+                            probs.push(Problem {
+                                key: "traffic.min_size".into(),
+                                value: Some(format!("\"{a}B\"")),
+                                message: format!("expected at most traffic.max_size ({b}B)"),
+                            });
+                        }
+                        let (a, b) = (a.clamp(1, 65535) as u32, b.clamp(1, 65535) as u32);
+                        SizeSpec::Dist(SizeDist::Uniform { min: a.min(b), max: b.max(a) })
+                    }
+                    _ => SizeSpec::Dist(SizeDist::kim_imix()),
+                };
+                for k in ["size", "min_size", "max_size", "size_files"] {
+                    let belongs = match k {
+                        "size" => kind == "constant",
+                        "size_files" => kind == "trace",
+                        _ => kind == "uniform",
+                    };
+                    t.used.insert(k.into());
+                    if t.present(k) && !belongs {
+                        probs.push(Problem {
+                            key: format!("traffic.{k}"),
+                            value: None,
+                            message: format!("does not apply to sizes = {kind:?}"),
+                        });
+                    }
                 }
-            }
-            let akind = t.choice("arrivals", "exponential", &["constant", "exponential", "onoff"], &mut probs);
-            let arrivals = match akind.as_str() {
-                "constant" => GapDist::Constant,
-                "onoff" => {
-                    let on_mean = t.duration("on_mean", Duration::from_millis(10), &mut probs);
-                    let off_mean = t.duration("off_mean", Duration::from_millis(40), &mut probs);
-                    for (k, v) in [("on_mean", on_mean), ("off_mean", off_mean)] {
-                        if v.is_zero() {
+                let akind = t.choice("arrivals", "exponential", &["constant", "exponential", "onoff"], &mut probs);
+                let arrivals = match akind.as_str() {
+                    "constant" => GapDist::Constant,
+                    "onoff" => {
+                        let on_mean = t.duration("on_mean", Duration::from_millis(10), &mut probs);
+                        let off_mean = t.duration("off_mean", Duration::from_millis(40), &mut probs);
+                        for (k, v) in [("on_mean", on_mean), ("off_mean", off_mean)] {
+                            if v.is_zero() {
+                                probs.push(Problem {
+                                    key: format!("traffic.{k}"),
+                                    value: Some("\"0s\"".into()),
+                                    message: "expected a positive duration".into(),
+                                });
+                            }
+                        }
+                        let shape =
+                            t.float("pareto_shape", 1.5, &mut probs, |v| v > 1.0, "greater than 1 (finite mean)");
+                        GapDist::OnOff { on_mean, off_mean, shape }
+                    }
+                    _ => GapDist::Exponential,
+                };
+                if akind != "onoff" {
+                    for k in ["on_mean", "off_mean", "pareto_shape"] {
+                        if t.present(k) {
                             probs.push(Problem {
                                 key: format!("traffic.{k}"),
-                                value: Some("\"0s\"".into()),
-                                message: "expected a positive duration".into(),
+                                value: None,
+                                message: format!("does not apply to arrivals = {akind:?}"),
                             });
                         }
                     }
-                    let shape = t.float("pareto_shape", 1.5, &mut probs, |v| v > 1.0, "greater than 1 (finite mean)");
-                    GapDist::OnOff { on_mean, off_mean, shape }
                 }
-                _ => GapDist::Exponential,
+                Traffic::Synthetic { overload, sizes, arrivals }
             };
-            if akind != "onoff" {
-                for k in ["on_mean", "off_mean", "pareto_shape"] {
+            for k in ["files", "time_scale", "flow_multiply", "lenient"] {
+                if source != "trace" {
+                    t.used.insert(k.into());
                     if t.present(k) {
                         probs.push(Problem {
                             key: format!("traffic.{k}"),
                             value: None,
-                            message: format!("does not apply to arrivals = {akind:?}"),
+                            message: "only applies to source = \"trace\"".into(),
                         });
                     }
                 }
             }
-            Traffic::Synthetic { overload, sizes, arrivals }
-        };
-        for k in ["files", "time_scale", "flow_multiply", "lenient"] {
-            if source != "trace" {
-                t.used.insert(k.into());
-                if t.present(k) {
-                    probs.push(Problem {
-                        key: format!("traffic.{k}"),
-                        value: None,
-                        message: "only applies to source = \"trace\"".into(),
-                    });
-                }
-            }
-        }
-        if source == "trace" {
-            for k in [
-                "overload",
-                "sizes",
-                "size",
-                "min_size",
-                "max_size",
-                "size_files",
-                "arrivals",
-                "on_mean",
-                "off_mean",
-                "pareto_shape",
-            ] {
-                t.used.insert(k.into());
-                if t.present(k) {
-                    probs.push(Problem {
-                        key: format!("traffic.{k}"),
-                        value: None,
-                        message: "only applies to source = \"synthetic\"".into(),
-                    });
-                }
-            }
-        }
-        t.finish(&mut probs);
-
-        let shaper = if model == "kim" {
             if source == "trace" {
-                probs.push(Problem {
-                    key: "traffic.source".into(),
-                    value: Some("\"trace\"".into()),
-                    message: "model = \"kim\" needs synthetic traffic (the overload factor sets each queue's input)"
-                        .into(),
-                });
-            }
-            let mut sh = Reader::new(root, "shaper", &mut probs);
-            let fill = sh.choice("fill", "event", &["event", "periodic"], &mut probs);
-            let period = sh.duration("fill_period", Duration::from_millis(1), &mut probs);
-            if fill == "periodic" && period.is_zero() {
-                probs.push(Problem {
-                    key: "shaper.fill_period".into(),
-                    value: Some("\"0s\"".into()),
-                    message: "expected a positive duration".into(),
-                });
-            }
-            if fill != "periodic" && sh.present("fill_period") {
-                probs.push(Problem {
-                    key: "shaper.fill_period".into(),
-                    value: None,
-                    message: "only applies to fill = \"periodic\"".into(),
-                });
-            }
-            let cores = sh.int("cores", 100, 1, 65_536, &mut probs) as u32;
-            let alpha = sh.size("alpha", 3000, &mut probs);
-            let cap = sh.size("cap", alpha, &mut probs);
-            if alpha > cap {
-                probs.push(Problem {
-                    key: "shaper.alpha".into(),
-                    value: Some(format!("\"{alpha}B\"")),
-                    message: format!("expected at most shaper.cap ({cap}B)"),
-                });
-            }
-            let max = npqos_core::shaper::MAX_BUCKET_BYTES;
-            if cap > max {
-                probs.push(Problem {
-                    key: "shaper.cap".into(),
-                    value: Some(format!("\"{cap}B\"")),
-                    message: format!("expected at most {max}B"),
-                });
-            }
-            let wd = sh.choice("while_disabled", "drop", &["drop", "queue"], &mut probs);
-            let lm = sh.choice("link_mode", "ideal", &["ideal", "shared"], &mut probs);
-            let cache = sh.boolean("cache", false, &mut probs);
-            let adaptive = sh.boolean("adaptive", false, &mut probs);
-            let gamma = sh.float("gamma", 2.0, &mut probs, |v| v > 1.0 && v <= 1e6, "greater than 1");
-            let delta_th = sh.int("delta_th", 3, 0, u32::MAX as i64, &mut probs) as u32;
-            let alpha_min = sh.size("alpha_min", alpha.min(1500), &mut probs);
-            let interval = sh.duration("interval", Duration::from_secs(1), &mut probs);
-            if adaptive && interval.is_zero() {
-                probs.push(Problem {
-                    key: "shaper.interval".into(),
-                    value: Some("\"0s\"".into()),
-                    message: "expected a positive duration".into(),
-                });
-            }
-            if !adaptive {
-                for k in ["gamma", "delta_th", "alpha_min", "interval"] {
-                    if sh.present(k) {
+                for k in [
+                    "overload",
+                    "sizes",
+                    "size",
+                    "min_size",
+                    "max_size",
+                    "size_files",
+                    "arrivals",
+                    "on_mean",
+                    "off_mean",
+                    "pareto_shape",
+                ] {
+                    t.used.insert(k.into());
+                    if t.present(k) {
                         probs.push(Problem {
-                            key: format!("shaper.{k}"),
+                            key: format!("traffic.{k}"),
                             value: None,
-                            message: "only applies with adaptive = true".into(),
+                            message: "only applies to source = \"synthetic\"".into(),
                         });
                     }
                 }
             }
-            if fill == "periodic" && (adaptive || cache) {
-                probs.push(Problem {
-                    key: "shaper.fill".into(),
-                    value: Some("\"periodic\"".into()),
-                    message: "adaptive and cache apply to the event-driven shaper only".into(),
-                });
-            }
-            sh.finish(&mut probs);
-            Some(ShaperSpec {
-                fill_period: (fill == "periodic").then_some(period),
-                cores: cores.min(queues.max(1)),
-                alpha,
-                cap,
-                queue_while_disabled: wd == "queue",
-                shared_link: lm == "shared",
-                cache,
-                adaptive: adaptive.then_some((gamma, delta_th, alpha_min, interval)),
-            })
-        } else {
-            None
+            t.finish(&mut probs);
+
+            let shaper = if model == "kim" {
+                if source == "trace" {
+                    probs.push(Problem {
+                        key: "traffic.source".into(),
+                        value: Some("\"trace\"".into()),
+                        message:
+                            "model = \"kim\" needs synthetic traffic (the overload factor sets each queue's input)"
+                                .into(),
+                    });
+                }
+                let mut sh = Reader::new(root, "shaper", &mut probs);
+                let fill = sh.choice("fill", "event", &["event", "periodic"], &mut probs);
+                let period = sh.duration("fill_period", Duration::from_millis(1), &mut probs);
+                if fill == "periodic" && period.is_zero() {
+                    probs.push(Problem {
+                        key: "shaper.fill_period".into(),
+                        value: Some("\"0s\"".into()),
+                        message: "expected a positive duration".into(),
+                    });
+                }
+                if fill != "periodic" && sh.present("fill_period") {
+                    probs.push(Problem {
+                        key: "shaper.fill_period".into(),
+                        value: None,
+                        message: "only applies to fill = \"periodic\"".into(),
+                    });
+                }
+                let cores = sh.int("cores", 100, 1, 65_536, &mut probs) as u32;
+                let alpha = sh.size("alpha", 3000, &mut probs);
+                let cap = sh.size("cap", alpha, &mut probs);
+                if alpha > cap {
+                    probs.push(Problem {
+                        key: "shaper.alpha".into(),
+                        value: Some(format!("\"{alpha}B\"")),
+                        message: format!("expected at most shaper.cap ({cap}B)"),
+                    });
+                }
+                let max = npqos_core::shaper::MAX_BUCKET_BYTES;
+                if cap > max {
+                    probs.push(Problem {
+                        key: "shaper.cap".into(),
+                        value: Some(format!("\"{cap}B\"")),
+                        message: format!("expected at most {max}B"),
+                    });
+                }
+                let wd = sh.choice("while_disabled", "drop", &["drop", "queue"], &mut probs);
+                let lm = sh.choice("link_mode", "ideal", &["ideal", "shared"], &mut probs);
+                let cache = sh.boolean("cache", false, &mut probs);
+                let adaptive = sh.boolean("adaptive", false, &mut probs);
+                let gamma = sh.float("gamma", 2.0, &mut probs, |v| v > 1.0 && v <= 1e6, "greater than 1");
+                let delta_th = sh.int("delta_th", 3, 0, u32::MAX as i64, &mut probs) as u32;
+                let alpha_min = sh.size("alpha_min", alpha.min(1500), &mut probs);
+                let interval = sh.duration("interval", Duration::from_secs(1), &mut probs);
+                if adaptive && interval.is_zero() {
+                    probs.push(Problem {
+                        key: "shaper.interval".into(),
+                        value: Some("\"0s\"".into()),
+                        message: "expected a positive duration".into(),
+                    });
+                }
+                if !adaptive {
+                    for k in ["gamma", "delta_th", "alpha_min", "interval"] {
+                        if sh.present(k) {
+                            probs.push(Problem {
+                                key: format!("shaper.{k}"),
+                                value: None,
+                                message: "only applies with adaptive = true".into(),
+                            });
+                        }
+                    }
+                }
+                if fill == "periodic" && (adaptive || cache) {
+                    probs.push(Problem {
+                        key: "shaper.fill".into(),
+                        value: Some("\"periodic\"".into()),
+                        message: "adaptive and cache apply to the event-driven shaper only".into(),
+                    });
+                }
+                sh.finish(&mut probs);
+                Some(ShaperSpec {
+                    fill_period: (fill == "periodic").then_some(period),
+                    cores: cores.min(queues.max(1)),
+                    alpha,
+                    cap,
+                    queue_while_disabled: wd == "queue",
+                    shared_link: lm == "shared",
+                    cache,
+                    adaptive: adaptive.then_some((gamma, delta_th, alpha_min, interval)),
+                })
+            } else {
+                None
+            };
+            (link_rate, scheduler, quantum, queues, buffer, traffic, shaper, None)
         };
 
         let sc = Scenario {
@@ -748,10 +799,21 @@ impl Scenario {
             buffer,
             traffic,
             shaper,
+            everest,
         };
         if probs.is_empty() {
             let need = sc.estimate_memory(1);
-            if need > sc.memory_budget {
+            if need > sc.memory_budget && sc.everest.is_some() {
+                probs.push(Problem {
+                    key: "traffic.packets_per_second".into(),
+                    value: Some(sc.everest.as_ref().map_or(0.0, |e| e.traffic.packets_per_second).to_string()),
+                    message: format!(
+                        "if every packet of the run waited at once (no queue limit), one replication would need {}, above run.memory_budget = {}; shorten run.duration or raise the budget",
+                        human_bytes(need),
+                        human_bytes(sc.memory_budget)
+                    ),
+                });
+            } else if need > sc.memory_budget {
                 probs.push(Problem {
                     key: "queues.count".into(),
                     value: Some(sc.queues.to_string()),
@@ -779,6 +841,9 @@ impl Scenario {
     /// per-queue state (queue record, arrival generator, DRR list entry, pending arrival event)
     /// plus the packet-node pool in the worst case (every buffer full of minimum-size packets).
     pub fn estimate_memory(&self, parallel: u32) -> u64 {
+        if let Some(e) = &self.everest {
+            return e.estimate_memory(self.duration).saturating_mul(parallel.max(1) as u64);
+        }
         let n = self.queues as u128;
         // See models::link and models::kim for the layouts (kim adds the bucket state, 50 B).
         let per_queue = 32 + 64 + 8 + 48 + 16 + if self.shaper.is_some() { 56 } else { 0 };
@@ -807,6 +872,10 @@ impl Scenario {
         run.insert("memory_budget".into(), fmt_size(self.memory_budget).into());
         run.insert("max_events".into(), (self.max_events as i64).into());
         root.insert("run".into(), run.into());
+        if let Some(e) = &self.everest {
+            e.to_toml(&mut root);
+            return root;
+        }
         let mut link = toml::Table::new();
         link.insert("rate".into(), self.link_rate.to_string().into());
         link.insert("scheduler".into(), self.scheduler.clone().into());

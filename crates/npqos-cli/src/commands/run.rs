@@ -4,7 +4,7 @@ use crate::error::{bad, from_trace, Interrupted};
 use crate::output::{self, Meta};
 use crate::progress::Progress;
 use anyhow::Result;
-use npqos_sim::models::{kim, link};
+use npqos_sim::models::{everest, kim, link};
 use npqos_sim::results::{Output, RunResult};
 use npqos_sim::scenario::{human_bytes, Scenario};
 use serde_json::json;
@@ -42,6 +42,29 @@ pub fn replication_seed(seed: u64, i: u32) -> u64 {
     seed.wrapping_add(i as u64)
 }
 
+/// Runs one replication of `sc` with `seed` on the model it names. Errors are bad input (exit
+/// 2: a trace, a configuration the mechanism refuses) or internal failures (exit 1).
+fn run_one(
+    sc: &Scenario,
+    id: &str,
+    seed: u64,
+    interrupt: &Arc<AtomicBool>,
+    report: &mut dyn FnMut(npqos_core::Instant),
+) -> Result<RunResult> {
+    let flag = Some(interrupt.clone());
+    match sc.model.as_str() {
+        "kim" => kim::run_scenario(sc, seed, flag, report).map_err(|e| match e {
+            kim::KimRunError::Trace(t) => from_trace(t),
+            other => bad(format!("{id}: {other}")),
+        }),
+        "everest" => everest::scenario::run_scenario(sc, seed, flag, report).map_err(|e| match e {
+            everest::EverestError::Config(c) => bad(format!("{id}: {c}")),
+            other => anyhow::Error::new(other),
+        }),
+        _ => link::run(sc, seed, flag, report).map_err(from_trace),
+    }
+}
+
 /// Runs every replication of `sc` on `threads` workers. Results are in replication order,
 /// whatever the number of threads. Stops early (keeping finished and partial runs) when
 /// `interrupt` is raised.
@@ -54,7 +77,7 @@ pub fn execute(
 ) -> Result<Output> {
     let n = sc.replications as usize;
     let next = AtomicUsize::new(0);
-    let slots: Mutex<Vec<Option<Result<RunResult, kim::KimRunError>>>> = Mutex::new((0..n).map(|_| None).collect());
+    let slots: Mutex<Vec<Option<Result<RunResult>>>> = Mutex::new((0..n).map(|_| None).collect());
     let done_ns: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
     let total_ns = sc.duration.as_nanos() as f64 * n as f64;
     std::thread::scope(|s| {
@@ -70,11 +93,7 @@ pub fn execute(
                     let sum: u64 = done_ns.iter().map(|a| a.load(Ordering::Relaxed)).sum();
                     progress.set(sum as f64 / total_ns);
                 };
-                let r = if sc.model == "kim" {
-                    kim::run_scenario(sc, seed, Some(interrupt.clone()), &mut report)
-                } else {
-                    link::run(sc, seed, Some(interrupt.clone()), &mut report).map_err(kim::KimRunError::from)
-                };
+                let r = run_one(sc, id, seed, interrupt, &mut report);
                 slots.lock().expect("no worker panicked")[i] = Some(r);
             });
         }
@@ -82,10 +101,7 @@ pub fn execute(
     let mut out = Output { id: id.to_string(), ..Default::default() };
     for (i, r) in slots.into_inner().expect("no worker panicked").into_iter().enumerate() {
         let Some(r) = r else { continue };
-        let mut r = r.map_err(|e| match e {
-            kim::KimRunError::Trace(t) => from_trace(t),
-            other => bad(format!("{id}: {other}")),
-        })?;
+        let mut r = r?;
         r.label = format!("rep{i}");
         r.params.insert("replication".into(), json!(i));
         out.runs.push(r);

@@ -18,11 +18,25 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 /// A simulation model driven by the engine.
+///
+/// Besides the events it schedules, a model may have one **source**: events it produces
+/// lazily, such as the next packet of a time-ordered arrival stream or a mechanism's
+/// `next_wakeup()`, which need not pass through the event queue. The engine asks for the next
+/// source event's time and class before every step and runs whichever comes first by
+/// `(time, class)`; at an equal time and class the queued event runs first.
 pub trait Model {
     /// Events are small plain values (stored inline in the event queue).
     type Event: Copy;
     /// Handles one event at `engine.now()`.
     fn handle(&mut self, event: Self::Event, engine: &mut Engine<Self::Event>);
+    /// Time and class of the next source event, if any (default: no source).
+    #[inline]
+    fn next_source(&mut self) -> Option<(Instant, u8)> {
+        None
+    }
+    /// Runs the source event [`next_source`](Self::next_source) announced, at `engine.now()`.
+    #[inline]
+    fn source(&mut self, _engine: &mut Engine<Self::Event>) {}
 }
 
 /// Why [`Engine::run`] returned.
@@ -96,11 +110,13 @@ impl<E: Copy> Engine<E> {
     }
 
     /// Schedules `event` at `at`, which must not be in the past.
+    #[inline]
     pub fn schedule(&mut self, at: Instant, event: E) -> EventKey {
         assert!(at >= self.now, "event scheduled in the past: {at} < now {}", self.now);
         self.queue.push(at, event)
     }
     /// Schedules `event` at `at` in `class`: at equal times lower classes run first.
+    #[inline]
     pub fn schedule_class(&mut self, at: Instant, class: u8, event: E) -> EventKey {
         assert!(at >= self.now, "event scheduled in the past: {at} < now {}", self.now);
         self.queue.push_class(at, class, event)
@@ -141,19 +157,33 @@ impl<E: Copy> Engine<E> {
                     return StopReason::Interrupted;
                 }
             }
-            match self.queue.peek_time() {
-                None => return StopReason::Drained,
-                Some(t) if t > limits.until => {
-                    self.now = self.now.max(limits.until);
-                    return StopReason::EndTime;
-                }
-                Some(_) => {}
+            let queued = self.queue.peek_key();
+            let source = model.next_source();
+            let from_source = match (queued, source) {
+                (_, None) => false,
+                (None, Some(_)) => true,
+                (Some(q), Some(s)) => s < q,
+            };
+            let t = match (from_source, queued, source) {
+                (true, _, Some(s)) => s.0,
+                (false, Some(q), _) => q.0,
+                _ => return StopReason::Drained,
+            };
+            if t > limits.until {
+                self.now = self.now.max(limits.until);
+                return StopReason::EndTime;
             }
-            let (t, ev) = self.queue.pop().expect("peeked");
-            self.now = t;
             self.executed += 1;
             budget -= 1;
-            model.handle(ev, self);
+            if from_source {
+                assert!(t >= self.now, "source event in the past: {t} < now {}", self.now);
+                self.now = t;
+                model.source(self);
+            } else {
+                let (t, ev) = self.queue.pop().expect("peeked");
+                self.now = t;
+                model.handle(ev, self);
+            }
         }
     }
 }

@@ -29,6 +29,12 @@
 //!   "early" events, which all precede every radix entry and so are popped first. In the engine
 //!   this happens only when a run stops at an end time and the model is driven on.
 //!
+//! * small sets: until more than [`SMALL_MAX`] events are pending at once, every entry lives in
+//!   the binary heap of early events (the reference key is the largest possible, so every push
+//!   is "early"); a model with a handful of pending events (processors, one arrival) pays a
+//!   binary heap's few comparisons instead of radix redistributions. When the set first grows
+//!   past that, the entries move to the radix buckets once, for good. Both keep the exact order.
+//!
 //! Ordering is exact: events with equal times pop by class, then in insertion (FIFO) order. An
 //! event pushed at the current time with a class below the one running pops next (it goes to
 //! the early heap), which is what "completions before arrivals" means when a completion is
@@ -85,6 +91,8 @@ impl<E> Ord for ByKey<E> {
 const BUCKETS: usize = 129;
 /// The class occupies the top 8 bits of `seq`; the counter the rest.
 const CLASS_SHIFT: u32 = 56;
+/// Pending events kept in a binary heap before the queue turns into a radix heap.
+pub const SMALL_MAX: usize = 512;
 const COUNTER_MASK: u64 = (1 << CLASS_SHIFT) - 1;
 
 /// The monotone priority queue of future events. See the module documentation.
@@ -104,6 +112,8 @@ pub struct EventQueue<E> {
     /// Entries stored (live + cancelled).
     entries: usize,
     next_seq: u64,
+    /// Still a binary heap (everything in `early`); see the module documentation.
+    small: bool,
 }
 
 impl<E: Copy> Default for EventQueue<E> {
@@ -117,12 +127,13 @@ impl<E: Copy> EventQueue<E> {
         EventQueue {
             buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
             mask: 0,
-            reference: EventKey { time: 0, seq: 0 },
+            reference: EventKey { time: u64::MAX, seq: u64::MAX },
             floor: None,
             early: BinaryHeap::new(),
             cancelled: HashSet::new(),
             entries: 0,
             next_seq: 0,
+            small: true,
         }
     }
     /// Number of live (not cancelled) pending events.
@@ -183,10 +194,25 @@ impl<E: Copy> EventQueue<E> {
         let e = Entry { time, seq, event };
         if e.key() < self.reference {
             self.early.push(Reverse(ByKey(e)));
+            if self.small && self.early.len() > SMALL_MAX {
+                self.grow();
+            }
         } else {
             self.place(e);
         }
         EventKey { time, seq }
+    }
+
+    /// Moves every entry from the binary heap to the radix buckets (once, when the pending set
+    /// first outgrows [`SMALL_MAX`]).
+    #[cold]
+    fn grow(&mut self) {
+        self.small = false;
+        let entries = std::mem::take(&mut self.early).into_vec();
+        self.reference = entries.iter().map(|Reverse(ByKey(e))| e.key()).min().expect("non-empty");
+        for Reverse(ByKey(e)) in entries {
+            self.place(e);
+        }
     }
 
     /// Cancels the event `key`; true if it was pending.
@@ -242,7 +268,14 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Time of the earliest live event.
+    #[inline]
     pub fn peek_time(&mut self) -> Option<Instant> {
+        self.peek_key().map(|k| k.0)
+    }
+
+    /// Time and class of the earliest live event.
+    #[inline]
+    pub fn peek_key(&mut self) -> Option<(Instant, u8)> {
         loop {
             let e = if let Some(Reverse(ByKey(e))) = self.early.peek() {
                 *e
@@ -252,7 +285,7 @@ impl<E: Copy> EventQueue<E> {
                 return None;
             };
             if self.cancelled.is_empty() || !self.cancelled.contains(&e.key()) {
-                return Some(Instant::from_nanos(e.time));
+                return Some((Instant::from_nanos(e.time), (e.seq >> CLASS_SHIFT) as u8));
             }
             let e = self.take_min().expect("peeked");
             self.cancelled.remove(&e.key());

@@ -17,8 +17,8 @@
 
 use super::RunOptions;
 use crate::models::everest::{
-    classify_corpus, n_max, offered_profile, queue_bins, run, EverestParams, EverestResult, SyntheticTraffic, Traffic,
-    NATPT_SERVICES,
+    classify_corpus, n_max, natpt_services, offered_profile, queue_bins, run, EverestParams, EverestResult,
+    SyntheticTraffic, Traffic, NATPT_SERVICES,
 };
 use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult, Timing};
 use npqos_core::alloc::guarantee::shares;
@@ -225,6 +225,11 @@ struct Point {
     d: Duration,
 }
 
+/// t_pkt of the six NAT-PT services.
+fn natpt_t_pkt() -> Vec<Duration> {
+    NATPT_SERVICES.iter().map(|s| Duration::from_nanos(s.1)).collect()
+}
+
 /// G^i per (workload, D), computed once per pair.
 fn guarantees(ws: &[Workload], points: &[Point], seed: u64) -> Guarantees {
     let mut keys: Vec<(usize, u64)> = points.iter().map(|p| (p.w, p.d.as_nanos())).collect();
@@ -233,7 +238,12 @@ fn guarantees(ws: &[Workload], points: &[Point], seed: u64) -> Guarantees {
     let res = super::par_map(
         &keys,
         |&(w, d), _| {
-            let nm = n_max(|| ws[w].traffic.stream(seed), Duration::from_nanos(d), 4 * PROCESSORS.max(64));
+            let nm = n_max(
+                || ws[w].traffic.stream(seed),
+                &natpt_t_pkt(),
+                &[Duration::from_nanos(d); 6],
+                4 * PROCESSORS.max(64),
+            );
             let g = shares(&nm.iter().map(|x| x.0).collect::<Vec<_>>());
             let mut arr = [0.0; 6];
             arr.copy_from_slice(&g);
@@ -248,10 +258,9 @@ fn point_run_params(p: &Point, g: &Guarantees) -> EverestParams {
     EverestParams {
         processors: p.processors,
         t_sw: p.t_sw,
-        tolerance: p.d,
         delta: at_least_1ns(p.t_sw),
         policy: p.sched.policy(p.t_sw),
-        guarantees: g[&(p.w, p.d.as_nanos())].0,
+        services: natpt_services(p.d, &g[&(p.w, p.d.as_nanos())].0),
         sample_every: Duration::from_micros(100),
         check_invariants: false,
     }
@@ -297,36 +306,10 @@ fn result_run(ws: &[Workload], p: &Point, r: &EverestResult) -> RunResult {
     );
     let mut run = RunResult { label, complete: true, stop_reason: "drained".into(), ..Default::default() };
     run.params = point_params(ws, p);
-    let span = r.sim_end_ns.max(1) as f64;
-    run.scalar("packets", r.packets as f64, "packets");
-    run.scalar("late_percent", r.late_percent(), "%");
-    run.scalar("late_packets", r.late as f64, "packets");
-    run.scalar("mean_delay", r.mean_delay_us(), "us");
-    run.scalar("p50_delay", r.delay_quantiles[0] as f64 / 1e3, "us");
-    run.scalar("p99_delay", r.delay_quantiles[1] as f64 / 1e3, "us");
-    run.scalar("p999_delay", r.delay_quantiles[2] as f64 / 1e3, "us");
-    run.scalar("max_delay", r.max_delay_ns as f64 / 1e3, "us");
-    run.scalar("context_switches", r.stats.switches as f64, "switches");
-    run.scalar("context_switches_per_s", r.stats.switches as f64 / (span * 1e-9), "switches/s");
-    run.scalar("forced_releases", r.stats.forced as f64, "switches");
-    run.scalar("unmarked", r.stats.unmarked as f64, "grants");
-    run.scalar("hi_grants", r.stats.hi_grants as f64, "grants");
-    run.scalar("hi_refused", r.stats.hi_refused as f64, "requests");
-    run.scalar("lo_grants", r.stats.lo_grants as f64, "grants");
-    run.scalar("late_triggers", r.stats.late_triggers as f64, "triggers");
-    run.scalar("quantum_expiries", r.stats.quantum_expiries as f64, "expiries");
-    run.scalar("utilization", r.busy_ns as f64 / (p.processors as f64 * span), "fraction");
-    run.scalar("switching_fraction", r.switching_ns as f64 / (p.processors as f64 * span), "fraction");
-    run.scalar("max_queue", r.max_queue as f64, "packets");
-    run.scalar("clean_triggers", r.clean_triggers as f64, "packets");
-    run.scalar("clean_triggers_late", r.clean_triggers_late as f64, "packets");
-    run.scalar("hi_triggers", r.hi_triggers as f64, "packets");
-    run.scalar("hi_triggers_late", r.all_triggers_late as f64, "packets");
+    r.write_scalars(p.processors, &mut run);
     for (i, (n, l)) in r.per_service.iter().enumerate() {
         run.scalar(&format!("late_percent_service{i}"), 100.0 * *l as f64 / (*n).max(1) as f64, "%");
     }
-    run.sim_time_ns = r.sim_end_ns;
-    run.events = r.events;
     run
 }
 

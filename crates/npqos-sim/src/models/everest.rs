@@ -11,7 +11,7 @@
 //! Traffic ([`Traffic`]): a synthetic bursty generator (superposed ON/OFF Pareto sources per
 //! service), or a capture corpus classified into the six services (see [`classify_corpus`]).
 
-use crate::engine::{Engine, Model, RunLimits};
+use crate::engine::{Engine, Model, RunLimits, StopReason};
 use crate::rng::RngStreams;
 use crate::trace::corpus::{Corpus, Overlay};
 use crate::workload::{Arrivals, GapDist};
@@ -86,7 +86,9 @@ pub struct SyntheticTraffic {
     /// Mean packet rate of all services together, packets/s.
     pub rate_pps: f64,
     /// Share of the packets of each service (sums to 1).
-    pub mix: [f64; 6],
+    pub mix: Vec<f64>,
+    /// t_pkt of each service in ns (for the offered work).
+    pub t_pkt_ns: Vec<u64>,
     pub sources_per_service: u32,
     pub on_mean: Duration,
     pub off_mean: Duration,
@@ -101,13 +103,11 @@ impl SyntheticTraffic {
     /// sqrt(2 / sources)). The offered work averages about 9.5 of 16 processors.
     pub fn unc25_like(duration: Duration, sources: u32) -> Self {
         let per_dir = [0.85, 0.13, 0.02];
-        let mut mix = [0.0; 6];
-        for i in 0..6 {
-            mix[i] = 0.5 * per_dir[i % 3];
-        }
+        let mix = (0..6).map(|i| 0.5 * per_dir[i % 3]).collect();
         SyntheticTraffic {
             rate_pps: UNC25_PPS,
             mix,
+            t_pkt_ns: NATPT_SERVICES.iter().map(|s| s.1).collect(),
             sources_per_service: sources,
             on_mean: Duration::from_millis(50),
             off_mean: Duration::from_millis(100),
@@ -118,7 +118,7 @@ impl SyntheticTraffic {
 
     /// Mean offered work in processors: sum over services of rate x t_pkt.
     pub fn mean_processors(&self) -> f64 {
-        (0..6).map(|i| self.rate_pps * self.mix[i] * NATPT_SERVICES[i].1 as f64 * 1e-9).sum()
+        self.mix.iter().zip(&self.t_pkt_ns).map(|(m, &t)| self.rate_pps * m * t as f64 * 1e-9).sum()
     }
 }
 
@@ -147,7 +147,7 @@ impl Traffic {
                 let n = s.sources_per_service;
                 let mut heap = BinaryHeap::new();
                 let mut sources = Vec::new();
-                for svc in 0..6u8 {
+                for svc in 0..s.mix.len() as u8 {
                     if s.mix[svc as usize] <= 0.0 {
                         continue;
                     }
@@ -233,26 +233,27 @@ impl Iterator for ArrivalStream<'_> {
 }
 
 /// N_max^i of every service (everest section 5.1, our reading in
-/// [`npqos_core::alloc::guarantee`]) for delay tolerance `d`: passes over `make()` streams,
+/// [`npqos_core::alloc::guarantee`]) for processing times `t_pkt` and delay tolerances `d`: passes over `make()` streams,
 /// 8 candidates per service per pass, until every service's answer is found or exceeds
 /// `max_j`. Returns (N_max, saturated at `max_j`, packets) per service.
 pub fn n_max<I: Iterator<Item = (u64, u8)>>(
     mut make: impl FnMut() -> I,
-    d: Duration,
+    t_pkt: &[Duration],
+    d: &[Duration],
     max_j: u32,
 ) -> Vec<(u32, bool, u64)> {
     const WIDTH: u32 = 8;
-    let mut start = [1u32; 6];
-    let mut done: [Option<(u32, bool, u64)>; 6] = [None; 6];
+    let n = t_pkt.len();
+    let mut start = vec![1u32; n];
+    let mut done: Vec<Option<(u32, bool, u64)>> = vec![None; n];
     while done.iter().any(|x| x.is_none()) {
-        let mut est: Vec<NmaxEstimator> =
-            (0..6).map(|i| NmaxEstimator::new(Duration::from_nanos(NATPT_SERVICES[i].1), d, start[i], WIDTH)).collect();
+        let mut est: Vec<NmaxEstimator> = (0..n).map(|i| NmaxEstimator::new(t_pkt[i], d[i], start[i], WIDTH)).collect();
         for (t, s) in make() {
             if done[s as usize].is_none() {
                 est[s as usize].push(Instant::from_nanos(t));
             }
         }
-        for i in 0..6 {
+        for i in 0..n {
             if done[i].is_some() {
                 continue;
             }
@@ -269,18 +270,31 @@ pub fn n_max<I: Iterator<Item = (u64, u8)>>(
     done.iter().map(|x| x.expect("every service done")).collect()
 }
 
+/// The six NAT-PT services of everest Table 2, all with delay tolerance `tolerance`, with the
+/// guarantees `g`.
+pub fn natpt_services(tolerance: Duration, g: &[f64]) -> Vec<ServiceSpec> {
+    NATPT_SERVICES
+        .iter()
+        .zip(g)
+        .map(|(&(name, t), &g)| ServiceSpec {
+            name: name.into(),
+            t_pkt: Duration::from_nanos(t),
+            tolerance,
+            guarantee: g,
+        })
+        .collect()
+}
+
 /// One run's parameters.
 #[derive(Clone, Debug, PartialEq)]
 pub struct EverestParams {
     pub processors: u32,
     pub t_sw: Duration,
-    /// D, the same for every service.
-    pub tolerance: Duration,
     /// Delta of R_arr(Delta).
     pub delta: Duration,
     pub policy: Policy,
-    /// G^i per service (eq 7).
-    pub guarantees: [f64; 6],
+    /// The services: t_pkt^i, D^i and G^i (eq 7) each; [`natpt_services`] gives Table 2's six.
+    pub services: Vec<ServiceSpec>,
     /// Queue lengths are sampled every this often (Fig. 3b).
     pub sample_every: Duration,
     /// Check the allocator's bookkeeping after every event (tests; slow).
@@ -303,7 +317,8 @@ pub struct EverestResult {
     pub late: u64,
     pub delay_sum_ns: u128,
     pub max_delay_ns: u64,
-    pub per_service: [(u64, u64); 6],
+    /// (packets, late packets) per service.
+    pub per_service: Vec<(u64, u64)>,
     pub stats: AllocStats,
     /// Context switches actually performed (switch ends reported).
     pub switches_done: u64,
@@ -327,6 +342,39 @@ pub struct EverestResult {
 }
 
 impl EverestResult {
+    /// The scalars every everest run reports (and its simulated time and event count), for a
+    /// run on `processors` processors.
+    pub fn write_scalars(&self, processors: u32, run: &mut crate::results::RunResult) {
+        let r = self;
+        let span = r.sim_end_ns.max(1) as f64;
+        run.scalar("packets", r.packets as f64, "packets");
+        run.scalar("late_percent", r.late_percent(), "%");
+        run.scalar("late_packets", r.late as f64, "packets");
+        run.scalar("mean_delay", r.mean_delay_us(), "us");
+        run.scalar("p50_delay", r.delay_quantiles[0] as f64 / 1e3, "us");
+        run.scalar("p99_delay", r.delay_quantiles[1] as f64 / 1e3, "us");
+        run.scalar("p999_delay", r.delay_quantiles[2] as f64 / 1e3, "us");
+        run.scalar("max_delay", r.max_delay_ns as f64 / 1e3, "us");
+        run.scalar("context_switches", r.stats.switches as f64, "switches");
+        run.scalar("context_switches_per_s", r.stats.switches as f64 / (span * 1e-9), "switches/s");
+        run.scalar("forced_releases", r.stats.forced as f64, "switches");
+        run.scalar("unmarked", r.stats.unmarked as f64, "grants");
+        run.scalar("hi_grants", r.stats.hi_grants as f64, "grants");
+        run.scalar("hi_refused", r.stats.hi_refused as f64, "requests");
+        run.scalar("lo_grants", r.stats.lo_grants as f64, "grants");
+        run.scalar("late_triggers", r.stats.late_triggers as f64, "triggers");
+        run.scalar("quantum_expiries", r.stats.quantum_expiries as f64, "expiries");
+        run.scalar("utilization", r.busy_ns as f64 / (processors as f64 * span), "fraction");
+        run.scalar("switching_fraction", r.switching_ns as f64 / (processors as f64 * span), "fraction");
+        run.scalar("max_queue", r.max_queue as f64, "packets");
+        run.scalar("clean_triggers", r.clean_triggers as f64, "packets");
+        run.scalar("clean_triggers_late", r.clean_triggers_late as f64, "packets");
+        run.scalar("hi_triggers", r.hi_triggers as f64, "packets");
+        run.scalar("hi_triggers_late", r.all_triggers_late as f64, "packets");
+        run.sim_time_ns = r.sim_end_ns;
+        run.events = r.events;
+    }
+
     pub fn late_percent(&self) -> f64 {
         100.0 * self.late as f64 / self.packets.max(1) as f64
     }
@@ -352,32 +400,30 @@ const TRIGGER_BIT: u64 = 1 << 63;
 const ANY_TRIGGER_BIT: u64 = 1 << 62;
 const TAGS: u64 = TRIGGER_BIT | ANY_TRIGGER_BIT;
 
-/// Events of the everest model, in the order they run at one instant (their engine class):
-/// processor events (completions and switch ends, among themselves in the order scheduled),
-/// then the allocator's timer, then an arrival, so a processor that frees up at `t` can take a
-/// packet arriving at `t`.
+/// Events of the everest model in the event queue: processor events (engine class 0, among
+/// themselves in the order scheduled). The allocator's timer (class 1, at its `next_wakeup()`)
+/// and the next arrival (class 2) are the model's source ([`Model::next_source`]), so at one
+/// instant processor events run first, then the timer, then the arrival: a processor that
+/// frees up at `t` can take a packet arriving at `t`.
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
     /// Processor `0` finished its packet.
     Done(u32),
     /// Processor `0` finished its context switch.
     SwitchDone(u32),
-    /// The allocator's `next_wakeup()`; the generation tells a superseded timer from the
-    /// current one.
-    Timer(u32),
-    /// The next packet of the arrival stream, of service `0`.
-    Arrival(u8),
 }
 
-impl Ev {
-    /// The engine class: the order of event kinds at one instant.
-    fn class(&self) -> u8 {
-        match self {
-            Ev::Done(_) | Ev::SwitchDone(_) => 0,
-            Ev::Timer(_) => 1,
-            Ev::Arrival(_) => 2,
-        }
-    }
+/// Engine classes of the everest events (see [`Ev`]).
+const CLASS_PROCESSOR: u8 = 0;
+const CLASS_TIMER: u8 = 1;
+const CLASS_ARRIVAL: u8 = 2;
+
+/// What one step of the model handles.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Queued(Ev),
+    Timer,
+    Arrival(u8),
 }
 
 /// The model state on the engine (see [`run`]).
@@ -385,7 +431,8 @@ struct EverestSim<'a, I: Iterator<Item = (u64, u8)>> {
     alloc: Allocator,
     arrivals: I,
     t_pkt: Vec<u64>,
-    d: u64,
+    /// D^i per service, ns.
+    d: Vec<u64>,
     t_sw: u64,
     queues: Vec<VecDeque<u64>>,
     /// Per processor: arrival time (with the trigger tags) of the packet in service, its
@@ -395,9 +442,8 @@ struct EverestSim<'a, I: Iterator<Item = (u64, u8)>> {
     bins: Vec<u64>,
     sample: u64,
     next_sample: u64,
-    /// The time and generation of the pending timer event, if any.
-    timer_at: Option<u64>,
-    timer_gen: u32,
+    /// The next packet of the stream, pulled ahead.
+    next: Option<(u64, u8)>,
     r: EverestResult,
     hist: hdrhistogram::Histogram<u64>,
     check_invariants: bool,
@@ -408,26 +454,20 @@ struct EverestSim<'a, I: Iterator<Item = (u64, u8)>> {
 }
 
 impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
-    fn schedule(engine: &mut Engine<Ev>, at: u64, ev: Ev) {
-        engine.schedule_class(Instant::from_nanos(at), ev.class(), ev);
-    }
-
-    fn next_arrival(&mut self, engine: &mut Engine<Ev>) {
-        if let Some((t, svc)) = self.arrivals.next() {
-            Self::schedule(engine, t, Ev::Arrival(svc));
-        }
-    }
-
     fn apply(&mut self, now: u64, engine: &mut Engine<Ev>) {
         for a in self.out.drain(..) {
             match a {
                 Action::Serve { proc, service } => {
                     let at = self.queues[service as usize].pop_front().expect("allocator serves a waiting packet");
                     self.current[proc as usize] = (at, service as u8, now);
-                    Self::schedule(engine, now + self.t_pkt[service as usize], Ev::Done(proc));
+                    engine.schedule_class(
+                        Instant::from_nanos(now + self.t_pkt[service as usize]),
+                        CLASS_PROCESSOR,
+                        Ev::Done(proc),
+                    );
                 }
                 Action::Switch { proc, .. } => {
-                    Self::schedule(engine, now + self.t_sw, Ev::SwitchDone(proc));
+                    engine.schedule_class(Instant::from_nanos(now + self.t_sw), CLASS_PROCESSOR, Ev::SwitchDone(proc));
                     self.r.switching_ns += self.t_sw as u128;
                 }
             }
@@ -444,7 +484,7 @@ impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
         r.delay_sum_ns += delay as u128;
         r.max_delay_ns = r.max_delay_ns.max(delay);
         self.hist.saturating_record(delay.max(1));
-        let late = delay > self.d;
+        let late = delay > self.d[svc as usize];
         r.late += late as u64;
         let ps = &mut r.per_service[svc as usize];
         ps.0 += 1;
@@ -495,16 +535,9 @@ impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
     }
 }
 
-impl<I: Iterator<Item = (u64, u8)>> Model for EverestSim<'_, I> {
-    type Event = Ev;
-    fn handle(&mut self, ev: Ev, engine: &mut Engine<Ev>) {
+impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
+    fn step(&mut self, step: Step, engine: &mut Engine<Ev>) {
         let now = engine.now().as_nanos();
-        if let Ev::Timer(g) = ev {
-            if g != self.timer_gen {
-                return; // superseded
-            }
-            self.timer_at = None;
-        }
         while self.next_sample <= now {
             for queue in &self.queues {
                 let q = queue.len() as u64;
@@ -512,19 +545,19 @@ impl<I: Iterator<Item = (u64, u8)>> Model for EverestSim<'_, I> {
                 self.r.queue_hist[b] += 1;
                 self.r.max_queue = self.r.max_queue.max(q);
             }
-            self.r.queue_samples += 6;
+            self.r.queue_samples += self.queues.len() as u64;
             self.next_sample += self.sample;
         }
         self.r.events += 1;
-        match ev {
-            Ev::Done(p) => self.completed(now, p as usize),
-            Ev::SwitchDone(p) => {
+        match step {
+            Step::Queued(Ev::Done(p)) => self.completed(now, p as usize),
+            Step::Queued(Ev::SwitchDone(p)) => {
                 self.r.switches_done += 1;
                 self.alloc.switch_done(Instant::from_nanos(now), p as usize, &mut self.out);
             }
-            Ev::Timer(_) => self.alloc.timer(Instant::from_nanos(now), &mut self.out),
-            Ev::Arrival(svc) => {
-                self.next_arrival(engine);
+            Step::Timer => self.alloc.timer(Instant::from_nanos(now), &mut self.out),
+            Step::Arrival(svc) => {
+                self.next = self.arrivals.next();
                 self.arrival(now, svc);
             }
         }
@@ -537,14 +570,33 @@ impl<I: Iterator<Item = (u64, u8)>> Model for EverestSim<'_, I> {
             }
         }
         self.r.sim_end_ns = now;
-        let want = self.alloc.next_wakeup().map(|t| t.as_nanos());
-        if want != self.timer_at {
-            self.timer_gen = self.timer_gen.wrapping_add(1);
-            self.timer_at = want;
-            if let Some(t) = want {
-                Self::schedule(engine, t.max(now), Ev::Timer(self.timer_gen));
-            }
+    }
+}
+
+impl<I: Iterator<Item = (u64, u8)>> Model for EverestSim<'_, I> {
+    type Event = Ev;
+    fn handle(&mut self, ev: Ev, engine: &mut Engine<Ev>) {
+        self.step(Step::Queued(ev), engine);
+    }
+    #[inline]
+    fn next_source(&mut self) -> Option<(Instant, u8)> {
+        let timer = self.alloc.next_wakeup().map(|t| (t, CLASS_TIMER));
+        let arrival = self.next.map(|(t, _)| (Instant::from_nanos(t), CLASS_ARRIVAL));
+        match (timer, arrival) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
+    }
+    fn source(&mut self, engine: &mut Engine<Ev>) {
+        let now = engine.now();
+        let step = match self.next {
+            Some((t, svc)) if self.alloc.next_wakeup().is_none_or(|w| w > Instant::from_nanos(t)) => {
+                debug_assert_eq!(t, now.as_nanos());
+                Step::Arrival(svc)
+            }
+            _ => Step::Timer,
+        };
+        self.step(step, engine);
     }
 }
 
@@ -556,40 +608,43 @@ pub fn run(
     expected_packets: u64,
     progress: &mut dyn FnMut(f64),
 ) -> Result<EverestResult, EverestError> {
-    let services: Vec<ServiceSpec> = NATPT_SERVICES
-        .iter()
-        .zip(p.guarantees)
-        .map(|(&(name, t), g)| ServiceSpec {
-            name: name.into(),
-            t_pkt: Duration::from_nanos(t),
-            tolerance: p.tolerance,
-            guarantee: g,
-        })
-        .collect();
+    run_limited(p, arrivals, expected_packets, progress, RunLimits::until(Instant::MAX), None).map(|x| x.0)
+}
+
+/// [`run`] within `limits` (an event budget) and with an interrupt flag; also says why it
+/// stopped (results are partial unless the queue drained).
+pub fn run_limited(
+    p: &EverestParams,
+    arrivals: impl Iterator<Item = (u64, u8)>,
+    expected_packets: u64,
+    progress: &mut dyn FnMut(f64),
+    limits: RunLimits,
+    interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+) -> Result<(EverestResult, StopReason), EverestError> {
     let alloc = Allocator::new(&AllocConfig {
         processors: p.processors,
         t_sw: p.t_sw,
         delta: p.delta,
-        services,
+        services: p.services.clone(),
         policy: p.policy,
     })?;
+    let ns = p.services.len();
     let np = p.processors as usize;
     let bins = queue_bins();
     let mut m = EverestSim {
         alloc,
         arrivals,
-        t_pkt: NATPT_SERVICES.iter().map(|s| s.1).collect(),
-        d: p.tolerance.as_nanos(),
+        t_pkt: p.services.iter().map(|s| s.t_pkt.as_nanos()).collect(),
+        d: p.services.iter().map(|s| s.tolerance.as_nanos()).collect(),
         t_sw: p.t_sw.as_nanos(),
-        queues: (0..6).map(|_| VecDeque::new()).collect(),
+        queues: (0..ns).map(|_| VecDeque::new()).collect(),
         current: vec![(0, 0, 0); np],
         out: Vec::with_capacity(np * 2),
-        r: EverestResult { queue_hist: vec![0; bins.len()], ..Default::default() },
+        r: EverestResult { queue_hist: vec![0; bins.len()], per_service: vec![(0, 0); ns], ..Default::default() },
         bins,
         sample: p.sample_every.as_nanos().max(1),
         next_sample: 0,
-        timer_at: None,
-        timer_gen: 0,
+        next: None,
         hist: hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds"),
         check_invariants: p.check_invariants,
         error: None,
@@ -598,10 +653,11 @@ pub fn run(
         progress,
     };
     let mut engine = Engine::new();
-    // The allocator starts without a timer: the first event is the first arrival.
-    debug_assert!(m.alloc.next_wakeup().is_none());
-    m.next_arrival(&mut engine);
-    engine.run(&mut m, RunLimits::until(Instant::MAX), &mut |_| {});
+    if let Some(f) = interrupt {
+        engine = engine.with_interrupt(f);
+    }
+    m.next = m.arrivals.next();
+    let stop = engine.run(&mut m, limits, &mut |_| {});
     if let Some(e) = m.error {
         return Err(e);
     }
@@ -610,9 +666,10 @@ pub fn run(
     r.delay_quantiles =
         [m.hist.value_at_quantile(0.5), m.hist.value_at_quantile(0.99), m.hist.value_at_quantile(0.999)];
     (m.progress)(1.0);
-    Ok(r)
+    Ok((r, stop))
 }
 
+pub mod scenario;
 #[cfg(test)]
 mod tests;
 

@@ -12,10 +12,9 @@ fn params_ns(policy: Policy, processors: u32, t_sw_us: u64, d_ns: u64) -> Everes
     EverestParams {
         processors,
         t_sw: Duration::from_micros(t_sw_us),
-        tolerance: Duration::from_nanos(d_ns),
         delta: Duration::from_micros(t_sw_us),
         policy,
-        guarantees: [0.3, 0.1, 0.1, 0.3, 0.1, 0.1],
+        services: natpt_services(Duration::from_nanos(d_ns), &[0.3, 0.1, 0.1, 0.3, 0.1, 0.1]),
         sample_every: Duration::from_micros(100),
         check_invariants: true,
     }

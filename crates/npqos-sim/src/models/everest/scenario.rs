@@ -1,0 +1,448 @@
+//! `model = "everest"` scenarios: your services on `N_p` processors under an allocation policy
+//! (docs/everest.md, "Scenario files"). The tables:
+//!
+//! ```toml
+//! model = "everest"
+//! [run]                            # seed, duration (arrivals stop), replications, ...
+//! sample_interval = "100us"        # queue lengths sampled this often (default duration / 100)
+//! [processors]
+//! count = 16                       # N_p
+//! policy = "everest"               # static, quantum, cohort-e, everest, everest-ld, everest-ae,
+//!                                  # everest-adaptive
+//! t_sw = "2ms"                     # context-switch time
+//! delta = "2ms"                    # window of R_arr(Delta) (default t_sw)
+//! quantum = "10ms"                 # with policy = "quantum"
+//! [traffic]                        # synthetic: per service, ON/OFF sources with Pareto periods
+//! packets_per_second = 707547.0    # all services together (default UNC-2.5's mean rate)
+//! sources = 16                     # ON/OFF sources per service
+//! on_mean = "50ms"
+//! off_mean = "100ms"
+//! pareto_shape = 1.5
+//! [[services]]                     # default: everest Table 2's six NAT-PT services
+//! name = "v4-v6-tcp"               # letters, digits, '-', '_'
+//! t_pkt = "18.22us"                # processing time per packet
+//! tolerance = "2ms"                # D: delay tolerance
+//! share = 0.425                    # fraction of the packets (the shares must sum to 1)
+//! guarantee = 0.3                  # G^i (eq 1, 7); default for every service: eq 7 from N_max
+//! ```
+
+use super::{SyntheticTraffic, NATPT_SERVICES, UNC25_PPS};
+use crate::scenario::{show, Problem, Reader};
+use npqos_core::alloc::Policy;
+use npqos_core::Duration;
+
+/// The everest part of a scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EverestSpec {
+    pub processors: u32,
+    pub policy: Policy,
+    pub t_sw: Duration,
+    pub delta: Duration,
+    pub traffic: TrafficSpec,
+    pub services: Vec<ServiceSpec>,
+}
+
+/// `[traffic]` of an everest scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TrafficSpec {
+    pub packets_per_second: f64,
+    pub sources: u32,
+    pub on_mean: Duration,
+    pub off_mean: Duration,
+    pub shape: f64,
+}
+
+/// One `[[services]]` entry.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceSpec {
+    pub name: String,
+    pub t_pkt: Duration,
+    pub tolerance: Duration,
+    pub share: f64,
+    /// `None`: eq 7 from N_max on the traffic (all services or none give one).
+    pub guarantee: Option<f64>,
+}
+
+/// Policy names as `processors.policy` takes them (everest Table 4, and ours).
+pub const POLICIES: [&str; 7] =
+    ["static", "quantum", "cohort-e", "everest", "everest-ld", "everest-ae", "everest-adaptive"];
+
+/// Names of the default services (Table 2's six NAT-PT services).
+const NATPT_NAMES: [&str; 6] = ["v4-v6-tcp", "v4-v6-udp", "v4-v6-icmp", "v6-v4-tcp", "v6-v4-udp", "v6-v4-icmp"];
+
+/// Reads `[processors]`, `[traffic]` and `[[services]]`, recording every problem.
+pub(crate) fn read(root: &toml::Table, probs: &mut Vec<Problem>) -> EverestSpec {
+    let mut p = Reader::new(root, "processors", probs);
+    let processors = p.int("count", 16, 1, 1 << 20, probs) as u32;
+    let policy = p.choice("policy", "everest", &POLICIES, probs);
+    let t_sw = p.duration("t_sw", Duration::from_millis(2), probs);
+    let delta = p.duration("delta", t_sw, probs);
+    if delta.is_zero() {
+        probs.push(Problem {
+            key: "processors.delta".into(),
+            value: Some(format!("\"{delta}\"")),
+            message: "expected a positive duration (it defaults to t_sw)".into(),
+        });
+    }
+    let quantum = p.duration("quantum", Duration::from_millis(10), probs);
+    if policy != "quantum" && p.present("quantum") {
+        probs.push(Problem {
+            key: "processors.quantum".into(),
+            value: None,
+            message: "only applies with policy = \"quantum\"".into(),
+        });
+    }
+    if policy == "quantum" && quantum.is_zero() {
+        probs.push(Problem {
+            key: "processors.quantum".into(),
+            value: Some(format!("\"{quantum}\"")),
+            message: "expected a positive duration".into(),
+        });
+    }
+    p.finish(probs);
+    let policy = match policy.as_str() {
+        "static" => Policy::Static,
+        "quantum" => Policy::Quantum { quantum },
+        "cohort-e" => Policy::CohortE,
+        "everest-ld" => Policy::EverestLd,
+        "everest-ae" => Policy::EverestAe,
+        "everest-adaptive" => Policy::Adaptive,
+        _ => Policy::Everest,
+    };
+
+    let mut t = Reader::new(root, "traffic", probs);
+    let source = t.choice("source", "synthetic", &["synthetic"], probs);
+    let _ = source;
+    let packets_per_second =
+        t.float("packets_per_second", UNC25_PPS, probs, |v| v > 0.0 && v <= 1e10, "greater than 0 and at most 1e10");
+    let sources = t.int("sources", 16, 1, 100_000, probs) as u32;
+    let on_mean = t.duration("on_mean", Duration::from_millis(50), probs);
+    let off_mean = t.duration("off_mean", Duration::from_millis(100), probs);
+    let shape = t.float("pareto_shape", 1.5, probs, |v| v > 1.0, "greater than 1 (a finite mean)");
+    for (k, d) in [("on_mean", on_mean), ("off_mean", off_mean)] {
+        if d.is_zero() {
+            probs.push(Problem {
+                key: format!("traffic.{k}"),
+                value: Some(format!("\"{d}\"")),
+                message: "expected a positive duration".into(),
+            });
+        }
+    }
+    t.finish(probs);
+    let traffic = TrafficSpec { packets_per_second, sources, on_mean, off_mean, shape };
+
+    let services = match root.get("services") {
+        None => {
+            let mix = SyntheticTraffic::unc25_like(Duration::from_secs(1), 1).mix;
+            NATPT_SERVICES
+                .iter()
+                .zip(NATPT_NAMES)
+                .zip(mix)
+                .map(|((&(_, t), name), share)| ServiceSpec {
+                    name: name.into(),
+                    t_pkt: Duration::from_nanos(t),
+                    tolerance: Duration::from_millis(2),
+                    share,
+                    guarantee: None,
+                })
+                .collect()
+        }
+        Some(toml::Value::Array(a)) if !a.is_empty() => {
+            a.iter().enumerate().map(|(i, v)| read_service(i, v, probs)).collect()
+        }
+        Some(v) => {
+            probs.push(Problem {
+                key: "services".into(),
+                value: Some(show(v)),
+                message: "expected one or more [[services]] tables".into(),
+            });
+            Vec::new()
+        }
+    };
+    check_services(&services, probs);
+    EverestSpec { processors, policy, t_sw, delta, traffic, services }
+}
+
+fn read_service(i: usize, v: &toml::Value, probs: &mut Vec<Problem>) -> ServiceSpec {
+    let prefix = format!("services[{i}]");
+    let Some(tb) = v.as_table() else {
+        probs.push(Problem { key: prefix, value: Some(show(v)), message: "expected a table ([[services]])".into() });
+        return ServiceSpec {
+            name: String::new(),
+            t_pkt: Duration::ZERO,
+            tolerance: Duration::ZERO,
+            share: 0.0,
+            guarantee: None,
+        };
+    };
+    let mut r = Reader::from_table(tb, prefix.clone());
+    let name = r.string("name", &format!("s{i}"), probs);
+    if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+        probs.push(Problem {
+            key: format!("{prefix}.name"),
+            value: Some(format!("{name:?}")),
+            message: "expected letters, digits, '-' or '_' (it names result columns)".into(),
+        });
+    }
+    let t_pkt = r.duration("t_pkt", Duration::from_micros(10), probs);
+    if t_pkt.is_zero() {
+        probs.push(Problem {
+            key: format!("{prefix}.t_pkt"),
+            value: Some(format!("\"{t_pkt}\"")),
+            message: "expected a positive duration".into(),
+        });
+    }
+    let tolerance = r.duration("tolerance", Duration::from_millis(2), probs);
+    let share = r.float("share", 0.0, probs, |v| (0.0..=1.0).contains(&v), "in 0..1");
+    if !r.present("share") {
+        probs.push(Problem {
+            key: format!("{prefix}.share"),
+            value: None,
+            message: "required: the fraction of the packets of this service".into(),
+        });
+    }
+    let guarantee =
+        r.present("guarantee").then(|| r.float("guarantee", 0.0, probs, |v| (0.0..=1.0).contains(&v), "in 0..1"));
+    r.finish(probs);
+    ServiceSpec { name, t_pkt, tolerance, share, guarantee }
+}
+
+fn check_services(s: &[ServiceSpec], probs: &mut Vec<Problem>) {
+    if s.is_empty() {
+        return;
+    }
+    let sum: f64 = s.iter().map(|x| x.share).sum();
+    if (sum - 1.0).abs() > 1e-6 {
+        probs.push(Problem {
+            key: "services.share".into(),
+            value: Some(format!("{sum}")),
+            message: "expected the shares of all services to sum to 1".into(),
+        });
+    }
+    let given = s.iter().filter(|x| x.guarantee.is_some()).count();
+    if given != 0 && given != s.len() {
+        probs.push(Problem {
+            key: "services.guarantee".into(),
+            value: None,
+            message: "give a guarantee for every service or for none (then eq 7 computes them)".into(),
+        });
+    }
+    let g: f64 = s.iter().filter_map(|x| x.guarantee).sum();
+    if g > 1.0 + 1e-9 {
+        probs.push(Problem {
+            key: "services.guarantee".into(),
+            value: Some(format!("{g}")),
+            message: "expected the guarantees to sum to at most 1".into(),
+        });
+    }
+    for (i, x) in s.iter().enumerate() {
+        if s[..i].iter().any(|y| y.name == x.name) {
+            probs.push(Problem {
+                key: format!("services[{i}].name"),
+                value: Some(format!("{:?}", x.name)),
+                message: "expected a name no other service has".into(),
+            });
+        }
+    }
+}
+
+impl EverestSpec {
+    /// The synthetic traffic for `duration` of arrivals.
+    pub fn synthetic(&self, duration: Duration) -> SyntheticTraffic {
+        SyntheticTraffic {
+            rate_pps: self.traffic.packets_per_second,
+            mix: self.services.iter().map(|s| s.share).collect(),
+            t_pkt_ns: self.services.iter().map(|s| s.t_pkt.as_nanos()).collect(),
+            sources_per_service: self.traffic.sources,
+            on_mean: self.traffic.on_mean,
+            off_mean: self.traffic.off_mean,
+            shape: self.traffic.shape,
+            duration,
+        }
+    }
+
+    /// The allocator's services with guarantees `g`.
+    pub fn alloc_services(&self, g: &[f64]) -> Vec<npqos_core::alloc::ServiceSpec> {
+        self.services
+            .iter()
+            .zip(g)
+            .map(|(s, &g)| npqos_core::alloc::ServiceSpec {
+                name: s.name.clone(),
+                t_pkt: s.t_pkt,
+                tolerance: s.tolerance,
+                guarantee: g,
+            })
+            .collect()
+    }
+
+    /// Upper estimate of one replication's memory: every packet of `duration` waiting at once
+    /// (8 B each), plus per-source and per-processor state.
+    pub fn estimate_memory(&self, duration: Duration) -> u64 {
+        let packets =
+            self.traffic.packets_per_second * (duration.as_secs_f64() + super::SYNTHETIC_WARMUP.as_secs_f64());
+        let sources = self.traffic.sources as f64 * self.services.len() as f64 * 128.0;
+        (packets * 8.0 + sources + self.processors as f64 * 64.0 + (1 << 20) as f64).min(u64::MAX as f64) as u64
+    }
+
+    /// The resolved tables (every default filled in).
+    pub fn to_toml(&self, root: &mut toml::Table) {
+        let mut p = toml::Table::new();
+        p.insert("count".into(), (self.processors as i64).into());
+        p.insert("policy".into(), self.policy.name().into());
+        p.insert("t_sw".into(), self.t_sw.to_string().into());
+        p.insert("delta".into(), self.delta.to_string().into());
+        if let Policy::Quantum { quantum } = self.policy {
+            p.insert("quantum".into(), quantum.to_string().into());
+        }
+        root.insert("processors".into(), p.into());
+        let mut t = toml::Table::new();
+        t.insert("source".into(), "synthetic".into());
+        t.insert("packets_per_second".into(), self.traffic.packets_per_second.into());
+        t.insert("sources".into(), (self.traffic.sources as i64).into());
+        t.insert("on_mean".into(), self.traffic.on_mean.to_string().into());
+        t.insert("off_mean".into(), self.traffic.off_mean.to_string().into());
+        t.insert("pareto_shape".into(), self.traffic.shape.into());
+        root.insert("traffic".into(), t.into());
+        let s: Vec<toml::Value> = self
+            .services
+            .iter()
+            .map(|s| {
+                let mut x = toml::Table::new();
+                x.insert("name".into(), s.name.clone().into());
+                x.insert("t_pkt".into(), s.t_pkt.to_string().into());
+                x.insert("tolerance".into(), s.tolerance.to_string().into());
+                x.insert("share".into(), s.share.into());
+                if let Some(g) = s.guarantee {
+                    x.insert("guarantee".into(), g.into());
+                }
+                x.into()
+            })
+            .collect();
+        root.insert("services".into(), toml::Value::Array(s));
+    }
+}
+
+/// Runs one replication of a `model = "everest"` scenario with `seed`: the guarantees (given,
+/// or eq 7 from N_max passes over the same traffic), then the allocator on the engine until
+/// every packet offered before `run.duration` is processed (or the event budget, or Ctrl-C).
+pub fn run_scenario(
+    sc: &crate::scenario::Scenario,
+    seed: u64,
+    interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    progress: &mut dyn FnMut(npqos_core::Instant),
+) -> Result<crate::results::RunResult, super::EverestError> {
+    use crate::engine::{RunLimits, StopReason};
+    use crate::results::RunResult;
+    use serde_json::json;
+    let e = sc.everest.as_ref().expect("model = \"everest\" has an everest spec");
+    let traffic = super::Traffic::Synthetic(e.synthetic(sc.duration));
+    let t_pkt: Vec<Duration> = e.services.iter().map(|s| s.t_pkt).collect();
+    let d: Vec<Duration> = e.services.iter().map(|s| s.tolerance).collect();
+    let given: Option<Vec<f64>> = e.services.iter().map(|s| s.guarantee).collect();
+    let (g, nmax) = match given {
+        Some(g) => (g, None),
+        None => {
+            let nm = super::n_max(|| traffic.stream(seed), &t_pkt, &d, 4 * e.processors.max(64));
+            (npqos_core::alloc::guarantee::shares(&nm.iter().map(|x| x.0).collect::<Vec<_>>()), Some(nm))
+        }
+    };
+    let p = super::EverestParams {
+        processors: e.processors,
+        t_sw: e.t_sw,
+        delta: e.delta,
+        policy: e.policy,
+        services: e.alloc_services(&g),
+        sample_every: sc.sample_every(),
+        check_invariants: false,
+    };
+    let expected = (e.traffic.packets_per_second * sc.duration.as_secs_f64()) as u64;
+    let span = sc.duration.as_nanos() as f64;
+    let limits = RunLimits {
+        until: npqos_core::Instant::MAX,
+        max_events: if sc.max_events == 0 { u64::MAX } else { sc.max_events },
+    };
+    let (r, stop) = super::run_limited(
+        &p,
+        traffic.stream(seed),
+        expected,
+        &mut |f| progress(npqos_core::Instant::from_nanos((f.clamp(0.0, 1.0) * span) as u64)),
+        limits,
+        interrupt,
+    )?;
+    let mut run = RunResult {
+        complete: matches!(stop, StopReason::Drained),
+        stop_reason: format!("{stop:?}").to_lowercase(),
+        ..Default::default()
+    };
+    run.params.insert("policy".into(), json!(e.policy.name()));
+    run.params.insert("processors".into(), json!(e.processors));
+    r.write_scalars(e.processors, &mut run);
+    for (i, s) in e.services.iter().enumerate() {
+        let (n, late) = r.per_service[i];
+        run.scalar(&format!("packets.{}", s.name), n as f64, "packets");
+        run.scalar(&format!("late_percent.{}", s.name), 100.0 * late as f64 / n.max(1) as f64, "%");
+        run.scalar(&format!("guarantee.{}", s.name), g[i], "fraction");
+        if let Some(nm) = &nmax {
+            run.scalar(&format!("n_max.{}", s.name), nm[i].0 as f64, "processors");
+        }
+    }
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::scenario::Scenario;
+    use std::path::Path;
+
+    fn parse(text: &str) -> Result<Scenario, String> {
+        Scenario::parse(text, "t.toml", Path::new(".")).map_err(|p| p.to_string())
+    }
+
+    /// The minimal everest scenario is the NAT-PT default; every resolved scenario parses back
+    /// to itself.
+    #[test]
+    fn defaults_and_round_trip() {
+        let sc = parse("model = \"everest\"\n").unwrap();
+        let e = sc.everest.as_ref().unwrap();
+        assert_eq!(e.services.len(), 6);
+        assert_eq!(e.services[0].name, "v4-v6-tcp");
+        assert!((e.services.iter().map(|s| s.share).sum::<f64>() - 1.0).abs() < 1e-12);
+        for text in [
+            "model = \"everest\"\n".to_string(),
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/everest-small.toml")).unwrap(),
+            "model = \"everest\"\n[processors]\npolicy = \"quantum\"\nquantum = \"5ms\"\n[[services]]\nname = \"a\"\nt_pkt = \"2us\"\nshare = 1.0\nguarantee = 0.5\n".into(),
+        ] {
+            let sc = parse(&text).unwrap();
+            let again = Scenario::from_table(&sc.to_toml(), "resolved.toml", Path::new(".")).unwrap();
+            assert_eq!(again, sc);
+        }
+    }
+
+    /// Every problem is reported with its key path.
+    #[test]
+    fn problems_name_their_keys() {
+        let e = parse(
+            "model = \"everest\"\n[link]\nrate = \"1Gbps\"\n[processors]\ncount = 0\npolicy = \"fifo\"\ncolour = 1\nquantum = \"1ms\"\n[traffic]\npareto_shape = 0.9\n[[services]]\nname = \"a b\"\nt_pkt = \"0s\"\nshare = 0.5\nguarantee = 0.2\n[[services]]\nname = \"c\"\nshare = 0.2\n",
+        )
+        .unwrap_err();
+        for key in [
+            "link",
+            "processors.count",
+            "processors.policy",
+            "processors.colour",
+            "processors.quantum",
+            "traffic.pareto_shape",
+            "services[0].name",
+            "services[0].t_pkt",
+            "services.share",
+            "services.guarantee",
+        ] {
+            assert!(e.contains(key), "{key} missing in:\n{e}");
+        }
+        let e = parse("model = \"everest\"\n[[services]]\nt_pkt = \"1us\"\n").unwrap_err();
+        assert!(e.contains("services[0].share") && e.contains("required"), "{e}");
+        let e = parse("model = \"everest\"\n[run]\nduration = \"100000s\"\n[traffic]\npackets_per_second = 1e9\n")
+            .unwrap_err();
+        assert!(e.contains("traffic.packets_per_second") && e.contains("memory_budget"), "{e}");
+    }
+}
