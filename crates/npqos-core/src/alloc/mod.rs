@@ -60,6 +60,8 @@
 
 pub mod guarantee;
 
+use crate::error::{Clock, Error};
+use crate::id::{self, ProcessorId, ServiceId};
 use crate::time::{Duration, Instant};
 use std::collections::VecDeque;
 
@@ -151,10 +153,10 @@ pub enum AllocError {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Action {
     /// Processor `proc` starts the head packet of `service`'s queue now.
-    Serve { proc: u32, service: u32 },
+    Serve { proc: ProcessorId, service: ServiceId },
     /// Processor `proc` starts switching from `from` to `to` now; the runtime calls
     /// [`Allocator::switch_done`] when it is ready (after `t_sw`).
-    Switch { proc: u32, from: u32, to: u32 },
+    Switch { proc: ProcessorId, from: ServiceId, to: ServiceId },
 }
 
 /// What an arrival set off (for the eq 5 check and for statistics).
@@ -275,6 +277,8 @@ pub struct Allocator {
     /// Everest-LD: when a waiting packet next becomes late (or the t_sw spacing ends).
     ld_wakeup: u64,
     stats: AllocStats,
+    /// The last `now` given; an earlier one is refused.
+    clock: Clock,
 }
 
 impl Allocator {
@@ -362,6 +366,7 @@ impl Allocator {
             expiries: VecDeque::new(),
             ld_wakeup: NONE,
             stats: AllocStats::default(),
+            clock: Clock::default(),
         })
     }
 
@@ -377,29 +382,29 @@ impl Allocator {
     pub fn services(&self) -> usize {
         self.svcs.len()
     }
-    /// Waiting packets of service `s`.
-    pub fn queue_len(&self, s: usize) -> u64 {
-        self.svcs[s].q
+    /// Waiting packets of service `s` (0 for an unknown service: queries never fail).
+    pub fn queue_len(&self, s: ServiceId) -> u64 {
+        self.svcs.get(s.index()).map_or(0, |v| v.q)
     }
     /// Processors allocated to `s` (N_alloc^i, marked and incoming included).
-    pub fn allocated(&self, s: usize) -> u32 {
-        self.svcs[s].owned
+    pub fn allocated(&self, s: ServiceId) -> u32 {
+        self.svcs.get(s.index()).map_or(0, |v| v.owned)
     }
     /// Committed (unmarked, not released) processors of `s`: the `j` of Q_lim^j.
-    pub fn committed(&self, s: usize) -> u32 {
-        self.svcs[s].committed()
+    pub fn committed(&self, s: ServiceId) -> u32 {
+        self.svcs.get(s.index()).map_or(0, |v| v.committed())
     }
     /// Guaranteed processors of `s` (G^i x N_p rounded).
-    pub fn guaranteed(&self, s: usize) -> u32 {
-        self.svcs[s].guaranteed
+    pub fn guaranteed(&self, s: ServiceId) -> u32 {
+        self.svcs.get(s.index()).map_or(0, |v| v.guaranteed)
     }
     /// Q_lim^j of `s` at its current committed allocation (eq 3).
-    pub fn q_lim(&self, s: usize) -> u64 {
-        self.svcs[s].q_lim()
+    pub fn q_lim(&self, s: ServiceId) -> u64 {
+        self.svcs.get(s.index()).map_or(0, |v| v.q_lim())
     }
-    /// The service processor `p` is allocated to.
-    pub fn owner(&self, p: usize) -> usize {
-        self.procs[p].owner as usize
+    /// The service processor `p` is allocated to (`None` for an unknown processor).
+    pub fn owner(&self, p: ProcessorId) -> Option<ServiceId> {
+        self.procs.get(p.index()).map(|x| ServiceId(x.owner))
     }
     /// The switch time the allocator currently assumes (measured mean once a switch has been
     /// reported done).
@@ -450,7 +455,16 @@ impl Allocator {
     }
 
     /// A packet of service `s` arrived at `now`.
-    pub fn arrival(&mut self, now: Instant, s: usize, out: &mut Vec<Action>) -> Trigger {
+    ///
+    /// Errors (the call then has no effect): an unknown service, `now` before a time already
+    /// given.
+    pub fn arrival(&mut self, now: Instant, s: ServiceId, out: &mut Vec<Action>) -> Result<Trigger, Error> {
+        let s = id::check(ServiceId::KIND, s.0, self.svcs.len())?;
+        self.clock.advance(now)?;
+        Ok(self.arrival_at(now, s, out))
+    }
+
+    fn arrival_at(&mut self, now: Instant, s: usize, out: &mut Vec<Action>) -> Trigger {
         let now = now.as_nanos();
         let delta = self.delta;
         let svc = &mut self.svcs[s];
@@ -503,7 +517,26 @@ impl Allocator {
     }
 
     /// Processor `p` finished a packet at `now` that had arrived `delay` earlier.
-    pub fn completed(&mut self, now: Instant, p: usize, delay: Duration, out: &mut Vec<Action>) {
+    ///
+    /// Errors (no effect): an unknown processor, one that is not busy with a packet, `now`
+    /// before a time already given.
+    pub fn completed(
+        &mut self,
+        now: Instant,
+        p: ProcessorId,
+        delay: Duration,
+        out: &mut Vec<Action>,
+    ) -> Result<(), Error> {
+        let p = id::check(ProcessorId::KIND, p.0, self.procs.len())?;
+        if self.procs[p].state != PState::Busy {
+            return Err(Error::NotAllowed("completed(): the processor is not busy with a packet"));
+        }
+        self.clock.advance(now)?;
+        self.completed_at(now, p, delay, out);
+        Ok(())
+    }
+
+    fn completed_at(&mut self, now: Instant, p: usize, delay: Duration, out: &mut Vec<Action>) {
         let now = now.as_nanos();
         let pr = &mut self.procs[p];
         debug_assert_eq!(pr.state, PState::Busy);
@@ -512,7 +545,11 @@ impl Allocator {
             pr.leave = false;
             pr.state = PState::Switching;
             pr.switch_start = now;
-            out.push(Action::Switch { proc: p as u32, from: served as u32, to: pr.owner });
+            out.push(Action::Switch {
+                proc: ProcessorId(p as u32),
+                from: ServiceId(served as u32),
+                to: ServiceId(pr.owner),
+            });
         } else {
             pr.state = PState::Idle;
             let owner = pr.owner as usize;
@@ -532,7 +569,20 @@ impl Allocator {
     }
 
     /// Processor `p` finished its context switch at `now` and serves its new service.
-    pub fn switch_done(&mut self, now: Instant, p: usize, out: &mut Vec<Action>) {
+    ///
+    /// Errors (no effect): an unknown processor, one that is not switching, `now` before a
+    /// time already given.
+    pub fn switch_done(&mut self, now: Instant, p: ProcessorId, out: &mut Vec<Action>) -> Result<(), Error> {
+        let p = id::check(ProcessorId::KIND, p.0, self.procs.len())?;
+        if self.procs[p].state != PState::Switching {
+            return Err(Error::NotAllowed("switch_done(): the processor is not switching"));
+        }
+        self.clock.advance(now)?;
+        self.switch_done_at(now, p, out);
+        Ok(())
+    }
+
+    fn switch_done_at(&mut self, now: Instant, p: usize, out: &mut Vec<Action>) {
         let now = now.as_nanos();
         let pr = &mut self.procs[p];
         debug_assert_eq!(pr.state, PState::Switching);
@@ -555,7 +605,15 @@ impl Allocator {
     }
 
     /// Timer work due at `now`: quantum expiries (Quantum) and late observations (Everest-LD).
-    pub fn timer(&mut self, now: Instant, out: &mut Vec<Action>) {
+    ///
+    /// Errors (no effect): `now` before a time already given. Calling it early is harmless.
+    pub fn timer(&mut self, now: Instant, out: &mut Vec<Action>) -> Result<(), Error> {
+        self.clock.advance(now)?;
+        self.timer_at(now, out);
+        Ok(())
+    }
+
+    fn timer_at(&mut self, now: Instant, out: &mut Vec<Action>) {
         let now = now.as_nanos();
         if self.policy == Policy::EverestLd && self.ld_wakeup <= now {
             for s in 0..self.svcs.len() {
@@ -659,7 +717,7 @@ impl Allocator {
             let pr = &mut self.procs[p as usize];
             pr.state = PState::Busy;
             pr.serving = s as u32;
-            out.push(Action::Serve { proc: p, service: s as u32 });
+            out.push(Action::Serve { proc: ProcessorId(p), service: ServiceId(s as u32) });
             if eager && pr.avail_since != NONE {
                 // A released processor taken back by its own service (locality, no switch).
                 pr.avail_since = NONE;
@@ -909,7 +967,11 @@ impl Allocator {
                 fs.idle.swap_remove(i);
                 pr.state = PState::Switching;
                 pr.switch_start = now;
-                out.push(Action::Switch { proc: p as u32, from: from as u32, to: to as u32 });
+                out.push(Action::Switch {
+                    proc: ProcessorId(p as u32),
+                    from: ServiceId(from as u32),
+                    to: ServiceId(to as u32),
+                });
             }
             PState::Busy => pr.leave = true,
             PState::Switching => unreachable!("switching processors are not movable"),

@@ -18,7 +18,7 @@ use crate::workload::{Arrivals, GapDist};
 use npqos_core::alloc::guarantee::NmaxEstimator;
 use npqos_core::alloc::{Action, AllocConfig, AllocStats, Allocator, Policy, ServiceSpec, Trigger};
 use npqos_core::flow::{FlowKey, PROTO_TCP, PROTO_UDP};
-use npqos_core::{Duration, Instant};
+use npqos_core::{Duration, Instant, ProcessorId, ServiceId};
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::sync::Arc;
@@ -458,16 +458,20 @@ impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
         for a in self.out.drain(..) {
             match a {
                 Action::Serve { proc, service } => {
-                    let at = self.queues[service as usize].pop_front().expect("allocator serves a waiting packet");
-                    self.current[proc as usize] = (at, service as u8, now);
+                    let at = self.queues[service.index()].pop_front().expect("allocator serves a waiting packet");
+                    self.current[proc.index()] = (at, service.0 as u8, now);
                     engine.schedule_class(
-                        Instant::from_nanos(now + self.t_pkt[service as usize]),
+                        Instant::from_nanos(now + self.t_pkt[service.index()]),
                         CLASS_PROCESSOR,
-                        Ev::Done(proc),
+                        Ev::Done(proc.0),
                     );
                 }
                 Action::Switch { proc, .. } => {
-                    engine.schedule_class(Instant::from_nanos(now + self.t_sw), CLASS_PROCESSOR, Ev::SwitchDone(proc));
+                    engine.schedule_class(
+                        Instant::from_nanos(now + self.t_sw),
+                        CLASS_PROCESSOR,
+                        Ev::SwitchDone(proc.0),
+                    );
                     self.r.switching_ns += self.t_sw as u128;
                 }
             }
@@ -499,12 +503,31 @@ impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
         if r.packets.is_multiple_of(self.progress_every) {
             (self.progress)(r.packets as f64 / self.expected_packets.max(1) as f64);
         }
-        self.alloc.completed(Instant::from_nanos(now), pr, Duration::from_nanos(delay), &mut self.out);
+        let r = self.alloc.completed(
+            Instant::from_nanos(now),
+            ProcessorId::from_index(pr),
+            Duration::from_nanos(delay),
+            &mut self.out,
+        );
+        self.contract(now, r);
+    }
+
+    /// Records a refused call (a runtime bug: the model reports only what the allocator
+    /// started); the step then halts the run.
+    fn contract<T>(&mut self, now: u64, r: Result<T, npqos_core::Error>) -> Option<T> {
+        match r {
+            Ok(x) => Some(x),
+            Err(e) => {
+                self.error.get_or_insert(EverestError::Invariant { at: now, msg: e.to_string() });
+                None
+            }
+        }
     }
 
     fn arrival(&mut self, now: u64, svc: u8) {
         self.queues[svc as usize].push_back(now);
-        match self.alloc.arrival(Instant::from_nanos(now), svc as usize, &mut self.out) {
+        let r = self.alloc.arrival(Instant::from_nanos(now), ServiceId(svc as u32), &mut self.out);
+        match self.contract(now, r).unwrap_or(Trigger::None) {
             Trigger::Hi { clean } => {
                 self.r.hi_triggers += 1;
                 // The packet that triggered is the last one queued (q > Q_lim >= 0).
@@ -520,12 +543,12 @@ impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
     fn check(&self, now: u64) -> Result<(), EverestError> {
         self.alloc.check_invariants().map_err(|msg| EverestError::Invariant { at: now, msg })?;
         for (s, q) in self.queues.iter().enumerate() {
-            if self.alloc.queue_len(s) != q.len() as u64 {
+            if self.alloc.queue_len(ServiceId::from_index(s)) != q.len() as u64 {
                 return Err(EverestError::Invariant {
                     at: now,
                     msg: format!(
                         "service {s}: allocator counts {} waiting, runtime holds {}",
-                        self.alloc.queue_len(s),
+                        self.alloc.queue_len(ServiceId::from_index(s)),
                         q.len()
                     ),
                 });
@@ -553,15 +576,23 @@ impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
             Step::Queued(Ev::Done(p)) => self.completed(now, p as usize),
             Step::Queued(Ev::SwitchDone(p)) => {
                 self.r.switches_done += 1;
-                self.alloc.switch_done(Instant::from_nanos(now), p as usize, &mut self.out);
+                let r = self.alloc.switch_done(Instant::from_nanos(now), ProcessorId(p), &mut self.out);
+                self.contract(now, r);
             }
-            Step::Timer => self.alloc.timer(Instant::from_nanos(now), &mut self.out),
+            Step::Timer => {
+                let r = self.alloc.timer(Instant::from_nanos(now), &mut self.out);
+                self.contract(now, r);
+            }
             Step::Arrival(svc) => {
                 self.next = self.arrivals.next();
                 self.arrival(now, svc);
             }
         }
         self.apply(now, engine);
+        if self.error.is_some() {
+            engine.halt();
+            return;
+        }
         if self.check_invariants {
             if let Err(e) = self.check(now) {
                 self.error = Some(e);
