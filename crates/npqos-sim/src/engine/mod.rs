@@ -4,8 +4,11 @@
 //! sequence)` order and hands each to the model together with the engine itself, through which
 //! the model schedules and cancels further events. The class (0 unless the model gives one with
 //! [`Engine::schedule_class`]) is how a model states that at one instant some event kinds run
-//! before others (completions before arrivals); each model's doc page lists its classes. A run stops when the queue drains, at an end time, after
-//! an event budget, or when an interrupt flag (Ctrl-C) is raised; the [`StopReason`] says which.
+//! before others (completions before arrivals); each model's doc page lists its classes. A model
+//! may also have a *source* of lazily produced events ([`Model::next_source`]) that the engine
+//! merges by `(time, class)` without queueing them. A run stops when the queue and the source
+//! are drained, at an end time, after an event budget, when an interrupt flag (Ctrl-C) is raised,
+//! or when the model halts it; the [`StopReason`] says which.
 //!
 //! **Invariant:** nothing in the engine depends on wall-clock time or thread scheduling, so a
 //! model that draws randomness only from [`crate::rng::RngStreams`] replays byte for byte.
@@ -222,6 +225,59 @@ mod tests {
         let mut e2 = Engine::new().with_interrupt(flag);
         e2.schedule(Instant::ZERO, 1);
         assert_eq!(e2.run(&mut m, RunLimits::until(Instant::MAX), &mut |_| {}), StopReason::Interrupted);
+    }
+
+    /// A source (a sorted list of (time, class) arrivals) merged with queued events: by time,
+    /// then class, a queued event first at an equal time and class; halt stops the run.
+    #[test]
+    fn sources_merge_by_time_and_class_and_halt_stops() {
+        struct M {
+            arrivals: Vec<(u64, u8)>,
+            next: usize,
+            seen: Vec<(u64, &'static str)>,
+            halt_at: u64,
+        }
+        impl Model for M {
+            type Event = u8;
+            fn handle(&mut self, class: u8, eng: &mut Engine<u8>) {
+                self.seen.push((eng.now().as_nanos(), if class == 0 { "queued0" } else { "queued1" }));
+                if eng.now().as_nanos() == self.halt_at {
+                    eng.halt();
+                }
+            }
+            fn next_source(&mut self) -> Option<(Instant, u8)> {
+                self.arrivals.get(self.next).map(|&(t, c)| (Instant::from_nanos(t), c))
+            }
+            fn source(&mut self, eng: &mut Engine<u8>) {
+                self.next += 1;
+                self.seen.push((eng.now().as_nanos(), "source"));
+                // A completion at this very instant, class 0, runs before the next source event
+                // (each of the two source events at 10 ns schedules one).
+                if eng.now().as_nanos() == 10 {
+                    eng.schedule_class(eng.now(), 0, 0);
+                }
+            }
+        }
+        let mut m = M { arrivals: vec![(5, 1), (10, 1), (10, 1), (20, 1)], next: 0, seen: vec![], halt_at: 20 };
+        let mut e = Engine::new();
+        e.schedule_class(Instant::from_nanos(5), 1, 1);
+        e.schedule_class(Instant::from_nanos(5), 0, 0);
+        e.schedule_class(Instant::from_nanos(20), 1, 1);
+        e.schedule_class(Instant::from_nanos(30), 0, 0);
+        assert_eq!(e.run(&mut m, RunLimits::until(Instant::MAX), &mut |_| {}), StopReason::Halted);
+        assert_eq!(
+            m.seen,
+            vec![
+                (5, "queued0"),
+                (5, "queued1"),
+                (5, "source"),
+                (10, "source"),
+                (10, "queued0"),
+                (10, "source"),
+                (10, "queued0"),
+                (20, "queued1"),
+            ]
+        );
     }
 
     #[test]
