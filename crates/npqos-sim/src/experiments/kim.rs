@@ -566,32 +566,12 @@ mod tests {
         assert!(row("heap_mean_per_core_model", "imix", 1.29) > row("heap_mean_per_core_sim", "imix", 1.29));
         assert!(row("heap_mean_per_core_model", "uniform", 7.7) < row("heap_mean_per_core_sim", "uniform", 7.7));
         let mean_err = get("mean_model_error_percent");
-        let sim = |d: &str, ov: f64| {
-            o.comparisons
-                .iter()
-                .find(|c| {
-                    c.metric == "heap_mean_per_core_sim"
-                        && c.params["sizes"] == json!(d)
-                        && c.params["overload"] == json!(ov)
-                })
-                .unwrap()
-                .ours
-        };
+        let sim = |d: &str, ov: f64| row("heap_mean_per_core_sim", d, ov);
         assert!(sim("uniform", 7.7) > sim("uniform", 1.1) && sim("imix", 5.15) > sim("imix", 1.29));
         // Eq 11 errs most just above overload 1, and the renewal variant is the closer model.
         assert!(renewal < mean_err / 2.0, "renewal {renewal}% vs eq 11 {mean_err}%");
         assert!(mean_err < 25.0, "eq 11 mean error {mean_err}%");
-        let err = |d: &str, ov: f64| {
-            o.comparisons
-                .iter()
-                .find(|c| {
-                    c.metric == "model_error_percent"
-                        && c.params["sizes"] == json!(d)
-                        && c.params["overload"] == json!(ov)
-                })
-                .unwrap()
-                .ours
-        };
+        let err = |d: &str, ov: f64| row("model_error_percent", d, ov);
         assert!(err("uniform", 1.1) > err("uniform", 7.7) && err("imix", 1.29) > err("imix", 5.15));
     }
 
