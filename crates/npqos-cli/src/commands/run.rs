@@ -52,7 +52,7 @@ fn run_one(
     report: &mut dyn FnMut(npqos_core::Instant),
 ) -> Result<RunResult> {
     let flag = Some(interrupt.clone());
-    match sc.model.as_str() {
+    match sc.model() {
         "kim" => kim::run_scenario(sc, seed, flag, report).map_err(|e| match e {
             kim::KimRunError::Trace(t) => from_trace(t),
             other => bad(format!("{id}: {other}")),

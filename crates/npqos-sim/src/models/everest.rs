@@ -308,6 +308,9 @@ pub enum EverestError {
     Config(#[from] npqos_core::alloc::AllocError),
     #[error("allocator invariant broken at {at} ns: {msg}")]
     Invariant { at: u64, msg: String },
+    /// The scenario given to [`scenario::run_scenario`] is another model's.
+    #[error("not a model = \"everest\" scenario")]
+    NotEverest,
 }
 
 /// What a run measured.

@@ -107,20 +107,22 @@ impl KimParams {
     /// The parameters of a validated `model = "kim"` scenario (reads size traces if any).
     pub fn from_scenario(sc: &crate::scenario::Scenario) -> Result<KimParams, KimRunError> {
         use crate::scenario::Traffic;
-        let sh = sc.shaper.clone().ok_or(KimRunError::NotKim("no [shaper] table"))?;
-        let Traffic::Synthetic { overload, sizes, arrivals } = &sc.traffic else {
+        let crate::scenario::Spec::Kim(l, sh) = &sc.spec else {
+            return Err(KimRunError::NotKim("no [shaper] table"));
+        };
+        let Traffic::Synthetic { overload, sizes, arrivals } = &l.traffic else {
             return Err(KimRunError::NotKim("traffic.source must be \"synthetic\""));
         };
         Ok(KimParams {
-            queues: sc.queues,
-            link: sc.link_rate,
+            queues: l.queues,
+            link: l.link_rate,
             cores: sh.cores,
             sizes: sizes.build()?,
             arrivals: arrivals.clone(),
             overload: *overload,
             alpha_bytes: sh.alpha,
             cap_bytes: sh.cap,
-            buffer_bytes: sc.buffer,
+            buffer_bytes: l.buffer,
             fill: match sh.fill_period {
                 Some(p) => Fill::Periodic(p),
                 None => Fill::EventDriven,
@@ -138,7 +140,7 @@ impl KimParams {
             sample_every: Some(sc.sample_every()),
             cache: sh.cache.then_some(CacheGeometry::KIM),
             max_events: sc.max_events,
-            ..KimParams::paper(sc.queues)
+            ..KimParams::paper(l.queues)
         })
     }
 }

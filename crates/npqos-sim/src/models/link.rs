@@ -86,14 +86,18 @@ pub struct LinkModel {
 
 impl LinkModel {
     /// Builds the model and schedules its first events. Fails only on trace input errors.
+    ///
+    /// # Panics
+    /// If `sc` is not a `link` or `kim` scenario (the caller dispatches on [`Scenario::spec`]).
     pub fn new(sc: &Scenario, streams: &RngStreams, engine: &mut Engine<Ev>) -> Result<Self, TraceError> {
-        let n = sc.queues as usize;
+        let l = sc.link().expect("a link or kim scenario");
+        let n = l.queues as usize;
         let mut m = LinkModel {
-            pool: PacketPool::new(sc.queues),
-            drr: Drr::new(sc.queues, sc.quantum).expect("the scenario reader refuses a zero quantum"),
-            link: Serializer::new(sc.link_rate),
+            pool: PacketPool::new(l.queues),
+            drr: Drr::new(l.queues, l.quantum).expect("the scenario reader refuses a zero quantum"),
+            link: Serializer::new(l.link_rate),
             busy: false,
-            buffer: sc.buffer,
+            buffer: l.buffer,
             warmup: sc.warmup.as_nanos(),
             end: sc.duration.as_nanos(),
             sample_every: sc.sample_every(),
@@ -114,10 +118,10 @@ impl LinkModel {
             series_backlog: Vec::new(),
             series_tput: Vec::new(),
         };
-        match &sc.traffic {
+        match &l.traffic {
             Traffic::Synthetic { overload, sizes, arrivals } => {
                 let sizes = &sizes.build()?;
-                let share = sc.link_rate.share(sc.queues as u64);
+                let share = l.link_rate.share(l.queues as u64);
                 let gap = mean_gap_for_overload(sizes.mean(), share, *overload)
                     .filter(|g| !g.is_zero())
                     .unwrap_or(Duration::NANOSECOND);
@@ -235,6 +239,7 @@ impl LinkModel {
 
     /// Collects the measurements into a [`RunResult`].
     pub fn finish(self, sc: &Scenario, reason: StopReason, engine: &Engine<Ev>) -> Result<RunResult, TraceError> {
+        let link_rate = sc.link().expect("a link or kim scenario").link_rate;
         if let Some(e) = self.trace_error {
             return Err(e);
         }
@@ -262,9 +267,9 @@ impl LinkModel {
             if self.offered_bytes == 0 { 0.0 } else { self.dropped_bytes as f64 / self.offered_bytes as f64 },
             "1",
         );
-        r.scalar("offered_load", self.offered_bytes as f64 * 8.0 / secs / sc.link_rate.bits_per_sec() as f64, "1");
+        r.scalar("offered_load", self.offered_bytes as f64 * 8.0 / secs / link_rate.bits_per_sec() as f64, "1");
         r.scalar("throughput", self.delivered_bytes as f64 * 8.0 / secs / 1e9, "Gbps");
-        r.scalar("utilization", self.delivered_bytes as f64 * 8.0 / secs / sc.link_rate.bits_per_sec() as f64, "1");
+        r.scalar("utilization", self.delivered_bytes as f64 * 8.0 / secs / link_rate.bits_per_sec() as f64, "1");
         let d = &self.delay;
         let empty = d.is_empty();
         r.scalar("delay_mean", if empty { 0.0 } else { d.mean() }, "ns");

@@ -116,18 +116,9 @@ pub(crate) fn read(root: &toml::Table, probs: &mut Vec<Problem>) -> EverestSpec 
     let packets_per_second =
         t.float("packets_per_second", UNC25_PPS, probs, |v| v > 0.0 && v <= 1e10, "greater than 0 and at most 1e10");
     let sources = t.int("sources", 16, 1, 100_000, probs) as u32;
-    let on_mean = t.duration("on_mean", Duration::from_millis(50), probs);
-    let off_mean = t.duration("off_mean", Duration::from_millis(100), probs);
+    let on_mean = t.positive_duration("on_mean", Duration::from_millis(50), probs);
+    let off_mean = t.positive_duration("off_mean", Duration::from_millis(100), probs);
     let shape = t.float("pareto_shape", 1.5, probs, |v| v > 1.0, "greater than 1 (a finite mean)");
-    for (k, d) in [("on_mean", on_mean), ("off_mean", off_mean)] {
-        if d.is_zero() {
-            probs.push(Problem {
-                key: format!("traffic.{k}"),
-                value: Some(format!("\"{d}\"")),
-                message: "expected a positive duration".into(),
-            });
-        }
-    }
     t.finish(probs);
     let traffic = TrafficSpec { packets_per_second, sources, on_mean, off_mean, shape };
 
@@ -184,14 +175,7 @@ fn read_service(i: usize, v: &toml::Value, probs: &mut Vec<Problem>) -> ServiceS
             message: "expected letters, digits, '-' or '_' (it names result columns)".into(),
         });
     }
-    let t_pkt = r.duration("t_pkt", Duration::from_micros(10), probs);
-    if t_pkt.is_zero() {
-        probs.push(Problem {
-            key: format!("{prefix}.t_pkt"),
-            value: Some(format!("\"{t_pkt}\"")),
-            message: "expected a positive duration".into(),
-        });
-    }
+    let t_pkt = r.positive_duration("t_pkt", Duration::from_micros(10), probs);
     let tolerance = r.duration("tolerance", Duration::from_millis(2), probs);
     let share = r.float("share", 0.0, probs, |v| (0.0..=1.0).contains(&v), "in 0..1");
     if !r.present("share") {
@@ -334,7 +318,9 @@ pub fn run_scenario(
     use crate::engine::{RunLimits, StopReason};
     use crate::results::RunResult;
     use serde_json::json;
-    let e = sc.everest.as_ref().expect("model = \"everest\" has an everest spec");
+    let crate::scenario::Spec::Everest(e) = &sc.spec else {
+        return Err(super::EverestError::NotEverest);
+    };
     let traffic = super::Traffic::Synthetic(e.synthetic(sc.duration));
     let t_pkt: Vec<Duration> = e.services.iter().map(|s| s.t_pkt).collect();
     let d: Vec<Duration> = e.services.iter().map(|s| s.tolerance).collect();
@@ -403,7 +389,7 @@ mod tests {
     #[test]
     fn defaults_and_round_trip() {
         let sc = parse("model = \"everest\"\n").unwrap();
-        let e = sc.everest.as_ref().unwrap();
+        let crate::scenario::Spec::Everest(e) = &sc.spec else { panic!("an everest spec") };
         assert_eq!(e.services.len(), 6);
         assert_eq!(e.services[0].name, "v4-v6-tcp");
         assert!((e.services.iter().map(|s| s.share).sum::<f64>() - 1.0).abs() < 1e-12);

@@ -1,0 +1,471 @@
+//! The `link` and `kim` scenario tables: `[link]`, `[queues]`, `[traffic]` and (kim) `[shaper]`
+//! (docs/scenarios.md lists every key with its unit and default).
+
+use super::{Problem, Reader};
+use crate::trace::Alignment;
+use crate::units::fmt_size;
+use crate::workload::{GapDist, SizeDist};
+use npqos_core::{Duration, Rate};
+use std::path::{Path, PathBuf};
+
+/// Where synthetic packet sizes come from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum SizeSpec {
+    /// A closed-form or tabulated distribution (IMIX, constant, uniform).
+    Dist(SizeDist),
+    /// The wire lengths of the IP packets of these captures (read when the model is built).
+    Trace { files: Vec<PathBuf> },
+}
+
+impl SizeSpec {
+    /// Builds the distribution (reads the captures for `Trace`).
+    pub fn build(&self) -> Result<SizeDist, crate::trace::TraceError> {
+        match self {
+            SizeSpec::Dist(d) => Ok(d.clone()),
+            SizeSpec::Trace { files } => crate::workload::empirical_sizes_from_trace(files),
+        }
+    }
+    /// The smallest size, or 40 B for a trace not yet read (memory estimates only).
+    pub fn min_hint(&self) -> u32 {
+        match self {
+            SizeSpec::Dist(d) => d.min(),
+            SizeSpec::Trace { .. } => 40,
+        }
+    }
+}
+
+/// Where the traffic comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Traffic {
+    Synthetic { overload: f64, sizes: SizeSpec, arrivals: GapDist },
+    Trace { files: Vec<PathBuf>, time_scale: f64, flow_multiply: u32, lenient: bool, align: Alignment },
+}
+
+/// Default cap on the gap between consecutive records of one file under `align = "start"`
+/// (the nDPI corpus of the reproductions uses the same).
+pub const DEFAULT_MAX_GAP: Duration = Duration::from_millis(1000);
+
+/// The `[shaper]` table of a `model = "kim"` scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ShaperSpec {
+    /// `None`: event-driven; `Some(period)`: periodic fill.
+    pub fill_period: Option<Duration>,
+    pub cores: u32,
+    pub alpha: u64,
+    pub cap: u64,
+    pub queue_while_disabled: bool,
+    pub shared_link: bool,
+    pub cache: bool,
+    /// (gamma, delta_th, alpha_min, interval) when adaptive.
+    pub adaptive: Option<(f64, u32, u64, Duration)>,
+}
+
+/// The `[link]`, `[queues]` and `[traffic]` tables of a `link` or `kim` scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LinkSpec {
+    pub link_rate: Rate,
+    pub scheduler: String,
+    pub quantum: u64,
+    pub queues: u32,
+    pub buffer: u64,
+    pub traffic: Traffic,
+}
+
+/// Reads the link tables (and `[shaper]` when `model` is "kim"), recording every problem.
+pub(crate) fn read(
+    root: &toml::Table,
+    model: &str,
+    base_dir: &Path,
+    probs: &mut Vec<Problem>,
+) -> (LinkSpec, Option<ShaperSpec>) {
+    let mut link = Reader::new(root, "link", probs);
+    let link_rate = link.rate("rate", Rate::gbps(10), probs);
+    if link_rate.is_zero() {
+        probs.push(Problem {
+            key: "link.rate".into(),
+            value: Some("0".into()),
+            message: "expected a positive rate".into(),
+        });
+    }
+    let scheduler = link.choice("scheduler", "drr", &["drr"], probs);
+    let quantum = link.size("quantum", 1500, probs);
+    if quantum == 0 {
+        probs.push(Problem {
+            key: "link.quantum".into(),
+            value: Some("\"0B\"".into()),
+            message: "expected a positive size".into(),
+        });
+    }
+    link.finish(probs);
+
+    let mut q = Reader::new(root, "queues", probs);
+    let queues = q.int("count", 16, 1, u32::MAX as i64 - 1, probs) as u32;
+    let buffer = q.size("buffer", 64 << 10, probs);
+    q.finish(probs);
+
+    let mut t = Reader::new(root, "traffic", probs);
+    let source = t.choice("source", "synthetic", &["synthetic", "trace"], probs);
+    let traffic = if source == "trace" {
+        let files = t.files("files", base_dir, probs);
+        let time_scale = t.float("time_scale", 1.0, probs, |v| v > 0.0, "greater than 0");
+        let flow_multiply = t.int("flow_multiply", 1, 1, 65_535, probs) as u32;
+        let lenient = t.boolean("lenient", false, probs);
+        let default_align = if files.len() > 1 { "start" } else { "absolute" };
+        let align = t.choice("align", default_align, &["start", "absolute"], probs);
+        let max_gap = t.duration("max_gap", DEFAULT_MAX_GAP, probs);
+        let align = if align == "start" {
+            if max_gap.is_zero() {
+                probs.push(Problem {
+                    key: "traffic.max_gap".into(),
+                    value: Some(format!("\"{max_gap}\"")),
+                    message: "expected a positive duration".into(),
+                });
+            }
+            Alignment::Start { max_gap }
+        } else {
+            if t.present("max_gap") {
+                probs.push(Problem {
+                    key: "traffic.max_gap".into(),
+                    value: Some(format!("\"{max_gap}\"")),
+                    message: "only applies with traffic.align = \"start\"".into(),
+                });
+            }
+            Alignment::Absolute
+        };
+        Traffic::Trace { files, time_scale, flow_multiply, lenient, align }
+    } else {
+        let overload = t.float("overload", 0.9, probs, |v| v > 0.0 && v <= 1000.0, "greater than 0 and at most 1000");
+        let kind = t.choice("sizes", "imix", &["imix", "constant", "uniform", "trace"], probs);
+        let sizes = match kind.as_str() {
+            "constant" => {
+                let s = t.size("size", 1500, probs);
+                check_pkt(s, "traffic.size", probs);
+                SizeSpec::Dist(SizeDist::Constant(s.clamp(1, 65535) as u32))
+            }
+            "trace" => SizeSpec::Trace { files: t.files("size_files", base_dir, probs) },
+            "uniform" => {
+                let a = t.size("min_size", 40, probs);
+                let b = t.size("max_size", 1500, probs);
+                check_pkt(a, "traffic.min_size", probs);
+                check_pkt(b, "traffic.max_size", probs);
+                if a > b {
+                    probs.push(Problem {
+                        key: "traffic.min_size".into(),
+                        value: Some(format!("\"{a}B\"")),
+                        message: format!("expected at most traffic.max_size ({b}B)"),
+                    });
+                }
+                let (a, b) = (a.clamp(1, 65535) as u32, b.clamp(1, 65535) as u32);
+                SizeSpec::Dist(SizeDist::Uniform { min: a.min(b), max: b.max(a) })
+            }
+            _ => SizeSpec::Dist(SizeDist::kim_imix()),
+        };
+        for k in ["size", "min_size", "max_size", "size_files"] {
+            let belongs = match k {
+                "size" => kind == "constant",
+                "size_files" => kind == "trace",
+                _ => kind == "uniform",
+            };
+            t.consume(k);
+            if t.present(k) && !belongs {
+                probs.push(Problem {
+                    key: format!("traffic.{k}"),
+                    value: None,
+                    message: format!("does not apply to sizes = {kind:?}"),
+                });
+            }
+        }
+        let akind = t.choice("arrivals", "exponential", &["constant", "exponential", "onoff"], probs);
+        let arrivals = match akind.as_str() {
+            "constant" => GapDist::Constant,
+            "onoff" => {
+                let on_mean = t.duration("on_mean", Duration::from_millis(10), probs);
+                let off_mean = t.duration("off_mean", Duration::from_millis(40), probs);
+                for (k, v) in [("on_mean", on_mean), ("off_mean", off_mean)] {
+                    if v.is_zero() {
+                        probs.push(Problem {
+                            key: format!("traffic.{k}"),
+                            value: Some("\"0s\"".into()),
+                            message: "expected a positive duration".into(),
+                        });
+                    }
+                }
+                let shape = t.float("pareto_shape", 1.5, probs, |v| v > 1.0, "greater than 1 (finite mean)");
+                GapDist::OnOff { on_mean, off_mean, shape }
+            }
+            _ => GapDist::Exponential,
+        };
+        if akind != "onoff" {
+            for k in ["on_mean", "off_mean", "pareto_shape"] {
+                if t.present(k) {
+                    probs.push(Problem {
+                        key: format!("traffic.{k}"),
+                        value: None,
+                        message: format!("does not apply to arrivals = {akind:?}"),
+                    });
+                }
+            }
+        }
+        Traffic::Synthetic { overload, sizes, arrivals }
+    };
+    for k in ["files", "time_scale", "flow_multiply", "lenient"] {
+        if source != "trace" {
+            t.consume(k);
+            if t.present(k) {
+                probs.push(Problem {
+                    key: format!("traffic.{k}"),
+                    value: None,
+                    message: "only applies to source = \"trace\"".into(),
+                });
+            }
+        }
+    }
+    if source == "trace" {
+        for k in [
+            "overload",
+            "sizes",
+            "size",
+            "min_size",
+            "max_size",
+            "size_files",
+            "arrivals",
+            "on_mean",
+            "off_mean",
+            "pareto_shape",
+        ] {
+            t.consume(k);
+            if t.present(k) {
+                probs.push(Problem {
+                    key: format!("traffic.{k}"),
+                    value: None,
+                    message: "only applies to source = \"synthetic\"".into(),
+                });
+            }
+        }
+    }
+    t.finish(probs);
+
+    let shaper = if model == "kim" {
+        if source == "trace" {
+            probs.push(Problem {
+                key: "traffic.source".into(),
+                value: Some("\"trace\"".into()),
+                message: "model = \"kim\" needs synthetic traffic (the overload factor sets each queue's input)".into(),
+            });
+        }
+        let mut sh = Reader::new(root, "shaper", probs);
+        let fill = sh.choice("fill", "event", &["event", "periodic"], probs);
+        let period = sh.duration("fill_period", Duration::from_millis(1), probs);
+        if fill == "periodic" && period.is_zero() {
+            probs.push(Problem {
+                key: "shaper.fill_period".into(),
+                value: Some("\"0s\"".into()),
+                message: "expected a positive duration".into(),
+            });
+        }
+        if fill != "periodic" && sh.present("fill_period") {
+            probs.push(Problem {
+                key: "shaper.fill_period".into(),
+                value: None,
+                message: "only applies to fill = \"periodic\"".into(),
+            });
+        }
+        let cores = sh.int("cores", 100, 1, 65_536, probs) as u32;
+        let alpha = sh.size("alpha", 3000, probs);
+        let cap = sh.size("cap", alpha, probs);
+        if alpha > cap {
+            probs.push(Problem {
+                key: "shaper.alpha".into(),
+                value: Some(format!("\"{alpha}B\"")),
+                message: format!("expected at most shaper.cap ({cap}B)"),
+            });
+        }
+        let max = npqos_core::shaper::MAX_BUCKET_BYTES;
+        if cap > max {
+            probs.push(Problem {
+                key: "shaper.cap".into(),
+                value: Some(format!("\"{cap}B\"")),
+                message: format!("expected at most {max}B"),
+            });
+        }
+        let wd = sh.choice("while_disabled", "drop", &["drop", "queue"], probs);
+        let lm = sh.choice("link_mode", "ideal", &["ideal", "shared"], probs);
+        let cache = sh.boolean("cache", false, probs);
+        let adaptive = sh.boolean("adaptive", false, probs);
+        let gamma = sh.float("gamma", 2.0, probs, |v| v > 1.0 && v <= 1e6, "greater than 1");
+        let delta_th = sh.int("delta_th", 3, 0, u32::MAX as i64, probs) as u32;
+        let alpha_min = sh.size("alpha_min", alpha.min(1500), probs);
+        let interval = sh.duration("interval", Duration::from_secs(1), probs);
+        if adaptive && interval.is_zero() {
+            probs.push(Problem {
+                key: "shaper.interval".into(),
+                value: Some("\"0s\"".into()),
+                message: "expected a positive duration".into(),
+            });
+        }
+        if !adaptive {
+            for k in ["gamma", "delta_th", "alpha_min", "interval"] {
+                if sh.present(k) {
+                    probs.push(Problem {
+                        key: format!("shaper.{k}"),
+                        value: None,
+                        message: "only applies with adaptive = true".into(),
+                    });
+                }
+            }
+        }
+        if fill == "periodic" && (adaptive || cache) {
+            probs.push(Problem {
+                key: "shaper.fill".into(),
+                value: Some("\"periodic\"".into()),
+                message: "adaptive and cache apply to the event-driven shaper only".into(),
+            });
+        }
+        sh.finish(probs);
+        Some(ShaperSpec {
+            fill_period: (fill == "periodic").then_some(period),
+            cores: cores.min(queues.max(1)),
+            alpha,
+            cap,
+            queue_while_disabled: wd == "queue",
+            shared_link: lm == "shared",
+            cache,
+            adaptive: adaptive.then_some((gamma, delta_th, alpha_min, interval)),
+        })
+    } else {
+        None
+    };
+    (LinkSpec { link_rate, scheduler, quantum, queues, buffer, traffic }, shaper)
+}
+
+impl LinkSpec {
+    /// Upper estimate of one replication's memory: per-queue state (queue record, arrival
+    /// generator, DRR list entry, pending arrival event, bucket state for kim) plus the
+    /// packet-node pool in the worst case (every buffer full of minimum-size packets) and the
+    /// time series.
+    pub fn estimate_memory(&self, shaper: Option<&ShaperSpec>, duration: Duration, sample: Duration) -> u128 {
+        let n = self.queues as u128;
+        // See models::link and models::kim for the layouts (kim adds the bucket state, 50 B).
+        let per_queue = 32 + 64 + 8 + 48 + 16 + if shaper.is_some() { 56 } else { 0 };
+        let min_pkt = match &self.traffic {
+            Traffic::Synthetic { sizes, .. } => sizes.min_hint().max(1) as u128,
+            Traffic::Trace { .. } => 40,
+        };
+        // kim with an ideal link dropping while disabled never holds a packet past its arrival.
+        let buffers = !matches!(shaper, Some(sh) if !sh.shared_link && !sh.queue_while_disabled);
+        let nodes = if buffers { n * (self.buffer as u128 / min_pkt + 1) } else { n };
+        let series = 2 * 3 * 16 * (duration.as_nanos() / sample.as_nanos().max(1)) as u128;
+        n * per_queue + nodes * 16 + series + (1 << 20)
+    }
+}
+
+/// The resolved tables (every default filled in).
+pub(crate) fn to_toml(l: &LinkSpec, shaper: Option<&ShaperSpec>, root: &mut toml::Table) {
+    let mut link = toml::Table::new();
+    link.insert("rate".into(), l.link_rate.to_string().into());
+    link.insert("scheduler".into(), l.scheduler.clone().into());
+    link.insert("quantum".into(), fmt_size(l.quantum).into());
+    root.insert("link".into(), link.into());
+    let mut q = toml::Table::new();
+    q.insert("count".into(), (l.queues as i64).into());
+    q.insert("buffer".into(), fmt_size(l.buffer).into());
+    root.insert("queues".into(), q.into());
+    let mut t = toml::Table::new();
+    match &l.traffic {
+        Traffic::Synthetic { overload, sizes, arrivals } => {
+            t.insert("source".into(), "synthetic".into());
+            t.insert("overload".into(), (*overload).into());
+            match sizes {
+                SizeSpec::Trace { files } => {
+                    t.insert("sizes".into(), "trace".into());
+                    t.insert(
+                        "size_files".into(),
+                        toml::Value::Array(files.iter().map(|f| f.display().to_string().into()).collect()),
+                    );
+                }
+                SizeSpec::Dist(SizeDist::Constant(s)) => {
+                    t.insert("sizes".into(), "constant".into());
+                    t.insert("size".into(), format!("{s}B").into());
+                }
+                SizeSpec::Dist(SizeDist::Uniform { min, max }) => {
+                    t.insert("sizes".into(), "uniform".into());
+                    t.insert("min_size".into(), format!("{min}B").into());
+                    t.insert("max_size".into(), format!("{max}B").into());
+                }
+                SizeSpec::Dist(SizeDist::Empirical(_)) => {
+                    t.insert("sizes".into(), "imix".into());
+                }
+            }
+            match arrivals {
+                GapDist::Constant => {
+                    t.insert("arrivals".into(), "constant".into());
+                }
+                GapDist::Exponential => {
+                    t.insert("arrivals".into(), "exponential".into());
+                }
+                GapDist::OnOff { on_mean, off_mean, shape } => {
+                    t.insert("arrivals".into(), "onoff".into());
+                    t.insert("on_mean".into(), on_mean.to_string().into());
+                    t.insert("off_mean".into(), off_mean.to_string().into());
+                    t.insert("pareto_shape".into(), (*shape).into());
+                }
+            }
+        }
+        Traffic::Trace { files, time_scale, flow_multiply, lenient, align } => {
+            t.insert("source".into(), "trace".into());
+            t.insert(
+                "files".into(),
+                toml::Value::Array(files.iter().map(|f| f.display().to_string().into()).collect()),
+            );
+            t.insert("time_scale".into(), (*time_scale).into());
+            t.insert("flow_multiply".into(), (*flow_multiply as i64).into());
+            t.insert("lenient".into(), (*lenient).into());
+            match align {
+                Alignment::Absolute => {
+                    t.insert("align".into(), "absolute".into());
+                }
+                Alignment::Start { max_gap } => {
+                    t.insert("align".into(), "start".into());
+                    t.insert("max_gap".into(), max_gap.to_string().into());
+                }
+            }
+        }
+    }
+    root.insert("traffic".into(), t.into());
+    if let Some(sh) = shaper {
+        let mut k = toml::Table::new();
+        match sh.fill_period {
+            Some(p) => {
+                k.insert("fill".into(), "periodic".into());
+                k.insert("fill_period".into(), p.to_string().into());
+            }
+            None => {
+                k.insert("fill".into(), "event".into());
+            }
+        }
+        k.insert("cores".into(), (sh.cores as i64).into());
+        k.insert("alpha".into(), fmt_size(sh.alpha).into());
+        k.insert("cap".into(), fmt_size(sh.cap).into());
+        k.insert("while_disabled".into(), if sh.queue_while_disabled { "queue" } else { "drop" }.into());
+        k.insert("link_mode".into(), if sh.shared_link { "shared" } else { "ideal" }.into());
+        k.insert("cache".into(), sh.cache.into());
+        k.insert("adaptive".into(), sh.adaptive.is_some().into());
+        if let Some((g, th, amin, iv)) = sh.adaptive {
+            k.insert("gamma".into(), g.into());
+            k.insert("delta_th".into(), (th as i64).into());
+            k.insert("alpha_min".into(), fmt_size(amin).into());
+            k.insert("interval".into(), iv.to_string().into());
+        }
+        root.insert("shaper".into(), k.into());
+    }
+}
+
+fn check_pkt(s: u64, key: &str, probs: &mut Vec<Problem>) {
+    if !(1..=65535).contains(&s) {
+        probs.push(Problem {
+            key: key.into(),
+            value: Some(format!("\"{s}B\"")),
+            message: "expected a packet size from 1B to 65535B".into(),
+        });
+    }
+}

@@ -1,0 +1,471 @@
+//! Scenario files: TOML with units, validated separately from construction.
+//!
+//! [`Scenario::parse`] turns text into a validated [`Scenario`] or a [`Problems`] list holding
+//! **every** problem found (unknown keys, missing units, out-of-range values, memory budget),
+//! each with the file, the key path, the value and what was expected. Nothing is allocated for
+//! the simulation before validation passes, and [`Scenario::estimate_memory`] lets the caller
+//! refuse a scenario whose state would not fit before building it.
+//!
+//! The format (one table per component; every key optional unless marked):
+//!
+//! ```toml
+//! model = "link"                 # "link" (DRR over tail-drop queues) or "kim" (token-bucket shaping)
+//! [run]
+//! seed = 1                       # u64
+//! duration = "100ms"             # simulated time
+//! warmup = "0s"                  # statistics ignore packets that arrive earlier
+//! replications = 1               # independent runs with derived seeds, averaged with a 95% CI
+//! sample_interval = "1ms"        # period of time series (default duration / 100)
+//! memory_budget = "4GiB"         # refuse scenarios whose estimated state exceeds this
+//! max_events = 0                 # event budget per replication, 0 = unlimited
+//! [link]
+//! rate = "10Gbps"
+//! scheduler = "drr"
+//! quantum = "1500B"
+//! [queues]
+//! count = 16
+//! buffer = "64KiB"               # per-queue tail-drop limit
+//! [traffic]
+//! source = "synthetic"           # or "trace"
+//! overload = 0.9                 # per-queue input rate / (link rate / count), kim eq 15
+//! sizes = "imix"                 # "imix" (kim Table I), "constant", "uniform", "trace"
+//! size_files = ["a.pcap"]        # with sizes = "trace": wire lengths of their IP packets
+//! size = "1500B"                 # with sizes = "constant"
+//! min_size = "40B"               # with sizes = "uniform"
+//! max_size = "1500B"
+//! arrivals = "exponential"       # "constant", "exponential", "onoff"
+//! on_mean = "10ms"               # with arrivals = "onoff"
+//! off_mean = "40ms"
+//! pareto_shape = 1.5
+//! files = ["a.pcap"]             # with source = "trace" (relative to the scenario file)
+//! time_scale = 1.0               # speed-up factor
+//! flow_multiply = 1             # overlaid copies, each rotated in time, flows kept apart
+//! lenient = false                # skip corrupt records instead of failing
+//! align = "start"                # several files: each from time 0 ("start", the default for
+//!                                # more than one file) or by absolute timestamp ("absolute")
+//! max_gap = "1s"                 # with align = "start": cap on each gap within a file
+//! [shaper]                       # model = "kim" only (docs/kim.md); traffic must be synthetic
+//! fill = "event"                 # "event" (Algorithm 1, per-core heaps) or "periodic"
+//! fill_period = "1ms"            # with fill = "periodic"
+//! cores = 100                    # heaps; each packet goes to a core drawn at random
+//! alpha = "3000B"                # reschedule threshold
+//! cap = "3000B"                  # bucket cap (CBE); default alpha
+//! while_disabled = "drop"        # "drop" (policer, the stochastic model) or "queue" (shaper)
+//! link_mode = "ideal"            # "ideal" (queues independent) or "shared" (round robin)
+//! cache = false                  # simulate a 32 KB 2-way data cache per core (Tables VI-VII)
+//! adaptive = false               # eq 14; then gamma, delta_th, alpha_min, interval
+//! gamma = 2.0
+//! delta_th = 3
+//! alpha_min = "1500B"
+//! interval = "1s"
+//! ```
+
+use crate::units::fmt_size;
+use npqos_core::Duration;
+use std::fmt;
+use std::path::Path;
+
+/// One problem in a scenario.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problem {
+    /// Dotted key path, e.g. `link.rate`; empty for whole-file problems.
+    pub key: String,
+    /// The offending value as written, if any.
+    pub value: Option<String>,
+    pub message: String,
+}
+
+/// Every problem found in one scenario file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Problems {
+    pub file: String,
+    pub list: Vec<Problem>,
+}
+
+impl fmt::Display for Problems {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "{}: {} problem{} in scenario",
+            self.file,
+            self.list.len(),
+            if self.list.len() == 1 { "" } else { "s" }
+        )?;
+        for p in &self.list {
+            match (&p.key[..], &p.value) {
+                ("", _) => writeln!(f, "  {}: {}", self.file, p.message)?,
+                (k, Some(v)) => writeln!(f, "  {}: key `{k}` = {v}: {}", self.file, p.message)?,
+                (k, None) => writeln!(f, "  {}: key `{k}`: {}", self.file, p.message)?,
+            }
+        }
+        Ok(())
+    }
+}
+impl std::error::Error for Problems {}
+
+pub use link::{LinkSpec, ShaperSpec, SizeSpec, Traffic, DEFAULT_MAX_GAP};
+pub(crate) use reader::{show, Reader};
+
+mod link;
+mod reader;
+
+/// The scenario models (`model = "<name>"`), each with a one-line description: what
+/// `npqos models` prints.
+pub const MODELS: &[(&str, &str)] = &[
+    (
+        "link",
+        "N tail-drop queues sharing one link under deficit round robin; synthetic or trace traffic (docs/link.md)",
+    ),
+    (
+        "kim",
+        "N token-bucket-shaped queues, timers on per-core reschedule heaps (event-driven) or periodic fill, ideal or shared link (docs/kim.md)",
+    ),
+    (
+        "everest",
+        "processors shared by services under an allocation policy (Everest, -LD, -AE, adaptive, Static, Quantum, Cohort-E) with context-switch cost; bursty synthetic traffic (docs/everest.md)",
+    ),
+];
+
+/// A validated scenario with every default filled in: the `[run]` table, common to every
+/// model, and the model's own tables in [`Spec`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Scenario {
+    pub seed: u64,
+    pub duration: Duration,
+    pub warmup: Duration,
+    pub replications: u32,
+    pub sample_interval: Duration,
+    pub memory_budget: u64,
+    pub max_events: u64,
+    pub spec: Spec,
+}
+
+/// The model a scenario names, with its own tables.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Spec {
+    /// `model = "link"`.
+    Link(LinkSpec),
+    /// `model = "kim"`: the link tables and `[shaper]`.
+    Kim(LinkSpec, ShaperSpec),
+    /// `model = "everest"`: processors, services and their traffic.
+    Everest(crate::models::everest::scenario::EverestSpec),
+}
+
+impl Spec {
+    /// The `model = ` name.
+    pub fn model(&self) -> &'static str {
+        match self {
+            Spec::Link(_) => "link",
+            Spec::Kim(..) => "kim",
+            Spec::Everest(_) => "everest",
+        }
+    }
+
+    /// The top-level keys a scenario of `model` may have.
+    fn tables(model: &str) -> &'static [&'static str] {
+        match model {
+            "everest" => &["model", "run", "processors", "traffic", "services"],
+            "kim" => &["model", "run", "link", "queues", "traffic", "shaper"],
+            _ => &["model", "run", "link", "queues", "traffic"],
+        }
+    }
+
+    /// Reads the tables of `model`, recording every problem.
+    fn read(model: &str, root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> Spec {
+        match model {
+            "everest" => Spec::Everest(crate::models::everest::scenario::read(root, probs)),
+            _ => match link::read(root, model, base_dir, probs) {
+                (l, Some(sh)) => Spec::Kim(l, sh),
+                (l, None) => Spec::Link(l),
+            },
+        }
+    }
+
+    /// One replication's estimated memory, and the problem to report when it exceeds the
+    /// budget (its key and value, and what it counts).
+    fn memory(&self, duration: Duration, sample: Duration) -> (u128, &'static str, String, &'static str, &'static str) {
+        match self {
+            Spec::Link(l) | Spec::Kim(l, _) => (
+                l.estimate_memory(self.shaper(), duration, sample),
+                "queues.count",
+                l.queues.to_string(),
+                "queues x per-queue state + worst-case buffered packets",
+                "lower queues.count or queues.buffer",
+            ),
+            Spec::Everest(e) => (
+                e.estimate_memory(duration) as u128,
+                "traffic.packets_per_second",
+                e.traffic.packets_per_second.to_string(),
+                "if every packet of the run waited at once: there is no queue limit",
+                "shorten run.duration or lower the rate",
+            ),
+        }
+    }
+
+    fn shaper(&self) -> Option<&ShaperSpec> {
+        match self {
+            Spec::Kim(_, sh) => Some(sh),
+            _ => None,
+        }
+    }
+
+    fn to_toml(&self, root: &mut toml::Table) {
+        match self {
+            Spec::Link(l) => link::to_toml(l, None, root),
+            Spec::Kim(l, sh) => link::to_toml(l, Some(sh), root),
+            Spec::Everest(e) => e.to_toml(root),
+        }
+    }
+}
+
+/// Default memory budget: 4 GiB.
+pub const DEFAULT_MEMORY_BUDGET: u64 = 4 << 30;
+
+impl Scenario {
+    /// Parses and validates scenario text. `file` names the source in messages; relative trace
+    /// paths are resolved against `base_dir`.
+    pub fn parse(text: &str, file: &str, base_dir: &Path) -> Result<Scenario, Problems> {
+        let root: toml::Table = toml::from_str(text).map_err(|e| Problems {
+            file: file.into(),
+            list: vec![Problem {
+                key: String::new(),
+                value: None,
+                message: format!("TOML syntax error: {}", e.to_string().trim()),
+            }],
+        })?;
+        Self::from_table(&root, file, base_dir)
+    }
+
+    /// Validates an already-parsed table (used by sweeps after `--set` overrides).
+    pub fn from_table(root: &toml::Table, file: &str, base_dir: &Path) -> Result<Scenario, Problems> {
+        let mut probs = Vec::new();
+        let model = match root.get("model") {
+            None => "link".to_string(),
+            Some(toml::Value::String(s)) if MODELS.iter().any(|m| m.0 == s) => s.clone(),
+            Some(v) => {
+                let names: Vec<String> = MODELS.iter().map(|m| format!("{:?}", m.0)).collect();
+                probs.push(Problem {
+                    key: "model".into(),
+                    value: Some(show(v)),
+                    message: format!("expected one of {} (see `npqos models`)", names.join(", ")),
+                });
+                "link".into()
+            }
+        };
+        let known = Spec::tables(&model);
+        for (k, v) in root {
+            if !known.contains(&k.as_str()) {
+                let list: Vec<String> =
+                    known.iter().map(|k| if *k == "model" { k.to_string() } else { format!("[{k}]") }).collect();
+                let message = if k == "shaper" {
+                    "only applies to model = \"kim\"".to_string()
+                } else {
+                    format!("unknown key for model = {model:?} (known: {})", list.join(", "))
+                };
+                probs.push(Problem { key: k.clone(), value: Some(show(v)), message });
+            }
+        }
+
+        let mut run = Reader::new(root, "run", &mut probs);
+        let seed = run.int("seed", 1, 0, i64::MAX, &mut probs) as u64;
+        let duration = run.positive_duration("duration", Duration::from_millis(100), &mut probs);
+        let warmup = run.duration("warmup", Duration::ZERO, &mut probs);
+        if warmup >= duration && !duration.is_zero() {
+            probs.push(Problem {
+                key: "run.warmup".into(),
+                value: Some(format!("\"{warmup}\"")),
+                message: format!("expected less than run.duration ({duration})"),
+            });
+        }
+        let replications = run.int("replications", 1, 1, 10_000, &mut probs) as u32;
+        let sample_interval = run.duration("sample_interval", Duration::ZERO, &mut probs);
+        // Unset (or zero): a hundred samples per run.
+        let sample_interval = if sample_interval.is_zero() {
+            Duration::from_nanos((duration.as_nanos() / 100).max(1))
+        } else {
+            sample_interval
+        };
+        let memory_budget = run.size("memory_budget", DEFAULT_MEMORY_BUDGET, &mut probs);
+        let max_events = run.int("max_events", 0, 0, i64::MAX, &mut probs) as u64;
+        run.finish(&mut probs);
+
+        let spec = Spec::read(&model, root, base_dir, &mut probs);
+        let sc = Scenario { seed, duration, warmup, replications, sample_interval, memory_budget, max_events, spec };
+        if probs.is_empty() {
+            let need = sc.estimate_memory(1);
+            if need > sc.memory_budget {
+                let (_, key, value, what, remedy) = sc.spec.memory(sc.duration, sc.sample_every());
+                probs.push(Problem {
+                    key: key.into(),
+                    value: Some(value),
+                    message: format!(
+                        "one replication needs an estimated {} ({what}), above run.memory_budget = {}; {remedy}, or raise run.memory_budget",
+                        human_bytes(need),
+                        human_bytes(sc.memory_budget)
+                    ),
+                });
+            }
+        }
+        if probs.is_empty() {
+            Ok(sc)
+        } else {
+            Err(Problems { file: file.into(), list: probs })
+        }
+    }
+
+    /// The model's name.
+    pub fn model(&self) -> &'static str {
+        self.spec.model()
+    }
+
+    /// The link tables of a `link` or `kim` scenario.
+    pub fn link(&self) -> Option<&LinkSpec> {
+        match &self.spec {
+            Spec::Link(l) | Spec::Kim(l, _) => Some(l),
+            _ => None,
+        }
+    }
+
+    /// The `[shaper]` of a `kim` scenario.
+    pub fn shaper(&self) -> Option<&ShaperSpec> {
+        self.spec.shaper()
+    }
+
+    /// The sampling interval of time series (duration / 100 when not configured).
+    pub fn sample_every(&self) -> Duration {
+        self.sample_interval
+    }
+
+    /// Upper estimate of the memory `parallel` replications running at once need, in bytes
+    /// (each model's estimate is documented where it is computed).
+    pub fn estimate_memory(&self, parallel: u32) -> u64 {
+        let (one, ..) = self.spec.memory(self.duration, self.sample_every());
+        u64::try_from(one.saturating_mul(parallel.max(1) as u128)).unwrap_or(u64::MAX)
+    }
+
+    /// The scenario with every default filled in, as TOML (the `scenario.resolved.toml` body).
+    pub fn to_toml(&self) -> toml::Table {
+        let mut root = toml::Table::new();
+        root.insert("model".into(), self.model().into());
+        let mut run = toml::Table::new();
+        run.insert("seed".into(), (self.seed as i64).into());
+        run.insert("duration".into(), self.duration.to_string().into());
+        run.insert("warmup".into(), self.warmup.to_string().into());
+        run.insert("replications".into(), (self.replications as i64).into());
+        run.insert("sample_interval".into(), self.sample_every().to_string().into());
+        run.insert("memory_budget".into(), fmt_size(self.memory_budget).into());
+        run.insert("max_events".into(), (self.max_events as i64).into());
+        root.insert("run".into(), run.into());
+        self.spec.to_toml(&mut root);
+        root
+    }
+}
+
+/// `1.5 GiB`-style formatting for messages.
+pub fn human_bytes(b: u64) -> String {
+    let f = b as f64;
+    for (s, u) in [(1u64 << 40, "TiB"), (1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB")] {
+        if b >= s {
+            return format!("{:.1} {u}", f / s as f64);
+        }
+    }
+    format!("{b} B")
+}
+
+/// Applies a `--set key.path=value` override to a parsed table. The value is read as a TOML
+/// value when it parses as one (numbers, booleans, arrays), else taken as a string.
+pub fn set_key(root: &mut toml::Table, path: &str, value: &str) -> Result<(), String> {
+    let parsed: toml::Value = toml::from_str::<toml::Table>(&format!("v = {value}"))
+        .ok()
+        .and_then(|mut t| t.remove("v"))
+        .unwrap_or_else(|| toml::Value::String(value.to_string()));
+    let parts: Vec<&str> = path.split('.').collect();
+    if parts.iter().any(|p| p.is_empty()) {
+        return Err(format!("bad key path {path:?}: expected dotted keys such as link.rate"));
+    }
+    let mut t = root;
+    for p in &parts[..parts.len() - 1] {
+        let e = t.entry(p.to_string()).or_insert_with(|| toml::Value::Table(toml::Table::new()));
+        t = match e {
+            toml::Value::Table(tt) => tt,
+            _ => return Err(format!("key path {path:?}: {p} is not a table")),
+        };
+    }
+    t.insert(parts[parts.len() - 1].to_string(), parsed);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use npqos_core::Rate;
+
+    fn parse(s: &str) -> Result<Scenario, Problems> {
+        Scenario::parse(s, "t.toml", Path::new("."))
+    }
+
+    #[test]
+    fn defaults_fill_in() {
+        let s = parse("").unwrap();
+        assert_eq!(s.model(), "link");
+        assert_eq!(s.link().unwrap().queues, 16);
+        assert_eq!(s.link().unwrap().link_rate, Rate::gbps(10));
+        let again = Scenario::from_table(&s.to_toml(), "r.toml", Path::new(".")).unwrap();
+        assert_eq!(again, s, "the resolved scenario parses back to the same scenario");
+    }
+
+    #[test]
+    fn every_problem_is_reported() {
+        let e = parse("[link]\nrate = \"10\"\nspeed = 3\n[queues]\ncount = 0\n[traffic]\noverload = -1\n").unwrap_err();
+        let keys: Vec<&str> = e.list.iter().map(|p| p.key.as_str()).collect();
+        assert_eq!(keys, vec!["link.rate", "link.speed", "queues.count", "traffic.overload"], "{e}");
+        let msg = e.to_string();
+        assert!(msg.contains("t.toml: key `link.rate` = \"10\": missing unit"), "{msg}");
+        assert!(msg.contains("unknown key"), "{msg}");
+    }
+
+    #[test]
+    fn memory_budget_refuses_before_allocating() {
+        let e = parse("[queues]\ncount = 100000000\n").unwrap_err();
+        assert!(e.to_string().contains("above run.memory_budget"), "{e}");
+    }
+
+    #[test]
+    fn kim_scenarios_validate_the_shaper_table() {
+        let ok = parse("model = \"kim\"\n[queues]\ncount = 1000\n[shaper]\nfill = \"periodic\"\nfill_period = \"1ms\"\ncores = 10\n").unwrap();
+        let sh = ok.shaper().cloned().unwrap();
+        assert_eq!(sh.fill_period, Some(Duration::from_millis(1)));
+        assert_eq!((sh.cores, sh.alpha, sh.cap), (10, 3000, 3000));
+        // Round trip through the resolved TOML.
+        let again = Scenario::from_table(&ok.to_toml(), "t", Path::new(".")).unwrap();
+        assert_eq!(again, ok);
+        // Every problem at once.
+        let e = parse(
+            "model = \"kim\"\n[traffic]\nsource = \"trace\"\nfiles = []\n[shaper]\nalpha = \"4000B\"\ncap = \"3000B\"\ngamma = 3.0\nfill_period = \"1ms\"\ncolour = 1\n",
+        )
+        .unwrap_err()
+        .to_string();
+        for needle in [
+            "traffic.source",
+            "shaper.alpha",
+            "shaper.gamma",
+            "only applies with adaptive",
+            "shaper.fill_period",
+            "shaper.colour",
+        ] {
+            assert!(e.contains(needle), "{needle} in {e}");
+        }
+        let e = parse("[shaper]\ncores = 4\n").unwrap_err().to_string();
+        assert!(e.contains("only applies to model = \"kim\""), "{e}");
+    }
+
+    #[test]
+    fn set_key_overrides() {
+        let mut t: toml::Table = toml::from_str("[link]\nrate = \"1Gbps\"").unwrap();
+        set_key(&mut t, "link.rate", "40Gbps").unwrap();
+        set_key(&mut t, "queues.count", "64").unwrap();
+        let s = Scenario::from_table(&t, "x", Path::new(".")).unwrap();
+        assert_eq!(s.link().unwrap().link_rate, Rate::gbps(40));
+        assert_eq!(s.link().unwrap().queues, 64);
+    }
+}
