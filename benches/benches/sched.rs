@@ -13,6 +13,7 @@
 use criterion::{black_box, criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use npqos_core::sched::fq::{Discipline, FairQueue, FqPacket};
 use npqos_core::sched::lap::{LapPacket, LapScheduler, Policy};
+use npqos_core::{AppId, FlowId, Instant, ProcessorId};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -33,27 +34,27 @@ fn fair_queue(c: &mut Criterion) {
         for disc in [Discipline::Sfq, Discipline::Efq, Discipline::Wf2qPlus] {
             let mut q = FairQueue::new(disc, M, &shares).expect("valid");
             let mut id = 0u64;
-            let pk = |id: u64, flow: u32, k: usize| FqPacket {
+            let pk = |id: u64, flow: FlowId, k: usize| FqPacket {
                 id,
                 flow,
-                app: 0,
+                app: AppId(0),
                 est_ns: t[k & 4095],
                 actual_ns: t[k & 4095] * 1.05,
-                arrival_ns: 0,
+                arrival: Instant::ZERO,
             };
             for _ in 0..2 {
                 for f in 0..n as u32 {
-                    q.enqueue(0, pk(id, f, id as usize)).expect("flow");
+                    q.enqueue(Instant::ZERO, pk(id, FlowId(f), id as usize)).expect("flow");
                     id += 1;
                 }
             }
             let mut now = 0u64;
             g.bench_with_input(BenchmarkId::new(disc.label(), n), &n, |b, _| {
                 b.iter(|| {
-                    let d = q.dequeue(now).expect("backlogged");
-                    q.completed(&d.packet);
+                    let d = q.dequeue(Instant::from_nanos(now)).expect("time goes on").expect("backlogged");
+                    q.completed(&d.packet).expect("in service");
                     now += (d.packet.actual_ns / M as f64) as u64;
-                    q.enqueue(now, pk(id, d.packet.flow, id as usize)).expect("flow");
+                    q.enqueue(Instant::from_nanos(now), pk(id, d.packet.flow, id as usize)).expect("flow");
                     id += 1;
                     black_box(d.key)
                 })
@@ -83,7 +84,7 @@ fn lap(c: &mut Criterion) {
     for &apps in &[30u32, 1_000] {
         for policy in [Policy::Lap, Policy::Fcfs] {
             let mut rng = ChaCha8Rng::seed_from_u64(9);
-            let stream: Vec<u32> = (0..65_536).map(|_| rng.random_range(0..apps)).collect();
+            let stream: Vec<AppId> = (0..65_536).map(|_| AppId(rng.random_range(0..apps))).collect();
             let mut s = LapScheduler::new(policy, apps as usize, M).expect("valid");
             let mut id = 0u64;
             for _ in 0..512 {
@@ -94,7 +95,7 @@ fn lap(c: &mut Criterion) {
             let mut proc = 0u32;
             g.bench_with_input(BenchmarkId::new(policy.label(), apps), &apps, |b, _| {
                 b.iter(|| {
-                    let p = s.dispatch(proc).expect("processor").expect("backlogged");
+                    let p = s.dispatch(ProcessorId(proc)).expect("processor").expect("backlogged");
                     proc = (proc + 1) % M;
                     s.enqueue(LapPacket { id, app: stream[id as usize & 65_535], est: t[id as usize & 4095] })
                         .expect("valid");

@@ -37,7 +37,9 @@ fn version_help_and_list() {
     assert!(names.contains(&"link") && names.contains(&"kim"), "{out}");
     let d = tempfile::tempdir().unwrap();
     for name in &names {
-        let s = write_scenario(d.path(), &format!("model = {name:?}\n[run]\nduration = \"1ms\"\n"));
+        // lap's run length is its stream's: it has no run.duration.
+        let run_table = if *name == "lap" { "[traffic]\npackets = 100\n" } else { "[run]\nduration = \"1ms\"\n" };
+        let s = write_scenario(d.path(), &format!("model = {name:?}\n{run_table}"));
         let o = run(&["run", s.to_str().unwrap(), "--quiet", "--out", d.path().join(name).to_str().unwrap()]);
         assert!(o.status.success(), "model = {name:?}: {}", stderr(&o));
     }
@@ -404,4 +406,120 @@ fn everest_scenario_runs_deterministically_and_refuses_unknown_keys() {
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains(key), "{key}: {}", stderr(&o));
     }
+}
+
+/// Runs `text` (a scenario, written to `dir/name.toml`) with `--threads threads` into
+/// `dir/name-t<threads>`; returns summary.json.
+fn run_summary(dir: &Path, name: &str, text: &str, threads: &str) -> serde_json::Value {
+    let s = dir.join(format!("{name}.toml"));
+    std::fs::write(&s, text).unwrap();
+    let out = dir.join(format!("{name}-t{threads}"));
+    let o = run(&["run", s.to_str().unwrap(), "--threads", threads, "--quiet", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{name}: {}", stderr(&o));
+    for f in ["scenario.resolved.toml", "summary.json", "run.json", "results.sqlite", "report.md", "scalars.csv"] {
+        assert!(out.join(f).is_file(), "{name}: {f}");
+    }
+    serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap()
+}
+
+fn scalar(v: &serde_json::Value, name: &str) -> f64 {
+    v["scalars"][name]["value"].as_f64().unwrap_or_else(|| panic!("{name} in {v}"))
+}
+
+/// The predictive models' examples (fq, lap, efq-lap) and dqs's: two replications give
+/// byte-identical summary.json with one and two threads; an unknown table or key is bad input
+/// naming it; each predictive setting shows its paper's qualitative result.
+#[test]
+fn predictive_scenarios_run_deterministically_show_their_results_and_refuse_unknown_keys() {
+    let d = tempfile::tempdir().unwrap();
+    let example = |name: &str| {
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../scenarios/{name}.toml")))
+            .unwrap()
+    };
+    for (name, model) in [("fq-small", "fq"), ("lap-small", "lap"), ("efq-lap-small", "efq-lap"), ("dqs-small", "dqs")]
+    {
+        let text = example(name)
+            .replace("[run]\n", "[run]\nreplications = 2\n")
+            .replace("duration = \"3s\"", "duration = \"1s\"");
+        let bytes: Vec<Vec<u8>> = ["1", "2"]
+            .iter()
+            .map(|t| {
+                run_summary(d.path(), name, &text, t);
+                std::fs::read(d.path().join(format!("{name}-t{t}")).join("summary.json")).unwrap()
+            })
+            .collect();
+        assert_eq!(bytes[0], bytes[1], "{name}: same bytes with 1 and 2 threads");
+        for (bad, key) in [("[queues]\ncount = 4\n", "queues"), ("[traffic]\ncolour = 1\n", "traffic.colour")] {
+            let s = write_scenario(d.path(), &format!("model = {model:?}\n{bad}"));
+            let o = run(&["run", s.to_str().unwrap(), "--quiet"]);
+            assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+            assert!(stderr(&o).contains(key), "{model} {key}: {}", stderr(&o));
+        }
+    }
+    // Fair queuing: SFQ orders by start tag, blind to processing time, so the short forwarding
+    // packets wait behind long ones; EFQ orders by estimated finish and tracks the oracle.
+    let fq = |disc: &str| {
+        let t = example("fq-small").replace("discipline = \"efq\"", &format!("discipline = {disc:?}"));
+        run_summary(d.path(), &format!("fq-{disc}"), &t, "1")
+    };
+    let (sfq, efq, wf2q) = (fq("sfq"), fq("efq"), fq("wf2q+"));
+    let fwd = |v: &serde_json::Value| scalar(v, "delay_mean.fwd");
+    assert!(fwd(&efq) < 0.8 * fwd(&sfq), "efq {} sfq {}", fwd(&efq), fwd(&sfq));
+    assert!((fwd(&efq) / fwd(&wf2q) - 1.0).abs() < 0.05, "efq {} wf2q+ {}", fwd(&efq), fwd(&wf2q));
+    // LAP: locality buys throughput over FCFS; T-Opt (the whole stream visible) bounds it.
+    let lap = |policy: &str| {
+        let mut t = example("lap-small").replace("policy = \"lap\"", &format!("policy = {policy:?}"));
+        if policy == "t-opt" {
+            t = t.replace("visible = 64", "");
+        }
+        scalar(&run_summary(d.path(), &format!("lap-{policy}"), &t, "1"), "throughput")
+    };
+    let (fcfs, l, topt) = (lap("fcfs"), lap("lap"), lap("t-opt"));
+    assert!(fcfs < l && l < topt, "fcfs {fcfs} lap {l} t-opt {topt} Gbit/s");
+    // EFQ+LAP: EFQ's delays while calm, LAP's goodput while overloaded.
+    let sw = |mode: &str| {
+        let mut t = example("efq-lap-small").replace("mode = \"efq+lap\"", &format!("mode = {mode:?}"));
+        if mode != "efq+lap" {
+            t = t.replace("lap_above = \"20ms\"", "").replace("efq_below = \"10ms\"", "");
+        }
+        run_summary(d.path(), &format!("sw-{mode}"), &t, "1")
+    };
+    let (efq, lap, both) = (sw("efq"), sw("lap"), sw("efq+lap"));
+    let calm = |v: &serde_json::Value| scalar(v, "delay_p99.conforming_calm");
+    let good = |v: &serde_json::Value| scalar(v, "overloaded_goodput");
+    assert!(calm(&both) < 0.5 * calm(&lap), "calm p99: efq+lap {} lap {}", calm(&both), calm(&lap));
+    assert!(good(&both) > good(&efq) + 0.3, "goodput: efq+lap {} efq {}", good(&both), good(&efq));
+}
+
+/// dqs on real traffic: the trace example (a directory standing for its 181 captures) offers
+/// every IP packet of the corpus, four times over (flow multiplication), and a smaller table
+/// lengthens the lookups.
+#[test]
+fn dqs_trace_scenario_offers_the_whole_corpus() {
+    const TEST: &str = "dqs_trace_scenario_offers_the_whole_corpus";
+    let Some(ndpi) = ndpi_dir() else {
+        skip(TEST, "../shared/traces/ndpi is absent");
+        return;
+    };
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/dqs-trace.toml"))
+        .unwrap()
+        .replace("../../shared/traces/ndpi", ndpi.to_str().unwrap());
+    let mut files: Vec<String> = std::fs::read_dir(&ndpi)
+        .unwrap()
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "pcap" || x == "pcapng" || x == "cap"))
+        .map(|p| p.to_str().unwrap().to_string())
+        .collect();
+    files.sort();
+    let mut args = vec!["trace", "stats", "--json", "--lenient"];
+    args.extend(files.iter().map(|f| f.as_str()));
+    let st = run(&args);
+    assert!(st.status.success(), "{}", stderr(&st));
+    let v: serde_json::Value = serde_json::from_slice(&st.stdout).unwrap();
+    let ip = v.as_array().unwrap().last().unwrap()["ip_packets"].as_f64().unwrap();
+    let full = run_summary(d.path(), "dqs-trace", &text, "1");
+    let small = run_summary(d.path(), "dqs-trace-16", &text.replace("slots = 256", "slots = 16"), "1");
+    assert_eq!(scalar(&full, "packets"), 4.0 * ip, "every IP packet of {} captures, four times", files.len());
+    assert!(scalar(&small, "cycles_mean") > 2.0 * scalar(&full, "cycles_mean"));
 }

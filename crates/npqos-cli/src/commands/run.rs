@@ -4,7 +4,7 @@ use crate::error::{bad, from_trace, Interrupted};
 use crate::output::{self, Meta};
 use crate::progress::Progress;
 use anyhow::Result;
-use npqos_sim::models::{everest, kim, link};
+use npqos_sim::models::{dqs, everest, kim, link, predictive};
 use npqos_sim::results::{Output, RunResult};
 use npqos_sim::scenario::{human_bytes, Scenario};
 use serde_json::json;
@@ -61,6 +61,8 @@ fn run_one(
             everest::EverestError::Config(c) => bad(format!("{id}: {c}")),
             other => anyhow::Error::new(other),
         }),
+        "dqs" => dqs::scenario::run_scenario(sc, seed, flag, report).map_err(from_trace),
+        "fq" | "lap" | "efq-lap" => Ok(predictive::scenario::run_scenario(sc, seed, flag, report)),
         _ => link::run(sc, seed, flag, report).map_err(from_trace),
     }
 }

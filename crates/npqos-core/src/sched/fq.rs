@@ -27,10 +27,12 @@
 //! binary heaps with lazy deletion: eligible heads by finish tag, ineligible ones by start
 //! tag); no per-packet allocation once the queues have grown.
 
+use crate::error::{Clock, Error};
+use crate::id::{check, AppId, FlowId};
 use crate::ord::TotalF64;
+use crate::time::Instant;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
-use thiserror::Error;
 
 /// The order in which heads are served.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -59,17 +61,17 @@ impl Discipline {
 pub struct FqPacket {
     /// Caller's identifier.
     pub id: u64,
-    /// Flow index.
-    pub flow: u32,
+    /// The flow it belongs to.
+    pub flow: FlowId,
     /// Application (for the caller; not used by the ordering).
-    pub app: u16,
+    pub app: AppId,
     /// Estimated processing time t_e, ns of one processor.
     pub est_ns: f64,
     /// True processing time, ns of one processor: read only by WF2Q+ (the oracle); SFQ and EFQ
     /// learn it at [`FairQueue::completed`].
     pub actual_ns: f64,
-    /// Arrival instant, ns.
-    pub arrival_ns: u64,
+    /// Arrival instant (for the caller; not used by the ordering).
+    pub arrival: Instant,
 }
 
 /// A packet handed to a processor, with the tags it was served by.
@@ -82,19 +84,6 @@ pub struct Dispatched {
     pub key: f64,
     /// System virtual time at dispatch.
     pub v: f64,
-}
-
-/// Configuration errors.
-#[derive(Clone, Debug, PartialEq, Error)]
-pub enum FqError {
-    #[error("processors must be at least 1")]
-    NoProcessors,
-    #[error("flow {flow}: reserved share {share} must be positive and finite")]
-    BadShare { flow: usize, share: f64 },
-    #[error("reserved shares sum to {0}, more than 1")]
-    Oversubscribed(f64),
-    #[error("flow {0} does not exist")]
-    NoFlow(u32),
 }
 
 #[derive(Clone, Debug)]
@@ -112,10 +101,26 @@ struct Flow {
     queue: VecDeque<Queued>,
     /// Finish tag of the last dispatched packet (provisional for in-flight ones).
     f: f64,
+    /// Packets dispatched and not yet reported completed.
+    inflight: u32,
     /// Head's tags, valid when the queue is not empty.
     head_s: f64,
     head_key: f64,
     version: u64,
+}
+
+/// The smallest reserved share [`FairQueue::new`] accepts, and the largest processing time (ns,
+/// about 11.6 days) a packet may carry: together they keep every tag finite.
+pub const MIN_SHARE: f64 = 1e-9;
+pub const MAX_TIME_NS: f64 = 1e15;
+
+fn check_times(p: &FqPacket) -> Result<(), Error> {
+    for (parameter, v) in [("est_ns", p.est_ns), ("actual_ns", p.actual_ns)] {
+        if !(v.is_finite() && (0.0..=MAX_TIME_NS).contains(&v)) {
+            return Err(Error::BadParameter { parameter, value: v.to_string(), expected: "from 0 to 1e15 ns" });
+        }
+    }
+    Ok(())
 }
 
 /// Heap entry: (tag, insertion seq, flow, version), ascending in that order.
@@ -133,25 +138,42 @@ pub struct FairQueue {
     inelig: BinaryHeap<Reverse<Key>>,
     v: f64,
     last: u64,
+    clock: Clock,
     backlog: usize,
     seq: u64,
 }
 
 impl FairQueue {
-    /// A queue for flows with reserved shares `shares` (fractions of all `processors`).
-    pub fn new(disc: Discipline, processors: u32, shares: &[f64]) -> Result<Self, FqError> {
+    /// A queue for flows with reserved shares `shares` (fractions of all `processors`; flow
+    /// `i` is `FlowId(i)`).
+    pub fn new(disc: Discipline, processors: u32, shares: &[f64]) -> Result<Self, Error> {
         if processors == 0 {
-            return Err(FqError::NoProcessors);
+            return Err(Error::BadParameter { parameter: "processors", value: "0".into(), expected: "at least 1" });
         }
         let mut sum = 0.0;
-        for (i, &s) in shares.iter().enumerate() {
-            if !(s.is_finite() && s > 0.0) {
-                return Err(FqError::BadShare { flow: i, share: s });
+        for &s in shares {
+            if !(s.is_finite() && s >= MIN_SHARE) {
+                return Err(Error::BadParameter {
+                    parameter: "share",
+                    value: s.to_string(),
+                    expected: "a fraction of at least 1e-9",
+                });
             }
             sum += s;
         }
         if sum > 1.0 + 1e-9 {
-            return Err(FqError::Oversubscribed(sum));
+            return Err(Error::BadParameter {
+                parameter: "sum of shares",
+                value: sum.to_string(),
+                expected: "at most 1",
+            });
+        }
+        if shares.len() > u32::MAX as usize {
+            return Err(Error::BadParameter {
+                parameter: "flows",
+                value: shares.len().to_string(),
+                expected: "fewer than 2^32",
+            });
         }
         let flows =
             shares.iter().map(|&s| Flow { scale: s * processors as f64, ..Default::default() }).collect::<Vec<_>>();
@@ -162,6 +184,7 @@ impl FairQueue {
             inelig: BinaryHeap::new(),
             v: 0.0,
             last: 0,
+            clock: Clock::default(),
             backlog: 0,
             seq: 0,
         })
@@ -187,13 +210,18 @@ impl FairQueue {
         self.v
     }
 
-    /// A packet arrived at `now_ns`.
-    pub fn enqueue(&mut self, now_ns: u64, p: FqPacket) -> Result<(), FqError> {
-        let fi = p.flow as usize;
-        if fi >= self.flows.len() {
-            return Err(FqError::NoFlow(p.flow));
-        }
-        self.advance(now_ns);
+    /// Flows it was built for.
+    pub fn flows(&self) -> usize {
+        self.flows.len()
+    }
+
+    /// A packet arrived at `now`. Refused (no effect): an unknown flow, an estimate or actual
+    /// time that is negative or not finite, `now` before an earlier call's.
+    pub fn enqueue(&mut self, now: Instant, p: FqPacket) -> Result<(), Error> {
+        let fi = check(FlowId::KIND, p.flow.0, self.flows.len())?;
+        check_times(&p)?;
+        self.clock.advance(now)?;
+        self.advance(now.as_nanos());
         let was_empty = self.flows[fi].queue.is_empty();
         self.flows[fi].queue.push_back(Queued { p, to_empty: was_empty, v_arrival: self.v });
         self.backlog += 1;
@@ -203,32 +231,39 @@ impl FairQueue {
         Ok(())
     }
 
-    /// The next packet for a free processor at `now_ns`, if any waits.
-    pub fn dequeue(&mut self, now_ns: u64) -> Option<Dispatched> {
-        self.advance(now_ns);
+    /// The next packet for a free processor at `now`, if any waits. The caller reports its
+    /// completion with [`completed`](Self::completed).
+    pub fn dequeue(&mut self, now: Instant) -> Result<Option<Dispatched>, Error> {
+        self.clock.advance(now)?;
+        self.advance(now.as_nanos());
         if self.backlog == 0 {
-            return None;
+            return Ok(None);
         }
         self.promote();
         let fi = loop {
-            let Reverse(Key(_, _, f, ver)) = self.elig.pop().expect("a backlogged head is eligible after eq 8");
+            // Eq 8 makes some backlogged head eligible: V is at least the smallest start tag.
+            let Some(Reverse(Key(_, _, f, ver))) = self.elig.pop() else {
+                debug_assert!(false, "a backlogged head is eligible after eq 8");
+                return Ok(None);
+            };
             if self.flows[f as usize].version == ver && !self.flows[f as usize].queue.is_empty() {
                 break f as usize;
             }
         };
-        Some(self.serve(fi))
+        Ok(Some(self.serve(fi)))
     }
 
     /// Serves flow `flow`'s head now, whatever the order says: another scheduler (LAP in the
     /// section 6 combination) picked it. The flow is charged as if this queue had served it, so
     /// its tags stay consistent when this queue takes over again. `None` if the flow is empty.
-    pub fn take_head(&mut self, now_ns: u64, flow: u32) -> Option<Dispatched> {
-        let fi = flow as usize;
-        if self.flows.get(fi).is_none_or(|f| f.queue.is_empty()) {
-            return None;
+    pub fn take_head(&mut self, now: Instant, flow: FlowId) -> Result<Option<Dispatched>, Error> {
+        let fi = check(FlowId::KIND, flow.0, self.flows.len())?;
+        self.clock.advance(now)?;
+        if self.flows[fi].queue.is_empty() {
+            return Ok(None);
         }
-        self.advance(now_ns);
-        Some(self.serve(fi))
+        self.advance(now.as_nanos());
+        Ok(Some(self.serve(fi)))
     }
 
     /// Pops flow `fi`'s head and charges it (its heap entries become stale).
@@ -241,6 +276,7 @@ impl FairQueue {
             _ => q.p.est_ns,
         };
         fl.f = start + charge / fl.scale;
+        fl.inflight += 1;
         fl.version += 1;
         self.backlog -= 1;
         if !self.flows[fi].queue.is_empty() {
@@ -249,22 +285,31 @@ impl FairQueue {
         Dispatched { packet: q.p, start, key, v: self.v }
     }
 
-    /// A dispatched packet completed: charge its flow the actual time (eq 12). `p` must be a
-    /// packet this queue handed out with [`FairQueue::dequeue`], reported once.
-    pub fn completed(&mut self, p: &FqPacket) {
-        if self.disc == Discipline::Wf2qPlus {
-            return;
+    /// A dispatched packet completed: charge its flow the actual time (eq 12). `p` is a packet
+    /// this queue handed out ([`dequeue`](Self::dequeue), [`take_head`](Self::take_head)),
+    /// reported once, with its true `actual_ns` (which the caller may have learnt only now).
+    /// Refused (no effect): an unknown flow, a flow with no packet in service, a negative or
+    /// non-finite time.
+    pub fn completed(&mut self, p: &FqPacket) -> Result<(), Error> {
+        let fi = check(FlowId::KIND, p.flow.0, self.flows.len())?;
+        if self.flows[fi].inflight == 0 {
+            return Err(Error::NotAllowed("completed: the flow has no packet in service"));
         }
-        let fi = p.flow as usize;
+        check_times(p)?;
         let fl = &mut self.flows[fi];
+        fl.inflight -= 1;
+        if self.disc == Discipline::Wf2qPlus {
+            return Ok(());
+        }
         let delta = (p.actual_ns - p.est_ns) / fl.scale;
         if delta == 0.0 {
-            return;
+            return Ok(());
         }
         fl.f += delta;
         if !fl.queue.is_empty() {
             self.new_head(fi);
         }
+        Ok(())
     }
 
     /// Eq 8, and the linear part at rate 1 per real ns.

@@ -31,10 +31,11 @@
 //! Packets may also be removed by id ([`LapScheduler::remove`]) when another scheduler (EFQ in
 //! the section 6 combination) served them; ids must increase with enqueue order.
 
+use crate::error::Error;
+use crate::id::{check, AppId, ProcessorId};
 use crate::ord::TotalF64;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
-use thiserror::Error;
 
 /// Which packet a free processor gets.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
@@ -64,8 +65,8 @@ impl Policy {
 pub struct LapPacket {
     /// Caller's identifier; must increase with enqueue order.
     pub id: u64,
-    /// Application index.
-    pub app: u32,
+    /// Its application.
+    pub app: AppId,
     /// Estimated processing time t_e (any unit, the same for every packet; warm).
     pub est: f64,
 }
@@ -76,23 +77,6 @@ pub struct Pick {
     pub packet: LapPacket,
     /// The processor's cache was cold for the packet's application.
     pub cold: bool,
-}
-
-/// Configuration and input errors.
-#[derive(Clone, Debug, PartialEq, Error)]
-pub enum LapError {
-    #[error("processors must be at least 1")]
-    NoProcessors,
-    #[error("applications must be at least 1")]
-    NoApplications,
-    #[error("application {0} does not exist")]
-    NoApp(u32),
-    #[error("processor {0} does not exist")]
-    NoProcessor(u32),
-    #[error("estimate {0} must be finite and non-negative")]
-    BadEstimate(f64),
-    #[error("packet id {id} is not larger than the previous one ({last})")]
-    IdOrder { id: u64, last: u64 },
 }
 
 #[derive(Clone, Debug, Default)]
@@ -153,12 +137,16 @@ pub struct LapScheduler {
 
 impl LapScheduler {
     /// A scheduler for `apps` applications on `processors` processors, all caches empty.
-    pub fn new(policy: Policy, apps: usize, processors: u32) -> Result<Self, LapError> {
+    pub fn new(policy: Policy, apps: usize, processors: u32) -> Result<Self, Error> {
         if processors == 0 {
-            return Err(LapError::NoProcessors);
+            return Err(Error::BadParameter { parameter: "processors", value: "0".into(), expected: "at least 1" });
         }
-        if apps == 0 {
-            return Err(LapError::NoApplications);
+        if apps == 0 || apps > u32::MAX as usize {
+            return Err(Error::BadParameter {
+                parameter: "applications",
+                value: apps.to_string(),
+                expected: "from 1 to 2^32 - 1",
+            });
         }
         Ok(LapScheduler {
             policy,
@@ -193,54 +181,55 @@ impl LapScheduler {
         self.len == 0
     }
 
-    /// Estimated work of application `a`'s waiting packets (the numerator of eq 19).
-    pub fn work(&self, a: u32) -> f64 {
-        self.apps[a as usize].work
+    /// Applications it was built for.
+    pub fn apps(&self) -> usize {
+        self.apps.len()
     }
 
-    /// Processors whose cache holds application `a` (its group size).
-    pub fn group(&self, a: u32) -> u32 {
-        self.apps[a as usize].warm
+    /// Estimated work of application `a`'s waiting packets (the numerator of eq 19); 0 for an
+    /// unknown application.
+    pub fn work(&self, a: AppId) -> f64 {
+        self.apps.get(a.index()).map_or(0.0, |x| x.work)
     }
 
-    /// Application in processor `p`'s cache.
-    pub fn cache(&self, p: u32) -> Option<u32> {
-        self.cache[p as usize]
+    /// Processors whose cache holds application `a` (its group size); 0 for an unknown one.
+    pub fn group(&self, a: AppId) -> u32 {
+        self.apps.get(a.index()).map_or(0, |x| x.warm)
     }
 
-    /// A packet entered `Q_t`.
-    pub fn enqueue(&mut self, p: LapPacket) -> Result<(), LapError> {
-        if p.app as usize >= self.apps.len() {
-            return Err(LapError::NoApp(p.app));
+    /// Application in processor `p`'s cache (`None` also for an unknown processor).
+    pub fn cache(&self, p: ProcessorId) -> Option<AppId> {
+        self.cache.get(p.index()).copied().flatten().map(AppId)
+    }
+
+    /// A packet entered `Q_t`. Refused (no effect): an unknown application, an estimate that is
+    /// negative or not finite (or above 1e15), an id not larger than the previous packet's.
+    pub fn enqueue(&mut self, p: LapPacket) -> Result<(), Error> {
+        let ai = check(AppId::KIND, p.app.0, self.apps.len())?;
+        if !(p.est.is_finite() && (0.0..=1e15).contains(&p.est)) {
+            return Err(Error::BadParameter { parameter: "est", value: p.est.to_string(), expected: "from 0 to 1e15" });
         }
-        if !(p.est.is_finite() && p.est >= 0.0) {
-            return Err(LapError::BadEstimate(p.est));
-        }
-        if let Some(last) = self.last_id {
-            if p.id <= last {
-                return Err(LapError::IdOrder { id: p.id, last });
-            }
+        if self.last_id.is_some_and(|last| p.id <= last) {
+            return Err(Error::NotAllowed("enqueue: packet ids must increase with enqueue order"));
         }
         self.last_id = Some(p.id);
-        let a = &mut self.apps[p.app as usize];
+        let a = &mut self.apps[ai];
         a.queue.push_back(p);
         a.work += p.est;
         a.live += 1;
         self.total += p.est;
         self.len += 1;
         if self.policy == Policy::Fcfs {
-            self.order.push_back((p.id, p.app));
+            self.order.push_back((p.id, p.app.0));
         }
-        self.refile(p.app);
+        self.refile(p.app.0);
         Ok(())
     }
 
     /// Processor `proc` is free: the packet it runs next, if any waits. The processor's cache
     /// then holds the packet's application.
-    pub fn dispatch(&mut self, proc: u32) -> Result<Option<Pick>, LapError> {
-        if proc as usize >= self.cache.len() {
-            return Err(LapError::NoProcessor(proc));
-        }
+    pub fn dispatch(&mut self, proc: ProcessorId) -> Result<Option<Pick>, Error> {
+        let proc = check(ProcessorId::KIND, proc.0, self.cache.len())? as u32;
         if self.len == 0 {
             return Ok(None);
         }
@@ -249,26 +238,27 @@ impl LapScheduler {
             Policy::Lap | Policy::TOpt => self.choose(proc),
         };
         let packet = self.pop_front(app);
-        let cold = self.assign(proc, app);
+        let cold = self.set_cache(proc, app);
         Ok(Some(Pick { packet, cold }))
     }
 
-    /// Removes a waiting packet that was served elsewhere (the EFQ side of the section 6
-    /// combination). Returns whether it was waiting.
-    pub fn remove(&mut self, app: u32, id: u64, est: f64) -> bool {
-        if app as usize >= self.apps.len() {
-            return false;
-        }
+    /// Removes waiting packet `id` of application `app`, served elsewhere (the EFQ side of the
+    /// section 6 combination). Returns whether it was waiting.
+    pub fn remove(&mut self, app: AppId, id: u64) -> Result<bool, Error> {
+        let app = check(AppId::KIND, app.0, self.apps.len())? as u32;
         self.clean_front(app);
         let q = &mut self.apps[app as usize].queue;
+        let est;
         if q.front().map(|p| p.id) == Some(id) {
-            q.pop_front();
+            est = q.pop_front().map_or(0.0, |p| p.est);
         } else {
             // The queue is in id order: a binary search tells whether the packet waits; it is
             // marked and skipped when it reaches the front.
-            if q.binary_search_by_key(&id, |p| p.id).is_err() || !self.removed.insert(id) {
-                return false;
+            match q.binary_search_by_key(&id, |p| p.id) {
+                Ok(i) if !self.removed.contains(&id) => est = q[i].est,
+                _ => return Ok(false),
             }
+            self.removed.insert(id);
         }
         let a = &mut self.apps[app as usize];
         a.work = (a.work - est).max(0.0);
@@ -279,12 +269,18 @@ impl LapScheduler {
         self.take_total(est);
         self.clean_front(app);
         self.refile(app);
-        true
+        Ok(true)
     }
 
     /// Processor `proc` runs a packet of application `app` (chosen by someone else, e.g. EFQ):
     /// updates the group sizes. Returns whether the cache was cold.
-    pub fn assign(&mut self, proc: u32, app: u32) -> bool {
+    pub fn assign(&mut self, proc: ProcessorId, app: AppId) -> Result<bool, Error> {
+        let proc = check(ProcessorId::KIND, proc.0, self.cache.len())? as u32;
+        let app = check(AppId::KIND, app.0, self.apps.len())? as u32;
+        Ok(self.set_cache(proc, app))
+    }
+
+    fn set_cache(&mut self, proc: u32, app: u32) -> bool {
         let prev = self.cache[proc as usize].replace(app);
         if prev == Some(app) {
             return false;

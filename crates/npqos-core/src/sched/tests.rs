@@ -3,8 +3,9 @@
 
 use super::admission::{Admission, FlowRequest, Refusal};
 use super::estimate::{Estimator, OnlineLsq, SPC_TO_2GHZ, TABLE1};
-use super::fq::{Discipline, FairQueue, FqPacket};
+use super::fq::{Discipline, Dispatched, FairQueue, FqPacket};
 use super::lap::{LapPacket, LapScheduler, Policy};
+use crate::{AppId, Error, FlowId, Instant, ProcessorId};
 use proptest::prelude::*;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -106,16 +107,39 @@ fn admission_is_eq4_and_says_what_ran_out() {
 }
 
 fn pkt(id: u64, flow: u32, est: f64, actual: f64, at: u64) -> FqPacket {
-    FqPacket { id, flow, app: 0, est_ns: est, actual_ns: actual, arrival_ns: at }
+    FqPacket { id, flow: FlowId(flow), app: AppId(0), est_ns: est, actual_ns: actual, arrival: Instant::from_nanos(at) }
+}
+
+/// The fair queue's calls with times in ns, results unwrapped (the contract's errors are tested
+/// on their own).
+trait Ns {
+    fn enq(&mut self, now: u64, p: FqPacket) -> Result<(), Error>;
+    fn deq(&mut self, now: u64) -> Option<Dispatched>;
+    fn done(&mut self, p: &FqPacket);
+    fn head(&mut self, now: u64, flow: u32) -> Option<Dispatched>;
+}
+impl Ns for FairQueue {
+    fn enq(&mut self, now: u64, p: FqPacket) -> Result<(), Error> {
+        self.enqueue(Instant::from_nanos(now), p)
+    }
+    fn deq(&mut self, now: u64) -> Option<Dispatched> {
+        self.dequeue(Instant::from_nanos(now)).unwrap()
+    }
+    fn done(&mut self, p: &FqPacket) {
+        self.completed(p).unwrap()
+    }
+    fn head(&mut self, now: u64, flow: u32) -> Option<Dispatched> {
+        self.take_head(Instant::from_nanos(now), FlowId(flow)).unwrap_or(None)
+    }
 }
 
 /// Serves everything in `q` on one processor starting at `t0`; returns flows in service order.
 fn drain_one_processor(q: &mut FairQueue, mut now: u64) -> Vec<u32> {
     let mut order = Vec::new();
-    while let Some(d) = q.dequeue(now) {
-        order.push(d.packet.flow);
+    while let Some(d) = q.deq(now) {
+        order.push(d.packet.flow.0);
         now += d.packet.actual_ns as u64;
-        q.completed(&d.packet);
+        q.done(&d.packet);
     }
     order
 }
@@ -131,11 +155,11 @@ fn figure4_example_wf2q_alternates_and_knows_the_shortest() {
         let mut q = FairQueue::new(disc, 1, &shares).unwrap();
         let mut id = 0;
         for _ in 0..5 {
-            q.enqueue(0, pkt(id, 0, 99.0, actual[0], 0)).unwrap();
+            q.enq(0, pkt(id, 0, 99.0, actual[0], 0)).unwrap();
             id += 1;
         }
         for f in 1..6u32 {
-            q.enqueue(0, pkt(id, f, 100.0, actual[f as usize], 0)).unwrap();
+            q.enq(0, pkt(id, f, 100.0, actual[f as usize], 0)).unwrap();
             id += 1;
         }
         q
@@ -167,8 +191,8 @@ fn efq_with_exact_estimates_serves_in_wf2q_order() {
     for id in 0..400 {
         let f = rng.random_range(0..8u32);
         let t = rng.random_range(1_000.0..50_000.0f64).round();
-        w.enqueue(0, pkt(id, f, t, t, 0)).unwrap();
-        e.enqueue(0, pkt(id, f, t, t, 0)).unwrap();
+        w.enq(0, pkt(id, f, t, t, 0)).unwrap();
+        e.enq(0, pkt(id, f, t, t, 0)).unwrap();
     }
     assert_eq!(drain_one_processor(&mut w, 0), drain_one_processor(&mut e, 0));
 }
@@ -185,7 +209,7 @@ fn backlogged_flows_get_processing_in_proportion_to_their_shares() {
             for f in 0..3u32 {
                 let est = [20_000.0, 5_000.0, 60_000.0][f as usize];
                 let act = est * rng.random_range(0.7..1.3);
-                q.enqueue(0, pkt(id, f, est, act, 0)).unwrap();
+                q.enq(0, pkt(id, f, est, act, 0)).unwrap();
                 id += 1;
             }
         }
@@ -200,15 +224,15 @@ fn backlogged_flows_get_processing_in_proportion_to_their_shares() {
             }
             running.retain(|&(end, _, ref pk)| {
                 if end <= t {
-                    q.completed(pk);
+                    q.done(pk);
                     false
                 } else {
                     true
                 }
             });
-            let d = q.dequeue(t).expect("backlogged");
+            let d = q.deq(t).expect("backlogged");
             let a = d.packet.actual_ns;
-            used[d.packet.flow as usize] += a;
+            used[d.packet.flow.index()] += a;
             free[p] = t + a as u64;
             running.push((free[p], p, d.packet));
         }
@@ -226,7 +250,7 @@ fn configuration_errors_are_named() {
     assert!(FairQueue::new(Discipline::Efq, 1, &[0.7, 0.4]).is_err());
     assert!(FairQueue::new(Discipline::Efq, 1, &[0.0]).is_err());
     let mut q = FairQueue::new(Discipline::Efq, 1, &[0.5]).unwrap();
-    assert!(q.enqueue(0, pkt(0, 3, 1.0, 1.0, 0)).is_err());
+    assert!(q.enq(0, pkt(0, 3, 1.0, 1.0, 0)).is_err());
 }
 
 proptest! {
@@ -249,14 +273,14 @@ proptest! {
             if next_id < n as u64 && rng.random_bool(0.6) {
                 let f = rng.random_range(0..flows as u32);
                 let e = rng.random_range(100.0..10_000.0f64);
-                q.enqueue(now, pkt(next_id, f, e, e * rng.random_range(0.5..1.5), now)).unwrap();
+                q.enq(now, pkt(next_id, f, e, e * rng.random_range(0.5..1.5), now)).unwrap();
                 next_id += 1;
-            } else if let Some(d) = q.dequeue(now) {
+            } else if let Some(d) = q.deq(now) {
                 served.push(d.packet);
                 inflight.push(d.packet);
                 if inflight.len() >= m as usize {
                     let p = inflight.remove(0);
-                    q.completed(&p);
+                    q.done(&p);
                 }
             } else if next_id >= n as u64 {
                 break;
@@ -269,7 +293,7 @@ proptest! {
         ids.sort_unstable();
         prop_assert_eq!(ids, (0..n as u64).collect::<Vec<_>>());
         for f in 0..flows as u32 {
-            let seq: Vec<u64> = served.iter().filter(|p| p.flow == f).map(|p| p.id).collect();
+            let seq: Vec<u64> = served.iter().filter(|p| p.flow.0 == f).map(|p| p.id).collect();
             prop_assert!(seq.windows(2).all(|w| w[0] < w[1]), "flow {} out of order: {:?}", f, seq);
         }
     }
@@ -278,7 +302,7 @@ proptest! {
 // ---- LAP / FCFS / T-Opt (section 5) ----
 
 fn lp(id: u64, app: u32, est: f64) -> LapPacket {
-    LapPacket { id, app, est }
+    LapPacket { id, app: AppId(app), est }
 }
 
 #[test]
@@ -300,18 +324,18 @@ fn lap_groups_converge_to_the_rounded_shares_of_queued_work() {
         }
         let mut late_colds = 0;
         for k in 0..5_000u64 {
-            let pick = s.dispatch((k % n as u64) as u32).unwrap().expect("backlogged");
+            let pick = s.dispatch(ProcessorId((k % n as u64) as u32)).unwrap().expect("backlogged");
             if k >= 1_000 && pick.cold {
                 late_colds += 1;
             }
-            s.enqueue(lp(id, pick.packet.app, pick.packet.est)).unwrap();
+            s.enqueue(lp(id, pick.packet.app.0, pick.packet.est)).unwrap();
             id += 1;
         }
-        let w: Vec<f64> = (0..3).map(|a| s.work(a)).collect();
+        let w: Vec<f64> = (0..3).map(|a| s.work(AppId(a))).collect();
         let total: f64 = w.iter().sum();
         assert!((s.total_work() - total).abs() < 1e-9);
         let target: Vec<u32> = w.iter().map(|x| (x / total * n as f64).round() as u32).collect();
-        let groups: Vec<u32> = (0..3).map(|a| s.group(a)).collect();
+        let groups: Vec<u32> = (0..3).map(|a| s.group(AppId(a))).collect();
         if target.iter().sum::<u32>() == n {
             assert_eq!(groups, target, "work {w:?}");
         } else {
@@ -336,7 +360,7 @@ fn fcfs_serves_in_arrival_order_and_lap_with_one_packet_is_fcfs() {
                 s.enqueue(stream[next]).unwrap();
                 next += 1;
             }
-            let Some(p) = s.dispatch(k % 4).unwrap() else { break };
+            let Some(p) = s.dispatch(ProcessorId(k % 4)).unwrap() else { break };
             out.push((p.packet.id, p.cold));
         }
         out
@@ -363,10 +387,11 @@ fn lap_rejects_bad_input() {
     assert!(s.enqueue(lp(0, 0, f64::NAN)).is_err());
     s.enqueue(lp(5, 0, 1.0)).unwrap();
     assert!(s.enqueue(lp(5, 1, 1.0)).is_err(), "ids must increase");
-    assert!(s.dispatch(2).is_err());
-    assert!(!s.remove(0, 4, 1.0), "never enqueued");
-    assert!(s.remove(0, 5, 1.0));
-    assert!(!s.remove(0, 5, 1.0), "already removed");
+    assert!(s.dispatch(ProcessorId(2)).is_err());
+    assert!(!s.remove(AppId(0), 4).unwrap(), "never enqueued");
+    assert!(s.remove(AppId(9), 5).is_err(), "no such application");
+    assert!(s.remove(AppId(0), 5).unwrap());
+    assert!(!s.remove(AppId(0), 5).unwrap(), "already removed");
     assert!(s.is_empty());
 }
 
@@ -396,10 +421,10 @@ proptest! {
                 next += 1 + rng.random_range(0..3);
             } else if r < 8 {
                 let proc = rng.random_range(0..n);
-                let prev = s.cache(proc);
-                let pick = s.dispatch(proc).unwrap().expect("a packet waits");
+                let prev = s.cache(ProcessorId(proc));
+                let pick = s.dispatch(ProcessorId(proc)).unwrap().expect("a packet waits");
                 prop_assert_eq!(pick.cold, prev != Some(pick.packet.app));
-                prop_assert_eq!(s.cache(proc), Some(pick.packet.app));
+                prop_assert_eq!(s.cache(ProcessorId(proc)), Some(pick.packet.app));
                 let i = waiting.iter().position(|p| p.id == pick.packet.id).expect("was waiting");
                 let p = waiting.remove(i);
                 if policy == Policy::Fcfs {
@@ -410,23 +435,23 @@ proptest! {
             } else {
                 let i = rng.random_range(0..waiting.len());
                 let p = waiting.remove(i);
-                prop_assert!(s.remove(p.app, p.id, p.est));
+                prop_assert!(s.remove(p.app, p.id).unwrap());
                 done.push(p.id);
             }
             prop_assert_eq!(s.len(), waiting.len());
             for a in 0..apps {
-                let w: f64 = waiting.iter().filter(|p| p.app == a).map(|p| p.est).sum();
-                prop_assert!((s.work(a) - w).abs() < 1e-6, "app {} work {} vs {}", a, s.work(a), w);
+                let w: f64 = waiting.iter().filter(|p| p.app.0 == a).map(|p| p.est).sum();
+                prop_assert!((s.work(AppId(a)) - w).abs() < 1e-6, "app {} work {} vs {}", a, s.work(AppId(a)), w);
             }
-            let warm: u32 = (0..apps).map(|a| s.group(a)).sum();
-            prop_assert_eq!(warm, (0..n).filter(|&p| s.cache(p).is_some()).count() as u32);
+            let warm: u32 = (0..apps).map(|a| s.group(AppId(a))).sum();
+            prop_assert_eq!(warm, (0..n).filter(|&p| s.cache(ProcessorId(p)).is_some()).count() as u32);
         }
         let served = done.len();
         done.sort_unstable();
         done.dedup();
         prop_assert_eq!(done.len(), served, "a packet left twice");
         prop_assert_eq!(served, enqueued);
-        prop_assert!(s.dispatch(0).unwrap().is_none());
+        prop_assert!(s.dispatch(ProcessorId(0)).unwrap().is_none());
     }
 }
 
@@ -436,15 +461,220 @@ fn take_head_charges_the_flow_as_if_served() {
     // behind EFQ's back: flow 0 is then two packets ahead, so EFQ serves flow 1 twice first.
     let mut q = FairQueue::new(Discipline::Efq, 1, &[0.5, 0.5]).unwrap();
     for id in 0..8 {
-        q.enqueue(0, pkt(id, (id % 2) as u32, 1_000.0, 1_000.0, 0)).unwrap();
+        q.enq(0, pkt(id, (id % 2) as u32, 1_000.0, 1_000.0, 0)).unwrap();
     }
     for want in [0, 2] {
-        let t = q.take_head(0, 0).expect("flow 0 has a head");
+        let t = q.head(0, 0).expect("flow 0 has a head");
         assert_eq!(t.packet.id, want);
-        q.completed(&t.packet);
+        q.done(&t.packet);
     }
-    let order: Vec<u32> = (0..6).map(|k| q.dequeue(1_000 * (k + 1)).unwrap().packet.flow).collect();
+    let order: Vec<u32> = (0..6).map(|k| q.deq(1_000 * (k + 1)).unwrap().packet.flow.0).collect();
     assert_eq!(&order[..2], [1, 1], "{order:?}");
     assert_eq!(order.iter().filter(|&&f| f == 0).count(), 2);
-    assert!(q.take_head(0, 0).is_none() && q.take_head(0, 9).is_none());
+    assert!(q.head(0, 0).is_none() && q.head(0, 9).is_none());
+}
+
+// ---- The mechanism contract: arbitrary calls, bad input included ----
+
+/// One call on a fair queue, with arguments that may be out of range.
+#[derive(Clone, Debug)]
+enum FqCall {
+    Enqueue {
+        dt: i64,
+        flow: u32,
+        est: f64,
+        actual: f64,
+    },
+    Dequeue {
+        dt: i64,
+    },
+    TakeHead {
+        dt: i64,
+        flow: u32,
+    },
+    /// Report completion of the `k`-th packet in service (or of a made-up one past the end).
+    Complete {
+        k: usize,
+        actual: f64,
+    },
+}
+
+fn fq_call() -> impl Strategy<Value = FqCall> {
+    let time = prop_oneof![Just(f64::NAN), Just(-1.0), Just(f64::INFINITY), Just(2e15), 0.0..1e6f64];
+    prop_oneof![
+        (-50i64..2_000, 0u32..6, time.clone(), time.clone()).prop_map(|(dt, flow, est, actual)| FqCall::Enqueue {
+            dt,
+            flow,
+            est,
+            actual
+        }),
+        (-50i64..2_000).prop_map(|dt| FqCall::Dequeue { dt }),
+        (-50i64..2_000, 0u32..6).prop_map(|(dt, flow)| FqCall::TakeHead { dt, flow }),
+        (0usize..8, time).prop_map(|(k, actual)| FqCall::Complete { k, actual }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    /// Arbitrary calls never panic; a refused call changes nothing; what is accepted keeps the
+    /// books: waiting = enqueued - served, each flow served in FIFO order, only packets that
+    /// were enqueued are served, and a packet in service is completed at most once.
+    #[test]
+    fn fair_queue_contract(
+        disc in 0usize..3, m in 1u32..4, flows in 1usize..5, calls in prop::collection::vec(fq_call(), 1..200),
+    ) {
+        let disc = [Discipline::Sfq, Discipline::Wf2qPlus, Discipline::Efq][disc];
+        let shares = vec![1.0 / flows as f64; flows];
+        let mut q = FairQueue::new(disc, m, &shares).unwrap();
+        let mut now = 0i64;
+        let mut last_ok = 0i64;
+        let mut waiting: Vec<FqPacket> = Vec::new();
+        let mut in_service: Vec<FqPacket> = Vec::new();
+        let mut next_id = 0u64;
+        for c in calls {
+            let ok_time = |t: i64| t >= last_ok;
+            match c {
+                FqCall::Enqueue { dt, flow, est, actual } => {
+                    now = (now + dt).max(0);
+                    let p = FqPacket { id: next_id, flow: FlowId(flow), app: AppId(0), est_ns: est, actual_ns: actual, arrival: Instant::from_nanos(now as u64) };
+                    let valid = (flow as usize) < flows
+                        && [est, actual].iter().all(|v| v.is_finite() && (0.0..=1e15).contains(v))
+                        && ok_time(now);
+                    let r = q.enqueue(Instant::from_nanos(now as u64), p);
+                    prop_assert_eq!(r.is_ok(), valid, "{:?}", r);
+                    if valid {
+                        last_ok = now;
+                        waiting.push(p);
+                        next_id += 1;
+                    }
+                }
+                FqCall::Dequeue { dt } | FqCall::TakeHead { dt, .. } => {
+                    now = (now + dt).max(0);
+                    let t = Instant::from_nanos(now as u64);
+                    let (r, flow) = match c {
+                        FqCall::TakeHead { flow, .. } => (q.take_head(t, FlowId(flow)), Some(flow)),
+                        _ => (q.dequeue(t), None),
+                    };
+                    let valid = ok_time(now) && flow.is_none_or(|f| (f as usize) < flows);
+                    prop_assert_eq!(r.is_ok(), valid, "{:?}", r);
+                    if !valid {
+                        continue;
+                    }
+                    last_ok = now;
+                    match r.unwrap() {
+                        None => prop_assert!(flow.map_or(waiting.is_empty(), |f| waiting.iter().all(|p| p.flow.0 != f))),
+                        Some(d) => {
+                            let i = waiting.iter().position(|p| p.id == d.packet.id).expect("served a waiting packet");
+                            prop_assert!(waiting[..i].iter().all(|p| p.flow != d.packet.flow), "flow FIFO");
+                            if let Some(f) = flow {
+                                prop_assert_eq!(d.packet.flow.0, f);
+                            }
+                            in_service.push(waiting.remove(i));
+                        }
+                    }
+                }
+                FqCall::Complete { k, actual } => {
+                    let (mut p, known) = match in_service.get(k) {
+                        Some(p) => (*p, true),
+                        None => (FqPacket { id: u64::MAX, flow: FlowId(k as u32), app: AppId(0), est_ns: 1.0, actual_ns: 1.0, arrival: Instant::ZERO }, false),
+                    };
+                    p.actual_ns = actual;
+                    let r = q.completed(&p);
+                    let flow_busy = in_service.iter().any(|x| x.flow == p.flow);
+                    let valid = (p.flow.index() < flows) && flow_busy && actual.is_finite() && (0.0..=1e15).contains(&actual);
+                    prop_assert_eq!(r.is_ok(), valid, "{:?}", r);
+                    if valid {
+                        // A made-up packet of a busy flow is accepted in place of one of its own.
+                        let i = if known { k } else { in_service.iter().position(|x| x.flow == p.flow).unwrap() };
+                        in_service.remove(i);
+                    }
+                }
+            }
+            prop_assert_eq!(q.len(), waiting.len());
+        }
+    }
+}
+
+/// One call on a LAP scheduler, with arguments that may be out of range.
+#[derive(Clone, Debug)]
+enum LapCall {
+    Enqueue { skip: u64, app: u32, est: f64 },
+    Dispatch { proc: u32 },
+    Remove { app: u32, back: u64 },
+    Assign { proc: u32, app: u32 },
+}
+
+fn lap_call() -> impl Strategy<Value = LapCall> {
+    prop_oneof![
+        (0u64..3, 0u32..5, prop_oneof![Just(f64::NAN), Just(-1.0), Just(f64::INFINITY), 0.0..100.0f64])
+            .prop_map(|(skip, app, est)| LapCall::Enqueue { skip, app, est }),
+        (0u32..5).prop_map(|proc| LapCall::Dispatch { proc }),
+        (0u32..5, 0u64..6).prop_map(|(app, back)| LapCall::Remove { app, back }),
+        (0u32..5, 0u32..5).prop_map(|(proc, app)| LapCall::Assign { proc, app }),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+    /// Arbitrary calls on every policy never panic; a refused call changes nothing; the queued
+    /// count and per-application work match the packets waiting, and the groups count the
+    /// processors.
+    #[test]
+    fn lap_contract(
+        policy in 0usize..3, apps in 1u32..4, n in 1u32..4, calls in prop::collection::vec(lap_call(), 1..200),
+    ) {
+        let policy = [Policy::Fcfs, Policy::Lap, Policy::TOpt][policy];
+        let mut s = LapScheduler::new(policy, apps as usize, n).unwrap();
+        let mut waiting: Vec<LapPacket> = Vec::new();
+        let mut next = 0u64;
+        for c in calls {
+            match c {
+                LapCall::Enqueue { skip, app, est } => {
+                    // skip = 0 reuses the last id: refused unless it is the first packet.
+                    let id = if skip == 0 { next.saturating_sub(1) } else { next + skip };
+                    let valid = app < apps && est.is_finite() && (0.0..=1e15).contains(&est) && (id >= next || next == 0 && id == 0) && (skip > 0 || next == 0);
+                    let r = s.enqueue(LapPacket { id, app: AppId(app), est });
+                    prop_assert_eq!(r.is_ok(), valid, "{:?}", r);
+                    if valid {
+                        waiting.push(LapPacket { id, app: AppId(app), est });
+                        next = id + 1;
+                    }
+                }
+                LapCall::Dispatch { proc } => {
+                    let r = s.dispatch(ProcessorId(proc));
+                    prop_assert_eq!(r.is_ok(), proc < n);
+                    match r {
+                        Ok(Some(pick)) => {
+                            let i = waiting.iter().position(|p| p.id == pick.packet.id).expect("dispatched a waiting packet");
+                            waiting.remove(i);
+                            prop_assert_eq!(s.cache(ProcessorId(proc)), Some(pick.packet.app));
+                        }
+                        Ok(None) => prop_assert!(waiting.is_empty()),
+                        Err(_) => {}
+                    }
+                }
+                LapCall::Remove { app, back } => {
+                    let id = next.saturating_sub(back);
+                    let r = s.remove(AppId(app), id);
+                    prop_assert_eq!(r.is_ok(), app < apps);
+                    let pos = waiting.iter().position(|p| p.id == id && p.app.0 == app);
+                    prop_assert_eq!(r.unwrap_or(false), pos.is_some());
+                    if let Some(i) = pos {
+                        waiting.remove(i);
+                    }
+                }
+                LapCall::Assign { proc, app } => {
+                    let r = s.assign(ProcessorId(proc), AppId(app));
+                    prop_assert_eq!(r.is_ok(), proc < n && app < apps);
+                }
+            }
+            prop_assert_eq!(s.len(), waiting.len());
+            for a in 0..apps {
+                let w: f64 = waiting.iter().filter(|p| p.app.0 == a).map(|p| p.est).sum();
+                prop_assert!((s.work(AppId(a)) - w).abs() < 1e-6 * (1.0 + w));
+            }
+            let warm: u32 = (0..apps).map(|a| s.group(AppId(a))).sum();
+            prop_assert_eq!(warm, (0..n).filter(|&p| s.cache(ProcessorId(p)).is_some()).count() as u32);
+        }
+    }
 }

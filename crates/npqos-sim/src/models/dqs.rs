@@ -7,6 +7,9 @@
 //! Timing: a packet leaves its queue when its transmission starts; the link is a
 //! [`Serializer`] (drift-free). Departures that start at an arrival's instant go first.
 
+pub mod scenario;
+
+use crate::engine::{Engine, Model, RunLimits, StopReason};
 use crate::rng::StreamRng;
 use crate::workload::SizeDist;
 use npqos_core::flow::{FlowKey, PROTO_TCP};
@@ -16,6 +19,8 @@ use npqos_core::{Duration, Instant, Rate};
 use rand::Rng;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// One packet offered to the flow table.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -254,28 +259,92 @@ pub fn run_link(
     expected: u64,
     progress: &mut dyn FnMut(f64),
 ) -> DqsLinkResult {
+    run_link_limited(p, arrivals, offered_bps, expected, RunLimits::until(Instant::MAX), None, progress).0
+}
+
+/// [`run_link`] on the engine within `limits`, stopping early when `interrupt` is raised (the
+/// result then covers the packets offered so far).
+///
+/// Events (docs/dqs.md): a transmission start (class 0: the head the DRR picks leaves its
+/// queue) and an arrival (class 1), both from the model's source; at one instant departures
+/// go first, so a packet arriving as the link frees up finds its queue already served. The run
+/// ends with the last arrival (packets still queued then are not sent).
+pub fn run_link_limited<I: Iterator<Item = Arrival>>(
+    p: &DqsLinkParams,
+    arrivals: I,
+    offered_bps: f64,
+    expected: u64,
+    limits: RunLimits,
+    interrupt: Option<Arc<AtomicBool>>,
+    progress: &mut dyn FnMut(f64),
+) -> (DqsLinkResult, StopReason) {
     let capacity = Rate::from_bits_per_sec((offered_bps / p.load).round().max(1.0) as u64);
-    let mut dqs = Dqs::new(p.table);
-    let mut link = Serializer::new(capacity);
-    let mut r = DqsLinkResult { capacity_bps: capacity.bits_per_sec() as f64, offered_bps, ..Default::default() };
-    let mut memo = TheoryMemo { m: p.table.slots as u64, memo: Vec::new() };
-    let (mut q_area, mut q_last_t, mut first_t) = (0.0f64, 0u64, None);
-    let mut last_ts = 0;
-    let (mut win, mut win_bytes, mut win_max) = (0u64, 0u64, 0u64);
-    for a in arrivals {
+    let mut m = LinkModel {
+        p,
+        dqs: Dqs::new(p.table),
+        link: Serializer::new(capacity),
+        r: DqsLinkResult { capacity_bps: capacity.bits_per_sec() as f64, offered_bps, ..Default::default() },
+        memo: TheoryMemo { m: p.table.slots as u64, memo: Vec::new() },
+        arrivals: arrivals.peekable(),
+        q_area: 0.0,
+        q_last_t: 0,
+        first_t: None,
+        last_ts: 0,
+        win: 0,
+        win_bytes: 0,
+        win_max: 0,
+        expected,
+        progress,
+        departure_next: false,
+    };
+    let mut engine = Engine::<()>::new();
+    if let Some(f) = interrupt {
+        engine = engine.with_interrupt(f);
+    }
+    let stop = engine.run(&mut m, limits, &mut |_| {});
+    (m.finish(), stop)
+}
+
+/// The dqs link model: the flow table, the link, and what is measured.
+struct LinkModel<'a, I: Iterator<Item = Arrival>> {
+    p: &'a DqsLinkParams,
+    dqs: Dqs,
+    link: Serializer,
+    r: DqsLinkResult,
+    memo: TheoryMemo,
+    arrivals: std::iter::Peekable<I>,
+    /// Integral of the queues in use over time, and the time it was last advanced.
+    q_area: f64,
+    q_last_t: u64,
+    first_t: Option<u64>,
+    last_ts: u64,
+    /// The current 10 ms window, its bytes, and the largest finished window's bytes.
+    win: u64,
+    win_bytes: u64,
+    win_max: u64,
+    expected: u64,
+    progress: &'a mut dyn FnMut(f64),
+    departure_next: bool,
+}
+
+impl<I: Iterator<Item = Arrival>> LinkModel<'_, I> {
+    /// The head the DRR picks starts transmission (at the later of the link's free time and
+    /// the last event: an idle link starts as soon as something waits).
+    fn depart(&mut self, start: u64) {
+        let in_use = self.dqs.buffer().queues_in_use() as f64;
+        self.q_area += in_use * (start - self.q_last_t) as f64;
+        self.q_last_t = start;
+        let d = self.dqs.dequeue(None).expect("announced with packets waiting");
+        self.link.send(Instant::from_nanos(start), d.len as u64);
+    }
+
+    fn arrive(&mut self) {
+        let a = self.arrivals.next().expect("announced");
+        let (r, dqs) = (&mut self.r, &mut self.dqs);
         let t = a.ts;
-        first_t.get_or_insert(t);
-        // Departures that start by t.
-        while !dqs.is_empty() && link.free_at().as_nanos() <= t {
-            let start = link.free_at().max(Instant::from_nanos(q_last_t));
-            let in_use = dqs.buffer().queues_in_use() as f64;
-            q_area += in_use * (start.as_nanos() - q_last_t) as f64;
-            q_last_t = start.as_nanos();
-            let d = dqs.dequeue(None).expect("non-empty");
-            link.send(start, d.len as u64);
-        }
-        q_area += dqs.buffer().queues_in_use() as f64 * (t - q_last_t) as f64;
-        q_last_t = t;
+        self.first_t.get_or_insert(t);
+        self.q_area += dqs.buffer().queues_in_use() as f64 * (t - self.q_last_t) as f64;
+        self.q_last_t = t;
         // Table 2 sample, then the mapping.
         let l = dqs.active_flows();
         let st = dqs.afm().stats();
@@ -289,7 +358,7 @@ pub fn run_link(
             Enqueue::Queued(q) => (q.compares, q.new_flow, q.slot),
             Enqueue::Dropped { compares, slot, new_flow, .. } => (compares, new_flow, slot),
         };
-        let th = memo.get(l);
+        let th = self.memo.get(l);
         if new_flow {
             r.update.count += 1;
             r.update.measured += compares as f64;
@@ -306,33 +375,59 @@ pub fn run_link(
             r.cycles_hist.resize(cyc + 1, 0);
         }
         r.cycles_hist[cyc] += 1;
-        if p.record_requests {
+        if self.p.record_requests {
             r.requests.push(Request { slot, compares: compares.min(u16::MAX as u32) as u16, new_flow });
         }
         r.packets += 1;
         r.bytes += a.len as u64;
-        if t / 10_000_000 != win {
-            win_max = win_max.max(win_bytes);
-            (win, win_bytes) = (t / 10_000_000, 0);
+        if t / 10_000_000 != self.win {
+            self.win_max = self.win_max.max(self.win_bytes);
+            (self.win, self.win_bytes) = (t / 10_000_000, 0);
         }
-        win_bytes += a.len as u64;
+        self.win_bytes += a.len as u64;
         r.afm_memory_bytes = r.afm_memory_bytes.max(dqs.afm().memory_bytes());
-        last_ts = t;
+        self.last_ts = t;
         if r.packets.is_multiple_of(1 << 16) {
-            progress((r.packets as f64 / expected.max(1) as f64).min(1.0));
+            (self.progress)((r.packets as f64 / self.expected.max(1) as f64).min(1.0));
         }
     }
-    r.peak_10ms_bps = win_max.max(win_bytes) as f64 * 8.0 / 0.01;
-    let c = dqs.counters();
-    r.dropped_buffer_full = c.dropped_buffer_full;
-    r.dropped_no_queue = c.dropped_no_queue;
-    r.flows_activated = c.flows_activated;
-    r.worst_slot = dqs.afm().stats().worst;
-    r.max_queues = dqs.buffer().max_queues_in_use();
-    let span = last_ts.saturating_sub(first_t.unwrap_or(0));
-    r.span_ns = span;
-    r.mean_queues = if span > 0 { q_area / span as f64 } else { 0.0 };
-    r
+
+    fn finish(self) -> DqsLinkResult {
+        let mut r = self.r;
+        r.peak_10ms_bps = self.win_max.max(self.win_bytes) as f64 * 8.0 / 0.01;
+        let c = self.dqs.counters();
+        r.dropped_buffer_full = c.dropped_buffer_full;
+        r.dropped_no_queue = c.dropped_no_queue;
+        r.flows_activated = c.flows_activated;
+        r.worst_slot = self.dqs.afm().stats().worst;
+        r.max_queues = self.dqs.buffer().max_queues_in_use();
+        let span = self.last_ts.saturating_sub(self.first_t.unwrap_or(0));
+        r.span_ns = span;
+        r.mean_queues = if span > 0 { self.q_area / span as f64 } else { 0.0 };
+        r
+    }
+}
+
+impl<I: Iterator<Item = Arrival>> Model for LinkModel<'_, I> {
+    type Event = ();
+    fn handle(&mut self, _: (), _: &mut Engine<()>) {}
+    fn next_source(&mut self) -> Option<(Instant, u8)> {
+        // Nothing after the last arrival: the run ends there.
+        let t_arr = self.arrivals.peek()?.ts;
+        let t_dep = (!self.dqs.is_empty()).then(|| self.link.free_at().as_nanos().max(self.q_last_t));
+        self.departure_next = t_dep.is_some_and(|d| d <= t_arr);
+        Some(match t_dep {
+            Some(d) if d <= t_arr => (Instant::from_nanos(d), 0),
+            _ => (Instant::from_nanos(t_arr), 1),
+        })
+    }
+    fn source(&mut self, engine: &mut Engine<()>) {
+        if self.departure_next {
+            self.depart(engine.now().as_nanos());
+        } else {
+            self.arrive();
+        }
+    }
 }
 
 /// The processing models of dqs section 5.

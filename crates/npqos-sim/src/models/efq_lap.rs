@@ -20,13 +20,17 @@
 //!   `hi_ns`, then LAP until it falls below `lo_ns` (hysteresis).
 
 use super::predictive::{FlowSpec, VARIATION};
+use crate::engine::{Engine, Model, RunLimits, StopReason};
 use crate::rng::RngStreams;
 use npqos_core::sched::estimate::{AppParams, SPC_TO_2GHZ, TABLE1};
 use npqos_core::sched::fq::{Discipline, FairQueue, FqPacket};
 use npqos_core::sched::lap::{LapPacket, LapScheduler, Policy};
+use npqos_core::{AppId, FlowId, Instant, ProcessorId};
 use rand::Rng;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// How packets and processors are chosen.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -134,6 +138,8 @@ pub struct SwitchResult {
     pub end_ns: u64,
     /// (time ms, queued estimated work ms) at most every millisecond.
     pub backlog: Vec<(f64, f64)>,
+    /// Engine events executed.
+    pub events: u64,
 }
 
 impl SwitchResult {
@@ -161,141 +167,240 @@ fn apps() -> Vec<AppParams> {
     TABLE1.iter().map(|a| a.scaled(SPC_TO_2GHZ)).collect()
 }
 
-/// Runs one simulation.
+/// Runs one simulation to the end.
 pub fn run(p: &SwitchParams) -> SwitchResult {
-    let apps = apps();
-    let m = p.processors;
-    let shares: Vec<f64> = p.flows.iter().map(|f| f.share).collect();
-    let mut fq = FairQueue::new(Discipline::Efq, m, &shares).expect("valid shares");
-    let mut lap = LapScheduler::new(Policy::Lap, apps.len(), m).expect("valid configuration");
-    let streams = RngStreams::new(p.seed);
-    let mut rngs: Vec<_> = (0..p.flows.len()).map(|i| streams.stream("predictive-switch-flow", i as u64)).collect();
-    let te: Vec<f64> = p.flows.iter().map(|f| apps[f.app].estimate_us(f.len) * 1e3).collect();
-    let gap = |i: usize, t: u64| {
+    run_limited(p, RunLimits::until(Instant::MAX), None, &mut |_| {}).0
+}
+
+/// Runs one simulation on the engine within `limits`, stopping early when `interrupt` is
+/// raised (the result then covers the packets completed so far).
+///
+/// Events (docs/predictive.md): a processor's completion (class 0) and a flow's next arrival
+/// (class 1), both from the model's source; at one instant completions run first, in
+/// processor order, then arrivals in flow order. After every event the idle processors take
+/// packets (EFQ's choice or LAP's, by mode), the one idle longest first.
+pub fn run_limited(
+    p: &SwitchParams,
+    limits: RunLimits,
+    interrupt: Option<Arc<AtomicBool>>,
+    progress: &mut dyn FnMut(Instant),
+) -> (SwitchResult, StopReason) {
+    let mut m = SwitchModel::new(p);
+    let mut engine = Engine::<()>::new();
+    if let Some(f) = interrupt {
+        engine = engine.with_interrupt(f);
+    }
+    let stop = engine.run(&mut m, limits, progress);
+    let mut res = m.res;
+    res.end_ns = m.now;
+    res.events = engine.executed();
+    for d in [&mut res.conforming_calm, &mut res.conforming_overloaded, &mut res.bursting] {
+        d.finish();
+    }
+    (res, stop)
+}
+
+struct SwitchModel<'a> {
+    p: &'a SwitchParams,
+    apps: Vec<AppParams>,
+    fq: FairQueue,
+    lap: LapScheduler,
+    rngs: Vec<crate::rng::StreamRng>,
+    te: Vec<f64>,
+    /// Next arrival of each flow: (time, flow).
+    arrivals: BinaryHeap<Reverse<(u64, u32)>>,
+    res: SwitchResult,
+    meta: Vec<Meta>,
+    /// Processors busy: (completion time, processor).
+    running: BinaryHeap<Reverse<(u64, u32)>>,
+    inflight: Vec<Option<FqPacket>>,
+    idle: VecDeque<u32>,
+    lap_mode: bool,
+    warm_pref: bool,
+    now: u64,
+    last: u64,
+    last_sample: Option<u64>,
+    /// The source event announced by `next_source` is an arrival.
+    arrival_next: bool,
+}
+
+impl<'a> SwitchModel<'a> {
+    fn new(p: &'a SwitchParams) -> Self {
+        let apps = apps();
+        let m = p.processors;
+        let shares: Vec<f64> = p.flows.iter().map(|f| f.share).collect();
+        let fq = FairQueue::new(Discipline::Efq, m, &shares).expect("valid shares");
+        let lap = LapScheduler::new(Policy::Lap, apps.len(), m).expect("valid configuration");
+        let streams = RngStreams::new(p.seed);
+        let mut rngs: Vec<_> = (0..p.flows.len()).map(|i| streams.stream("predictive-switch-flow", i as u64)).collect();
+        let te: Vec<f64> = p.flows.iter().map(|f| apps[f.app].estimate_us(f.len) * 1e3).collect();
+        let mut model = SwitchModel {
+            p,
+            apps,
+            fq,
+            lap,
+            rngs: Vec::new(),
+            te,
+            arrivals: BinaryHeap::new(),
+            res: SwitchResult::default(),
+            meta: Vec::new(),
+            running: BinaryHeap::new(),
+            inflight: vec![None; m as usize],
+            idle: (0..m).collect(),
+            lap_mode: matches!(p.mode, Mode::Lap),
+            warm_pref: matches!(p.mode, Mode::EfqWarm | Mode::Combined { .. }),
+            now: 0,
+            last: 0,
+            last_sample: None,
+            arrival_next: false,
+        };
+        for (i, r) in rngs.iter_mut().enumerate() {
+            let g = model.gap(i, 0);
+            model.arrivals.push(Reverse((r.random_range(0.0..g) as u64, i as u32)));
+        }
+        model.rngs = rngs;
+        model
+    }
+
+    /// Flow `i`'s interarrival time at `t` (its burst factor or the calm load).
+    fn gap(&self, i: usize, t: u64) -> f64 {
+        let p = self.p;
         let f = &p.flows[i];
         let load = if p.bursts.apps.contains(&f.app) && p.bursts.on(t) { p.bursts.factor } else { p.calm_load };
-        te[i] / (f.share * m as f64) / load
-    };
-    let mut arrivals = BinaryHeap::new();
-    for (i, r) in rngs.iter_mut().enumerate() {
-        let g = gap(i, 0);
-        arrivals.push(Reverse((r.random_range(0.0..g) as u64, i as u32)));
+        self.te[i] / (f.share * p.processors as f64) / load
     }
-    let mut res = SwitchResult::default();
-    let mut meta: Vec<Meta> = Vec::new();
-    let mut running: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
-    let mut inflight: Vec<Option<FqPacket>> = vec![None; m as usize];
-    let mut idle: VecDeque<u32> = (0..m).collect();
-    let mut lap_mode = matches!(p.mode, Mode::Lap);
-    let warm_pref = matches!(p.mode, Mode::EfqWarm | Mode::Combined { .. });
-    let (mut now, mut last, mut last_sample) = (0u64, 0u64, None::<u64>);
-    loop {
-        let t_arr = arrivals.peek().map(|Reverse((t, _))| *t).filter(|&t| t < p.duration_ns);
-        let t_done = running.peek().map(|Reverse((t, _))| *t);
-        let (t, is_arrival) = match (t_arr, t_done) {
-            (None, None) => break,
+
+    fn arrive(&mut self, work: f64) {
+        let p = self.p;
+        let now = self.now;
+        let Reverse((_, fi)) = self.arrivals.pop().expect("announced");
+        let i = fi as usize;
+        let f = p.flows[i];
+        let v = VARIATION[f.app];
+        let te = self.te[i];
+        let warm = te * (1.0 + self.rngs[i].random_range(-v..=v));
+        let id = self.meta.len() as u64;
+        self.meta.push(Meta { flow: fi, app: f.app as u16, est: te, warm, arrival: now, calm: work < p.calm_below_ns });
+        let app = AppId(f.app as u32);
+        let at = Instant::from_nanos(now);
+        let pk = FqPacket { id, flow: FlowId(fi), app, est_ns: te, actual_ns: warm, arrival: at };
+        self.fq.enqueue(at, pk).expect("flow exists");
+        self.lap.enqueue(LapPacket { id, app, est: te }).expect("valid packet");
+        let next = now + self.gap(i, now).round() as u64;
+        self.arrivals.push(Reverse((next, fi)));
+    }
+
+    fn complete(&mut self, work: f64) {
+        let p = self.p;
+        let now = self.now;
+        let Reverse((_, proc)) = self.running.pop().expect("announced");
+        let pk = self.inflight[proc as usize].take().expect("running");
+        self.fq.completed(&pk).expect("a packet EFQ served");
+        let mt = &self.meta[pk.id as usize];
+        let d = (now - mt.arrival) as f64;
+        let res = &mut self.res;
+        if p.bursts.apps.contains(&(mt.app as usize)) {
+            res.bursting.ns.push(d);
+        } else if mt.calm {
+            res.conforming_calm.ns.push(d);
+        } else {
+            res.conforming_overloaded.ns.push(d);
+        }
+        if work >= p.calm_below_ns {
+            res.overloaded_packets += 1;
+            res.overloaded_work_ns += mt.est;
+        }
+        res.packets += 1;
+        self.idle.push_back(proc);
+    }
+
+    /// Idle processors take packets while any wait.
+    fn dispatch(&mut self) {
+        let now = self.now;
+        let at = Instant::from_nanos(now);
+        while !self.idle.is_empty() && !self.fq.is_empty() {
+            let (proc, pk, cold) = if self.lap_mode {
+                let proc = self.idle.pop_front().expect("idle processor");
+                let pick = self.lap.dispatch(ProcessorId(proc)).expect("processor exists").expect("a packet waits");
+                let flow = FlowId(self.meta[pick.packet.id as usize].flow);
+                let d = self.fq.take_head(at, flow).expect("time does not go back").expect("a head");
+                debug_assert_eq!(d.packet.id, pick.packet.id, "LAP's choice is its flow's head");
+                (proc, d.packet, pick.cold)
+            } else {
+                let d = self.fq.dequeue(at).expect("time does not go back").expect("a packet waits");
+                let app = d.packet.app;
+                let lap = &self.lap;
+                let pos = if self.warm_pref {
+                    self.idle.iter().position(|&q| lap.cache(ProcessorId(q)) == Some(app)).unwrap_or(0)
+                } else {
+                    0
+                };
+                let proc = self.idle.remove(pos).expect("idle processor");
+                self.lap.remove(app, d.packet.id).expect("application exists");
+                let cold = self.lap.assign(ProcessorId(proc), app).expect("processor and application exist");
+                (proc, d.packet, cold)
+            };
+            let mt = &self.meta[pk.id as usize];
+            let mut actual = mt.warm;
+            if cold {
+                let pen = self.apps[mt.app as usize].cold_penalty_us * 1e3;
+                actual += pen;
+                self.res.penalty_ns += pen;
+                self.res.cold += 1;
+            }
+            self.res.busy_ns += actual;
+            self.inflight[proc as usize] = Some(FqPacket { actual_ns: actual, ..pk });
+            self.running.push(Reverse((now + actual.round() as u64, proc)));
+        }
+    }
+}
+
+impl Model for SwitchModel<'_> {
+    type Event = ();
+    fn handle(&mut self, _: (), _: &mut Engine<()>) {}
+    fn next_source(&mut self) -> Option<(Instant, u8)> {
+        let t_arr = self.arrivals.peek().map(|Reverse((t, _))| *t).filter(|&t| t < self.p.duration_ns);
+        let t_done = self.running.peek().map(|Reverse((t, _))| *t);
+        let (t, arrival) = match (t_arr, t_done) {
+            (None, None) => return None,
             (Some(a), Some(d)) if d <= a => (d, false),
             (Some(a), _) => (a, true),
             (None, Some(d)) => (d, false),
         };
-        now = t;
-        let work = lap.total_work();
-        let dt = (now - last) as f64;
+        self.arrival_next = arrival;
+        Some((Instant::from_nanos(t), if arrival { 1 } else { 0 }))
+    }
+    fn source(&mut self, engine: &mut Engine<()>) {
+        let p = self.p;
+        self.now = engine.now().as_nanos();
+        let work = self.lap.total_work();
+        let dt = (self.now - self.last) as f64;
         if work >= p.calm_below_ns {
-            res.overloaded_ns += dt;
+            self.res.overloaded_ns += dt;
         }
-        if lap_mode {
-            res.lap_ns += dt;
+        if self.lap_mode {
+            self.res.lap_ns += dt;
         }
-        last = now;
-        if is_arrival {
-            let Reverse((_, fi)) = arrivals.pop().expect("peeked");
-            let i = fi as usize;
-            let f = p.flows[i];
-            let v = VARIATION[f.app];
-            let warm = te[i] * (1.0 + rngs[i].random_range(-v..=v));
-            let id = meta.len() as u64;
-            meta.push(Meta {
-                flow: fi,
-                app: f.app as u16,
-                est: te[i],
-                warm,
-                arrival: now,
-                calm: work < p.calm_below_ns,
-            });
-            let pk = FqPacket { id, flow: fi, app: f.app as u16, est_ns: te[i], actual_ns: warm, arrival_ns: now };
-            fq.enqueue(now, pk).expect("flow exists");
-            lap.enqueue(LapPacket { id, app: f.app as u32, est: te[i] }).expect("valid packet");
-            arrivals.push(Reverse((now + gap(i, now).round() as u64, fi)));
+        self.last = self.now;
+        if self.arrival_next {
+            self.arrive(work);
         } else {
-            let Reverse((_, proc)) = running.pop().expect("peeked");
-            let pk = inflight[proc as usize].take().expect("running");
-            fq.completed(&pk);
-            let mt = &meta[pk.id as usize];
-            let d = (now - mt.arrival) as f64;
-            if p.bursts.apps.contains(&(mt.app as usize)) {
-                res.bursting.ns.push(d);
-            } else if mt.calm {
-                res.conforming_calm.ns.push(d);
-            } else {
-                res.conforming_overloaded.ns.push(d);
-            }
-            if work >= p.calm_below_ns {
-                res.overloaded_packets += 1;
-                res.overloaded_work_ns += mt.est;
-            }
-            res.packets += 1;
-            idle.push_back(proc);
+            self.complete(work);
         }
-        let work = lap.total_work();
-        res.max_backlog_ns = res.max_backlog_ns.max(work);
-        if last_sample.is_none_or(|s| now >= s + 1_000_000) {
-            res.backlog.push((now as f64 * 1e-6, work * 1e-6));
-            last_sample = Some(now);
+        let work = self.lap.total_work();
+        self.res.max_backlog_ns = self.res.max_backlog_ns.max(work);
+        if self.last_sample.is_none_or(|s| self.now >= s + 1_000_000) {
+            self.res.backlog.push((self.now as f64 * 1e-6, work * 1e-6));
+            self.last_sample = Some(self.now);
         }
         if let Mode::Combined { hi_ns, lo_ns } = p.mode {
-            if !lap_mode && work >= hi_ns {
-                lap_mode = true;
-                res.switches += 1;
-            } else if lap_mode && work < lo_ns {
-                lap_mode = false;
+            if !self.lap_mode && work >= hi_ns {
+                self.lap_mode = true;
+                self.res.switches += 1;
+            } else if self.lap_mode && work < lo_ns {
+                self.lap_mode = false;
             }
         }
-        while !idle.is_empty() && !fq.is_empty() {
-            let (proc, pk, cold) = if lap_mode {
-                let proc = idle.pop_front().expect("idle processor");
-                let pick = lap.dispatch(proc).expect("processor exists").expect("a packet waits");
-                let flow = meta[pick.packet.id as usize].flow;
-                let d = fq.take_head(now, flow).expect("LAP's choice is its flow's head");
-                debug_assert_eq!(d.packet.id, pick.packet.id);
-                (proc, d.packet, pick.cold)
-            } else {
-                let d = fq.dequeue(now).expect("a packet waits");
-                let app = d.packet.app as u32;
-                let at = if warm_pref { idle.iter().position(|&q| lap.cache(q) == Some(app)).unwrap_or(0) } else { 0 };
-                let proc = idle.remove(at).expect("idle processor");
-                let mt = &meta[d.packet.id as usize];
-                lap.remove(app, d.packet.id, mt.est);
-                let cold = lap.assign(proc, app);
-                (proc, d.packet, cold)
-            };
-            let mt = &meta[pk.id as usize];
-            let mut actual = mt.warm;
-            if cold {
-                let pen = apps[mt.app as usize].cold_penalty_us * 1e3;
-                actual += pen;
-                res.penalty_ns += pen;
-                res.cold += 1;
-            }
-            res.busy_ns += actual;
-            let pk = FqPacket { actual_ns: actual, ..pk };
-            inflight[proc as usize] = Some(pk);
-            running.push(Reverse((now + actual.round() as u64, proc)));
-        }
+        self.dispatch();
     }
-    res.end_ns = now;
-    for d in [&mut res.conforming_calm, &mut res.conforming_overloaded, &mut res.bursting] {
-        d.finish();
-    }
-    res
 }

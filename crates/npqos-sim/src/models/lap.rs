@@ -12,12 +12,16 @@
 //! * Packet sizes: simple IMIX (64 B : 576 B : 1,500 B = 7 : 4 : 1). The paper's traces came
 //!   from its measurement runs and are not available; see docs/predictive.md.
 
+use crate::engine::{Engine, Model, RunLimits, StopReason};
 use crate::rng::RngStreams;
 use npqos_core::sched::estimate::{AppParams, SPC_TO_2GHZ, TABLE1};
 use npqos_core::sched::lap::{LapPacket, LapScheduler, Policy};
+use npqos_core::{AppId, Instant, ProcessorId};
 use rand::Rng;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 use super::predictive::VARIATION;
 
@@ -132,6 +136,8 @@ pub struct LapResult {
     pub penalty_ns: f64,
     /// (dispatch index, processors per application) for the recorded range.
     pub groups: Vec<(usize, Vec<u32>)>,
+    /// Engine events executed.
+    pub events: u64,
 }
 
 impl LapResult {
@@ -147,58 +153,135 @@ impl LapResult {
 
 /// Runs the stream through the scheduler until every packet completed.
 pub fn run(p: &LapParams, stream: &[StreamPacket]) -> LapResult {
-    let pen: Vec<f64> = (0..p.apps).map(|a| params(a).cold_penalty_us * 1e3).collect();
-    let mut s = LapScheduler::new(p.policy, p.apps, p.processors).expect("valid configuration");
-    let q = p.visible.unwrap_or(usize::MAX);
-    let mut next = 0usize;
-    let mut res = LapResult::default();
-    let mut running: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
-    let (mut sum, mut sum2) = (0.0f64, 0.0f64);
-    let mut k = 0usize;
-    let mut free: Vec<u32> = (0..p.processors).collect();
-    let mut now = 0u64;
-    loop {
-        for proc in free.drain(..) {
-            while s.len() < q && next < stream.len() {
-                let sp = &stream[next];
-                s.enqueue(LapPacket { id: next as u64, app: sp.app, est: sp.est_ns }).expect("valid packet");
-                next += 1;
+    run_limited(p, stream, RunLimits::until(Instant::MAX), None, &mut |_| {}).0
+}
+
+/// Runs the stream on the engine within `limits`, stopping early when `interrupt` is raised
+/// (the result then covers the packets dispatched so far).
+///
+/// Events (docs/predictive.md): the model's source announces the next instant a processor
+/// completes; that one event frees every processor completing then and runs one dispatch
+/// round over the free processors in processor order (the first round, at time 0, has them
+/// all). Completions at one instant therefore all land before any dispatch, whatever their
+/// order.
+pub fn run_limited(
+    p: &LapParams,
+    stream: &[StreamPacket],
+    limits: RunLimits,
+    interrupt: Option<Arc<AtomicBool>>,
+    progress: &mut dyn FnMut(Instant),
+) -> (LapResult, StopReason) {
+    let mut m = LapModel {
+        pen: (0..p.apps).map(|a| params(a).cold_penalty_us * 1e3).collect(),
+        s: LapScheduler::new(p.policy, p.apps, p.processors).expect("valid configuration"),
+        q: p.visible.unwrap_or(usize::MAX),
+        p,
+        stream,
+        next: 0,
+        res: LapResult::default(),
+        sum: 0.0,
+        sum2: 0.0,
+        k: 0,
+        free: (0..p.processors).collect(),
+        running: BinaryHeap::new(),
+        started: false,
+    };
+    let mut engine = Engine::<()>::new();
+    if let Some(f) = interrupt {
+        engine = engine.with_interrupt(f);
+    }
+    let stop = engine.run(&mut m, limits, progress);
+    let mut res = m.res;
+    res.makespan_ns = engine.now().as_nanos() as f64;
+    res.events = engine.executed();
+    let n = res.packets.max(1) as f64;
+    res.order_std = (m.sum2 / n - (m.sum / n).powi(2)).max(0.0).sqrt();
+    (res, stop)
+}
+
+struct LapModel<'a> {
+    p: &'a LapParams,
+    stream: &'a [StreamPacket],
+    pen: Vec<f64>,
+    s: LapScheduler,
+    /// Packets visible to the scheduler.
+    q: usize,
+    next: usize,
+    res: LapResult,
+    /// Sums of (dispatch position - arrival position) and its square.
+    sum: f64,
+    sum2: f64,
+    /// Dispatches so far.
+    k: usize,
+    free: Vec<u32>,
+    /// Processors busy: (completion time, processor).
+    running: BinaryHeap<Reverse<(u64, u32)>>,
+    /// The round at time 0 has run.
+    started: bool,
+}
+
+impl LapModel<'_> {
+    /// Serves the free processors in processor order.
+    fn round(&mut self, now: u64) {
+        self.free.sort_unstable();
+        for i in 0..self.free.len() {
+            let proc = self.free[i];
+            while self.s.len() < self.q && self.next < self.stream.len() {
+                let sp = &self.stream[self.next];
+                self.s
+                    .enqueue(LapPacket { id: self.next as u64, app: AppId(sp.app), est: sp.est_ns })
+                    .expect("valid packet");
+                self.next += 1;
             }
-            let Some(pick) = s.dispatch(proc).expect("processor exists") else { continue };
-            let sp = &stream[pick.packet.id as usize];
+            let Some(pick) = self.s.dispatch(ProcessorId(proc)).expect("processor exists") else { continue };
+            let sp = &self.stream[pick.packet.id as usize];
             let mut t = sp.warm_ns;
             if pick.cold {
-                res.cold += 1;
-                res.penalty_ns += pen[sp.app as usize];
-                t += pen[sp.app as usize];
+                self.res.cold += 1;
+                self.res.penalty_ns += self.pen[sp.app as usize];
+                t += self.pen[sp.app as usize];
             }
-            let disp_i = k as i64 - pick.packet.id as i64;
+            let disp_i = self.k as i64 - pick.packet.id as i64;
             let disp = disp_i as f64;
-            sum += disp;
-            sum2 += disp * disp;
-            res.order_max = res.order_max.max(disp_i.unsigned_abs());
-            if p.record.contains(&k) {
-                res.groups.push((k, (0..p.apps as u32).map(|a| s.group(a)).collect()));
+            self.sum += disp;
+            self.sum2 += disp * disp;
+            self.res.order_max = self.res.order_max.max(disp_i.unsigned_abs());
+            if self.p.record.contains(&self.k) {
+                let groups = (0..self.p.apps as u32).map(|a| self.s.group(AppId(a))).collect();
+                self.res.groups.push((self.k, groups));
             }
-            k += 1;
-            res.packets += 1;
-            res.bytes += sp.len as u64;
-            running.push(Reverse((now + t.round() as u64, proc)));
+            self.k += 1;
+            self.res.packets += 1;
+            self.res.bytes += sp.len as u64;
+            self.running.push(Reverse((now + t.round() as u64, proc)));
         }
-        let Some(Reverse((t, proc))) = running.pop() else { break };
-        now = t;
-        free.push(proc);
-        while let Some(&Reverse((t2, p2))) = running.peek() {
-            if t2 != now {
-                break;
-            }
-            running.pop();
-            free.push(p2);
-        }
-        free.sort_unstable();
+        // A processor that found nothing to run stays idle: the stream is over.
+        self.free.clear();
     }
-    res.makespan_ns = now as f64;
-    let n = res.packets.max(1) as f64;
-    res.order_std = (sum2 / n - (sum / n).powi(2)).max(0.0).sqrt();
-    res
+}
+
+impl Model for LapModel<'_> {
+    type Event = ();
+    fn handle(&mut self, _: (), _: &mut Engine<()>) {}
+    fn next_source(&mut self) -> Option<(Instant, u8)> {
+        if !self.started {
+            return Some((Instant::ZERO, 0));
+        }
+        self.running.peek().map(|Reverse((t, _))| (Instant::from_nanos(*t), 0))
+    }
+    fn source(&mut self, engine: &mut Engine<()>) {
+        let now = engine.now().as_nanos();
+        if self.started {
+            // Every processor completing now is free before the round.
+            while let Some(&Reverse((t, proc))) = self.running.peek() {
+                if t != now {
+                    break;
+                }
+                self.running.pop();
+                self.free.push(proc);
+            }
+        }
+        self.started = true;
+        self.round(now);
+    }
 }

@@ -7,12 +7,18 @@
 //! 4.1.4; `v_a` is our reading of Figure 2's spread, see docs/predictive.md). No cold-cache
 //! penalty here: section 4.2 studies ordering, and section 5 the caches.
 
+pub mod scenario;
+
+use crate::engine::{Engine, Model, RunLimits, StopReason};
 use crate::rng::RngStreams;
 use npqos_core::sched::estimate::{AppParams, Estimator, SPC_TO_2GHZ, TABLE1};
 use npqos_core::sched::fq::{Discipline, FairQueue, FqPacket};
+use npqos_core::{AppId, FlowId, Instant};
 use rand::Rng;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// Relative half-width `v_a` of the uniform processing-time variation per application (Table 1
 /// order: forwarding, encryption, compression, FEC). Compression is data dependent (Figure 2:
@@ -92,96 +98,186 @@ pub struct FqResult {
     pub flow_of: Vec<u32>,
 }
 
-/// Runs one fair-queuing simulation.
+/// Runs one fair-queuing simulation to the end.
 pub fn run(p: &FqParams) -> FqResult {
-    let apps = apps_2ghz();
-    let m = p.processors;
-    let shares: Vec<f64> = p.flows.iter().map(|f| f.share).collect();
-    let mut q = FairQueue::new(p.discipline, m, &shares).expect("valid shares");
-    // The estimator learns from warm processing times; its prior is Table 1.
-    let mut est = Estimator::new(&apps, 64);
-    let streams = RngStreams::new(p.seed);
-    let mut rngs: Vec<_> = (0..p.flows.len()).map(|i| streams.stream("predictive-flow", i as u64)).collect();
-    let mut res = FqResult { flows: vec![FlowStats::default(); p.flows.len()], ..Default::default() };
-    let mut arrivals = BinaryHeap::new();
-    let mut phases = Vec::with_capacity(p.flows.len());
-    for (i, f) in p.flows.iter().enumerate() {
-        let te = apps[f.app].estimate_us(f.len) * 1e3;
-        let gap = te / (f.share * m as f64) / p.load;
-        let st = &mut res.flows[i];
-        st.interarrival_ns = gap;
-        st.t_e_ns = te;
-        st.v_max_ns = te * VARIATION[f.app];
-        st.a_max_ns = te + st.v_max_ns;
-        let phase = rngs[i].random_range(0.0..gap);
-        phases.push(phase);
-        arrivals.push(Reverse((phase as u64, i as u32, 0u64)));
+    run_limited(p, RunLimits::until(Instant::MAX), None, &mut |_| {}).0
+}
+
+/// Runs one fair-queuing simulation on the engine within `limits` (an event budget), stopping
+/// early when `interrupt` is raised; the result then holds what completed so far.
+///
+/// Events (docs/predictive.md): a processor's completion (class 0) and a flow's next arrival
+/// (class 1), both from the model's source; at one instant completions run first, in
+/// processor order, then arrivals in flow order. After every event the free processors take
+/// packets from the fair queue, the last one freed first.
+pub fn run_limited(
+    p: &FqParams,
+    limits: RunLimits,
+    interrupt: Option<Arc<AtomicBool>>,
+    progress: &mut dyn FnMut(Instant),
+) -> (FqResult, StopReason) {
+    let mut m = FqModel::new(p);
+    let mut engine = Engine::<()>::new();
+    if let Some(f) = interrupt {
+        engine = engine.with_interrupt(f);
     }
-    let mut rec: Vec<Option<usize>> = vec![None; p.flows.len()];
-    for (k, &f) in p.record.iter().enumerate() {
-        rec[f] = Some(k);
-        res.series.push((f, Vec::new()));
-    }
-    // Processors: completion heap of (end, proc, packet).
-    let mut running: BinaryHeap<Reverse<(u64, u32, u64)>> = BinaryHeap::new();
-    let mut inflight: Vec<Option<FqPacket>> = vec![None; m as usize];
-    let mut free: Vec<u32> = (0..m).rev().collect();
-    let mut next_id = 0u64;
-    loop {
-        let t_arr = arrivals.peek().map(|Reverse((t, _, _))| *t).unwrap_or(u64::MAX);
-        let t_done = running.peek().map(|Reverse((t, _, _))| *t).unwrap_or(u64::MAX);
-        if t_arr >= p.duration_ns && t_done == u64::MAX {
-            break;
+    let stop = engine.run(&mut m, limits, progress);
+    (m.res, stop)
+}
+
+/// The fair-queuing model: flows, the fair queue, the estimator and `m` processors.
+struct FqModel<'a> {
+    p: &'a FqParams,
+    q: FairQueue,
+    est: Estimator,
+    rngs: Vec<crate::rng::StreamRng>,
+    res: FqResult,
+    /// Next arrival of each flow: (time, flow, index k of the arrival).
+    arrivals: BinaryHeap<Reverse<(u64, u32, u64)>>,
+    phases: Vec<f64>,
+    rec: Vec<Option<usize>>,
+    /// Processors busy: (completion time, processor, packet id).
+    running: BinaryHeap<Reverse<(u64, u32, u64)>>,
+    inflight: Vec<Option<FqPacket>>,
+    free: Vec<u32>,
+    next_id: u64,
+    /// The source event announced by `next_source`: a completion (else an arrival).
+    completion_next: bool,
+}
+
+impl<'a> FqModel<'a> {
+    fn new(p: &'a FqParams) -> Self {
+        let apps = apps_2ghz();
+        let m = p.processors;
+        let shares: Vec<f64> = p.flows.iter().map(|f| f.share).collect();
+        let q = FairQueue::new(p.discipline, m, &shares).expect("valid shares");
+        // The estimator learns from warm processing times; its prior is Table 1.
+        let est = Estimator::new(&apps, 64);
+        let streams = RngStreams::new(p.seed);
+        let mut rngs: Vec<_> = (0..p.flows.len()).map(|i| streams.stream("predictive-flow", i as u64)).collect();
+        let mut res = FqResult { flows: vec![FlowStats::default(); p.flows.len()], ..Default::default() };
+        let mut arrivals = BinaryHeap::new();
+        let mut phases = Vec::with_capacity(p.flows.len());
+        for (i, f) in p.flows.iter().enumerate() {
+            let te = apps[f.app].estimate_us(f.len) * 1e3;
+            let gap = te / (f.share * m as f64) / p.load;
+            let st = &mut res.flows[i];
+            st.interarrival_ns = gap;
+            st.t_e_ns = te;
+            st.v_max_ns = te * VARIATION[f.app];
+            st.a_max_ns = te + st.v_max_ns;
+            let phase = rngs[i].random_range(0.0..gap);
+            phases.push(phase);
+            arrivals.push(Reverse((phase as u64, i as u32, 0u64)));
         }
-        res.events += 1;
-        let now;
-        if t_done <= t_arr {
-            let Reverse((t, proc, _)) = running.pop().expect("peeked");
-            now = t;
-            let pk = inflight[proc as usize].take().expect("running");
-            q.completed(&pk);
-            let f = pk.flow as usize;
-            let d = (t - pk.arrival_ns) as f64;
-            let st = &mut res.flows[f];
-            st.packets += 1;
-            st.delay_sum_ns += d;
-            st.max_delay_ns = st.max_delay_ns.max(d);
-            if let Some(k) = rec[f] {
-                res.series[k].1.push((pk.arrival_ns as f64 * 1e-6, d * 1e-3));
-            }
-            est.observe(pk.app as usize, p.flows[f].len, pk.actual_ns * 1e-3);
-            res.packets += 1;
-            res.delays[pk.id as usize] = d;
-            free.push(proc);
+        let mut rec: Vec<Option<usize>> = vec![None; p.flows.len()];
+        for (k, &f) in p.record.iter().enumerate() {
+            rec[f] = Some(k);
+            res.series.push((f, Vec::new()));
+        }
+        FqModel {
+            p,
+            q,
+            est,
+            rngs,
+            res,
+            arrivals,
+            phases,
+            rec,
+            running: BinaryHeap::new(),
+            inflight: vec![None; m as usize],
+            free: (0..m).rev().collect(),
+            next_id: 0,
+            completion_next: false,
+        }
+    }
+
+    fn complete(&mut self, now: Instant) {
+        let Reverse((t, proc, _)) = self.running.pop().expect("announced");
+        debug_assert_eq!(t, now.as_nanos());
+        let pk = self.inflight[proc as usize].take().expect("running");
+        self.q.completed(&pk).expect("a packet this queue served");
+        let f = pk.flow.index();
+        let d = (now - pk.arrival).as_nanos() as f64;
+        let st = &mut self.res.flows[f];
+        st.packets += 1;
+        st.delay_sum_ns += d;
+        st.max_delay_ns = st.max_delay_ns.max(d);
+        if let Some(k) = self.rec[f] {
+            self.res.series[k].1.push((pk.arrival.as_nanos() as f64 * 1e-6, d * 1e-3));
+        }
+        self.est.observe(pk.app.index(), self.p.flows[f].len, pk.actual_ns * 1e-3);
+        self.res.packets += 1;
+        self.res.delays[pk.id as usize] = d;
+        self.free.push(proc);
+    }
+
+    fn arrive(&mut self, now: Instant) {
+        let Reverse((t, fi, k)) = self.arrivals.pop().expect("announced");
+        debug_assert_eq!(t, now.as_nanos());
+        let i = fi as usize;
+        let f = self.p.flows[i];
+        let te = self.res.flows[i].t_e_ns;
+        let actual = te * (1.0 + self.rngs[i].random_range(-VARIATION[f.app]..=VARIATION[f.app]));
+        let est_ns = self.est.estimate_us(f.app, f.len) * 1e3;
+        let pk = FqPacket {
+            id: self.next_id,
+            flow: FlowId(fi),
+            app: AppId(f.app as u32),
+            est_ns,
+            actual_ns: actual,
+            arrival: now,
+        };
+        self.q.enqueue(now, pk).expect("flow exists");
+        self.next_id += 1;
+        self.res.delays.push(f64::NAN);
+        self.res.flow_of.push(fi);
+        // Periodic from the flow's phase (no accumulated rounding).
+        let nt = (self.phases[i] + (k + 1) as f64 * self.res.flows[i].interarrival_ns) as u64;
+        if nt < self.p.duration_ns {
+            self.arrivals.push(Reverse((nt, fi, k + 1)));
+        }
+    }
+
+    /// Free processors take packets, the last one freed first.
+    fn dispatch(&mut self, now: Instant) {
+        while let Some(&proc) = self.free.last() {
+            let Some(d) = self.q.dequeue(now).expect("time does not go back") else { break };
+            self.free.pop();
+            let end = now.as_nanos() + d.packet.actual_ns.round() as u64;
+            self.res.busy_ns += d.packet.actual_ns;
+            self.inflight[proc as usize] = Some(d.packet);
+            self.running.push(Reverse((end, proc, d.packet.id)));
+        }
+    }
+}
+
+impl Model for FqModel<'_> {
+    type Event = ();
+    fn handle(&mut self, _: (), _: &mut Engine<()>) {}
+    fn next_source(&mut self) -> Option<(Instant, u8)> {
+        let t_arr = self.arrivals.peek().map(|Reverse((t, _, _))| *t);
+        let t_done = self.running.peek().map(|Reverse((t, _, _))| *t);
+        // An arrival at or after the end of arrivals still runs if a completion is pending
+        // after it (the first arrival of a flow whose phase lies past a short run).
+        let (t, completion) = match (t_done, t_arr) {
+            (None, None) => return None,
+            (None, Some(a)) if a >= self.p.duration_ns => return None,
+            (Some(d), Some(a)) if a < d => (a, false),
+            (Some(d), _) => (d, true),
+            (None, Some(a)) => (a, false),
+        };
+        self.completion_next = completion;
+        Some((Instant::from_nanos(t), if completion { 0 } else { 1 }))
+    }
+    fn source(&mut self, engine: &mut Engine<()>) {
+        let now = engine.now();
+        self.res.events += 1;
+        if self.completion_next {
+            self.complete(now);
         } else {
-            let Reverse((t, fi, k)) = arrivals.pop().expect("peeked");
-            now = t;
-            let f = p.flows[fi as usize];
-            let te = res.flows[fi as usize].t_e_ns;
-            let actual = te * (1.0 + rngs[fi as usize].random_range(-VARIATION[f.app]..=VARIATION[f.app]));
-            let est_ns = est.estimate_us(f.app, f.len) * 1e3;
-            q.enqueue(
-                t,
-                FqPacket { id: next_id, flow: fi, app: f.app as u16, est_ns, actual_ns: actual, arrival_ns: t },
-            )
-            .expect("flow exists");
-            next_id += 1;
-            res.delays.push(f64::NAN);
-            res.flow_of.push(fi);
-            // Periodic from the flow's phase (no accumulated rounding).
-            let nt = (phases[fi as usize] + (k + 1) as f64 * res.flows[fi as usize].interarrival_ns) as u64;
-            if nt < p.duration_ns {
-                arrivals.push(Reverse((nt, fi, k + 1)));
-            }
+            self.arrive(now);
         }
-        while let Some(&proc) = free.last() {
-            let Some(d) = q.dequeue(now) else { break };
-            free.pop();
-            let end = now + d.packet.actual_ns.round() as u64;
-            res.busy_ns += d.packet.actual_ns;
-            inflight[proc as usize] = Some(d.packet);
-            running.push(Reverse((end, proc, d.packet.id)));
-        }
+        self.dispatch(now);
     }
-    res
 }

@@ -109,6 +109,8 @@ pub(crate) use reader::{show, Reader};
 mod link;
 mod reader;
 
+use crate::models::predictive::scenario as predictive;
+
 /// The scenario models (`model = "<name>"`), each with a one-line description: what
 /// `npqos models` prints.
 pub const MODELS: &[(&str, &str)] = &[
@@ -119,6 +121,22 @@ pub const MODELS: &[(&str, &str)] = &[
     (
         "kim",
         "N token-bucket-shaped queues, timers on per-core reschedule heaps (event-driven) or periodic fill, ideal or shared link (docs/kim.md)",
+    ),
+    (
+        "dqs",
+        "your flows through a dqs flow table (AFM over M slots, pooled physical queues, block buffer) and a DRR link: queues, AFM memory and lookup cycles needed; synthetic or trace traffic (docs/dqs.md)",
+    ),
+    (
+        "fq",
+        "flows with reserved processing shares on m processors under SFQ, WF2Q+ or EFQ (predictive section 4; docs/predictive.md)",
+    ),
+    (
+        "lap",
+        "a backlogged stream of applications on processors with one-application caches under LAP, FCFS or T-Opt (predictive section 5; docs/predictive.md)",
+    ),
+    (
+        "efq-lap",
+        "reserved flows on processors with caches, some bursting, under EFQ, EFQ preferring warm caches, LAP, or switching between them (predictive section 6; docs/predictive.md)",
     ),
     (
         "everest",
@@ -149,6 +167,14 @@ pub enum Spec {
     Kim(LinkSpec, ShaperSpec),
     /// `model = "everest"`: processors, services and their traffic.
     Everest(crate::models::everest::scenario::EverestSpec),
+    /// `model = "dqs"`: the flow table, the link load and the traffic.
+    Dqs(crate::models::dqs::scenario::DqsSpec),
+    /// `model = "fq"`: processors, a discipline and reserved flows.
+    Fq(predictive::FqSpec),
+    /// `model = "lap"`: processors with caches, a policy and a backlogged stream.
+    Lap(predictive::LapSpec),
+    /// `model = "efq-lap"`: processors with caches, a mode, and flows that burst.
+    EfqLap(predictive::SwitchSpec),
 }
 
 impl Spec {
@@ -158,6 +184,10 @@ impl Spec {
             Spec::Link(_) => "link",
             Spec::Kim(..) => "kim",
             Spec::Everest(_) => "everest",
+            Spec::Dqs(_) => "dqs",
+            Spec::Fq(_) => "fq",
+            Spec::Lap(_) => "lap",
+            Spec::EfqLap(_) => "efq-lap",
         }
     }
 
@@ -166,6 +196,9 @@ impl Spec {
         match model {
             "everest" => &["model", "run", "processors", "traffic", "services"],
             "kim" => &["model", "run", "link", "queues", "traffic", "shaper"],
+            "fq" | "efq-lap" => &["model", "run", "processors", "traffic", "flows"],
+            "dqs" => &["model", "run", "table", "link", "traffic"],
+            "lap" => &["model", "run", "processors", "traffic"],
             _ => &["model", "run", "link", "queues", "traffic"],
         }
     }
@@ -174,6 +207,10 @@ impl Spec {
     fn read(model: &str, root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> Spec {
         match model {
             "everest" => Spec::Everest(crate::models::everest::scenario::read(root, probs)),
+            "dqs" => Spec::Dqs(crate::models::dqs::scenario::read(root, base_dir, probs)),
+            "fq" => Spec::Fq(predictive::read_fq(root, probs)),
+            "lap" => Spec::Lap(predictive::read_lap(root, probs)),
+            "efq-lap" => Spec::EfqLap(predictive::read_switch(root, probs)),
             _ => match link::read(root, model, base_dir, probs) {
                 (l, Some(sh)) => Spec::Kim(l, sh),
                 (l, None) => Spec::Link(l),
@@ -199,6 +236,40 @@ impl Spec {
                 "if every packet of the run waited at once: there is no queue limit",
                 "shorten run.duration or lower the rate",
             ),
+            Spec::Dqs(d) => (
+                d.estimate_memory(),
+                "table.queues",
+                d.queues.to_string(),
+                "the flow table's queues and blocks, active flows, a trace in memory",
+                "lower table.queues or table.blocks",
+            ),
+            // Per packet: its delay and flow (12 B); per flow and processor, their state.
+            Spec::Fq(f) => (
+                (f.packets(duration) * 12.0) as u128
+                    + f.flows.len() as u128 * 256
+                    + f.processors as u128 * 64
+                    + (1 << 20),
+                "run.duration",
+                format!("\"{duration}\""),
+                "12 B per packet offered",
+                "shorten run.duration or lower traffic.load",
+            ),
+            // The stream (24 B a packet) and the scheduler's visible window (64 B a packet).
+            Spec::Lap(l) => (
+                l.packets as u128 * 24 + l.visible.unwrap_or(l.packets).min(l.packets) as u128 * 64 + (1 << 20),
+                "traffic.packets",
+                l.packets.to_string(),
+                "24 B per packet of the stream",
+                "lower traffic.packets",
+            ),
+            // Per packet: its record and delay, and both queues' entries if all waited at once.
+            Spec::EfqLap(e) => (
+                (e.packets(duration) * 160.0) as u128 + e.flows.len() as u128 * 256 + (1 << 20),
+                "run.duration",
+                format!("\"{duration}\""),
+                "160 B per packet offered at the burst rate, if every packet waited at once",
+                "shorten run.duration",
+            ),
         }
     }
 
@@ -214,6 +285,10 @@ impl Spec {
             Spec::Link(l) => link::to_toml(l, None, root),
             Spec::Kim(l, sh) => link::to_toml(l, Some(sh), root),
             Spec::Everest(e) => e.to_toml(root),
+            Spec::Dqs(d) => d.to_toml(root),
+            Spec::Fq(f) => f.to_toml(root),
+            Spec::Lap(l) => l.to_toml(root),
+            Spec::EfqLap(e) => e.to_toml(root),
         }
     }
 }
@@ -349,8 +424,11 @@ impl Scenario {
         root.insert("model".into(), self.model().into());
         let mut run = toml::Table::new();
         run.insert("seed".into(), (self.seed as i64).into());
-        run.insert("duration".into(), self.duration.to_string().into());
-        run.insert("warmup".into(), self.warmup.to_string().into());
+        // lap's run length is its stream's (run.duration does not apply).
+        if !matches!(self.spec, Spec::Lap(_)) {
+            run.insert("duration".into(), self.duration.to_string().into());
+            run.insert("warmup".into(), self.warmup.to_string().into());
+        }
         run.insert("replications".into(), (self.replications as i64).into());
         run.insert("sample_interval".into(), self.sample_every().to_string().into());
         run.insert("memory_budget".into(), fmt_size(self.memory_budget).into());

@@ -177,6 +177,30 @@ impl<'a> Reader<'a> {
             Some(toml::Value::Array(a)) if !a.is_empty() => {
                 for (i, v) in a.iter().enumerate() {
                     match v {
+                        toml::Value::String(s) if base_dir.join(s).is_dir() => {
+                            // A directory stands for its captures, sorted by name.
+                            let d = base_dir.join(s);
+                            let mut found: Vec<PathBuf> = std::fs::read_dir(&d)
+                                .map(|rd| {
+                                    rd.filter_map(|e| e.ok().map(|e| e.path()))
+                                        .filter(|p| {
+                                            p.is_file()
+                                                && p.extension()
+                                                    .is_some_and(|x| x == "pcap" || x == "pcapng" || x == "cap")
+                                        })
+                                        .collect()
+                                })
+                                .unwrap_or_default();
+                            found.sort();
+                            if found.is_empty() {
+                                probs.push(Problem {
+                                    key: format!("{}[{i}]", self.path(key)),
+                                    value: Some(format!("{s:?}")),
+                                    message: format!("no .pcap, .pcapng or .cap file in directory {}", d.display()),
+                                });
+                            }
+                            files.extend(found);
+                        }
                         toml::Value::String(s) => {
                             let p = base_dir.join(s);
                             if !p.is_file() {
@@ -211,6 +235,68 @@ impl<'a> Reader<'a> {
     }
     pub(crate) fn present(&self, key: &str) -> bool {
         self.table.is_some_and(|t| t.contains_key(key))
+    }
+    /// A list of choices from `allowed` (each may appear once).
+    pub(crate) fn choices(
+        &mut self,
+        key: &str,
+        default: &[&str],
+        allowed: &[&str],
+        probs: &mut Vec<Problem>,
+    ) -> Vec<String> {
+        let list = allowed.iter().map(|a| format!("{a:?}")).collect::<Vec<_>>().join(", ");
+        match self.raw(key) {
+            None => default.iter().map(|s| s.to_string()).collect(),
+            Some(toml::Value::Array(a)) => {
+                let mut out: Vec<String> = Vec::new();
+                for v in a {
+                    match v.as_str() {
+                        Some(s) if allowed.contains(&s) && !out.iter().any(|o| o == s) => out.push(s.into()),
+                        _ => probs.push(Problem {
+                            key: self.path(key),
+                            value: Some(show(v)),
+                            message: format!("expected an array of distinct values from {list}"),
+                        }),
+                    }
+                }
+                out
+            }
+            Some(v) => {
+                probs.push(Problem {
+                    key: self.path(key),
+                    value: Some(show(v)),
+                    message: format!("expected an array of values from {list}"),
+                });
+                default.iter().map(|s| s.to_string()).collect()
+            }
+        }
+    }
+    /// A list of numbers that each pass `ok` (`None` when the key is absent).
+    pub(crate) fn floats(
+        &mut self,
+        key: &str,
+        probs: &mut Vec<Problem>,
+        ok: impl Fn(f64) -> bool,
+        expected: &str,
+    ) -> Option<Vec<f64>> {
+        let v = self.raw(key)?;
+        let bad = |probs: &mut Vec<Problem>| {
+            probs.push(Problem {
+                key: self.path(key),
+                value: Some(show(v)),
+                message: format!("expected an array of numbers {expected}"),
+            })
+        };
+        let Some(a) = v.as_array() else {
+            bad(probs);
+            return None;
+        };
+        let xs: Vec<f64> = a.iter().filter_map(|x| x.as_float().or_else(|| x.as_integer().map(|i| i as f64))).collect();
+        if xs.len() != a.len() || xs.iter().any(|&x| !(x.is_finite() && ok(x))) {
+            bad(probs);
+            return None;
+        }
+        Some(xs)
     }
     /// Marks `key` as known without reading it (a key that belongs to another choice, checked
     /// with [`present`](Self::present)).

@@ -1,0 +1,402 @@
+//! `model = "dqs"` scenarios: your traffic through a dqs flow table (AFM over `M` slots, a pool
+//! of physical queues, a block buffer) and one DRR link at a given offered load (docs/dqs.md,
+//! "Scenario files"). The question it answers: how many physical queues, how much AFM memory
+//! and how many lookup cycles does my traffic need?
+//!
+//! ```toml
+//! model = "dqs"
+//! [run]
+//! duration = "500ms"          # arrivals stop here (synthetic and trace)
+//! [table]
+//! slots = 256                 # AFM slots M
+//! hash = "h3"                 # "h3" (the paper's hardware hash) or "foldhash"
+//! queues = 65536              # physical queues N in the pool
+//! blocks = 1048576            # buffer blocks
+//! block_size = "64B"
+//! quantum = "1536B"           # DRR quantum
+//! on_exhausted = "drop"       # no free queue: "drop" the packet or map it to a "shared" queue
+//! [link]
+//! load = 0.95                 # link capacity = the traffic's mean rate / load
+//! [traffic]
+//! source = "synthetic"        # or "trace"
+//! flows = 5000                # synthetic: flows in progress at every moment
+//! mean_packets = 10.0         # Pareto packets per flow (mean)
+//! pareto_shape = 1.2
+//! mean_gap = "10ms"           # exponential gap between a flow's packets
+//! sizes = "imix"              # "imix" (kim Table I) or "constant" (with size)
+//! files = ["a.pcap"]          # trace: captures, each from time 0, gaps capped at max_gap
+//! flow_multiply = 4           # trace: overlaid copies, each rotated in time, flows kept apart
+//! time_scale = 1.0            # trace: speed-up factor
+//! max_gap = "1s"
+//! lenient = true              # trace: skip corrupt records
+//! ```
+
+use crate::engine::{RunLimits, StopReason};
+use crate::results::{Histogram, RunResult};
+use crate::rng::RngStreams;
+use crate::scenario::{Problem, Reader, Scenario, Spec};
+use crate::trace::corpus::Corpus;
+use crate::units::fmt_size;
+use crate::workload::SizeDist;
+use npqos_core::flowmap::{DqsConfig, Exhausted, HashKind};
+use npqos_core::{Duration, Instant};
+use rand::Rng;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+use super::{run_link_limited, Arrival, DqsLinkParams, SyntheticFlows};
+
+/// The dqs part of a scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DqsSpec {
+    pub slots: u32,
+    /// "h3" or "foldhash" (the seed is drawn from the run's seed).
+    pub hash: String,
+    pub queues: u32,
+    pub blocks: u32,
+    pub block_size: u32,
+    pub quantum: u32,
+    pub shared_when_exhausted: bool,
+    pub load: f64,
+    pub traffic: DqsTraffic,
+}
+
+/// `[traffic]` of a dqs scenario.
+#[derive(Clone, Debug, PartialEq)]
+pub enum DqsTraffic {
+    Synthetic { flows: u32, mean_packets: f64, pareto_shape: f64, mean_gap: Duration, size: Option<u32> },
+    Trace { files: Vec<PathBuf>, flow_multiply: u32, time_scale: f64, max_gap: Duration, lenient: bool },
+}
+
+const SYNTHETIC_KEYS: [&str; 6] = ["flows", "mean_packets", "pareto_shape", "mean_gap", "sizes", "size"];
+const TRACE_KEYS: [&str; 5] = ["files", "flow_multiply", "time_scale", "max_gap", "lenient"];
+
+/// Reads `[table]`, `[link]` and `[traffic]`, recording every problem.
+pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> DqsSpec {
+    let mut t = Reader::new(root, "table", probs);
+    let slots = t.int("slots", 256, 1, 1 << 24, probs) as u32;
+    let hash = t.choice("hash", "h3", &["h3", "foldhash"], probs);
+    let queues = t.int("queues", 1 << 16, 1, 1 << 26, probs) as u32;
+    let blocks = t.int("blocks", 1 << 20, 1, 1 << 30, probs) as u32;
+    let block_size = t.size("block_size", 64, probs);
+    let quantum = t.size("quantum", 1536, probs);
+    for (k, v, lo, hi) in [("block_size", block_size, 16, 65_536), ("quantum", quantum, 1, 1 << 24)] {
+        if !(lo..=hi).contains(&v) {
+            probs.push(Problem {
+                key: format!("table.{k}"),
+                value: Some(format!("\"{v}B\"")),
+                message: format!("expected a size from {lo}B to {hi}B"),
+            });
+        }
+    }
+    let exhausted = t.choice("on_exhausted", "drop", &["drop", "shared"], probs);
+    t.finish(probs);
+    let mut l = Reader::new(root, "link", probs);
+    let load = l.float("load", 0.95, probs, |v| v > 0.0 && v <= 100.0, "greater than 0 and at most 100");
+    l.finish(probs);
+
+    let mut r = Reader::new(root, "traffic", probs);
+    let source = r.choice("source", "synthetic", &["synthetic", "trace"], probs);
+    let (own, other): (&[&str], &[&str]) =
+        if source == "trace" { (&TRACE_KEYS, &SYNTHETIC_KEYS) } else { (&SYNTHETIC_KEYS, &TRACE_KEYS) };
+    for k in other {
+        r.consume(k);
+        if r.present(k) && !own.contains(k) {
+            probs.push(Problem {
+                key: format!("traffic.{k}"),
+                value: None,
+                message: format!("does not apply to source = {source:?}"),
+            });
+        }
+    }
+    let traffic = if source == "trace" {
+        let files = r.files("files", base_dir, probs);
+        let flow_multiply = r.int("flow_multiply", 1, 1, 65_535, probs) as u32;
+        let time_scale = r.float("time_scale", 1.0, probs, |v| v > 0.0 && v <= 1e6, "greater than 0");
+        let max_gap = r.positive_duration("max_gap", crate::scenario::DEFAULT_MAX_GAP, probs);
+        let lenient = r.boolean("lenient", true, probs);
+        DqsTraffic::Trace { files, flow_multiply, time_scale, max_gap, lenient }
+    } else {
+        let flows = r.int("flows", 5_000, 1, 1 << 26, probs) as u32;
+        let mean_packets = r.float("mean_packets", 10.0, probs, |v| (1.0..=1e9).contains(&v), "from 1 to 1e9");
+        let pareto_shape = r.float("pareto_shape", 1.2, probs, |v| v > 1.0 && v <= 100.0, "greater than 1");
+        let mean_gap = r.positive_duration("mean_gap", Duration::from_millis(10), probs);
+        let sizes = r.choice("sizes", "imix", &["imix", "constant"], probs);
+        let size = r.size("size", 1500, probs);
+        if sizes != "constant" && r.present("size") {
+            probs.push(Problem {
+                key: "traffic.size".into(),
+                value: None,
+                message: "only applies with sizes = \"constant\"".into(),
+            });
+        }
+        if !(1..=65_535).contains(&size) {
+            probs.push(Problem {
+                key: "traffic.size".into(),
+                value: Some(format!("\"{size}B\"")),
+                message: "expected a packet size from 1B to 65535B".into(),
+            });
+        }
+        let size = (sizes == "constant").then_some(size.clamp(1, 65_535) as u32);
+        DqsTraffic::Synthetic { flows, mean_packets, pareto_shape, mean_gap, size }
+    };
+    r.finish(probs);
+    DqsSpec {
+        slots,
+        hash,
+        queues,
+        blocks,
+        block_size: block_size.clamp(16, 65_536) as u32,
+        quantum: quantum.clamp(1, 1 << 24) as u32,
+        shared_when_exhausted: exhausted == "shared",
+        load,
+        traffic,
+    }
+}
+
+impl DqsSpec {
+    /// The flow table with hash seed `seed`.
+    pub fn table(&self, seed: u64) -> DqsConfig {
+        DqsConfig {
+            slots: self.slots,
+            hash: if self.hash == "foldhash" { HashKind::Fast { seed } } else { HashKind::H3 { seed } },
+            queues: self.queues,
+            blocks: self.blocks,
+            block_size: self.block_size,
+            quantum: self.quantum,
+            on_exhausted: if self.shared_when_exhausted { Exhausted::SharedQueue } else { Exhausted::Drop },
+            ..Default::default()
+        }
+    }
+
+    /// The synthetic workload for `duration` of arrivals.
+    fn synthetic(&self, duration: Duration) -> Option<SyntheticFlows> {
+        let DqsTraffic::Synthetic { flows, mean_packets, pareto_shape, mean_gap, size } = &self.traffic else {
+            return None;
+        };
+        Some(SyntheticFlows {
+            in_progress: *flows,
+            mean_packets: *mean_packets,
+            pareto_shape: *pareto_shape,
+            mean_gap: *mean_gap,
+            sizes: size.map_or_else(SizeDist::kim_imix, SizeDist::Constant),
+            duration,
+        })
+    }
+
+    /// Upper estimate of one replication's memory: the table's queue records and block links,
+    /// a tree node per active flow, and (trace) the corpus in memory, about its files' size.
+    pub fn estimate_memory(&self) -> u128 {
+        let table = self.queues as u128 * 48 + self.blocks as u128 * 8 + self.slots as u128 * 8;
+        let traffic = match &self.traffic {
+            DqsTraffic::Synthetic { flows, .. } => *flows as u128 * 96,
+            DqsTraffic::Trace { files, .. } => {
+                files.iter().map(|f| std::fs::metadata(f).map_or(0, |m| m.len()) as u128).sum::<u128>() * 2
+            }
+        };
+        table + traffic + (1 << 20)
+    }
+
+    pub(crate) fn to_toml(&self, root: &mut toml::Table) {
+        let mut t = toml::Table::new();
+        t.insert("slots".into(), (self.slots as i64).into());
+        t.insert("hash".into(), self.hash.clone().into());
+        t.insert("queues".into(), (self.queues as i64).into());
+        t.insert("blocks".into(), (self.blocks as i64).into());
+        t.insert("block_size".into(), fmt_size(self.block_size as u64).into());
+        t.insert("quantum".into(), fmt_size(self.quantum as u64).into());
+        t.insert("on_exhausted".into(), if self.shared_when_exhausted { "shared" } else { "drop" }.into());
+        root.insert("table".into(), t.into());
+        let mut l = toml::Table::new();
+        l.insert("load".into(), self.load.into());
+        root.insert("link".into(), l.into());
+        let mut r = toml::Table::new();
+        match &self.traffic {
+            DqsTraffic::Synthetic { flows, mean_packets, pareto_shape, mean_gap, size } => {
+                r.insert("source".into(), "synthetic".into());
+                r.insert("flows".into(), (*flows as i64).into());
+                r.insert("mean_packets".into(), (*mean_packets).into());
+                r.insert("pareto_shape".into(), (*pareto_shape).into());
+                r.insert("mean_gap".into(), mean_gap.to_string().into());
+                match size {
+                    Some(s) => {
+                        r.insert("sizes".into(), "constant".into());
+                        r.insert("size".into(), fmt_size(*s as u64).into());
+                    }
+                    None => {
+                        r.insert("sizes".into(), "imix".into());
+                    }
+                }
+            }
+            DqsTraffic::Trace { files, flow_multiply, time_scale, max_gap, lenient } => {
+                r.insert("source".into(), "trace".into());
+                r.insert(
+                    "files".into(),
+                    toml::Value::Array(files.iter().map(|f| f.display().to_string().into()).collect()),
+                );
+                r.insert("flow_multiply".into(), (*flow_multiply as i64).into());
+                r.insert("time_scale".into(), (*time_scale).into());
+                r.insert("max_gap".into(), max_gap.to_string().into());
+                r.insert("lenient".into(), (*lenient).into());
+            }
+        }
+        root.insert("traffic".into(), r.into());
+    }
+}
+
+/// Runs one replication of a `model = "dqs"` scenario with `seed`: arrivals for `run.duration`
+/// through the flow table and the link. Fails only on trace input errors.
+pub fn run_scenario(
+    sc: &Scenario,
+    seed: u64,
+    interrupt: Option<Arc<AtomicBool>>,
+    progress: &mut dyn FnMut(Instant),
+) -> Result<RunResult, crate::trace::TraceError> {
+    let Spec::Dqs(d) = &sc.spec else { panic!("not a dqs scenario: model = {:?}", sc.model()) };
+    let streams = RngStreams::new(seed);
+    let p =
+        DqsLinkParams { table: d.table(streams.stream("dqs.h3", 0).random()), load: d.load, record_requests: false };
+    let limits =
+        RunLimits { until: Instant::MAX, max_events: if sc.max_events == 0 { u64::MAX } else { sc.max_events } };
+    let end = sc.duration.as_nanos();
+    let mut report = |f: f64| progress(Instant::from_nanos((f * end as f64) as u64));
+    let (r, stop) = match &d.traffic {
+        DqsTraffic::Trace { files, flow_multiply, time_scale, max_gap, lenient } => {
+            let corpus = Corpus::load(files, *lenient, *max_gap)?;
+            let mut rng = streams.stream("dqs.trace", 0);
+            let it = corpus
+                .overlay(*flow_multiply, *time_scale, &mut rng)
+                .map(|c| Arrival { ts: c.ts, len: c.len, flow: c.flow })
+                .take_while(|a| a.ts < end);
+            let expected = (corpus.packets.len() as u64 * *flow_multiply as u64).max(1);
+            run_link_limited(
+                &p,
+                it,
+                corpus.mean_rate_bps(*flow_multiply, *time_scale),
+                expected,
+                limits,
+                interrupt,
+                &mut report,
+            )
+        }
+        DqsTraffic::Synthetic { .. } => {
+            let s = d.synthetic(sc.duration).expect("synthetic traffic");
+            let g = s.generator(streams.stream("dqs.flows", 0));
+            run_link_limited(&p, g, s.mean_rate_bps(), s.expected_packets(), limits, interrupt, &mut report)
+        }
+    };
+    let mut run = RunResult {
+        complete: matches!(stop, StopReason::Drained),
+        stop_reason: format!("{stop:?}").to_lowercase(),
+        ..Default::default()
+    };
+    run.params.insert("slots".into(), json!(d.slots));
+    run.sim_time_ns = r.span_ns;
+    let n = r.samples.max(1) as f64;
+    for (name, value, unit) in [
+        ("packets", r.packets as f64, "packets"),
+        ("offered", r.offered_bps * 1e-9, "Gbps"),
+        ("capacity", r.capacity_bps * 1e-9, "Gbps"),
+        ("peak_10ms", r.peak_10ms_bps * 1e-9, "Gbps"),
+        ("dropped_buffer_full", r.dropped_buffer_full as f64, "packets"),
+        ("dropped_no_queue", r.dropped_no_queue as f64, "packets"),
+        ("flows_activated", r.flows_activated as f64, "flows"),
+        ("active_flows_mean", r.sum_active / n, "flows"),
+        ("active_flows_max", r.max_active as f64, "flows"),
+        ("nonempty_slots_mean", r.sum_nonempty / n, "slots"),
+        ("shared_slots_mean", r.sum_multi / n, "slots"),
+        ("worst_slot", r.worst_slot as f64, "flows"),
+        ("queues_max", r.max_queues as f64, "queues"),
+        ("queues_mean", r.mean_queues, "queues"),
+        ("afm_memory", r.afm_memory_bytes as f64, "B"),
+        ("cycles_mean", r.mean_cycles(), "cycles"),
+        ("search_compares", r.search.mean_measured(), "nodes"),
+        ("search_compares_theorem1", r.search.mean_paper(), "nodes"),
+        ("search_compares_exact", r.search.mean_exact(), "nodes"),
+        ("update_compares", r.update.mean_measured(), "nodes"),
+        ("update_compares_theorem2", r.update.mean_paper(), "nodes"),
+        ("update_compares_exact", r.update.mean_exact(), "nodes"),
+    ] {
+        run.scalar(name, value, unit);
+    }
+    run.histograms.push(Histogram {
+        name: "cycles".into(),
+        unit: "cycles".into(),
+        bins: r
+            .cycles_hist
+            .iter()
+            .enumerate()
+            .filter(|(_, &k)| k > 0)
+            .map(|(c, &k)| (c as f64, c as f64 + 1.0, k))
+            .collect(),
+    });
+    Ok(run)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> Result<Scenario, String> {
+        Scenario::parse(text, "t.toml", Path::new(".")).map_err(|p| p.to_string())
+    }
+
+    /// Defaults; every example and resolved scenario parses back to itself.
+    #[test]
+    fn defaults_and_round_trip() {
+        let Spec::Dqs(d) = parse("model = \"dqs\"\n").unwrap().spec else { panic!("dqs") };
+        assert_eq!((d.slots, d.queues, d.load), (256, 1 << 16, 0.95));
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/");
+        let mut texts: Vec<String> = ["dqs-small", "dqs-paper"]
+            .iter()
+            .map(|n| std::fs::read_to_string(format!("{dir}{n}.toml")).unwrap())
+            .collect();
+        texts.push("model = \"dqs\"\n[table]\nhash = \"foldhash\"\non_exhausted = \"shared\"\nblock_size = \"128B\"\n[traffic]\nsizes = \"constant\"\nsize = \"576B\"\n".into());
+        for text in texts {
+            let sc = parse(&text).unwrap();
+            let again = Scenario::from_table(&sc.to_toml(), "resolved.toml", Path::new(".")).unwrap();
+            assert_eq!(again, sc, "{text}");
+        }
+    }
+
+    /// Every problem is reported with its key path.
+    #[test]
+    fn problems_name_their_keys() {
+        let e = parse("model = \"dqs\"\n[table]\nslots = 0\nhash = \"crc\"\nblock_size = \"1B\"\n[link]\nload = 0\n[traffic]\npareto_shape = 1.0\nmean_gap = \"0s\"\nsize = \"64B\"\nfiles = [\"x.pcap\"]\n").unwrap_err();
+        for key in [
+            "table.slots",
+            "table.hash",
+            "table.block_size",
+            "link.load",
+            "traffic.pareto_shape",
+            "traffic.mean_gap",
+            "traffic.size",
+            "traffic.files",
+        ] {
+            assert!(e.contains(key), "{key} missing in:\n{e}");
+        }
+        let e = parse("model = \"dqs\"\n[traffic]\nsource = \"trace\"\nfiles = [\"no-such.pcap\"]\nflows = 3\n")
+            .unwrap_err();
+        assert!(e.contains("traffic.files[0]") && e.contains("traffic.flows"), "{e}");
+    }
+
+    /// The small example is the dqs-table3 quick synthetic point (same workload, same seed
+    /// streams): the scenario path and the experiment path build the same run.
+    #[test]
+    fn small_example_is_the_reproduction_point() {
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/dqs-small.toml")).unwrap();
+        let sc = parse(&text).unwrap();
+        let r = run_scenario(&sc, 1, None, &mut |_| {}).unwrap();
+        let out =
+            crate::experiments::run("dqs-table3", crate::experiments::RunOptions { quick: true, seed: 1 }, &mut |_| {})
+                .expect("known id");
+        let exp = out.runs.iter().find(|x| x.label == "synthetic").expect("synthetic run");
+        assert_eq!(r.get("packets"), exp.get("packets"));
+        assert_eq!(r.get("queues_max"), exp.get("max_queues"));
+        assert_eq!(r.get("queues_mean"), exp.get("mean_queues"));
+        assert_eq!(r.get("cycles_mean"), exp.get("overall_cycles"));
+    }
+}
