@@ -37,8 +37,12 @@ fn version_help_and_list() {
     assert!(names.contains(&"link") && names.contains(&"kim"), "{out}");
     let d = tempfile::tempdir().unwrap();
     for name in &names {
-        // lap's run length is its stream's: it has no run.duration.
-        let run_table = if *name == "lap" { "[traffic]\npackets = 100\n" } else { "[run]\nduration = \"1ms\"\n" };
+        // lap's and qcache's run lengths are their streams': they have no run.duration.
+        let run_table = match *name {
+            "lap" => "[traffic]\npackets = 100\n",
+            "qcache" => "[workload]\noperations = 100\n",
+            _ => "[run]\nduration = \"1ms\"\n",
+        };
         let s = write_scenario(d.path(), &format!("model = {name:?}\n{run_table}"));
         let o = run(&["run", s.to_str().unwrap(), "--quiet", "--out", d.path().join(name).to_str().unwrap()]);
         assert!(o.status.success(), "model = {name:?}: {}", stderr(&o));
@@ -366,6 +370,48 @@ fn model_qcache_sizes_the_subsystems() {
     assert_eq!(bad.status.code(), Some(2));
 }
 
+/// `npqos model predictive`: the paper's 32 flows give the forwarding flow's 5.1 us estimate,
+/// eq 4's reservations summing to one processor at load 1, and the eq 13 / eq 18 bounds the
+/// predictive-fig5-7 reproduction reports (10,456 / 1,127 us, docs/predictive.md); a scenario's
+/// own flows are sized. `npqos model everest`: every service of the small example gets an N_max
+/// and guarantees that sum to 1; a scenario of another model is bad input.
+#[test]
+fn model_predictive_and_everest_size_a_scenario() {
+    let o = run(&["model", "predictive", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let flows = v["flows"].as_array().unwrap();
+    assert_eq!(flows.len(), 32);
+    let fwd = flows.iter().find(|f| f["name"] == "ip-forwarding-64").unwrap();
+    let f = |k: &str| fwd[k].as_f64().unwrap();
+    assert!((f("t_e_ns") - 5_100.0).abs() < 1e-6);
+    assert!((v["processing"].as_f64().unwrap() - 1.0).abs() < 1e-9, "{}", v["processing"]);
+    assert!((f("sfq_bound_ns") / 1e3 - 10_456.0).abs() < 1.0, "{}", f("sfq_bound_ns"));
+    assert!((f("efq_bound_ns") / 1e3 - 1_127.0).abs() < 1.0, "{}", f("efq_bound_ns"));
+    let example = |n: &str| Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../scenarios/{n}.toml"));
+    let o = run(&["model", "predictive", "--scenario", example("fq-small").to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let names: Vec<&str> = v["flows"].as_array().unwrap().iter().map(|f| f["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["fwd", "vpn", "zip", "fec"]);
+    let o = run(&["model", "everest", "--scenario", example("everest-small").to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let services = v["services"].as_array().unwrap();
+    assert!(!services.is_empty());
+    let g: f64 = services.iter().map(|s| s["guarantee"].as_f64().unwrap()).sum();
+    assert!((g - 1.0).abs() < 1e-9, "{g}");
+    assert!(services.iter().all(|s| s["n_max"].as_u64().unwrap() >= 1 && s["packets"].as_u64().unwrap() > 0));
+    let whole: u64 = services.iter().map(|s| s["whole_processors"].as_u64().unwrap()).sum();
+    assert_eq!(whole, v["processors"].as_u64().unwrap());
+    for (m, s) in [("everest", "fq-small"), ("predictive", "everest-small")] {
+        let o = run(&["model", m, "--scenario", example(s).to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{m} {s}");
+        assert!(stderr(&o).contains("sizes the"), "{}", stderr(&o));
+    }
+    assert_eq!(run(&["model", "everest"]).status.code(), Some(2), "--scenario is required");
+}
+
 /// `model = "everest"`: the small example runs and writes the full results directory; two
 /// replications give byte-identical summary.json with one and two worker threads; Everest has
 /// fewer late packets than Static on it; an unknown table or key is bad input naming it.
@@ -426,9 +472,9 @@ fn scalar(v: &serde_json::Value, name: &str) -> f64 {
     v["scalars"][name]["value"].as_f64().unwrap_or_else(|| panic!("{name} in {v}"))
 }
 
-/// The predictive models' examples (fq, lap, efq-lap) and dqs's: two replications give
+/// The predictive models' examples (fq, lap, efq-lap), dqs's and qcache's: two replications give
 /// byte-identical summary.json with one and two threads; an unknown table or key is bad input
-/// naming it; each predictive setting shows its paper's qualitative result.
+/// naming it; each predictive setting and qcache show their paper's qualitative result.
 #[test]
 fn predictive_scenarios_run_deterministically_show_their_results_and_refuse_unknown_keys() {
     let d = tempfile::tempdir().unwrap();
@@ -436,8 +482,13 @@ fn predictive_scenarios_run_deterministically_show_their_results_and_refuse_unkn
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../../scenarios/{name}.toml")))
             .unwrap()
     };
-    for (name, model) in [("fq-small", "fq"), ("lap-small", "lap"), ("efq-lap-small", "efq-lap"), ("dqs-small", "dqs")]
-    {
+    for (name, model) in [
+        ("fq-small", "fq"),
+        ("lap-small", "lap"),
+        ("efq-lap-small", "efq-lap"),
+        ("dqs-small", "dqs"),
+        ("qcache-small", "qcache"),
+    ] {
         let text = example(name)
             .replace("[run]\n", "[run]\nreplications = 2\n")
             .replace("duration = \"3s\"", "duration = \"1s\"");
@@ -449,11 +500,15 @@ fn predictive_scenarios_run_deterministically_show_their_results_and_refuse_unkn
             })
             .collect();
         assert_eq!(bytes[0], bytes[1], "{name}: same bytes with 1 and 2 threads");
-        for (bad, key) in [("[queues]\ncount = 4\n", "queues"), ("[traffic]\ncolour = 1\n", "traffic.colour")] {
+        let own = if model == "qcache" { "workload" } else { "traffic" };
+        for (bad, key) in [
+            ("[queues]\ncount = 4\n".to_string(), "queues".to_string()),
+            (format!("[{own}]\ncolour = 1\n"), format!("{own}.colour")),
+        ] {
             let s = write_scenario(d.path(), &format!("model = {model:?}\n{bad}"));
             let o = run(&["run", s.to_str().unwrap(), "--quiet"]);
             assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-            assert!(stderr(&o).contains(key), "{model} {key}: {}", stderr(&o));
+            assert!(stderr(&o).contains(&key), "{model} {key}: {}", stderr(&o));
         }
     }
     // Fair queuing: SFQ orders by start tag, blind to processing time, so the short forwarding
@@ -489,6 +544,13 @@ fn predictive_scenarios_run_deterministically_show_their_results_and_refuse_unkn
     let good = |v: &serde_json::Value| scalar(v, "overloaded_goodput");
     assert!(calm(&both) < 0.5 * calm(&lap), "calm p99: efq+lap {} lap {}", calm(&both), calm(&lap));
     assert!(good(&both) > good(&efq) + 0.3, "goodput: efq+lap {} efq {}", good(&both), good(&efq));
+    // qcache: under a hot set that fits in the 32 entries (SD16_90) the cached subsystems hit
+    // about 90% of the time and order as the paper's Fig. 7: qc > sqc > dc > nc.
+    let t = example("qcache-small").replace("pattern = \"R\"", "pattern = \"SD\"\ndominating = 16\npercent = 90.0");
+    let q = run_summary(d.path(), "qcache-sd", &t, "1");
+    let thr = |s: &str| scalar(&q, &format!("throughput.{s}"));
+    assert!(thr("qc") > thr("sqc") && thr("sqc") > thr("dc") && thr("dc") > thr("nc"), "{q}");
+    assert!(scalar(&q, "hit_rate.qc") > 0.8 && scalar(&q, "speedup.qc") > 2.0, "{q}");
 }
 
 /// dqs on real traffic: the trace example (a directory standing for its 181 captures) offers

@@ -78,6 +78,17 @@ id_type!(
     "application"
 );
 
+id_type!(
+    /// A packet buffer: what a queue in queue memory links (qcache section 2.1).
+    BufferId,
+    "buffer"
+);
+id_type!(
+    /// One entry of a fully associative descriptor cache (qcache's sqc and qc).
+    EntryId,
+    "cache entry"
+);
+
 /// Checks `id < count` for an id of kind `kind`.
 #[inline]
 pub(crate) fn check(kind: &'static str, id: u32, count: usize) -> Result<usize, crate::Error> {

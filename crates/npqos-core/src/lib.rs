@@ -39,8 +39,9 @@
 //!   FCFS and T-Opt.
 //!
 //! * [`queues`]: queue-descriptor memory and its subsystems (paper `qcache`): the queue memory
-//!   with Table 2's references per operation, the Table 1 operation plans of nc / dc / sqc /
-//!   qc, and the section 3.6 model of time gained and lost.
+//!   with Table 2's references per operation, the descriptor caches (sqc / qc entries, dc's data
+//!   cache, the queuing cache's engine assignment), the Table 1 operation programs of nc / dc /
+//!   sqc / qc, and the section 3.6 model of time gained and lost.
 //!
 //! * [`cache`]: a set-associative cache model with a locked region (kim Tables VI-VII).
 //! * [`model`]: analytical models as sizing tools (kim's stochastic model, eqs 8-13).
@@ -61,6 +62,6 @@ pub mod shaper;
 pub mod time;
 
 pub use error::Error;
-pub use id::{AppId, CoreId, FlowId, ProcessorId, QueueId, ServiceId};
+pub use id::{AppId, BufferId, CoreId, EntryId, FlowId, ProcessorId, QueueId, ServiceId};
 pub use rate::Rate;
 pub use time::{Duration, Instant};

@@ -70,6 +70,58 @@ pub fn parse_duration(s: &str) -> Result<Duration, UnitError> {
         .ok_or_else(|| UnitError(format!("not a number or out of range: expected {DURATION_HELP}")))
 }
 
+/// A duration below a nanosecond's precision, as hardware timing parameters need (`"2.5ns"`):
+/// rounded to the picosecond, returned in nanoseconds.
+pub fn parse_fine_duration(s: &str) -> Result<f64, UnitError> {
+    let (num, unit) = split(s);
+    let ps: u128 = match unit {
+        "ps" => 1,
+        "ns" => 1_000,
+        "us" | "µs" => 1_000_000,
+        "ms" => 1_000_000_000,
+        "s" => 1_000_000_000_000,
+        "" => return Err(UnitError(format!("missing unit: expected {DURATION_HELP}"))),
+        _ => return Err(UnitError(format!("unknown unit {unit:?}: expected {DURATION_HELP}"))),
+    };
+    if is_negative(num) {
+        return Err(UnitError(format!("negative duration: expected {DURATION_HELP}")));
+    }
+    scaled(num, ps, 1)
+        .map(|v| v as f64 / 1e3)
+        .ok_or_else(|| UnitError(format!("not a number or out of range: expected {DURATION_HELP}")))
+}
+
+/// A nanosecond count as [`parse_fine_duration`] reads it back (`2.5` -> `"2.5ns"`).
+pub fn fmt_fine_duration(ns: f64) -> String {
+    format!("{}ns", (ns * 1e3).round() / 1e3)
+}
+
+const FREQUENCY_HELP: &str = "a frequency with a unit, such as \"200MHz\" or \"1.5GHz\" (units: Hz, kHz, MHz, GHz)";
+
+/// A clock frequency (`"200MHz"`), returned in MHz (to the Hz).
+pub fn parse_frequency(s: &str) -> Result<f64, UnitError> {
+    let (num, unit) = split(s);
+    let hz: u128 = match unit {
+        "Hz" => 1,
+        "kHz" => 1_000,
+        "MHz" => 1_000_000,
+        "GHz" => 1_000_000_000,
+        "" => return Err(UnitError(format!("missing unit: expected {FREQUENCY_HELP}"))),
+        _ => return Err(UnitError(format!("unknown unit {unit:?}: expected {FREQUENCY_HELP}"))),
+    };
+    if is_negative(num) {
+        return Err(UnitError(format!("negative frequency: expected {FREQUENCY_HELP}")));
+    }
+    scaled(num, hz, 1)
+        .map(|v| v as f64 / 1e6)
+        .ok_or_else(|| UnitError(format!("not a number or out of range: expected {FREQUENCY_HELP}")))
+}
+
+/// MHz as [`parse_frequency`] reads it back (`200.0` -> `"200MHz"`).
+pub fn fmt_frequency(mhz: f64) -> String {
+    format!("{}MHz", (mhz * 1e6).round() / 1e6)
+}
+
 pub fn parse_rate(s: &str) -> Result<Rate, UnitError> {
     let (num, unit) = split(s);
     // (bits per unit)
@@ -158,6 +210,22 @@ pub fn fmt_size(b: u64) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn fine_durations_and_frequencies() {
+        use super::*;
+        assert_eq!(parse_fine_duration("2.5ns").unwrap(), 2.5);
+        assert_eq!(parse_fine_duration("40ns").unwrap(), 40.0);
+        assert_eq!(parse_fine_duration("1.25us").unwrap(), 1250.0);
+        assert_eq!(parse_fine_duration("500ps").unwrap(), 0.5);
+        assert!(parse_fine_duration("2.5").unwrap_err().0.contains("missing unit"));
+        assert!(parse_fine_duration("-1ns").is_err());
+        assert_eq!(parse_fine_duration(&fmt_fine_duration(2.5)).unwrap(), 2.5);
+        assert_eq!(parse_frequency("200MHz").unwrap(), 200.0);
+        assert_eq!(parse_frequency("1.5GHz").unwrap(), 1500.0);
+        assert!(parse_frequency("200").unwrap_err().0.contains("missing unit"));
+        assert_eq!(parse_frequency(&fmt_frequency(400.0)).unwrap(), 400.0);
+    }
+
     use super::*;
 
     #[test]

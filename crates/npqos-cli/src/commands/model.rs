@@ -7,6 +7,13 @@
 //! thread-bound rates at a hit rate, the threads needed to reach the memory bound, and the
 //! one-queue (worst-case) rate.
 //!
+//! `predictive` gives, per reserved flow of an fq or efq-lap scenario (default: the paper's 32
+//! flows), eq 1's processing-time estimate, its largest error, the rate at the scenario's load,
+//! eq 4's reservation, and the eq 13 / eq 18 worst-case misordering against WF2Q+.
+//!
+//! `everest` gives, per service of an everest scenario, N_max (the fewest dedicated processors
+//! that meet D on the scenario's traffic) and eq 7's guarantee, as a share and in processors.
+//!
 //! `kim` gives the workload side of the paper (eqs 15-16), the cost of the periodic-fill
 //! baseline (section 1 / 2.2) and the stochastic model of section 3.2 (eqs 8-13; constant
 //! inter-arrival times as in the paper, exponential ones as our extension): heap size per core,
@@ -73,6 +80,13 @@ pub struct ModelArgs {
     /// qcache: memory clock in MHz (one reference per cycle)
     #[arg(long, default_value_t = 200.0)]
     memory_mhz: f64,
+    /// everest, predictive: the scenario whose services (everest) or flows (fq, efq-lap) to
+    /// size [predictive default: the paper's 32 flows on one processor at load 1]
+    #[arg(long)]
+    scenario: Option<std::path::PathBuf>,
+    /// everest: seed of the scenario's traffic [default: the scenario's]
+    #[arg(long)]
+    seed: Option<u64>,
     /// Print JSON instead of a table
     #[arg(long)]
     json: bool,
@@ -87,12 +101,9 @@ pub fn model(short: &str, a: &ModelArgs) -> Result<()> {
         "kim" => kim(a),
         "dqs" => dqs(a),
         "qcache" => qcache(a),
-        "predictive" | "everest" => Err(bad(format!(
-            "npqos model {short}: no analytical sizing model (use `npqos reproduce {short}-...`); available: kim, dqs, qcache"
-        ))),
-        other => Err(bad(format!(
-            "unknown model {other:?}: expected one of kim, dqs, qcache"
-        ))),
+        "predictive" => predictive(a),
+        "everest" => everest(a),
+        other => Err(bad(format!("unknown model {other:?}: expected one of kim, dqs, qcache, predictive, everest"))),
     }
 }
 
@@ -378,5 +389,154 @@ fn qcache(a: &ModelArgs) -> Result<()> {
     }
     println!(" distinct q = min(memory, threads): every operation on its own queue; threads = those needed to reach the memory bound;");
     println!(" 1 queue = every operation on one queue, always a hit (1 / time the queue is held). Contention in between: npqos reproduce qcache-model.");
+    Ok(())
+}
+
+/// The fq part of `--scenario` (fq or efq-lap), or the paper's 32 flows on one processor.
+fn fq_spec(a: &ModelArgs) -> Result<npqos_sim::models::predictive::scenario::FqSpec> {
+    use npqos_sim::models::predictive::scenario::{FlowEntry, FqSpec};
+    use npqos_sim::scenario::Spec;
+    let Some(path) = &a.scenario else {
+        let names = npqos_sim::models::predictive::scenario::app_names();
+        let flows = npqos_sim::models::predictive::paper_flows()
+            .into_iter()
+            .map(|spec| FlowEntry { name: format!("{}-{}", names[spec.app], spec.len), spec })
+            .collect();
+        return Ok(FqSpec { processors: 1, discipline: npqos_core::sched::fq::Discipline::Efq, load: 1.0, flows });
+    };
+    let (_, sc) = super::run::load(path)?;
+    match sc.spec {
+        Spec::Fq(f) => Ok(f),
+        Spec::EfqLap(e) => Ok(FqSpec {
+            processors: e.processors,
+            discipline: npqos_core::sched::fq::Discipline::Efq,
+            load: e.calm_load,
+            flows: e.flows,
+        }),
+        other => Err(bad(format!(
+            "{}: model = {:?}; npqos model predictive sizes the flows of an \"fq\" or \"efq-lap\" scenario",
+            path.display(),
+            other.model()
+        ))),
+    }
+}
+
+fn predictive(a: &ModelArgs) -> Result<()> {
+    let f = fq_spec(a)?;
+    let rows = npqos_sim::models::predictive::scenario::fq_sizing(&f);
+    let reserved: f64 = rows.iter().map(|r| r.share).sum();
+    let processing: f64 = rows.iter().map(|r| r.processing).sum();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "model": "predictive", "processors": f.processors, "load": f.load,
+                "reserved": reserved, "processing": processing, "flows": rows,
+            }))?
+        );
+        return Ok(());
+    }
+    println!(
+        "predictive sizing: {} flows on {} processor(s) at 2 GHz, each offered {} x its reservation (Table 1 / 10; docs/predictive.md)",
+        rows.len(),
+        f.processors,
+        f.load
+    );
+    println!(
+        " {:<18} {:>6} {:>7} {:>10} {:>9} {:>11} {:>12} {:>11} {:>14} {:>14}",
+        "flow",
+        "size",
+        "share",
+        "t_e (us)",
+        "V (us)",
+        "packets/s",
+        "in (Mbps)",
+        "P_j (eq 4)",
+        "SFQ eq13 (us)",
+        "EFQ eq18 (us)"
+    );
+    for r in &rows {
+        println!(
+            " {:<18} {:>6} {:>7} {:>10} {:>9} {:>11} {:>12} {:>11} {:>14} {:>14}",
+            r.name,
+            r.size,
+            num(r.share),
+            num(r.t_e_ns / 1e3),
+            num(r.v_max_ns / 1e3),
+            num(r.packets_per_second),
+            num(r.bandwidth_bps / 1e6),
+            num(r.processing),
+            num(r.sfq_bound_ns / 1e3),
+            num(r.efq_bound_ns / 1e3),
+        );
+    }
+    let verdict =
+        if processing <= f.processors as f64 * (1.0 + 1e-9) { "admitted" } else { "REFUSED: more than the processors" };
+    println!(
+        " reserved shares sum to {} of {} processor(s); eq 4 processing at this load: {} processors ({verdict}).",
+        num(reserved),
+        f.processors,
+        num(processing)
+    );
+    println!(" V = the largest estimation error (Table 1's variation); bounds: the worst misordering against the WF2Q+ oracle for one flow.");
+    Ok(())
+}
+
+fn everest(a: &ModelArgs) -> Result<()> {
+    let Some(path) = &a.scenario else {
+        return Err(bad(
+            "npqos model everest: --scenario FILE is required (an everest scenario: its services and traffic)",
+        ));
+    };
+    let (_, sc) = super::run::load(path)?;
+    let npqos_sim::scenario::Spec::Everest(e) = &sc.spec else {
+        return Err(bad(format!(
+            "{}: model = {:?}; npqos model everest sizes the services of an \"everest\" scenario",
+            path.display(),
+            sc.model()
+        )));
+    };
+    let seed = a.seed.unwrap_or(sc.seed);
+    let rows = npqos_sim::models::everest::scenario::sizing(&sc, seed).map_err(|e| bad(e.to_string()))?;
+    let total: u32 = rows.iter().map(|r| r.n_max).sum();
+    if a.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&json!({
+                "model": "everest", "processors": e.processors, "duration_ns": sc.duration.as_nanos(),
+                "seed": seed, "n_max_sum": total, "services": rows,
+            }))?
+        );
+        return Ok(());
+    }
+    println!(
+        "everest sizing: {} services, N_p = {}, {} of the scenario's traffic (seed {seed}; eq 7, docs/everest.md)",
+        rows.len(),
+        e.processors,
+        sc.duration
+    );
+    println!(
+        " {:<16} {:>10} {:>10} {:>10} {:>10} {:>7} {:>9} {:>12} {:>7}",
+        "service", "t_pkt (us)", "D (us)", "packets", "mean load", "N_max", "G (eq 7)", "G x N_p", "whole"
+    );
+    for r in &rows {
+        println!(
+            " {:<16} {:>10} {:>10} {:>10} {:>10} {:>7} {:>9} {:>12} {:>7}",
+            r.name,
+            num(r.t_pkt_ns as f64 / 1e3),
+            num(r.tolerance_ns as f64 / 1e3),
+            r.packets,
+            num(r.mean_load),
+            format!("{}{}", r.n_max, if r.n_max_capped { "+" } else { "" }),
+            num(r.guarantee),
+            num(r.guaranteed_processors),
+            r.whole_processors,
+        );
+    }
+    println!(
+        " N_max: fewest dedicated processors (FIFO, no context switch) finishing every packet within D; sum {total} against N_p = {} ({}).",
+        e.processors,
+        if total <= e.processors { "every service can be guaranteed its N_max at once" } else { "the guarantees are shares of an overcommitted N_p" }
+    );
     Ok(())
 }

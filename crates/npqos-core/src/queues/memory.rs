@@ -12,7 +12,8 @@
 //! reads a NIL link: the reference count stays three, as the paper counts it, and the lists
 //! stay well formed.
 
-use thiserror::Error;
+use crate::id::{check, BufferId, QueueId};
+use crate::Error;
 
 /// End of a list.
 pub const NIL: u32 = u32::MAX;
@@ -46,17 +47,6 @@ impl Refs {
     }
 }
 
-/// Misuse of the queue memory.
-#[derive(Clone, Debug, PartialEq, Eq, Error)]
-pub enum QueueError {
-    #[error("queue {0} does not exist")]
-    NoQueue(u32),
-    #[error("buffer {0} does not exist")]
-    NoBuffer(u32),
-    #[error("buffer {0} is already queued")]
-    Queued(u32),
-}
-
 /// Descriptors and links for `queues` queues over `buffers` packet buffers.
 #[derive(Clone, Debug)]
 pub struct QueueMemory {
@@ -67,13 +57,20 @@ pub struct QueueMemory {
 }
 
 impl QueueMemory {
-    pub fn new(queues: u32, buffers: u32) -> Self {
-        QueueMemory {
+    pub fn new(queues: u32, buffers: u32) -> Result<Self, Error> {
+        if queues == 0 || buffers == 0 {
+            return Err(Error::BadParameter {
+                parameter: if queues == 0 { "queues" } else { "buffers" },
+                value: "0".into(),
+                expected: "at least 1",
+            });
+        }
+        Ok(QueueMemory {
             desc: vec![Descriptor::default(); queues as usize],
             link: vec![NIL; buffers as usize],
             queued: vec![false; buffers as usize],
             refs: Refs::default(),
-        }
+        })
     }
 
     pub fn queues(&self) -> u32 {
@@ -86,49 +83,44 @@ impl QueueMemory {
     }
 
     /// Queue `q`'s descriptor (not counted as a reference: for checks and reports).
-    pub fn descriptor(&self, q: u32) -> Option<Descriptor> {
-        self.desc.get(q as usize).copied()
+    pub fn descriptor(&self, q: QueueId) -> Option<Descriptor> {
+        self.desc.get(q.index()).copied()
     }
 
     /// Appends buffer `ptr` to queue `q` (Table 2 enqueue).
-    pub fn enqueue(&mut self, q: u32, ptr: u32) -> Result<(), QueueError> {
-        if q as usize >= self.desc.len() {
-            return Err(QueueError::NoQueue(q));
+    pub fn enqueue(&mut self, q: QueueId, buffer: BufferId) -> Result<(), Error> {
+        let qi = check(QueueId::KIND, q.0, self.desc.len())?;
+        let ptr = check(BufferId::KIND, buffer.0, self.link.len())?;
+        if self.queued[ptr] {
+            return Err(Error::NotAllowed("the buffer is already in a queue"));
         }
-        match self.queued.get(ptr as usize) {
-            None => return Err(QueueError::NoBuffer(ptr)),
-            Some(true) => return Err(QueueError::Queued(ptr)),
-            Some(false) => {}
-        }
-        self.queued[ptr as usize] = true;
+        self.queued[ptr] = true;
         // Read the descriptor.
         self.refs.desc_reads += 1;
-        let mut d = self.desc[q as usize];
+        let mut d = self.desc[qi];
         // Write the link: the old tail's next is the new buffer (or the new buffer ends the
         // list when the queue was empty).
         self.refs.link_writes += 1;
-        self.link[ptr as usize] = NIL;
+        self.link[ptr] = NIL;
         if d.len == 0 {
-            d.head = ptr;
+            d.head = buffer.0;
         } else {
-            self.link[d.tail as usize] = ptr;
+            self.link[d.tail as usize] = buffer.0;
         }
         // Write the descriptor.
-        d.tail = ptr;
+        d.tail = buffer.0;
         d.len += 1;
         self.refs.desc_writes += 1;
-        self.desc[q as usize] = d;
+        self.desc[qi] = d;
         Ok(())
     }
 
     /// Removes the head of queue `q` (Table 2 dequeue); `None` if it is empty (one descriptor
     /// read, nothing else).
-    pub fn dequeue(&mut self, q: u32) -> Result<Option<u32>, QueueError> {
-        if q as usize >= self.desc.len() {
-            return Err(QueueError::NoQueue(q));
-        }
+    pub fn dequeue(&mut self, q: QueueId) -> Result<Option<BufferId>, Error> {
+        let qi = check(QueueId::KIND, q.0, self.desc.len())?;
         self.refs.desc_reads += 1;
-        let mut d = self.desc[q as usize];
+        let mut d = self.desc[qi];
         if d.len == 0 {
             return Ok(None);
         }
@@ -141,8 +133,8 @@ impl QueueMemory {
             d.tail = NIL;
         }
         self.refs.desc_writes += 1;
-        self.desc[q as usize] = d;
+        self.desc[qi] = d;
         self.queued[head as usize] = false;
-        Ok(Some(head))
+        Ok(Some(BufferId(head)))
     }
 }

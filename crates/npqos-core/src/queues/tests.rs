@@ -1,33 +1,39 @@
 //! Queue memory against a `VecDeque` model, and the timing plans against hand arithmetic.
 
-use super::memory::{QueueError, QueueMemory, NIL};
+use super::memory::{QueueMemory, NIL};
 use super::timing::{plan, traffic, Op, Step, Subsystem, TABLE1};
+use crate::{BufferId, Error, QueueId};
 use proptest::prelude::*;
 use std::collections::VecDeque;
 
 #[test]
 fn three_references_per_operation_and_lists_stay_well_formed() {
-    let mut m = QueueMemory::new(2, 8);
+    let mut m = QueueMemory::new(2, 8).unwrap();
+    let q0 = QueueId(0);
     for p in [3, 5, 7] {
-        m.enqueue(0, p).unwrap();
+        m.enqueue(q0, BufferId(p)).unwrap();
     }
     assert_eq!(m.refs().total(), 9);
-    let d = m.descriptor(0).unwrap();
+    let d = m.descriptor(q0).unwrap();
     assert_eq!((d.head, d.tail, d.len), (3, 7, 3));
-    assert_eq!(m.dequeue(0).unwrap(), Some(3));
+    assert_eq!(m.dequeue(q0).unwrap(), Some(BufferId(3)));
     assert_eq!(m.refs().total(), 12);
-    assert_eq!(m.dequeue(0).unwrap(), Some(5));
-    assert_eq!(m.dequeue(0).unwrap(), Some(7));
-    let d = m.descriptor(0).unwrap();
+    assert_eq!(m.dequeue(q0).unwrap(), Some(BufferId(5)));
+    assert_eq!(m.dequeue(q0).unwrap(), Some(BufferId(7)));
+    let d = m.descriptor(q0).unwrap();
     assert_eq!((d.head, d.tail, d.len), (NIL, NIL, 0));
     // An empty dequeue reads the descriptor only.
-    assert_eq!(m.dequeue(0).unwrap(), None);
+    assert_eq!(m.dequeue(q0).unwrap(), None);
     let r = m.refs();
     assert_eq!((r.desc_reads, r.desc_writes, r.link_reads, r.link_writes), (7, 6, 3, 3));
-    assert_eq!(m.enqueue(2, 0), Err(QueueError::NoQueue(2)));
-    assert_eq!(m.enqueue(0, 8), Err(QueueError::NoBuffer(8)));
-    m.enqueue(1, 0).unwrap();
-    assert_eq!(m.enqueue(0, 0), Err(QueueError::Queued(0)));
+    assert!(matches!(m.enqueue(QueueId(2), BufferId(0)), Err(Error::UnknownId { kind: "queue", .. })));
+    assert!(matches!(m.enqueue(q0, BufferId(8)), Err(Error::UnknownId { kind: "buffer", .. })));
+    assert!(matches!(m.dequeue(QueueId(9)), Err(Error::UnknownId { .. })));
+    m.enqueue(QueueId(1), BufferId(0)).unwrap();
+    let before = m.refs();
+    assert!(matches!(m.enqueue(q0, BufferId(0)), Err(Error::NotAllowed(_))));
+    assert_eq!(m.refs(), before, "a refused call changes nothing");
+    assert!(QueueMemory::new(0, 1).is_err());
 }
 
 proptest! {
@@ -36,26 +42,26 @@ proptest! {
     /// queue, and the reference counts are three per successful operation.
     #[test]
     fn queue_memory_is_a_fifo_per_queue(ops in proptest::collection::vec((0u32..4, any::<bool>()), 1..400)) {
-        let mut m = QueueMemory::new(4, 512);
-        let mut model: Vec<VecDeque<u32>> = vec![VecDeque::new(); 4];
+        let mut m = QueueMemory::new(4, 512).unwrap();
+        let mut model: Vec<VecDeque<BufferId>> = vec![VecDeque::new(); 4];
         let mut free: Vec<u32> = (0..512).rev().collect();
         let mut ok_ops = 0u64;
         let mut empty_deq = 0u64;
         for (q, enq) in ops {
             if enq {
                 let p = free.pop().unwrap();
-                m.enqueue(q, p).unwrap();
-                model[q as usize].push_back(p);
+                m.enqueue(QueueId(q), BufferId(p)).unwrap();
+                model[q as usize].push_back(BufferId(p));
                 ok_ops += 1;
             } else {
-                let got = m.dequeue(q).unwrap();
+                let got = m.dequeue(QueueId(q)).unwrap();
                 prop_assert_eq!(got, model[q as usize].pop_front());
                 match got {
-                    Some(p) => { free.push(p); ok_ops += 1; }
+                    Some(p) => { free.push(p.0); ok_ops += 1; }
                     None => empty_deq += 1,
                 }
             }
-            let d = m.descriptor(q).unwrap();
+            let d = m.descriptor(QueueId(q)).unwrap();
             prop_assert_eq!(d.len as usize, model[q as usize].len());
         }
         prop_assert_eq!(m.refs().total(), 3 * ok_ops + empty_deq);
@@ -99,4 +105,25 @@ fn interconnect_and_off_chip_traffic_is_table3() {
     assert_eq!(traffic(Subsystem::Sqc, Op::Enqueue, false, true), (2, 3));
     assert_eq!(traffic(Subsystem::Qc, Op::Dequeue, false, false), (1, 2));
     assert_eq!(plan(Subsystem::Qc, Op::Enqueue, true).len(), 2);
+}
+
+/// Every program pairs each interconnect request with a response in the same branch, and
+/// requests carry 1 or 2 words, responses 1: the rule [`plan`] relies on.
+#[test]
+fn programs_pair_requests_and_responses() {
+    use super::timing::{program, Action};
+    for sub in Subsystem::ALL {
+        for op in [Op::Enqueue, Op::Dequeue] {
+            for hit in [true, false] {
+                for branch in program(sub, op, hit).iter().flat_map(|s| s.iter()) {
+                    let sends: Vec<u8> =
+                        branch.iter().filter_map(|a| if let Action::Send(w) = a { Some(*w) } else { None }).collect();
+                    assert!(sends.len().is_multiple_of(2), "{sub:?} {op:?} {hit}: {branch:?}");
+                    for pair in sends.chunks(2) {
+                        assert!((1..=2).contains(&pair[0]) && pair[1] == 1, "{sub:?} {op:?}: {branch:?}");
+                    }
+                }
+            }
+        }
+    }
 }

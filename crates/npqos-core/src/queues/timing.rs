@@ -5,7 +5,9 @@
 //! (nc and dc write the link and the descriptor at once); a branch is a sequence of steps.
 //! Steps: the thread's instructions, an interconnect round trip, an external-memory access,
 //! an on-chip cache access, a CAM lookup. The unloaded latency is the sum over stages of the
-//! longest branch. The simulator (npqos-sim) plays the same plans with contention.
+//! longest branch. The plans exist once, as [`program`]s of [`Action`]s (interconnect messages one
+//! way, the caches' decisions explicit); the simulator (npqos-sim) plays them with contention and
+//! [`plan`] reduces them to the unloaded steps.
 //!
 //! * **nc**: every reference crosses the interconnect to memory.
 //! * **dc**: descriptor references cross the interconnect to the data cache at the memory
@@ -98,54 +100,123 @@ pub enum Step {
     Cam,
 }
 
+/// One step of an operation as the timing simulation plays it: the finer form of [`Step`], with
+/// interconnect messages one way and the caches' decisions explicit.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Action {
+    /// The thread's instructions.
+    Instr,
+    /// A one-way interconnect message of this many words: a request is 1 (address and queue
+    /// id) or 2 (with data or a packet pointer); a response or acknowledgement is 1.
+    Send(u8),
+    /// An external-memory reference.
+    Memory,
+    /// A miss's descriptor load from memory, followed by the evicted descriptor's write-back.
+    Load,
+    /// A CAM lookup (sqc).
+    Cam,
+    /// An on-chip cache array access (sqc's descriptor update).
+    Cache,
+    /// dc: read the descriptor word in the data cache; memory on a miss.
+    DcRead,
+    /// dc: write the descriptor word (write-allocate without a fetch).
+    DcWrite,
+    /// qc: the queuing engine's work: CAM lookup; on a miss an allocation and the descriptor
+    /// load; the link reference in memory; the descriptor update in the cache array.
+    Engine,
+}
+
+impl Action {
+    /// The unloaded steps of this action when the descriptor lookup hits (`hit`) or misses.
+    /// A `Send` is half an interconnect round trip; its pair is counted at the request.
+    fn steps(self, hit: bool, request: bool) -> &'static [Step] {
+        use Step::*;
+        match self {
+            Action::Instr => &[Instr],
+            Action::Send(_) if request => &[Interconnect],
+            Action::Send(_) => &[],
+            Action::Memory | Action::Load => &[Memory],
+            Action::Cam => &[Cam],
+            Action::Cache | Action::DcWrite => &[Cache],
+            Action::DcRead if hit => &[Cache],
+            Action::DcRead => &[Cache, Memory],
+            Action::Engine if hit => &[Cam, Memory, Cache],
+            Action::Engine => &[Cam, Memory, Memory, Cache],
+        }
+    }
+}
+
+/// An operation's stages; a stage's branches run in parallel; a branch is a sequence of actions.
+pub type Program = &'static [&'static [&'static [Action]]];
+
+mod programs {
+    use super::Action::{Cache, Cam, DcRead, DcWrite, Engine, Instr, Load, Memory as Mem, Send};
+    use super::Program;
+    pub const NC_ENQ: Program =
+        &[&[&[Instr]], &[&[Send(1), Mem, Send(1)]], &[&[Send(2), Mem, Send(1)], &[Send(2), Mem, Send(1)]]];
+    pub const NC_DEQ: Program =
+        &[&[&[Instr]], &[&[Send(1), Mem, Send(1)]], &[&[Send(1), Mem, Send(1)]], &[&[Send(2), Mem, Send(1)]]];
+    pub const DC_ENQ: Program =
+        &[&[&[Instr]], &[&[Send(1), DcRead, Send(1)]], &[&[Send(2), Mem, Send(1)], &[Send(2), DcWrite, Send(1)]]];
+    pub const DC_DEQ: Program =
+        &[&[&[Instr]], &[&[Send(1), DcRead, Send(1)]], &[&[Send(1), Mem, Send(1)]], &[&[Send(2), DcWrite, Send(1)]]];
+    pub const SQC_ENQ_HIT: Program = &[&[&[Instr]], &[&[Send(2), Cam, Mem, Cache, Send(1)]]];
+    pub const SQC_DEQ_HIT: Program = &[&[&[Instr]], &[&[Send(1), Cam, Mem, Cache, Send(1)]]];
+    pub const SQC_ENQ_MISS: Program =
+        &[&[&[Instr]], &[&[Send(1), Cam, Load, Send(1)]], &[&[Send(2), Cam, Mem, Cache, Send(1)]]];
+    pub const SQC_DEQ_MISS: Program =
+        &[&[&[Instr]], &[&[Send(1), Cam, Load, Send(1)]], &[&[Send(1), Cam, Mem, Cache, Send(1)]]];
+    pub const QC_ENQ: Program = &[&[&[Instr]], &[&[Send(2), Engine, Send(1)]]];
+    pub const QC_DEQ: Program = &[&[&[Instr]], &[&[Send(1), Engine, Send(1)]]];
+}
+
+/// What `op` does in subsystem `sub` (Table 2, Figure 4), the one definition of the operation
+/// plans: the simulator plays it with contention, [`plan`] and [`Timing::latency_ns`] reduce
+/// it to unloaded steps. `hit` chooses sqc's program (a miss first sends an evict-and-load
+/// command); nc ignores it, and dc and qc decide hit or miss inside [`Action::DcRead`] and
+/// [`Action::Engine`].
+pub fn program(sub: Subsystem, op: Op, hit: bool) -> Program {
+    use programs::*;
+    match (sub, op, hit) {
+        (Subsystem::Nc, Op::Enqueue, _) => NC_ENQ,
+        (Subsystem::Nc, Op::Dequeue, _) => NC_DEQ,
+        (Subsystem::Dc, Op::Enqueue, _) => DC_ENQ,
+        (Subsystem::Dc, Op::Dequeue, _) => DC_DEQ,
+        (Subsystem::Sqc, Op::Enqueue, true) => SQC_ENQ_HIT,
+        (Subsystem::Sqc, Op::Dequeue, true) => SQC_DEQ_HIT,
+        (Subsystem::Sqc, Op::Enqueue, false) => SQC_ENQ_MISS,
+        (Subsystem::Sqc, Op::Dequeue, false) => SQC_DEQ_MISS,
+        (Subsystem::Qc, Op::Enqueue, _) => QC_ENQ,
+        (Subsystem::Qc, Op::Dequeue, _) => QC_DEQ,
+    }
+}
+
 /// Branches run in parallel; each is a sequence of steps.
 pub type Stage = Vec<Vec<Step>>;
 
-/// The stages of one operation; `hit` is ignored by nc.
+/// The stages of one operation as unloaded steps ([`program`] with each interconnect request and
+/// its response one round trip); `hit` is ignored by nc.
 pub fn plan(sub: Subsystem, op: Op, hit: bool) -> Vec<Stage> {
-    use Step::*;
-    let one = |s: &[Step]| vec![s.to_vec()];
-    match sub {
-        Subsystem::Nc => match op {
-            Op::Enqueue => vec![
-                one(&[Instr]),
-                one(&[Interconnect, Memory]),
-                vec![vec![Interconnect, Memory], vec![Interconnect, Memory]],
-            ],
-            Op::Dequeue => vec![
-                one(&[Instr]),
-                one(&[Interconnect, Memory]),
-                one(&[Interconnect, Memory]),
-                one(&[Interconnect, Memory]),
-            ],
-        },
-        Subsystem::Dc => {
-            let read_desc = if hit { one(&[Interconnect, Cache]) } else { one(&[Interconnect, Cache, Memory]) };
-            match op {
-                Op::Enqueue => {
-                    vec![one(&[Instr]), read_desc, vec![vec![Interconnect, Memory], vec![Interconnect, Cache]]]
-                }
-                Op::Dequeue => {
-                    vec![one(&[Instr]), read_desc, one(&[Interconnect, Memory]), one(&[Interconnect, Cache])]
-                }
-            }
-        }
-        Subsystem::Sqc => {
-            let mut v = vec![one(&[Instr])];
-            if !hit {
-                v.push(one(&[Interconnect, Cam, Memory]));
-            }
-            v.push(one(&[Interconnect, Cam, Memory, Cache]));
-            v
-        }
-        Subsystem::Qc => {
-            if hit {
-                vec![one(&[Instr]), one(&[Interconnect, Cam, Memory, Cache])]
-            } else {
-                vec![one(&[Instr]), one(&[Interconnect, Cam, Memory, Memory, Cache])]
-            }
-        }
-    }
+    program(sub, op, hit)
+        .iter()
+        .map(|stage| {
+            stage
+                .iter()
+                .map(|branch| {
+                    let mut sends = 0;
+                    let mut steps = Vec::new();
+                    for &a in branch.iter() {
+                        let request = matches!(a, Action::Send(_)) && {
+                            sends += 1;
+                            sends % 2 == 1
+                        };
+                        steps.extend_from_slice(a.steps(hit, request));
+                    }
+                    steps
+                })
+                .collect()
+        })
+        .collect()
 }
 
 impl Timing {

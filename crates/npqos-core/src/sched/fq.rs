@@ -45,6 +45,21 @@ pub enum Discipline {
     Efq,
 }
 
+/// The worst-case misordering delay of flow `a` (reserved `share` of the processors) against
+/// the WF2Q+ oracle, as we read predictive eq 13 (SFQ) and eq 18 (EFQ), from every flow's
+/// largest processing time `a_max` (A_n) and largest estimation error `v_max` (V_n), in any one
+/// time unit: SFQ `sum_n A_n - A_a / share`, EFQ `sum_(n != a) V_n + V_a / share`. docs/predictive.md
+/// compares them with the simulated worst cases. `None` if `a` is not a flow or `share` is not
+/// in (0, 1].
+pub fn misordering_bounds(a_max: &[f64], v_max: &[f64], a: usize, share: f64) -> Option<(f64, f64)> {
+    if a >= a_max.len() || a >= v_max.len() || !(share > 0.0 && share <= 1.0) {
+        return None;
+    }
+    let sum_a: f64 = a_max.iter().sum();
+    let sum_v_other: f64 = v_max.iter().enumerate().filter(|&(i, _)| i != a).map(|(_, v)| v).sum();
+    Some((sum_a - a_max[a] / share, sum_v_other + v_max[a] / share))
+}
+
 impl Discipline {
     /// Short name used in results.
     pub fn label(&self) -> &'static str {

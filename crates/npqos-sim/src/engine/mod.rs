@@ -113,7 +113,7 @@ impl<E: Copy> Engine<E> {
     }
 
     /// Schedules `event` at `at`, which must not be in the past.
-    #[inline]
+    #[inline(always)]
     pub fn schedule(&mut self, at: Instant, event: E) -> EventKey {
         assert!(at >= self.now, "event scheduled in the past: {at} < now {}", self.now);
         self.queue.push(at, event)

@@ -56,10 +56,9 @@ fn fq_runs(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> (Vec<FlowSpec>, V
 }
 
 fn bounds(r: &FqResult, a: usize, share: f64) -> (f64, f64) {
-    let sum_a: f64 = r.flows.iter().map(|f| f.a_max_ns).sum();
-    let sum_v_other: f64 = r.flows.iter().enumerate().filter(|(i, _)| *i != a).map(|(_, f)| f.v_max_ns).sum();
-    let fa = &r.flows[a];
-    (sum_a - fa.a_max_ns / share, sum_v_other + fa.v_max_ns / share)
+    let a_max: Vec<f64> = r.flows.iter().map(|f| f.a_max_ns).collect();
+    let v_max: Vec<f64> = r.flows.iter().map(|f| f.v_max_ns).collect();
+    npqos_core::sched::fq::misordering_bounds(&a_max, &v_max, a, share).expect("a flow with a valid share")
 }
 
 /// The run record of one discipline (its scalars are added by the caller).

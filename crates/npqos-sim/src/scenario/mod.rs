@@ -139,6 +139,10 @@ pub const MODELS: &[(&str, &str)] = &[
         "reserved flows on processors with caches, some bursting, under EFQ, EFQ preferring warm caches, LAP, or switching between them (predictive section 6; docs/predictive.md)",
     ),
     (
+        "qcache",
+        "threads enqueueing and dequeueing through a queue-descriptor subsystem (no cache, data cache, software- or hardware-managed queuing cache) with contention at bus, memory and queues: throughput, hit rate, off-chip references (docs/qcache.md)",
+    ),
+    (
         "everest",
         "processors shared by services under an allocation policy (Everest, -LD, -AE, adaptive, Static, Quantum, Cohort-E) with context-switch cost; bursty synthetic traffic (docs/everest.md)",
     ),
@@ -175,6 +179,8 @@ pub enum Spec {
     Lap(predictive::LapSpec),
     /// `model = "efq-lap"`: processors with caches, a mode, and flows that burst.
     EfqLap(predictive::SwitchSpec),
+    /// `model = "qcache"`: queuing subsystems, Table 1 timing and an operation workload.
+    Qcache(crate::models::qcache::scenario::QcacheSpec),
 }
 
 impl Spec {
@@ -188,6 +194,7 @@ impl Spec {
             Spec::Fq(_) => "fq",
             Spec::Lap(_) => "lap",
             Spec::EfqLap(_) => "efq-lap",
+            Spec::Qcache(_) => "qcache",
         }
     }
 
@@ -199,6 +206,7 @@ impl Spec {
             "fq" | "efq-lap" => &["model", "run", "processors", "traffic", "flows"],
             "dqs" => &["model", "run", "table", "link", "traffic"],
             "lap" => &["model", "run", "processors", "traffic"],
+            "qcache" => &["model", "run", "queuing", "timing", "workload"],
             _ => &["model", "run", "link", "queues", "traffic"],
         }
     }
@@ -211,6 +219,7 @@ impl Spec {
             "fq" => Spec::Fq(predictive::read_fq(root, probs)),
             "lap" => Spec::Lap(predictive::read_lap(root, probs)),
             "efq-lap" => Spec::EfqLap(predictive::read_switch(root, probs)),
+            "qcache" => Spec::Qcache(crate::models::qcache::scenario::read(root, base_dir, probs)),
             _ => match link::read(root, model, base_dir, probs) {
                 (l, Some(sh)) => Spec::Kim(l, sh),
                 (l, None) => Spec::Link(l),
@@ -270,6 +279,13 @@ impl Spec {
                 "160 B per packet offered at the burst rate, if every packet waited at once",
                 "shorten run.duration",
             ),
+            Spec::Qcache(q) => (
+                q.estimate_memory(),
+                "workload.operations",
+                q.operations.to_string(),
+                "per queue, per operation the model replays, a trace's queue ids",
+                "lower workload.operations or set queuing.model = false",
+            ),
         }
     }
 
@@ -289,6 +305,7 @@ impl Spec {
             Spec::Fq(f) => f.to_toml(root),
             Spec::Lap(l) => l.to_toml(root),
             Spec::EfqLap(e) => e.to_toml(root),
+            Spec::Qcache(q) => q.to_toml(root),
         }
     }
 }
@@ -424,8 +441,8 @@ impl Scenario {
         root.insert("model".into(), self.model().into());
         let mut run = toml::Table::new();
         run.insert("seed".into(), (self.seed as i64).into());
-        // lap's run length is its stream's (run.duration does not apply).
-        if !matches!(self.spec, Spec::Lap(_)) {
+        // lap's and qcache's run lengths are their streams' (run.duration does not apply).
+        if !matches!(self.spec, Spec::Lap(_) | Spec::Qcache(_)) {
             run.insert("duration".into(), self.duration.to_string().into());
             run.insert("warmup".into(), self.warmup.to_string().into());
         }

@@ -2,7 +2,7 @@
 //! its key path and every key nobody read reported as unknown.
 
 use super::Problem;
-use crate::units::{parse_duration, parse_rate, parse_size};
+use crate::units::{parse_duration, parse_fine_duration, parse_frequency, parse_rate, parse_size};
 use npqos_core::{Duration, Rate};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -85,6 +85,20 @@ impl<'a> Reader<'a> {
     }
     pub(crate) fn duration(&mut self, key: &str, default: Duration, probs: &mut Vec<Problem>) -> Duration {
         self.string_with(key, default, probs, "a duration such as \"2ms\"", |s| parse_duration(s).map_err(|e| e.0))
+    }
+    /// A duration to the picosecond, in nanoseconds (hardware timing such as `"2.5ns"`).
+    pub(crate) fn fine_duration(&mut self, key: &str, default_ns: f64, probs: &mut Vec<Problem>) -> f64 {
+        self.string_with(key, default_ns, probs, "a duration such as \"2.5ns\"", |s| {
+            parse_fine_duration(s).map_err(|e| e.0)
+        })
+    }
+    /// A frequency in MHz (`"200MHz"`); it must be positive.
+    pub(crate) fn frequency(&mut self, key: &str, default_mhz: f64, probs: &mut Vec<Problem>) -> f64 {
+        self.string_with(key, default_mhz, probs, "a frequency such as \"200MHz\"", |s| match parse_frequency(s) {
+            Ok(f) if f > 0.0 => Ok(f),
+            Ok(_) => Err("expected a frequency above 0".into()),
+            Err(e) => Err(e.0),
+        })
     }
     pub(crate) fn rate(&mut self, key: &str, default: Rate, probs: &mut Vec<Problem>) -> Rate {
         self.string_with(key, default, probs, "a rate such as \"10Gbps\"", |s| parse_rate(s).map_err(|e| e.0))

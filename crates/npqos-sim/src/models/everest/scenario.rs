@@ -306,6 +306,59 @@ impl EverestSpec {
     }
 }
 
+/// What `npqos model everest` reports for one service.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ServiceSizing {
+    pub name: String,
+    pub t_pkt_ns: u64,
+    pub tolerance_ns: u64,
+    /// Packets of the service in `run.duration` of the scenario's traffic.
+    pub packets: u64,
+    /// Mean processors' worth of work: packets x t_pkt / duration.
+    pub mean_load: f64,
+    /// N_max^i: the fewest dedicated processors that finish every packet within D (FIFO),
+    /// and whether the search stopped at its cap.
+    pub n_max: u32,
+    pub n_max_capped: bool,
+    /// G^i (eq 7), and G^i x N_p.
+    pub guarantee: f64,
+    pub guaranteed_processors: f64,
+    /// Whole processors by the largest remainder of G^i x N_p (every service at least one when
+    /// N_p allows).
+    pub whole_processors: u32,
+}
+
+/// N_max^i and the eq 7 guarantees of the scenario's services on its traffic (`run.duration`
+/// of it, arrivals from `seed`): the sizing side of the everest model (`npqos model everest`).
+pub fn sizing(sc: &crate::scenario::Scenario, seed: u64) -> Result<Vec<ServiceSizing>, super::EverestError> {
+    let crate::scenario::Spec::Everest(e) = &sc.spec else {
+        return Err(super::EverestError::NotEverest);
+    };
+    let traffic = super::Traffic::Synthetic(e.synthetic(sc.duration));
+    let t_pkt: Vec<Duration> = e.services.iter().map(|s| s.t_pkt).collect();
+    let d: Vec<Duration> = e.services.iter().map(|s| s.tolerance).collect();
+    let nm = super::n_max(|| traffic.stream(seed), &t_pkt, &d, 4 * e.processors.max(64));
+    let g = npqos_core::alloc::guarantee::shares(&nm.iter().map(|x| x.0).collect::<Vec<_>>());
+    let whole = npqos_core::alloc::guarantee::round_shares(&g, e.processors);
+    let secs = sc.duration.as_secs_f64().max(f64::MIN_POSITIVE);
+    Ok(e.services
+        .iter()
+        .enumerate()
+        .map(|(i, s)| ServiceSizing {
+            name: s.name.clone(),
+            t_pkt_ns: s.t_pkt.as_nanos(),
+            tolerance_ns: s.tolerance.as_nanos(),
+            packets: nm[i].2,
+            mean_load: nm[i].2 as f64 * s.t_pkt.as_secs_f64() / secs,
+            n_max: nm[i].0,
+            n_max_capped: nm[i].1,
+            guarantee: g[i],
+            guaranteed_processors: g[i] * e.processors as f64,
+            whole_processors: whole[i],
+        })
+        .collect())
+}
+
 /// Runs one replication of a `model = "everest"` scenario with `seed`: the guarantees (given,
 /// or eq 7 from N_max passes over the same traffic), then the allocator on the engine until
 /// every packet offered before `run.duration` is processed (or the event budget, or Ctrl-C).

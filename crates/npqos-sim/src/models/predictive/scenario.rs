@@ -408,6 +408,67 @@ fn record(stop: StopReason) -> RunResult {
     }
 }
 
+/// What `npqos model predictive` reports for one reserved flow.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct FlowSizing {
+    pub name: String,
+    pub app: &'static str,
+    pub size: u32,
+    pub share: f64,
+    /// t_e (eq 1) on the 2 GHz processor, and the largest error V and time A = t_e + V, ns.
+    pub t_e_ns: f64,
+    pub v_max_ns: f64,
+    pub a_max_ns: f64,
+    /// At `traffic.load` of its reservation: packets/s, input bit/s, and eq 4's P_j
+    /// (processors' worth of processing), with the output bit/s (expansion gamma applied).
+    pub packets_per_second: f64,
+    pub bandwidth_bps: f64,
+    pub processing: f64,
+    pub out_bandwidth_bps: f64,
+    /// Worst-case misordering against WF2Q+ (eqs 13 and 18 as we read them), ns.
+    pub sfq_bound_ns: f64,
+    pub efq_bound_ns: f64,
+}
+
+/// Eq 1 estimates, eq 4 reservations and the eq 13 / eq 18 bounds of an fq scenario's flows
+/// (the sizing side of the predictive model, `npqos model predictive`). Every flow is offered
+/// at `load` times its reservation on `processors` processors, as the simulation offers it.
+pub fn fq_sizing(f: &FqSpec) -> Vec<FlowSizing> {
+    use npqos_core::sched::admission::FlowRequest;
+    let apps = apps_2ghz();
+    let m = f.processors as f64;
+    let t_e: Vec<f64> = f.flows.iter().map(|x| apps[x.spec.app].estimate_us(x.spec.len) * 1e3).collect();
+    let v_max: Vec<f64> =
+        f.flows.iter().zip(&t_e).map(|(x, te)| te * crate::models::predictive::VARIATION[x.spec.app]).collect();
+    let a_max: Vec<f64> = t_e.iter().zip(&v_max).map(|(t, v)| t + v).collect();
+    f.flows
+        .iter()
+        .enumerate()
+        .map(|(i, x)| {
+            let pps = x.spec.share * m * f.load / (t_e[i] * 1e-9);
+            let bandwidth_bps = pps * x.spec.len as f64 * 8.0;
+            let req = FlowRequest { bandwidth_bps, mean_len: x.spec.len, app: apps[x.spec.app] };
+            let (sfq, efq) = npqos_core::sched::fq::misordering_bounds(&a_max, &v_max, i, x.spec.share)
+                .unwrap_or((f64::NAN, f64::NAN));
+            FlowSizing {
+                name: x.name.clone(),
+                app: apps[x.spec.app].name,
+                size: x.spec.len,
+                share: x.spec.share,
+                t_e_ns: t_e[i],
+                v_max_ns: v_max[i],
+                a_max_ns: a_max[i],
+                packets_per_second: pps,
+                bandwidth_bps,
+                processing: req.processing(),
+                out_bandwidth_bps: req.out_bandwidth_bps(),
+                sfq_bound_ns: sfq,
+                efq_bound_ns: efq,
+            }
+        })
+        .collect()
+}
+
 /// Runs one replication of a `model = "fq"`, `"lap"` or `"efq-lap"` scenario with `seed`:
 /// arrivals for `run.duration` (lap: the whole stream), then until every packet completed (or
 /// the event budget, or Ctrl-C).

@@ -44,19 +44,29 @@
 //!   a miss an eviction and allocation (at most one per 1 ns cycle) and the descriptor load; the
 //!   link reference in memory; the descriptor update in the cache (2.5 ns); then the response.
 //!
+//! # Mechanisms and engine
+//! The operation plans are [`npqos_core::queues::timing::program`]; the descriptor caches and the
+//! queuing cache's controller are [`npqos_core::queues::cache`] (the code a data plane would
+//! link). The simulation runs on [`crate::engine::Engine`] with time in ticks as the engine's
+//! nanoseconds; an event resumes one branch of one thread. All events are class 0: at one tick
+//! they run in the order they were scheduled, which is the order the resources were granted.
+//!
 //! # Checks
 //! Each operation is applied to a [`QueueMemory`] at its serialization point (lock taken; qc:
 //! engine start). Every dequeue must find a packet, and each queue's packets must leave in the
 //! order they entered: a violation ends the run with [`SimError::Order`].
 
 use super::workload::OpStream;
+use crate::engine::{Engine, Model, RunLimits, StopReason};
 use hdrhistogram::Histogram;
-use npqos_core::cache::SetAssocCache;
+use npqos_core::queues::cache::{DataCache, EntryCache, QueuingCache};
 use npqos_core::queues::memory::{QueueMemory, Refs};
-use npqos_core::queues::timing::{Op, Subsystem, Timing, TABLE1};
+use npqos_core::queues::timing::{program, Action, Op, Program, Subsystem, Timing, TABLE1};
+use npqos_core::{BufferId, EntryId, Instant, QueueId};
 use rand::Rng;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::VecDeque;
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 use thiserror::Error;
 
 /// Ticks per nanosecond.
@@ -120,12 +130,17 @@ pub enum SimError {
     Stalled(u64),
     #[error("queue {queue}: {what} (operation {op})")]
     Order { queue: u32, op: u64, what: String },
+    #[error("operation {op}: the queue mechanism refused a call: {error}")]
+    Mechanism { op: u64, error: npqos_core::Error },
 }
 
 /// What a run measured (over the operations after the warm-up).
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct SimStats {
     pub ops: u64,
+    /// Engine events executed (the whole run).
+    #[serde(skip)]
+    pub events: u64,
     pub sim_time_ns: f64,
     /// Operations per microsecond = M ops/s.
     pub throughput_mops: f64,
@@ -173,46 +188,6 @@ impl From<Refs> for RefCounts {
     }
 }
 
-/// One step of a branch.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum S {
-    Instr,
-    /// A bus message of this many words.
-    Send(u8),
-    /// A memory reference.
-    Mem,
-    /// A memory load of a descriptor, followed by the dirty victim's write-back if there is one.
-    Load,
-    Cam,
-    Cache,
-    /// dc descriptor access at the controller.
-    DcRead,
-    DcWrite,
-    /// qc: the queuing engine's work.
-    Engine,
-}
-
-use S::*;
-
-type Program = &'static [&'static [&'static [S]]];
-
-const NC_ENQ: Program =
-    &[&[&[Instr]], &[&[Send(1), Mem, Send(1)]], &[&[Send(2), Mem, Send(1)], &[Send(2), Mem, Send(1)]]];
-const NC_DEQ: Program =
-    &[&[&[Instr]], &[&[Send(1), Mem, Send(1)]], &[&[Send(1), Mem, Send(1)]], &[&[Send(2), Mem, Send(1)]]];
-const DC_ENQ: Program =
-    &[&[&[Instr]], &[&[Send(1), DcRead, Send(1)]], &[&[Send(2), Mem, Send(1)], &[Send(2), DcWrite, Send(1)]]];
-const DC_DEQ: Program =
-    &[&[&[Instr]], &[&[Send(1), DcRead, Send(1)]], &[&[Send(1), Mem, Send(1)]], &[&[Send(2), DcWrite, Send(1)]]];
-const SQC_ENQ_HIT: Program = &[&[&[Instr]], &[&[Send(2), Cam, Mem, Cache, Send(1)]]];
-const SQC_DEQ_HIT: Program = &[&[&[Instr]], &[&[Send(1), Cam, Mem, Cache, Send(1)]]];
-const SQC_ENQ_MISS: Program =
-    &[&[&[Instr]], &[&[Send(1), Cam, Load, Send(1)]], &[&[Send(2), Cam, Mem, Cache, Send(1)]]];
-const SQC_DEQ_MISS: Program =
-    &[&[&[Instr]], &[&[Send(1), Cam, Load, Send(1)]], &[&[Send(1), Cam, Mem, Cache, Send(1)]]];
-const QC_ENQ: Program = &[&[&[Instr]], &[&[Send(2), Engine, Send(1)]]];
-const QC_DEQ: Program = &[&[&[Instr]], &[&[Send(1), Engine, Send(1)]]];
-
 #[derive(Clone, Copy, Default)]
 struct Branch {
     pc: u8,
@@ -236,68 +211,16 @@ struct Thread {
     hit: bool,
     victim_dirty: bool,
     /// sqc / qc entry in use.
-    entry: u32,
-}
-
-const NO_QUEUE: u32 = u32::MAX;
-
-/// A small fully associative LRU array whose entries can be pinned (in use).
-struct Fa {
-    queue: Vec<u32>,
-    last: Vec<u64>,
-    pinned: Vec<bool>,
-    clock: u64,
-}
-
-impl Fa {
-    fn new(n: u32) -> Self {
-        Fa { queue: vec![NO_QUEUE; n as usize], last: vec![0; n as usize], pinned: vec![false; n as usize], clock: 0 }
-    }
-
-    /// Looks `q` up and pins its entry: (entry, hit, dirty victim evicted).
-    fn acquire(&mut self, q: u32) -> (u32, bool, bool) {
-        self.clock += 1;
-        if let Some(i) = self.queue.iter().position(|&x| x == q) {
-            debug_assert!(!self.pinned[i], "one operation per queue at a time");
-            self.last[i] = self.clock;
-            self.pinned[i] = true;
-            return (i as u32, true, false);
-        }
-        // LRU among entries not in use; an empty entry is the oldest.
-        let v = (0..self.queue.len())
-            .filter(|&i| !self.pinned[i])
-            .min_by_key(|&i| if self.queue[i] == NO_QUEUE { 0 } else { self.last[i] })
-            .expect("entries >= operations in flight (checked at construction)");
-        let dirty = self.queue[v] != NO_QUEUE;
-        self.queue[v] = q;
-        self.last[v] = self.clock;
-        self.pinned[v] = true;
-        (v as u32, false, dirty)
-    }
-
-    fn release(&mut self, e: u32) {
-        self.pinned[e as usize] = false;
-    }
-}
-
-/// The queuing cache's request handling.
-struct QcUnit {
-    /// A request for the queue is in service or waiting for an engine.
-    claimed: Vec<bool>,
-    /// Requests behind the claimed one, per queue, in arrival order.
-    behind: Vec<VecDeque<u16>>,
-    /// Claimed requests waiting for a free engine.
-    ready: VecDeque<u16>,
-    free_engines: u32,
-    alloc_free: u64,
+    entry: EntryId,
 }
 
 struct Sim<'a, R: Rng> {
     cfg: SimConfig,
     stream: &'a mut OpStream<R>,
+    progress: &'a mut dyn FnMut(f64),
+    total: u64,
+    next_report: u64,
     now: u64,
-    seq: u64,
-    events: BinaryHeap<Reverse<(u64, u64, u32)>>,
     threads: Vec<Thread>,
     // Durations, ticks.
     t_instr: u64,
@@ -314,13 +237,15 @@ struct Sim<'a, R: Rng> {
     mem_free: u64,
     locked: Vec<bool>,
     waiting: Vec<VecDeque<u16>>,
-    fa: Fa,
-    dc: Option<SetAssocCache>,
+    sqc: Option<EntryCache>,
+    dc: Option<DataCache>,
     mshrs: u32,
-    qc: QcUnit,
+    qc: Option<QueuingCache<u16>>,
+    /// qc: the next free eviction-and-allocation slot.
+    alloc_free: u64,
     // Functional model and checks.
     qm: QueueMemory,
-    free_buffers: Vec<u32>,
+    free_buffers: Vec<BufferId>,
     packet_of: Vec<u64>,
     last_out: Vec<u64>,
     next_packet: u64,
@@ -354,18 +279,63 @@ struct Mark {
     bus_busy: u64,
 }
 
-/// Runs `cfg` on `stream`; `progress` gets the fraction done now and then.
+/// Runs `cfg` on `stream` to the end; `progress` gets the fraction done now and then.
 pub fn run<R: Rng>(
     cfg: &SimConfig,
     stream: &mut OpStream<R>,
     progress: &mut dyn FnMut(f64),
 ) -> Result<SimStats, SimError> {
-    let mut sim = Sim::new(*cfg, stream)?;
-    sim.go(progress)
+    run_limited(cfg, stream, u64::MAX, None, progress).map(|(st, _)| st)
+}
+
+/// Runs `cfg` on `stream` for at most `max_events` events; raising `interrupt` stops it early.
+/// A run stopped early returns what it measured so far (over the operations completed after
+/// the warm-up, or over all of them if the warm-up did not end) and why it stopped.
+pub fn run_limited<R: Rng>(
+    cfg: &SimConfig,
+    stream: &mut OpStream<R>,
+    max_events: u64,
+    interrupt: Option<Arc<AtomicBool>>,
+    progress: &mut dyn FnMut(f64),
+) -> Result<(SimStats, StopReason), SimError> {
+    let mut sim = Sim::new(*cfg, stream, progress)?;
+    let mut engine = Engine::new();
+    if let Some(flag) = interrupt {
+        engine = engine.with_interrupt(flag);
+    }
+    for t in 0..sim.threads.len() {
+        sim.pick(&mut engine, t);
+    }
+    let stop = engine.run(&mut sim, RunLimits { until: Instant::MAX, max_events }, &mut |_| {});
+    if let Some(e) = sim.error.take() {
+        return Err(e);
+    }
+    let stats = SimStats { events: engine.executed(), ..sim.stats() };
+    match stop {
+        StopReason::Drained if sim.completed < sim.total => Err(SimError::Stalled(sim.completed)),
+        StopReason::Halted | StopReason::Drained => Ok((stats, StopReason::Drained)),
+        other => Ok((stats, other)),
+    }
+}
+
+impl<R: Rng> Model for Sim<'_, R> {
+    type Event = u32;
+
+    fn handle(&mut self, ev: u32, engine: &mut Engine<u32>) {
+        self.now = engine.now().as_nanos();
+        self.run(engine, (ev >> 1) as usize, (ev & 1) as usize);
+        if self.error.is_some() || self.completed >= self.total {
+            engine.halt();
+        }
+        if self.completed >= self.next_report {
+            (self.progress)(self.completed as f64 / self.total as f64);
+            self.next_report += (self.total / 100).max(1);
+        }
+    }
 }
 
 impl<'a, R: Rng> Sim<'a, R> {
-    fn new(cfg: SimConfig, stream: &'a mut OpStream<R>) -> Result<Self, SimError> {
+    fn new(cfg: SimConfig, stream: &'a mut OpStream<R>, progress: &'a mut dyn FnMut(f64)) -> Result<Self, SimError> {
         let bad = |m: &str| Err(SimError::Config(m.into()));
         if cfg.threads == 0 || cfg.threads > u16::MAX as u32 {
             return bad("threads must be 1..=65535");
@@ -386,13 +356,19 @@ impl<'a, R: Rng> Sim<'a, R> {
             }
             _ => {}
         }
-        let dc = if cfg.subsystem == Subsystem::Dc {
-            Some(
-                SetAssocCache::new(cfg.dc_lines as u64 * 4, cfg.dc_ways as usize, 4, 0)
-                    .map_err(|e| SimError::Config(format!("data cache: {e}")))?,
-            )
-        } else {
-            None
+        let nq = stream.queues();
+        let config = |what: &str, e: npqos_core::Error| SimError::Config(format!("{what}: {e}"));
+        let dc = match cfg.subsystem {
+            Subsystem::Dc => Some(DataCache::new(cfg.dc_lines, cfg.dc_ways, nq).map_err(|e| config("data cache", e))?),
+            _ => None,
+        };
+        let sqc = match cfg.subsystem {
+            Subsystem::Sqc => Some(EntryCache::new(cfg.entries, nq).map_err(|e| config("sqc", e))?),
+            _ => None,
+        };
+        let qc = match cfg.subsystem {
+            Subsystem::Qc => Some(QueuingCache::new(cfg.engines, cfg.entries, nq).map_err(|e| config("qc", e))?),
+            _ => None,
         };
         let t = cfg.timing;
         let instr = match cfg.subsystem {
@@ -400,18 +376,18 @@ impl<'a, R: Rng> Sim<'a, R> {
             Subsystem::Sqc => t.instr_ns[1],
             Subsystem::Qc => t.instr_ns[2],
         };
-        let nq = stream.queues() as usize;
         let prefill = stream.prefill().len();
         let buffers = prefill + cfg.threads as usize + 2;
-        let mut qm = QueueMemory::new(nq as u32, buffers as u32);
+        let mut qm = QueueMemory::new(nq, buffers as u32).map_err(|e| config("queue memory", e))?;
+        let nq = nq as usize;
         let mut packet_of = vec![0u64; buffers];
-        let mut free_buffers: Vec<u32> = (0..buffers as u32).rev().collect();
+        let mut free_buffers: Vec<BufferId> = (0..buffers as u32).rev().map(BufferId).collect();
         let mut next_packet = 0u64;
         for &q in stream.prefill() {
             let b = free_buffers.pop().expect("buffers for the backlog");
-            qm.enqueue(q, b).expect("prefill enqueue");
+            qm.enqueue(QueueId(q), b).map_err(|e| config("backlog", e))?;
             next_packet += 1;
-            packet_of[b as usize] = next_packet;
+            packet_of[b.index()] = next_packet;
         }
         let nthreads = cfg.threads as usize;
         let procs =
@@ -419,9 +395,10 @@ impl<'a, R: Rng> Sim<'a, R> {
         Ok(Sim {
             cfg,
             stream,
+            progress,
+            total: cfg.warmup_ops + cfg.ops,
+            next_report: ((cfg.warmup_ops + cfg.ops) / 100).max(1),
             now: 0,
-            seq: 0,
-            events: BinaryHeap::with_capacity(4 * nthreads),
             threads: vec![
                 Thread {
                     op: Op::Enqueue,
@@ -430,13 +407,13 @@ impl<'a, R: Rng> Sim<'a, R> {
                     picked: 0,
                     arrived: 0,
                     began: 0,
-                    program: NC_ENQ,
+                    program: program(Subsystem::Nc, Op::Enqueue, false),
                     stage: 0,
                     live: 0,
                     br: [Branch::default(); 2],
                     hit: false,
                     victim_dirty: false,
-                    entry: 0,
+                    entry: EntryId(0),
                 };
                 nthreads
             ],
@@ -453,16 +430,11 @@ impl<'a, R: Rng> Sim<'a, R> {
             mem_free: 0,
             locked: vec![false; nq],
             waiting: (0..nq).map(|_| VecDeque::new()).collect(),
-            fa: Fa::new(cfg.entries),
+            sqc,
             dc,
             mshrs: 0,
-            qc: QcUnit {
-                claimed: vec![false; if cfg.subsystem == Subsystem::Qc { nq } else { 0 }],
-                behind: (0..if cfg.subsystem == Subsystem::Qc { nq } else { 0 }).map(|_| VecDeque::new()).collect(),
-                ready: VecDeque::new(),
-                free_engines: cfg.engines,
-                alloc_free: 0,
-            },
+            qc,
+            alloc_free: 0,
             qm,
             free_buffers,
             packet_of,
@@ -487,33 +459,8 @@ impl<'a, R: Rng> Sim<'a, R> {
         })
     }
 
-    fn go(&mut self, progress: &mut dyn FnMut(f64)) -> Result<SimStats, SimError> {
-        for t in 0..self.threads.len() {
-            self.pick(t);
-        }
-        let total = self.cfg.warmup_ops + self.cfg.ops;
-        let step = (total / 100).max(1);
-        let mut next_report = step;
-        while self.completed < total {
-            let Some(Reverse((time, _, payload))) = self.events.pop() else {
-                return Err(SimError::Stalled(self.completed));
-            };
-            self.now = time;
-            self.run((payload >> 1) as usize, (payload & 1) as usize);
-            if let Some(e) = self.error.take() {
-                return Err(e);
-            }
-            if self.completed >= next_report {
-                progress(self.completed as f64 / total as f64);
-                next_report += step;
-            }
-        }
-        Ok(self.stats())
-    }
-
-    fn schedule(&mut self, at: u64, t: usize, b: usize) {
-        self.seq += 1;
-        self.events.push(Reverse((at, self.seq, (t as u32) << 1 | b as u32)));
+    fn schedule(&self, eng: &mut Engine<u32>, at: u64, t: usize, b: usize) {
+        eng.schedule(Instant::from_nanos(at), (t as u32) << 1 | b as u32);
     }
 
     fn measuring(&self) -> bool {
@@ -521,7 +468,7 @@ impl<'a, R: Rng> Sim<'a, R> {
     }
 
     /// Thread `t` takes the next operation.
-    fn pick(&mut self, t: usize) {
+    fn pick(&mut self, eng: &mut Engine<u32>, t: usize) {
         let (op, q) = self.stream.next().expect("the stream is endless");
         self.ops_taken += 1;
         let th = &mut self.threads[t];
@@ -531,7 +478,7 @@ impl<'a, R: Rng> Sim<'a, R> {
         th.picked = self.now;
         th.arrived = self.now;
         if self.cfg.subsystem == Subsystem::Qc {
-            self.begin(t);
+            self.begin(eng, t);
             return;
         }
         let qi = q as usize;
@@ -539,12 +486,12 @@ impl<'a, R: Rng> Sim<'a, R> {
             self.waiting[qi].push_back(t as u16);
         } else {
             self.locked[qi] = true;
-            self.begin(t);
+            self.begin(eng, t);
         }
     }
 
     /// Thread `t` starts its operation (it holds its queue, or qc).
-    fn begin(&mut self, t: usize) {
+    fn begin(&mut self, eng: &mut Engine<u32>, t: usize) {
         let now = self.now;
         let sub = self.cfg.subsystem;
         let (op, q) = (self.threads[t].op, self.threads[t].queue);
@@ -552,34 +499,34 @@ impl<'a, R: Rng> Sim<'a, R> {
         if sub != Subsystem::Qc {
             self.apply(t);
         }
-        let program = match (sub, op) {
-            (Subsystem::Nc, Op::Enqueue) => NC_ENQ,
-            (Subsystem::Nc, Op::Dequeue) => NC_DEQ,
-            (Subsystem::Dc, Op::Enqueue) => DC_ENQ,
-            (Subsystem::Dc, Op::Dequeue) => DC_DEQ,
-            (Subsystem::Sqc, _) => {
-                let (e, hit, dirty) = self.fa.acquire(q);
+        let hit = match self.sqc.as_mut().map(|c| c.acquire(QueueId(q))) {
+            Some(Ok(l)) => {
                 let th = &mut self.threads[t];
-                th.entry = e;
-                th.hit = hit;
-                th.victim_dirty = dirty;
-                match (op, hit) {
-                    (Op::Enqueue, true) => SQC_ENQ_HIT,
-                    (Op::Dequeue, true) => SQC_DEQ_HIT,
-                    (Op::Enqueue, false) => SQC_ENQ_MISS,
-                    (Op::Dequeue, false) => SQC_DEQ_MISS,
-                }
+                th.entry = l.entry;
+                th.hit = l.hit;
+                th.victim_dirty = l.evicted.is_some();
+                l.hit
             }
-            (Subsystem::Qc, Op::Enqueue) => QC_ENQ,
-            (Subsystem::Qc, Op::Dequeue) => QC_DEQ,
+            Some(Err(error)) => {
+                self.refused(t, error);
+                return;
+            }
+            None => false,
         };
+        let program = program(sub, op, hit);
         let th = &mut self.threads[t];
         th.program = program;
         th.stage = 0;
         if sub != Subsystem::Sqc {
             th.hit = false;
         }
-        self.start_stage(t);
+        self.start_stage(eng, t);
+    }
+
+    fn refused(&mut self, t: usize, error: npqos_core::Error) {
+        if self.error.is_none() {
+            self.error = Some(SimError::Mechanism { op: self.threads[t].seq, error });
+        }
     }
 
     /// Applies thread `t`'s operation to the queue memory and checks the order.
@@ -590,16 +537,16 @@ impl<'a, R: Rng> Sim<'a, R> {
         match th.op {
             Op::Enqueue => {
                 let b = self.free_buffers.pop().expect("buffers: backlog + threads + 2");
-                if let Err(e) = self.qm.enqueue(q, b) {
+                if let Err(e) = self.qm.enqueue(QueueId(q), b) {
                     self.fail(q, th.seq, e.to_string());
                     return;
                 }
                 self.next_packet += 1;
-                self.packet_of[b as usize] = self.next_packet;
+                self.packet_of[b.index()] = self.next_packet;
             }
-            Op::Dequeue => match self.qm.dequeue(q) {
+            Op::Dequeue => match self.qm.dequeue(QueueId(q)) {
                 Ok(Some(b)) => {
-                    let p = self.packet_of[b as usize];
+                    let p = self.packet_of[b.index()];
                     if p <= self.last_out[q as usize] {
                         self.fail(q, th.seq, format!("packet {p} left after packet {}", self.last_out[q as usize]));
                     }
@@ -618,27 +565,27 @@ impl<'a, R: Rng> Sim<'a, R> {
         }
     }
 
-    fn start_stage(&mut self, t: usize) {
+    fn start_stage(&mut self, eng: &mut Engine<u32>, t: usize) {
         let th = &mut self.threads[t];
         let branches = th.program[th.stage as usize].len();
         th.live = branches as u8;
         th.br = [Branch::default(); 2];
         for b in 0..branches {
-            self.run(t, b);
+            self.run(eng, t, b);
         }
     }
 
     /// Runs branch `b` of thread `t` until it waits or ends.
-    fn run(&mut self, t: usize, b: usize) {
+    fn run(&mut self, eng: &mut Engine<u32>, t: usize, b: usize) {
         loop {
             let th = &self.threads[t];
             let steps = th.program[th.stage as usize][b];
             let pc = th.br[b].pc as usize;
             if pc == steps.len() {
-                self.branch_done(t);
+                self.branch_done(eng, t);
                 return;
             }
-            if !self.step(t, b, steps[pc]) {
+            if !self.step(eng, t, b, steps[pc]) {
                 return;
             }
             let br = &mut self.threads[t].br[b];
@@ -647,7 +594,7 @@ impl<'a, R: Rng> Sim<'a, R> {
         }
     }
 
-    fn branch_done(&mut self, t: usize) {
+    fn branch_done(&mut self, eng: &mut Engine<u32>, t: usize) {
         let th = &mut self.threads[t];
         th.live -= 1;
         if th.live > 0 {
@@ -655,9 +602,9 @@ impl<'a, R: Rng> Sim<'a, R> {
         }
         th.stage += 1;
         if (th.stage as usize) < th.program.len() {
-            self.start_stage(t);
+            self.start_stage(eng, t);
         } else {
-            self.finish(t);
+            self.finish(eng, t);
         }
     }
 
@@ -675,14 +622,16 @@ impl<'a, R: Rng> Sim<'a, R> {
     }
 
     /// Waits: schedules branch `b` of `t` at `at` with the next phase.
-    fn wait(&mut self, t: usize, b: usize, at: u64) -> bool {
+    #[inline(always)]
+    fn wait(&mut self, eng: &mut Engine<u32>, t: usize, b: usize, at: u64) -> bool {
         self.threads[t].br[b].phase += 1;
-        self.schedule(at, t, b);
+        self.schedule(eng, at, t, b);
         false
     }
 
     /// Performs (the current phase of) one step; true when the step is done.
-    fn step(&mut self, t: usize, b: usize, s: S) -> bool {
+    fn step(&mut self, eng: &mut Engine<u32>, t: usize, b: usize, s: Action) -> bool {
+        use Action::*;
         let phase = self.threads[t].br[b].phase;
         let now = self.now;
         match (s, phase) {
@@ -695,7 +644,7 @@ impl<'a, R: Rng> Sim<'a, R> {
                     self.proc_free[p] = start + self.t_instr;
                     start + self.t_instr
                 };
-                self.wait(t, b, at)
+                self.wait(eng, t, b, at)
             }
             (Send(w), 0) => {
                 let start = now.max(self.bus_free);
@@ -704,38 +653,41 @@ impl<'a, R: Rng> Sim<'a, R> {
                 self.bus_busy += busy;
                 self.bus_msgs += 1;
                 self.bus_words += w as u64;
-                self.wait(t, b, start + self.t_oneway)
+                self.wait(eng, t, b, start + self.t_oneway)
             }
-            (Mem, 0) => {
+            (Memory, 0) => {
                 let at = self.memory();
-                self.wait(t, b, at)
+                self.wait(eng, t, b, at)
             }
             (Load, 0) => {
                 let at = self.memory();
                 if self.threads[t].victim_dirty {
                     self.writeback();
                 }
-                self.wait(t, b, at)
+                self.wait(eng, t, b, at)
             }
-            (Cam, 0) => self.wait(t, b, now + self.t_cam),
-            (Cache, 0) => self.wait(t, b, now + self.t_cache),
+            (Cam, 0) => self.wait(eng, t, b, now + self.t_cam),
+            (Cache, 0) => self.wait(eng, t, b, now + self.t_cache),
             (DcRead | DcWrite, 0) => {
                 let th = self.threads[t];
-                let word = 2 * th.queue as u64 + u64::from(th.op == Op::Enqueue);
                 let dc = self.dc.as_mut().expect("dc has a data cache");
-                let wb0 = dc.stats().writebacks;
-                let hit = dc.access(word * 4, s == DcWrite);
-                let dirty = dc.stats().writebacks > wb0;
+                let a = match dc.access(QueueId(th.queue), th.op, s == DcWrite) {
+                    Ok(a) => a,
+                    Err(error) => {
+                        self.refused(t, error);
+                        return false;
+                    }
+                };
                 let th = &mut self.threads[t];
-                th.victim_dirty = dirty;
+                th.victim_dirty = a.writeback;
                 if s == DcRead {
-                    th.hit = hit;
-                    if !hit {
+                    th.hit = a.hit;
+                    if !a.hit {
                         self.mshrs += 1;
                         self.peak_mshrs = self.peak_mshrs.max(self.mshrs);
                     }
                 }
-                self.wait(t, b, now + self.t_cache)
+                self.wait(eng, t, b, now + self.t_cache)
             }
             (DcRead, 1) => {
                 if self.threads[t].hit {
@@ -745,7 +697,7 @@ impl<'a, R: Rng> Sim<'a, R> {
                 if self.threads[t].victim_dirty {
                     self.writeback();
                 }
-                self.wait(t, b, at)
+                self.wait(eng, t, b, at)
             }
             (DcRead, 2) => {
                 self.mshrs -= 1;
@@ -757,82 +709,80 @@ impl<'a, R: Rng> Sim<'a, R> {
                 }
                 true
             }
-            (Engine, _) => self.engine(t, b, phase),
+            (Engine, _) => self.engine(eng, t, b, phase),
             (_, _) => true,
         }
     }
 
     /// The queuing cache, for thread `t`'s request (phases: 0 arrival, 1 start, 2 after the CAM,
     /// 3 allocation slot, 4 after the load, 5 after the link reference, 6 after the cache).
-    fn engine(&mut self, t: usize, b: usize, phase: u8) -> bool {
+    fn engine(&mut self, eng: &mut Engine<u32>, t: usize, b: usize, phase: u8) -> bool {
         let now = self.now;
-        let q = self.threads[t].queue as usize;
+        let q = QueueId(self.threads[t].queue);
+        let qc = self.qc.as_mut().expect("qc has a queuing cache");
         match phase {
             0 => {
                 self.threads[t].br[b].phase = 1;
                 self.threads[t].arrived = now;
-                if self.qc.claimed[q] {
-                    self.qc.behind[q].push_back(t as u16);
-                    return false;
+                match qc.arrive(q, t as u16) {
+                    Ok(Some(_)) => self.engine(eng, t, b, 1),
+                    Ok(None) => false,
+                    Err(error) => {
+                        self.refused(t, error);
+                        false
+                    }
                 }
-                self.qc.claimed[q] = true;
-                if self.qc.free_engines == 0 {
-                    self.qc.ready.push_back(t as u16);
-                    return false;
-                }
-                self.qc.free_engines -= 1;
-                self.engine(t, b, 1)
             }
             1 => {
+                let l = match qc.start(q) {
+                    Ok(l) => l,
+                    Err(error) => {
+                        self.refused(t, error);
+                        return false;
+                    }
+                };
                 self.threads[t].began = now;
                 self.apply(t);
-                let (e, hit, dirty) = self.fa.acquire(q as u32);
                 let th = &mut self.threads[t];
-                th.entry = e;
-                th.hit = hit;
-                th.victim_dirty = dirty;
-                self.wait(t, b, now + self.t_cam)
+                th.entry = l.entry;
+                th.hit = l.hit;
+                th.victim_dirty = l.evicted.is_some();
+                self.wait(eng, t, b, now + self.t_cam)
             }
             2 => {
                 if self.threads[t].hit {
                     self.threads[t].br[b].phase = 4;
-                    return self.engine(t, b, 4);
+                    return self.engine(eng, t, b, 4);
                 }
-                let slot = now.max(self.qc.alloc_free);
-                self.qc.alloc_free = slot + self.t_alloc;
-                self.wait(t, b, slot)
+                let slot = now.max(self.alloc_free);
+                self.alloc_free = slot + self.t_alloc;
+                self.wait(eng, t, b, slot)
             }
             3 => {
                 let at = self.memory();
                 if self.threads[t].victim_dirty {
                     self.writeback();
                 }
-                self.wait(t, b, at)
+                self.wait(eng, t, b, at)
             }
             4 => {
                 let at = self.memory();
-                self.wait(t, b, at)
+                self.wait(eng, t, b, at)
             }
-            5 => self.wait(t, b, now + self.t_cache),
+            5 => self.wait(eng, t, b, now + self.t_cache),
             _ => {
-                self.fa.release(self.threads[t].entry);
-                if let Some(n) = self.qc.behind[q].pop_front() {
-                    // The same engine serves the queue's next request.
-                    self.run(n as usize, 0);
-                } else {
-                    self.qc.claimed[q] = false;
-                    if let Some(n) = self.qc.ready.pop_front() {
-                        self.run(n as usize, 0);
-                    } else {
-                        self.qc.free_engines += 1;
-                    }
+                // The engine serves the queue's next request, or the oldest one waiting.
+                match qc.finish(q, self.threads[t].entry) {
+                    Ok(Some((_, n))) => self.run(eng, n as usize, 0),
+                    Ok(None) => {}
+                    Err(error) => self.refused(t, error),
                 }
                 true
             }
         }
     }
 
-    fn finish(&mut self, t: usize) {
+    fn finish(&mut self, eng: &mut Engine<u32>, t: usize) {
         let now = self.now;
         let th = self.threads[t];
         self.completed += 1;
@@ -854,34 +804,35 @@ impl<'a, R: Rng> Sim<'a, R> {
                 bus_busy: self.bus_busy,
             });
         }
-        match self.cfg.subsystem {
-            Subsystem::Qc => {}
-            sub => {
-                if sub == Subsystem::Sqc {
-                    self.fa.release(th.entry);
-                }
-                let qi = th.queue as usize;
-                if let Some(n) = self.waiting[qi].pop_front() {
-                    self.begin(n as usize);
-                } else {
-                    self.locked[qi] = false;
-                }
+        if self.cfg.subsystem != Subsystem::Qc {
+            if let Some(Err(error)) = self.sqc.as_mut().map(|c| c.release(th.entry)) {
+                self.refused(t, error);
+            }
+            let qi = th.queue as usize;
+            if let Some(n) = self.waiting[qi].pop_front() {
+                self.begin(eng, n as usize);
+            } else {
+                self.locked[qi] = false;
             }
         }
         if self.completed < self.cfg.warmup_ops + self.cfg.ops {
-            self.pick(t);
+            self.pick(eng, t);
         }
     }
 
     fn stats(&self) -> SimStats {
         let m = self.mark.unwrap_or(Mark::zero());
-        let ops = self.cfg.ops;
+        // Operations measured: all of them after a complete run; fewer if it stopped early.
+        let ops =
+            if self.mark.is_some() { self.completed - self.cfg.warmup_ops.min(self.completed) } else { self.completed };
+        let ops = ops.max(1);
         let span = (self.now - m.time).max(1);
         let per = |x: u64| x as f64 / ops as f64;
         let ns = |x: u64| x as f64 / TICKS_PER_NS;
         let mean = |s: u64, n: u64| if n == 0 { 0.0 } else { ns(s) / n as f64 };
         SimStats {
             ops,
+            events: 0,
             sim_time_ns: ns(span),
             throughput_mops: ops as f64 / ns(span) * 1e3,
             hit_rate: per(self.hits),

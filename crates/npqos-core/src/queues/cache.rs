@@ -1,0 +1,411 @@
+//! The descriptor caches of the queuing subsystems (qcache sections 3.2-3.4): which queue
+//! descriptors are on chip, which one a miss evicts, and (the queuing cache) which request a
+//! queuing engine serves next. These are the decisions a data plane's queue manager makes on
+//! every enqueue and dequeue; the timing simulation (`npqos_sim::models::qcache`) plays them with
+//! contention, and nothing here knows about time.
+//!
+//! * [`EntryCache`]: a small fully associative array of descriptors (sqc's and qc's CAM) with
+//!   LRU replacement among the entries not in use. An operation **pins** its queue's entry from
+//!   lookup to completion, so a miss never evicts a descriptor another operation is updating.
+//!   Every eviction writes the victim back (a cached descriptor has been modified by the
+//!   operation that loaded it).
+//! * [`DataCache`]: dc's set-associative, LRU, write-back, write-allocate data cache of one-word
+//!   lines at the memory controller ([`crate::cache::SetAssocCache`]); a queue's head and tail
+//!   are separate words (Table 2 reads the tail to enqueue and the head to dequeue).
+//! * [`QueuingCache`]: the queuing cache's controller (section 3.4): a request for a queue that
+//!   a queuing engine is already serving waits behind it and is served next by the same engine,
+//!   in arrival order; a request for any other queue takes a free engine, or waits first come
+//!   first served for one. It owns the [`EntryCache`] its engines look descriptors up in.
+//!
+//! On the mechanism contract: queues are [`QueueId`], entries [`EntryId`]; an id out of range,
+//! pinning a queue whose entry is already pinned, a miss with every entry pinned, or releasing
+//! an entry that is not pinned is an [`Error`] and changes nothing.
+
+use super::timing::Op;
+use crate::cache::SetAssocCache;
+use crate::id::{check, EntryId, QueueId};
+use crate::Error;
+use std::collections::VecDeque;
+
+const EMPTY: u32 = u32::MAX;
+
+/// The outcome of a lookup that pinned an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Lookup {
+    /// The entry now holding (and pinning) the queue's descriptor.
+    pub entry: EntryId,
+    /// The descriptor was already cached.
+    pub hit: bool,
+    /// On a miss, the queue whose descriptor was evicted (and written back), if the entry held
+    /// one.
+    pub evicted: Option<QueueId>,
+}
+
+/// See the module documentation.
+#[derive(Clone, Debug)]
+pub struct EntryCache {
+    queue: Vec<u32>,
+    last: Vec<u64>,
+    pinned: Vec<bool>,
+    clock: u64,
+    queues: u32,
+}
+
+impl EntryCache {
+    /// `entries` entries caching descriptors of queues `0..queues`.
+    pub fn new(entries: u32, queues: u32) -> Result<Self, Error> {
+        if entries == 0 || queues == 0 {
+            return Err(Error::BadParameter {
+                parameter: if entries == 0 { "entries" } else { "queues" },
+                value: "0".into(),
+                expected: "at least 1",
+            });
+        }
+        let n = entries as usize;
+        Ok(EntryCache { queue: vec![EMPTY; n], last: vec![0; n], pinned: vec![false; n], clock: 0, queues })
+    }
+
+    pub fn entries(&self) -> u32 {
+        self.queue.len() as u32
+    }
+
+    /// Entries pinned now.
+    pub fn pinned(&self) -> usize {
+        self.pinned.iter().filter(|&&p| p).count()
+    }
+
+    /// The entry holding `q`'s descriptor, without touching the LRU order.
+    pub fn find(&self, q: QueueId) -> Option<EntryId> {
+        self.queue.iter().position(|&x| x == q.0).map(EntryId::from_index)
+    }
+
+    /// The queue whose descriptor entry `e` holds.
+    pub fn holds(&self, e: EntryId) -> Option<QueueId> {
+        self.queue.get(e.index()).copied().filter(|&q| q != EMPTY).map(QueueId)
+    }
+
+    /// Looks `q` up and pins its entry; on a miss the least recently used entry not pinned (an
+    /// empty one first) is allocated to `q`.
+    pub fn acquire(&mut self, q: QueueId) -> Result<Lookup, Error> {
+        check(QueueId::KIND, q.0, self.queues as usize)?;
+        if let Some(i) = self.queue.iter().position(|&x| x == q.0) {
+            if self.pinned[i] {
+                return Err(Error::NotAllowed("the queue's descriptor entry is already in use"));
+            }
+            self.clock += 1;
+            self.last[i] = self.clock;
+            self.pinned[i] = true;
+            return Ok(Lookup { entry: EntryId::from_index(i), hit: true, evicted: None });
+        }
+        let v = (0..self.queue.len())
+            .filter(|&i| !self.pinned[i])
+            .min_by_key(|&i| if self.queue[i] == EMPTY { 0 } else { self.last[i] })
+            .ok_or(Error::NotAllowed("every descriptor entry is in use"))?;
+        self.clock += 1;
+        let evicted = (self.queue[v] != EMPTY).then_some(QueueId(self.queue[v]));
+        self.queue[v] = q.0;
+        self.last[v] = self.clock;
+        self.pinned[v] = true;
+        Ok(Lookup { entry: EntryId::from_index(v), hit: false, evicted })
+    }
+
+    /// Unpins entry `e` (its operation finished).
+    pub fn release(&mut self, e: EntryId) -> Result<(), Error> {
+        let i = check(EntryId::KIND, e.0, self.queue.len())?;
+        if !self.pinned[i] {
+            return Err(Error::NotAllowed("the descriptor entry is not in use"));
+        }
+        self.pinned[i] = false;
+        Ok(())
+    }
+}
+
+/// The outcome of a data-cache access.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Access {
+    pub hit: bool,
+    /// A dirty line was evicted (written back to memory).
+    pub writeback: bool,
+}
+
+/// See the module documentation.
+#[derive(Clone, Debug)]
+pub struct DataCache {
+    cache: SetAssocCache,
+    queues: u32,
+}
+
+impl DataCache {
+    /// `lines` one-word lines in sets of `ways`, for queues `0..queues`.
+    pub fn new(lines: u32, ways: u32, queues: u32) -> Result<Self, Error> {
+        if queues == 0 {
+            return Err(Error::BadParameter { parameter: "queues", value: "0".into(), expected: "at least 1" });
+        }
+        let cache = SetAssocCache::new(lines as u64 * 4, ways as usize, 4, 0).map_err(|e| Error::BadParameter {
+            parameter: "lines, ways",
+            value: format!("{lines}, {ways}"),
+            expected: match e {
+                crate::cache::CacheError::Geometry(g) => g,
+                crate::cache::CacheError::LockedTooLarge { .. } => "no locked region",
+            },
+        })?;
+        Ok(DataCache { cache, queues })
+    }
+
+    /// Reads (`write` false) or writes the descriptor word that `op` on `q` uses: the tail for an
+    /// enqueue, the head for a dequeue. A write miss allocates without a fetch.
+    pub fn access(&mut self, q: QueueId, op: Op, write: bool) -> Result<Access, Error> {
+        check(QueueId::KIND, q.0, self.queues as usize)?;
+        let word = 2 * q.0 as u64 + u64::from(op == Op::Enqueue);
+        let wb0 = self.cache.stats().writebacks;
+        let hit = self.cache.access(word * 4, write);
+        Ok(Access { hit, writeback: self.cache.stats().writebacks > wb0 })
+    }
+
+    pub fn stats(&self) -> crate::cache::CacheStats {
+        *self.cache.stats()
+    }
+}
+
+/// See the module documentation. `R` is the caller's handle for a request (a thread, a packet).
+#[derive(Clone, Debug)]
+pub struct QueuingCache<R> {
+    entries: EntryCache,
+    /// A request for the queue is in service or waiting for an engine.
+    claimed: Vec<bool>,
+    /// Requests behind the claimed one, per queue, in arrival order.
+    behind: Vec<VecDeque<R>>,
+    /// Claimed requests waiting for a free engine, first come first served.
+    ready: VecDeque<(QueueId, R)>,
+    engines: u32,
+    free: u32,
+}
+
+impl<R: Copy> QueuingCache<R> {
+    /// `engines` queuing engines and `entries` descriptor entries for queues `0..queues`.
+    /// Each engine in service pins one entry, so `engines` must not exceed `entries`.
+    pub fn new(engines: u32, entries: u32, queues: u32) -> Result<Self, Error> {
+        if engines == 0 || engines > entries {
+            return Err(Error::BadParameter {
+                parameter: "engines",
+                value: engines.to_string(),
+                expected: "from 1 to the number of entries (each engine in service pins one)",
+            });
+        }
+        let entries = EntryCache::new(entries, queues)?;
+        let n = queues as usize;
+        Ok(QueuingCache {
+            entries,
+            claimed: vec![false; n],
+            behind: (0..n).map(|_| VecDeque::new()).collect(),
+            ready: VecDeque::new(),
+            engines,
+            free: engines,
+        })
+    }
+
+    /// A request `r` for queue `q` arrives. `Some(r)`: an engine starts serving it now (the
+    /// caller then calls [`start`](Self::start)); `None`: it waits.
+    pub fn arrive(&mut self, q: QueueId, r: R) -> Result<Option<R>, Error> {
+        let qi = check(QueueId::KIND, q.0, self.claimed.len())?;
+        if self.claimed[qi] {
+            self.behind[qi].push_back(r);
+            return Ok(None);
+        }
+        self.claimed[qi] = true;
+        if self.free == 0 {
+            self.ready.push_back((q, r));
+            return Ok(None);
+        }
+        self.free -= 1;
+        Ok(Some(r))
+    }
+
+    /// The engine serving `q`'s request looks its descriptor up (and pins its entry).
+    pub fn start(&mut self, q: QueueId) -> Result<Lookup, Error> {
+        let qi = check(QueueId::KIND, q.0, self.claimed.len())?;
+        if !self.claimed[qi] {
+            return Err(Error::NotAllowed("no request for the queue is being served"));
+        }
+        self.entries.acquire(q)
+    }
+
+    /// The engine finished `q`'s request (whose entry was `e`): the entry is released and the
+    /// engine serves `q`'s next request, or else the oldest request waiting for an engine, or
+    /// becomes free (`None`).
+    pub fn finish(&mut self, q: QueueId, e: EntryId) -> Result<Option<(QueueId, R)>, Error> {
+        let qi = check(QueueId::KIND, q.0, self.claimed.len())?;
+        if !self.claimed[qi] || self.entries.holds(e) != Some(q) {
+            return Err(Error::NotAllowed("the queue's request is not in service in that entry"));
+        }
+        self.entries.release(e)?;
+        if let Some(n) = self.behind[qi].pop_front() {
+            return Ok(Some((q, n)));
+        }
+        self.claimed[qi] = false;
+        match self.ready.pop_front() {
+            Some(next) => Ok(Some(next)),
+            None => {
+                self.free += 1;
+                Ok(None)
+            }
+        }
+    }
+
+    /// Engines serving a request now.
+    pub fn busy(&self) -> u32 {
+        self.engines - self.free
+    }
+
+    /// Requests waiting (behind a queue in service, or for an engine).
+    pub fn waiting(&self) -> usize {
+        self.behind.iter().map(VecDeque::len).sum::<usize>() + self.ready.len()
+    }
+
+    pub fn entries(&self) -> &EntryCache {
+        &self.entries
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn entry_cache_is_lru_among_unpinned_entries() {
+        let mut c = EntryCache::new(2, 8).unwrap();
+        let a = c.acquire(QueueId(1)).unwrap();
+        assert_eq!((a.hit, a.evicted), (false, None));
+        assert!(c.acquire(QueueId(1)).is_err(), "pinned twice");
+        let b = c.acquire(QueueId(2)).unwrap();
+        assert!(matches!(c.acquire(QueueId(3)), Err(Error::NotAllowed(_))), "all pinned");
+        c.release(a.entry).unwrap();
+        c.release(b.entry).unwrap();
+        assert!(c.release(b.entry).is_err());
+        assert!(c.acquire(QueueId(1)).unwrap().hit);
+        c.release(a.entry).unwrap();
+        // Queue 2 is now the least recently used.
+        let m = c.acquire(QueueId(3)).unwrap();
+        assert_eq!((m.hit, m.evicted, m.entry), (false, Some(QueueId(2)), b.entry));
+        assert!(matches!(c.acquire(QueueId(8)), Err(Error::UnknownId { .. })));
+        assert!(EntryCache::new(0, 1).is_err());
+    }
+
+    #[test]
+    fn queuing_cache_serves_a_queue_in_order_on_one_engine() {
+        let mut qc: QueuingCache<u32> = QueuingCache::new(1, 2, 4).unwrap();
+        assert_eq!(qc.arrive(QueueId(0), 10).unwrap(), Some(10));
+        assert_eq!(qc.arrive(QueueId(1), 20).unwrap(), None, "no free engine");
+        assert_eq!(qc.arrive(QueueId(0), 11).unwrap(), None, "behind queue 0");
+        let l = qc.start(QueueId(0)).unwrap();
+        assert!(qc.start(QueueId(2)).is_err());
+        // Queue 0's next request goes first, on the same engine, then queue 1.
+        assert_eq!(qc.finish(QueueId(0), l.entry).unwrap(), Some((QueueId(0), 11)));
+        let l = qc.start(QueueId(0)).unwrap();
+        assert!(l.hit);
+        assert_eq!(qc.finish(QueueId(0), l.entry).unwrap(), Some((QueueId(1), 20)));
+        let l = qc.start(QueueId(1)).unwrap();
+        assert!(qc.finish(QueueId(0), l.entry).is_err(), "queue 0 is not in service");
+        assert_eq!(qc.finish(QueueId(1), l.entry).unwrap(), None);
+        assert_eq!((qc.busy(), qc.waiting()), (0, 0));
+        assert!(QueuingCache::<u32>::new(3, 2, 4).is_err());
+    }
+
+    #[test]
+    fn data_cache_keeps_head_and_tail_apart() {
+        let mut d = DataCache::new(128, 2, 16).unwrap();
+        assert!(!d.access(QueueId(3), Op::Enqueue, false).unwrap().hit);
+        assert!(d.access(QueueId(3), Op::Enqueue, true).unwrap().hit);
+        assert!(!d.access(QueueId(3), Op::Dequeue, false).unwrap().hit, "the head is another word");
+        assert!(d.access(QueueId(16), Op::Enqueue, false).is_err());
+        assert!(DataCache::new(3, 2, 1).is_err());
+    }
+
+    #[derive(Clone, Debug)]
+    enum Call {
+        Acquire(u32),
+        Release(u32),
+    }
+
+    fn call() -> impl Strategy<Value = Call> {
+        prop_oneof![(0u32..12).prop_map(Call::Acquire), (0u32..6).prop_map(Call::Release)]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, ..ProptestConfig::default() })]
+        /// Arbitrary calls (ids out of range included) never panic; a queue is in at most one
+        /// entry, an error changes nothing, and a hit is exactly "the queue was cached".
+        #[test]
+        fn entry_cache_contract(calls in proptest::collection::vec(call(), 1..200)) {
+            let mut c = EntryCache::new(4, 10).unwrap();
+            for call in calls {
+                let before = c.clone();
+                match call {
+                    Call::Acquire(q) => {
+                        let cached = c.find(QueueId(q)).is_some();
+                        match c.acquire(QueueId(q)) {
+                            Ok(l) => {
+                                prop_assert_eq!(l.hit, cached);
+                                prop_assert_eq!(c.holds(l.entry), Some(QueueId(q)));
+                            }
+                            Err(_) => prop_assert_eq!(&c.queue, &before.queue),
+                        }
+                    }
+                    Call::Release(e) => {
+                        if c.release(EntryId(e)).is_err() {
+                            prop_assert_eq!(&c.pinned, &before.pinned);
+                        }
+                    }
+                }
+                let mut held: Vec<u32> = c.queue.iter().copied().filter(|&q| q != EMPTY).collect();
+                let n = held.len();
+                held.sort_unstable();
+                held.dedup();
+                prop_assert_eq!(held.len(), n, "a queue in two entries");
+            }
+        }
+
+        /// Arbitrary arrivals and finishes: requests of one queue start in arrival order, at
+        /// most `engines` are in service, and every request is served exactly once.
+        #[test]
+        fn queuing_cache_contract(calls in proptest::collection::vec((0u32..6, any::<bool>()), 1..300)) {
+            let mut qc: QueuingCache<u32> = QueuingCache::new(2, 3, 5).unwrap();
+            let mut next = 0u32;
+            let mut in_service: Vec<(QueueId, EntryId, u32)> = Vec::new();
+            let mut arrived: Vec<Vec<u32>> = vec![Vec::new(); 6];
+            let mut started: Vec<Vec<u32>> = vec![Vec::new(); 6];
+            let start = |qc: &mut QueuingCache<u32>, q: QueueId, r: u32, in_service: &mut Vec<(QueueId, EntryId, u32)>, started: &mut Vec<Vec<u32>>| {
+                let l = qc.start(q).expect("a started request finds an entry");
+                in_service.push((q, l.entry, r));
+                started[q.index()].push(r);
+            };
+            for (q, arrive) in calls {
+                if arrive || in_service.is_empty() {
+                    next += 1;
+                    match qc.arrive(QueueId(q), next) {
+                        Ok(Some(r)) => { arrived[q as usize].push(r); start(&mut qc, QueueId(q), r, &mut in_service, &mut started); }
+                        Ok(None) => arrived[q as usize].push(next),
+                        Err(_) => prop_assert!(q >= 5),
+                    }
+                } else {
+                    let (fq, e, _) = in_service.remove(q as usize % in_service.len());
+                    if let Some((nq, r)) = qc.finish(fq, e).expect("finishing a request in service") {
+                        start(&mut qc, nq, r, &mut in_service, &mut started);
+                    }
+                }
+                prop_assert!(in_service.len() as u32 == qc.busy() && qc.busy() <= 2);
+                let mut qs: Vec<u32> = in_service.iter().map(|x| x.0 .0).collect();
+                qs.sort_unstable();
+                let n = qs.len();
+                qs.dedup();
+                prop_assert_eq!(qs.len(), n, "two requests of one queue in service");
+            }
+            for q in 0..6 {
+                prop_assert_eq!(&started[q][..], &arrived[q][..started[q].len()], "queue {} out of order", q);
+            }
+            let waiting: usize = (0..6).map(|q| arrived[q].len() - started[q].len()).sum();
+            prop_assert_eq!(waiting, qc.waiting());
+        }
+    }
+}
