@@ -304,6 +304,10 @@ pub struct FlowPopulation {
     slot_flow: Vec<u64>,
     slot_left: Vec<u64>,
     next_id: u64,
+    /// Flows that have sent a packet so far.
+    started: u64,
+    /// Flows that never end: whether each slot's flow has sent a packet.
+    used: Vec<bool>,
 }
 
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
@@ -345,6 +349,8 @@ impl FlowPopulation {
             slot_flow: if sizes.is_some() { vec![UNSTARTED; n] } else { (0..n as u64).collect() },
             slot_left: vec![0; n],
             next_id: n as u64,
+            started: 0,
+            used: if sizes.is_some() { Vec::new() } else { vec![false; n] },
         })
     }
 
@@ -361,10 +367,19 @@ impl FlowPopulation {
                     self.next_id - 1
                 };
                 self.slot_left[s] = (p.sample(rng).floor().min(1e18) as u64).max(1);
+                self.started += 1;
             }
             self.slot_left[s] -= 1;
+        } else if !self.used[s] {
+            self.used[s] = true;
+            self.started += 1;
         }
         self.slot_flow[s]
+    }
+
+    /// Flows that have sent at least one packet.
+    pub fn started(&self) -> u64 {
+        self.started
     }
 }
 

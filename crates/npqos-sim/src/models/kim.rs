@@ -110,7 +110,7 @@ impl KimParams {
         let crate::scenario::Spec::Kim(l, sh) = &sc.spec else {
             return Err(KimRunError::NotKim("no [shaper] table"));
         };
-        let Traffic::Synthetic { overload, sizes, arrivals } = &l.traffic else {
+        let Traffic::Synthetic { overload, sizes, arrivals, .. } = &l.traffic else {
             return Err(KimRunError::NotKim("traffic.source must be \"synthetic\""));
         };
         Ok(KimParams {

@@ -3,7 +3,11 @@
 //!
 //! Input is either synthetic (per queue: sizes from a [`SizeDist`], gaps from a [`GapDist`]
 //! whose mean gives the configured overload factor against the queue's fair share `C / N`,
-//! kim eqs 15-16) or a trace (packets mapped to queues by 5-tuple digest modulo `N`).
+//! kim eqs 15-16), a flow population (one aggregate stream at the overload factor times `C`;
+//! each packet belongs to a flow of a [`FlowPopulation`] and goes to the queue its flow id
+//! hashes to: flows share queues as in a router with fewer queues than flows, and weighted
+//! flows load the queues unequally) or a trace (packets mapped to queues by 5-tuple digest
+//! modulo `N`).
 //!
 //! State layout (flat arrays indexed by queue id, no allocation per packet once warm):
 //! * the packets in a [`PacketPool`] (16 B per queue: head, tail, bytes; 16 B per node: next
@@ -21,7 +25,7 @@ use crate::results::{Histogram, RunResult, Series};
 use crate::rng::{RngStreams, StreamRng};
 use crate::scenario::{Scenario, Traffic};
 use crate::trace::{TraceError, TraceOptions, TraceSource};
-use crate::workload::{mean_gap_for_overload, Arrivals, SizeDist};
+use crate::workload::{mean_gap_for_overload, Arrivals, FlowPopulation, FlowWeights, SizeDist};
 use hdrhistogram::Histogram as Hdr;
 use npqos_core::queues::pool::{Packet, PacketPool};
 use npqos_core::rate::Serializer;
@@ -49,9 +53,21 @@ pub enum Ev {
 
 struct Source {
     sizes: SizeDist,
+    /// One process per queue, or one aggregate process with a population.
     arrivals: Vec<Arrivals>,
     rng_size: StreamRng,
     rng_gap: StreamRng,
+    /// The flow population and its RNG stream (`link.flows`).
+    population: Option<(FlowPopulation, StreamRng)>,
+}
+
+/// The queue a population flow's packets go to: a fixed 64-bit mix (splitmix64's finalizer) of
+/// its id, modulo the queues: flows spread evenly whatever their ids.
+fn flow_queue(flow: u64, queues: u32) -> u32 {
+    let mut z = flow.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    ((z ^ (z >> 31)) % queues as u64) as u32
 }
 
 /// The model state. Build with [`LinkModel::new`], drive with [`run`].
@@ -119,20 +135,30 @@ impl LinkModel {
             series_tput: Vec::new(),
         };
         match &l.traffic {
-            Traffic::Synthetic { overload, sizes, arrivals } => {
+            Traffic::Synthetic { overload, sizes, arrivals, population } => {
                 let sizes = &sizes.build()?;
-                let share = l.link_rate.share(l.queues as u64);
+                // Per queue, its fair share; with a population, one stream at the link rate.
+                let (share, streams_n) = match population {
+                    None => (l.link_rate.share(l.queues as u64), n),
+                    Some(_) => (l.link_rate, 1),
+                };
                 let gap = mean_gap_for_overload(sizes.mean(), share, *overload)
                     .filter(|g| !g.is_zero())
                     .unwrap_or(Duration::NANOSECOND);
                 let proc = Arrivals::new(arrivals, gap).expect("validated scenario");
+                let population = population.as_ref().map(|p| {
+                    let w = p.decay_ratio.map_or(FlowWeights::Equal, |ratio| FlowWeights::ExpDecay { ratio });
+                    let pop = FlowPopulation::new(p.flows as usize, &w, p.flow_packets).expect("validated scenario");
+                    (pop, streams.stream("link.flows", 0))
+                });
                 let mut src = Source {
                     sizes: sizes.clone(),
-                    arrivals: vec![proc; n],
+                    arrivals: vec![proc; streams_n],
                     rng_size: streams.stream("link.sizes", 0),
                     rng_gap: streams.stream("link.arrivals", 0),
+                    population,
                 };
-                for q in 0..n {
+                for q in 0..streams_n {
                     // First arrival: one gap after time zero, so queues are not synchronised.
                     let g = src.arrivals[q].next_gap(&mut src.rng_gap);
                     engine.schedule(Instant::ZERO + g, Ev::Arrival(q as u32));
@@ -257,6 +283,9 @@ impl LinkModel {
         r.scalar("delivered_bytes", self.delivered_bytes as f64, "B");
         r.scalar("dropped_packets", self.dropped_pkts as f64, "packets");
         r.scalar("dropped_bytes", self.dropped_bytes as f64, "B");
+        if let Some((pop, _)) = self.source.as_ref().and_then(|s| s.population.as_ref()) {
+            r.scalar("flows_started", pop.started() as f64, "flows");
+        }
         r.scalar(
             "drop_fraction",
             if self.offered_pkts == 0 { 0.0 } else { self.dropped_pkts as f64 / self.offered_pkts as f64 },
@@ -315,11 +344,16 @@ impl Model for LinkModel {
     type Event = Ev;
     fn handle(&mut self, ev: Ev, engine: &mut Engine<Ev>) {
         match ev {
-            Ev::Arrival(q) => {
+            Ev::Arrival(stream) => {
+                let queues = self.pool.queues() as u32;
                 let src = self.source.as_mut().expect("synthetic source");
                 let size = src.sizes.sample(&mut src.rng_size) as u64;
-                let g = src.arrivals[q as usize].next_gap(&mut src.rng_gap).max(Duration::NANOSECOND);
-                engine.schedule_in(g, Ev::Arrival(q));
+                let g = src.arrivals[stream as usize].next_gap(&mut src.rng_gap).max(Duration::NANOSECOND);
+                engine.schedule_in(g, Ev::Arrival(stream));
+                let q = match &mut src.population {
+                    None => stream,
+                    Some((pop, rng)) => flow_queue(pop.next_flow(rng), queues),
+                };
                 self.enqueue(q, size, engine);
             }
             Ev::TraceNext => {
@@ -413,5 +447,32 @@ mod tests {
         let c = run(&sc, 4, None, &mut |_| {}).unwrap();
         assert_eq!(a, b);
         assert_ne!(a.scalars, c.scalars);
+    }
+
+    /// A flow population: the aggregate offered rate is the overload times the link rate
+    /// (whatever the queue count), every packet counts one flow, and skewed weights load the
+    /// queues unequally (lower fairness of delivered bytes) where equal weights do not. The
+    /// example parses back from its resolved form; population keys without `flows`, or on
+    /// `model = "kim"`, are refused.
+    #[test]
+    fn flow_population_offers_the_aggregate_rate_and_skews_the_queues() {
+        let base = "[run]\nduration = \"200ms\"\n[link]\nrate = \"1Gbps\"\n[queues]\ncount = 16\nbuffer = \"1GiB\"\n[traffic]\noverload = 0.5\nsizes = \"constant\"\nsize = \"1000B\"\nflows = 200\nflow_packets_min = 1000\n";
+        let equal = run(&scenario(base), 1, None, &mut |_| {}).unwrap();
+        let offered = equal.get("offered_bytes").unwrap() * 8.0 / 0.2;
+        assert!((offered / 0.5e9 - 1.0).abs() < 0.03, "offered {offered} bit/s");
+        assert!(equal.get("flows_started").unwrap() >= 200.0);
+        let skewed =
+            run(&scenario(&format!("{base}flow_weights = \"exp-decay\"\ndecay_ratio = 0.9\n")), 1, None, &mut |_| {})
+                .unwrap();
+        let (je, js) = (equal.get("jain_fairness").unwrap(), skewed.get("jain_fairness").unwrap());
+        assert!(je > 0.9 && js < 0.75, "equal {je} skewed {js}");
+        let text =
+            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/link-flows.toml")).unwrap();
+        let sc = scenario(&text);
+        assert_eq!(Scenario::from_table(&sc.to_toml(), "resolved", Path::new(".")).unwrap(), sc);
+        for bad in ["[traffic]\ndecay_ratio = 0.9\n", "model = \"kim\"\n[traffic]\nflows = 10\n"] {
+            let e = Scenario::parse(bad, "t", Path::new(".")).unwrap_err().to_string();
+            assert!(e.contains("traffic."), "{e}");
+        }
     }
 }

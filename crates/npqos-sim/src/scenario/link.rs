@@ -37,8 +37,33 @@ impl SizeSpec {
 /// Where the traffic comes from.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Traffic {
-    Synthetic { overload: f64, sizes: SizeSpec, arrivals: GapDist },
-    Trace { files: Vec<PathBuf>, time_scale: f64, flow_multiply: u32, lenient: bool, align: Alignment },
+    /// Per-queue arrivals at `overload` times the queue's fair share; with a `population`, one
+    /// aggregate stream at `overload` times the link rate whose packets belong to the flows of a
+    /// [`crate::workload::FlowPopulation`], each flow's packets in the queue its id hashes to.
+    Synthetic {
+        overload: f64,
+        sizes: SizeSpec,
+        arrivals: GapDist,
+        population: Option<PopulationSpec>,
+    },
+    Trace {
+        files: Vec<PathBuf>,
+        time_scale: f64,
+        flow_multiply: u32,
+        lenient: bool,
+        align: Alignment,
+    },
+}
+
+/// A flow population (`traffic.flows` and the keys after it).
+#[derive(Clone, Debug, PartialEq)]
+pub struct PopulationSpec {
+    /// Concurrent flow slots.
+    pub flows: u32,
+    /// `None`: equal weights; `Some(r)`: slot `i` weighs `r^i`.
+    pub decay_ratio: Option<f64>,
+    /// `None`: flows never end; `Some((shape, min))`: Pareto packets per flow, at least `min`.
+    pub flow_packets: Option<(f64, u64)>,
 }
 
 /// Default cap on the gap between consecutive records of one file under `align = "start"`
@@ -206,7 +231,46 @@ pub(crate) fn read(
                 }
             }
         }
-        Traffic::Synthetic { overload, sizes, arrivals }
+        let population = if t.present("flows") {
+            let flows = t.int("flows", 1000, 1, 1 << 26, probs) as u32;
+            let w = t.choice("flow_weights", "equal", &["equal", "exp-decay"], probs);
+            let ratio = t.float("decay_ratio", 0.999, probs, |v| v > 0.0 && v <= 1.0, "in (0, 1]");
+            if w != "exp-decay" && t.present("decay_ratio") {
+                probs.push(Problem {
+                    key: "traffic.decay_ratio".into(),
+                    value: None,
+                    message: "only applies with flow_weights = \"exp-decay\"".into(),
+                });
+            }
+            let shape = t.float("flow_packets_shape", 1.2, probs, |v| v > 0.0 && v <= 100.0, "greater than 0");
+            let min = t.int("flow_packets_min", 1, 1, 1 << 40, probs) as u64;
+            let ends = t.present("flow_packets_shape") || t.present("flow_packets_min");
+            if model == "kim" {
+                probs.push(Problem {
+                    key: "traffic.flows".into(),
+                    value: None,
+                    message: "model = \"kim\" shapes per-queue synthetic input; a flow population applies to model = \"link\"".into(),
+                });
+            }
+            Some(PopulationSpec {
+                flows,
+                decay_ratio: (w == "exp-decay").then_some(ratio),
+                flow_packets: ends.then_some((shape, min)),
+            })
+        } else {
+            for k in ["flow_weights", "decay_ratio", "flow_packets_shape", "flow_packets_min"] {
+                t.consume(k);
+                if t.present(k) {
+                    probs.push(Problem {
+                        key: format!("traffic.{k}"),
+                        value: None,
+                        message: "only applies with traffic.flows (a flow population)".into(),
+                    });
+                }
+            }
+            None
+        };
+        Traffic::Synthetic { overload, sizes, arrivals, population }
     };
     for k in ["files", "time_scale", "flow_multiply", "lenient"] {
         if source != "trace" {
@@ -222,6 +286,11 @@ pub(crate) fn read(
     }
     if source == "trace" {
         for k in [
+            "flows",
+            "flow_weights",
+            "decay_ratio",
+            "flow_packets_shape",
+            "flow_packets_min",
             "overload",
             "sizes",
             "size",
@@ -347,6 +416,11 @@ impl LinkSpec {
         let n = self.queues as u128;
         // See models::link and models::kim for the layouts (kim adds the bucket state, 50 B).
         let per_queue = 32 + 64 + 8 + 48 + 16 + if shaper.is_some() { 56 } else { 0 };
+        // A flow population: a weight (alias table, 16 B) and a flow id and packets left per slot.
+        let population = match &self.traffic {
+            Traffic::Synthetic { population: Some(p), .. } => p.flows as u128 * 32,
+            _ => 0,
+        };
         let min_pkt = match &self.traffic {
             Traffic::Synthetic { sizes, .. } => sizes.min_hint().max(1) as u128,
             Traffic::Trace { .. } => 40,
@@ -355,7 +429,7 @@ impl LinkSpec {
         let buffers = !matches!(shaper, Some(sh) if !sh.shared_link && !sh.queue_while_disabled);
         let nodes = if buffers { n * (self.buffer as u128 / min_pkt + 1) } else { n };
         let series = 2 * 3 * 16 * (duration.as_nanos() / sample.as_nanos().max(1)) as u128;
-        n * per_queue + nodes * 16 + series + (1 << 20)
+        n * per_queue + nodes * 16 + series + population + (1 << 20)
     }
 }
 
@@ -372,9 +446,25 @@ pub(crate) fn to_toml(l: &LinkSpec, shaper: Option<&ShaperSpec>, root: &mut toml
     root.insert("queues".into(), q.into());
     let mut t = toml::Table::new();
     match &l.traffic {
-        Traffic::Synthetic { overload, sizes, arrivals } => {
+        Traffic::Synthetic { overload, sizes, arrivals, population } => {
             t.insert("source".into(), "synthetic".into());
             t.insert("overload".into(), (*overload).into());
+            if let Some(p) = population {
+                t.insert("flows".into(), i64::from(p.flows).into());
+                match p.decay_ratio {
+                    Some(r) => {
+                        t.insert("flow_weights".into(), "exp-decay".into());
+                        t.insert("decay_ratio".into(), r.into());
+                    }
+                    None => {
+                        t.insert("flow_weights".into(), "equal".into());
+                    }
+                }
+                if let Some((shape, min)) = p.flow_packets {
+                    t.insert("flow_packets_shape".into(), shape.into());
+                    t.insert("flow_packets_min".into(), (min as i64).into());
+                }
+            }
             match sizes {
                 SizeSpec::Trace { files } => {
                     t.insert("sizes".into(), "trace".into());
