@@ -59,6 +59,7 @@ fn run_one(
         }),
         "everest" => everest::scenario::run_scenario(sc, seed, flag, report).map_err(|e| match e {
             everest::EverestError::Config(c) => bad(format!("{id}: {c}")),
+            everest::EverestError::Trace(t) => from_trace(t),
             other => anyhow::Error::new(other),
         }),
         "dqs" => dqs::scenario::run_scenario(sc, seed, flag, report).map_err(from_trace),

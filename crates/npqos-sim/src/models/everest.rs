@@ -311,6 +311,9 @@ pub enum EverestError {
     /// The scenario given to [`scenario::run_scenario`] is another model's.
     #[error("not a model = \"everest\" scenario")]
     NotEverest,
+    /// The scenario's trace could not be read.
+    #[error(transparent)]
+    Trace(#[from] crate::trace::TraceError),
 }
 
 /// What a run measured.

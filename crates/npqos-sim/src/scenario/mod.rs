@@ -214,7 +214,7 @@ impl Spec {
     /// Reads the tables of `model`, recording every problem.
     fn read(model: &str, root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> Spec {
         match model {
-            "everest" => Spec::Everest(crate::models::everest::scenario::read(root, probs)),
+            "everest" => Spec::Everest(crate::models::everest::scenario::read(root, base_dir, probs)),
             "dqs" => Spec::Dqs(crate::models::dqs::scenario::read(root, base_dir, probs)),
             "fq" => Spec::Fq(predictive::read_fq(root, probs)),
             "lap" => Spec::Lap(predictive::read_lap(root, probs)),
@@ -240,8 +240,8 @@ impl Spec {
             ),
             Spec::Everest(e) => (
                 e.estimate_memory(duration) as u128,
-                "traffic.packets_per_second",
-                e.traffic.packets_per_second.to_string(),
+                if e.traffic.trace.is_some() { "traffic.files" } else { "traffic.packets_per_second" },
+                if e.traffic.trace.is_some() { "(trace)".into() } else { e.traffic.packets_per_second.to_string() },
                 "if every packet of the run waited at once: there is no queue limit",
                 "shorten run.duration or lower the rate",
             ),

@@ -18,6 +18,10 @@
 //! on_mean = "50ms"
 //! off_mean = "100ms"
 //! pareto_shape = 1.5
+//! # or a trace: source = "trace", files = ["dir-or.pcap"], flow_multiply = 1 (overlaid copies,
+//! # each rotated in time, flows kept apart), time_scale = 1.0, max_gap = "1s", lenient = true,
+//! # classify = "natpt" (the six NAT-PT services by protocol and direction; the default with the
+//! # default services) or "share" (each flow to a service by a hash weighted by the shares)
 //! [[services]]                     # default: everest Table 2's six NAT-PT services
 //! name = "v4-v6-tcp"               # letters, digits, '-', '_'
 //! t_pkt = "18.22us"                # processing time per packet
@@ -28,8 +32,10 @@
 
 use super::{SyntheticTraffic, NATPT_SERVICES, UNC25_PPS};
 use crate::scenario::{show, Problem, Reader};
+use crate::trace::corpus::Corpus;
 use npqos_core::alloc::Policy;
 use npqos_core::Duration;
+use std::path::{Path, PathBuf};
 
 /// The everest part of a scenario.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,6 +48,19 @@ pub struct EverestSpec {
     pub services: Vec<ServiceSpec>,
 }
 
+/// A trace as an everest scenario's traffic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TraceTraffic {
+    pub files: Vec<PathBuf>,
+    pub flow_multiply: u32,
+    pub time_scale: f64,
+    pub max_gap: Duration,
+    pub lenient: bool,
+    /// true: the six NAT-PT services by protocol and direction (everest Table 2); false: each
+    /// flow to a service by a hash of its 5-tuple weighted by the services' shares.
+    pub natpt: bool,
+}
+
 /// `[traffic]` of an everest scenario.
 #[derive(Clone, Debug, PartialEq)]
 pub struct TrafficSpec {
@@ -50,6 +69,8 @@ pub struct TrafficSpec {
     pub on_mean: Duration,
     pub off_mean: Duration,
     pub shape: f64,
+    /// `Some`: the arrivals are a trace's (the synthetic keys above do not apply).
+    pub trace: Option<TraceTraffic>,
 }
 
 /// One `[[services]]` entry.
@@ -71,7 +92,7 @@ pub const POLICIES: [&str; 7] =
 const NATPT_NAMES: [&str; 6] = ["v4-v6-tcp", "v4-v6-udp", "v4-v6-icmp", "v6-v4-tcp", "v6-v4-udp", "v6-v4-icmp"];
 
 /// Reads `[processors]`, `[traffic]` and `[[services]]`, recording every problem.
-pub(crate) fn read(root: &toml::Table, probs: &mut Vec<Problem>) -> EverestSpec {
+pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> EverestSpec {
     let mut p = Reader::new(root, "processors", probs);
     let processors = p.int("count", 16, 1, 1 << 20, probs) as u32;
     let policy = p.choice("policy", "everest", &POLICIES, probs);
@@ -111,8 +132,31 @@ pub(crate) fn read(root: &toml::Table, probs: &mut Vec<Problem>) -> EverestSpec 
     };
 
     let mut t = Reader::new(root, "traffic", probs);
-    let source = t.choice("source", "synthetic", &["synthetic"], probs);
-    let _ = source;
+    let source = t.choice("source", "synthetic", &["synthetic", "trace"], probs);
+    const SYNTHETIC: [&str; 5] = ["packets_per_second", "sources", "on_mean", "off_mean", "pareto_shape"];
+    const TRACE: [&str; 6] = ["files", "flow_multiply", "time_scale", "max_gap", "lenient", "classify"];
+    let other: &[&str] = if source == "trace" { &SYNTHETIC } else { &TRACE };
+    for k in other {
+        t.consume(k);
+        if t.present(k) {
+            probs.push(Problem {
+                key: format!("traffic.{k}"),
+                value: None,
+                message: format!("does not apply to source = {source:?}"),
+            });
+        }
+    }
+    let trace = (source == "trace").then(|| {
+        let default_classify = if root.contains_key("services") { "share" } else { "natpt" };
+        TraceTraffic {
+            files: t.files("files", base_dir, probs),
+            flow_multiply: t.int("flow_multiply", 1, 1, 65_535, probs) as u32,
+            time_scale: t.float("time_scale", 1.0, probs, |v| v > 0.0 && v <= 1e6, "greater than 0"),
+            max_gap: t.positive_duration("max_gap", crate::scenario::DEFAULT_MAX_GAP, probs),
+            lenient: t.boolean("lenient", true, probs),
+            natpt: t.choice("classify", default_classify, &["natpt", "share"], probs) == "natpt",
+        }
+    });
     let packets_per_second =
         t.float("packets_per_second", UNC25_PPS, probs, |v| v > 0.0 && v <= 1e10, "greater than 0 and at most 1e10");
     let sources = t.int("sources", 16, 1, 100_000, probs) as u32;
@@ -120,7 +164,7 @@ pub(crate) fn read(root: &toml::Table, probs: &mut Vec<Problem>) -> EverestSpec 
     let off_mean = t.positive_duration("off_mean", Duration::from_millis(100), probs);
     let shape = t.float("pareto_shape", 1.5, probs, |v| v > 1.0, "greater than 1 (a finite mean)");
     t.finish(probs);
-    let traffic = TrafficSpec { packets_per_second, sources, on_mean, off_mean, shape };
+    let traffic = TrafficSpec { packets_per_second, sources, on_mean, off_mean, shape, trace };
 
     let services = match root.get("services") {
         None => {
@@ -151,6 +195,17 @@ pub(crate) fn read(root: &toml::Table, probs: &mut Vec<Problem>) -> EverestSpec 
         }
     };
     check_services(&services, probs);
+    if traffic.trace.as_ref().is_some_and(|t| t.natpt) && services.len() != NATPT_SERVICES.len() {
+        probs.push(Problem {
+            key: "traffic.classify".into(),
+            value: Some("\"natpt\"".into()),
+            message: format!(
+                "classifies into the {} NAT-PT services in everest Table 2's order; there are {} [[services]] (use classify = \"share\")",
+                NATPT_SERVICES.len(),
+                services.len()
+            ),
+        });
+    }
     EverestSpec { processors, policy, t_sw, delta, traffic, services }
 }
 
@@ -262,6 +317,11 @@ impl EverestSpec {
     /// Upper estimate of one replication's memory: every packet of `duration` waiting at once
     /// (8 B each), plus per-source and per-processor state.
     pub fn estimate_memory(&self, duration: Duration) -> u64 {
+        // A trace: its packets in memory (about its files' size) and, at worst, all waiting.
+        if let Some(tr) = &self.traffic.trace {
+            let bytes: u64 = tr.files.iter().map(|f| std::fs::metadata(f).map_or(0, |m| m.len())).sum();
+            return bytes.saturating_mul(2 + tr.flow_multiply as u64) + self.processors as u64 * 64 + (1 << 20);
+        }
         let packets =
             self.traffic.packets_per_second * (duration.as_secs_f64() + super::SYNTHETIC_WARMUP.as_secs_f64());
         let sources = self.traffic.sources as f64 * self.services.len() as f64 * 128.0;
@@ -280,12 +340,28 @@ impl EverestSpec {
         }
         root.insert("processors".into(), p.into());
         let mut t = toml::Table::new();
-        t.insert("source".into(), "synthetic".into());
-        t.insert("packets_per_second".into(), self.traffic.packets_per_second.into());
-        t.insert("sources".into(), (self.traffic.sources as i64).into());
-        t.insert("on_mean".into(), self.traffic.on_mean.to_string().into());
-        t.insert("off_mean".into(), self.traffic.off_mean.to_string().into());
-        t.insert("pareto_shape".into(), self.traffic.shape.into());
+        match &self.traffic.trace {
+            None => {
+                t.insert("source".into(), "synthetic".into());
+                t.insert("packets_per_second".into(), self.traffic.packets_per_second.into());
+                t.insert("sources".into(), (self.traffic.sources as i64).into());
+                t.insert("on_mean".into(), self.traffic.on_mean.to_string().into());
+                t.insert("off_mean".into(), self.traffic.off_mean.to_string().into());
+                t.insert("pareto_shape".into(), self.traffic.shape.into());
+            }
+            Some(tr) => {
+                t.insert("source".into(), "trace".into());
+                t.insert(
+                    "files".into(),
+                    toml::Value::Array(tr.files.iter().map(|f| f.display().to_string().into()).collect()),
+                );
+                t.insert("flow_multiply".into(), i64::from(tr.flow_multiply).into());
+                t.insert("time_scale".into(), tr.time_scale.into());
+                t.insert("max_gap".into(), tr.max_gap.to_string().into());
+                t.insert("lenient".into(), tr.lenient.into());
+                t.insert("classify".into(), if tr.natpt { "natpt" } else { "share" }.into());
+            }
+        }
         root.insert("traffic".into(), t.into());
         let s: Vec<toml::Value> = self
             .services
@@ -304,6 +380,61 @@ impl EverestSpec {
             .collect();
         root.insert("services".into(), toml::Value::Array(s));
     }
+}
+
+/// The arrivals of a scenario: its synthetic sources for `duration`, or its trace (every
+/// capture from time 0 with gaps capped, `flow_multiply` rotated copies, sped up `time_scale`
+/// times) up to `duration`, classified into the services. Also the packets expected, for
+/// progress.
+pub fn traffic(e: &EverestSpec, duration: Duration) -> Result<(super::Traffic, u64), super::EverestError> {
+    let Some(tr) = &e.traffic.trace else {
+        let expected = (e.traffic.packets_per_second * duration.as_secs_f64()) as u64;
+        return Ok((super::Traffic::Synthetic(e.synthetic(duration)), expected));
+    };
+    let corpus = Corpus::load(&tr.files, tr.lenient, tr.max_gap)?;
+    let classes = if tr.natpt {
+        super::classify_corpus(&corpus)
+    } else {
+        // Each flow (both directions apart) to a service by a hash weighted by the shares.
+        let total: f64 = e.services.iter().map(|s| s.share).sum::<f64>().max(f64::MIN_POSITIVE);
+        let mut cum = Vec::with_capacity(e.services.len());
+        let mut acc = 0.0;
+        for s in &e.services {
+            acc += s.share / total;
+            cum.push(acc);
+        }
+        let mut map = std::collections::HashMap::new();
+        for p in &corpus.packets {
+            let mut k = p.flow;
+            k.zone = 0;
+            map.entry(k).or_insert_with(|| {
+                let u = (mix64(k.digest()) >> 11) as f64 / (1u64 << 53) as f64;
+                cum.iter().position(|&c| u < c).unwrap_or(cum.len() - 1) as u8
+            });
+        }
+        map
+    };
+    let span = (corpus.duration_ns as f64 / tr.time_scale).max(1.0);
+    let expected =
+        (corpus.packets.len() as f64 * tr.flow_multiply as f64 * (duration.as_nanos() as f64 / span).min(1.0)) as u64;
+    Ok((
+        super::Traffic::Corpus {
+            corpus: std::sync::Arc::new(corpus),
+            classes: std::sync::Arc::new(classes),
+            copies: tr.flow_multiply,
+            time_scale: tr.time_scale,
+            end: duration,
+        },
+        expected,
+    ))
+}
+
+/// splitmix64's finalizer: a fixed 64-bit mix.
+fn mix64(x: u64) -> u64 {
+    let mut z = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
 }
 
 /// What `npqos model everest` reports for one service.
@@ -334,7 +465,7 @@ pub fn sizing(sc: &crate::scenario::Scenario, seed: u64) -> Result<Vec<ServiceSi
     let crate::scenario::Spec::Everest(e) = &sc.spec else {
         return Err(super::EverestError::NotEverest);
     };
-    let traffic = super::Traffic::Synthetic(e.synthetic(sc.duration));
+    let (traffic, _) = traffic(e, sc.duration)?;
     let t_pkt: Vec<Duration> = e.services.iter().map(|s| s.t_pkt).collect();
     let d: Vec<Duration> = e.services.iter().map(|s| s.tolerance).collect();
     let nm = super::n_max(|| traffic.stream(seed), &t_pkt, &d, 4 * e.processors.max(64));
@@ -374,7 +505,7 @@ pub fn run_scenario(
     let crate::scenario::Spec::Everest(e) = &sc.spec else {
         return Err(super::EverestError::NotEverest);
     };
-    let traffic = super::Traffic::Synthetic(e.synthetic(sc.duration));
+    let (traffic, expected) = traffic(e, sc.duration)?;
     let t_pkt: Vec<Duration> = e.services.iter().map(|s| s.t_pkt).collect();
     let d: Vec<Duration> = e.services.iter().map(|s| s.tolerance).collect();
     let given: Option<Vec<f64>> = e.services.iter().map(|s| s.guarantee).collect();
@@ -394,7 +525,6 @@ pub fn run_scenario(
         sample_every: sc.sample_every(),
         check_invariants: false,
     };
-    let expected = (e.traffic.packets_per_second * sc.duration.as_secs_f64()) as u64;
     let span = sc.duration.as_nanos() as f64;
     let limits = RunLimits {
         until: npqos_core::Instant::MAX,
@@ -483,5 +613,37 @@ mod tests {
         let e = parse("model = \"everest\"\n[run]\nduration = \"100000s\"\n[traffic]\npackets_per_second = 1e9\n")
             .unwrap_err();
         assert!(e.contains("traffic.packets_per_second") && e.contains("memory_budget"), "{e}");
+    }
+
+    /// Trace traffic: the keys round-trip, synthetic keys and a NAT-PT classification of other
+    /// services are refused; with the corpus, the example offers its packets to the six
+    /// services, and `classify = "share"` follows the shares.
+    #[test]
+    fn trace_traffic() {
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios");
+        let text = std::fs::read_to_string(format!("{dir}/everest-trace.toml")).unwrap();
+        let sc = crate::scenario::Scenario::parse(&text, "t", std::path::Path::new(dir)).unwrap();
+        let again = crate::scenario::Scenario::from_table(&sc.to_toml(), "r", std::path::Path::new(dir)).unwrap();
+        assert_eq!(again, sc);
+        let e = parse("model = \"everest\"\n[traffic]\nsource = \"trace\"\nfiles = []\nsources = 3\nclassify = \"natpt\"\n[[services]]\nname = \"a\"\nshare = 1.0\n").unwrap_err();
+        for key in ["traffic.sources", "traffic.classify"] {
+            assert!(e.contains(key), "{key} in {e}");
+        }
+        if !std::path::Path::new(dir).join("../../shared/traces/ndpi").is_dir() {
+            crate::testkit::skip("models::everest::scenario::tests::trace_traffic (runs)", crate::testkit::NO_NDPI);
+            return;
+        }
+        let mut short = sc.clone();
+        short.duration = npqos_core::Duration::from_millis(200);
+        let r = super::run_scenario(&short, 1, None, &mut |_| {}).unwrap();
+        assert!(r.get("packets").unwrap() > 10_000.0, "{:?}", r.get("packets"));
+        let shares = text.replace("classify = \"natpt\"", "classify = \"share\"")
+            + "[[services]]\nname = \"a\"\nt_pkt = \"5us\"\nshare = 0.9\n[[services]]\nname = \"b\"\nt_pkt = \"5us\"\nshare = 0.1\n";
+        let mut sc2 = crate::scenario::Scenario::parse(&shares, "t", std::path::Path::new(dir)).unwrap();
+        sc2.duration = npqos_core::Duration::from_millis(200);
+        let s = super::sizing(&sc2, 1).unwrap();
+        let frac = s[0].packets as f64 / (s[0].packets + s[1].packets) as f64;
+        // By flow, not by packet: heavy flows make the packet split coarser than the shares.
+        assert!(frac > 0.6 && frac < 1.0, "{frac}");
     }
 }
