@@ -1,3 +1,7 @@
+//! Tests of the qcache timing simulation: one thread against the unloaded plans, every queue
+//! in order under contention, determinism, the memory bound of random traffic, one queue
+//! serializing, and refused configurations.
+
 use super::sim::{run, SimConfig, SimError, SimStats};
 use super::workload::{OpStream, Pattern, WorkloadSpec};
 use npqos_core::queues::timing::{Op, Subsystem, TABLE1};
