@@ -472,7 +472,7 @@ fn scalar(v: &serde_json::Value, name: &str) -> f64 {
     v["scalars"][name]["value"].as_f64().unwrap_or_else(|| panic!("{name} in {v}"))
 }
 
-/// The predictive models' examples (fq, lap, efq-lap), dqs's and qcache's: two replications give
+/// The predictive models' examples (fq, lap, efq-lap), dqs's, qcache's and kim's: two replications give
 /// byte-identical summary.json with one and two threads; an unknown table or key is bad input
 /// naming it; each predictive setting and qcache show their paper's qualitative result.
 #[test]
@@ -488,6 +488,7 @@ fn predictive_scenarios_run_deterministically_show_their_results_and_refuse_unkn
         ("efq-lap-small", "efq-lap"),
         ("dqs-small", "dqs"),
         ("qcache-small", "qcache"),
+        ("kim-small", "kim"),
     ] {
         let text = example(name)
             .replace("[run]\n", "[run]\nreplications = 2\n")
@@ -501,13 +502,14 @@ fn predictive_scenarios_run_deterministically_show_their_results_and_refuse_unkn
             .collect();
         assert_eq!(bytes[0], bytes[1], "{name}: same bytes with 1 and 2 threads");
         let own = if model == "qcache" { "workload" } else { "traffic" };
+        let foreign = if model == "kim" { "processors" } else { "queues" };
         for (bad, key) in [
-            ("[queues]\ncount = 4\n".to_string(), "queues".to_string()),
+            (format!("[{foreign}]\ncount = 4\n"), foreign.to_string()),
             (format!("[{own}]\ncolour = 1\n"), format!("{own}.colour")),
         ] {
             let s = write_scenario(d.path(), &format!("model = {model:?}\n{bad}"));
             let o = run(&["run", s.to_str().unwrap(), "--quiet"]);
-            assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+            assert_eq!(o.status.code(), Some(2), "{model} {key}: {}", stderr(&o));
             assert!(stderr(&o).contains(&key), "{model} {key}: {}", stderr(&o));
         }
     }

@@ -49,6 +49,8 @@ pub struct EntryCache {
     pinned: Vec<bool>,
     clock: u64,
     queues: u32,
+    /// Per queue, the entry holding it (`EMPTY` if none): the CAM's associative lookup.
+    entry_of: Vec<u32>,
 }
 
 impl EntryCache {
@@ -62,7 +64,14 @@ impl EntryCache {
             });
         }
         let n = entries as usize;
-        Ok(EntryCache { queue: vec![EMPTY; n], last: vec![0; n], pinned: vec![false; n], clock: 0, queues })
+        Ok(EntryCache {
+            queue: vec![EMPTY; n],
+            last: vec![0; n],
+            pinned: vec![false; n],
+            clock: 0,
+            queues,
+            entry_of: vec![EMPTY; queues as usize],
+        })
     }
 
     pub fn entries(&self) -> u32 {
@@ -76,7 +85,7 @@ impl EntryCache {
 
     /// The entry holding `q`'s descriptor, without touching the LRU order.
     pub fn find(&self, q: QueueId) -> Option<EntryId> {
-        self.queue.iter().position(|&x| x == q.0).map(EntryId::from_index)
+        self.entry_of.get(q.index()).copied().filter(|&e| e != EMPTY).map(EntryId)
     }
 
     /// The queue whose descriptor entry `e` holds.
@@ -87,8 +96,8 @@ impl EntryCache {
     /// Looks `q` up and pins its entry; on a miss the least recently used entry not pinned (an
     /// empty one first) is allocated to `q`.
     pub fn acquire(&mut self, q: QueueId) -> Result<Lookup, Error> {
-        check(QueueId::KIND, q.0, self.queues as usize)?;
-        if let Some(i) = self.queue.iter().position(|&x| x == q.0) {
+        let qi = check(QueueId::KIND, q.0, self.queues as usize)?;
+        if let Some(i) = Some(self.entry_of[qi] as usize).filter(|&i| i != EMPTY as usize) {
             if self.pinned[i] {
                 return Err(Error::NotAllowed("the queue's descriptor entry is already in use"));
             }
@@ -103,6 +112,10 @@ impl EntryCache {
             .ok_or(Error::NotAllowed("every descriptor entry is in use"))?;
         self.clock += 1;
         let evicted = (self.queue[v] != EMPTY).then_some(QueueId(self.queue[v]));
+        if let Some(old) = evicted {
+            self.entry_of[old.index()] = EMPTY;
+        }
+        self.entry_of[qi] = v as u32;
         self.queue[v] = q.0;
         self.last[v] = self.clock;
         self.pinned[v] = true;
@@ -358,6 +371,12 @@ mod tests {
                         }
                     }
                 }
+                for (e, &q) in c.queue.iter().enumerate() {
+                    if q != EMPTY {
+                        prop_assert_eq!(c.entry_of[q as usize], e as u32, "the CAM map disagrees");
+                    }
+                }
+                prop_assert_eq!(c.entry_of.iter().filter(|&&e| e != EMPTY).count(), c.queue.iter().filter(|&&q| q != EMPTY).count());
                 let mut held: Vec<u32> = c.queue.iter().copied().filter(|&q| q != EMPTY).collect();
                 let n = held.len();
                 held.sort_unstable();

@@ -119,7 +119,7 @@ impl<E: Copy> Engine<E> {
         self.queue.push(at, event)
     }
     /// Schedules `event` at `at` in `class`: at equal times lower classes run first.
-    #[inline]
+    #[inline(always)]
     pub fn schedule_class(&mut self, at: Instant, class: u8, event: E) -> EventKey {
         assert!(at >= self.now, "event scheduled in the past: {at} < now {}", self.now);
         self.queue.push_class(at, class, event)

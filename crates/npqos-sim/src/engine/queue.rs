@@ -130,7 +130,9 @@ pub struct EventQueue<E> {
     reference: EventKey,
     /// The largest popped key; pushes must not go below its time, and keys at or below it have
     /// run, except early entries of a lower class still pending.
-    floor: Option<EventKey>,
+    floor: EventKey,
+    /// Whether anything was popped yet (before that, `floor` means nothing).
+    popped: bool,
     /// Events pushed below the reference key; all precede every radix entry.
     early: BinaryHeap<Reverse<ByKey<E>>>,
     /// Keys cancelled while still pending (their entries are still stored).
@@ -154,7 +156,8 @@ impl<E: Copy> EventQueue<E> {
             buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
             mask: 0,
             reference: EventKey { time: u64::MAX, seq: u64::MAX },
-            floor: None,
+            floor: EventKey { time: 0, seq: 0 },
+            popped: false,
             early: BinaryHeap::new(),
             cancelled: HashSet::new(),
             entries: 0,
@@ -196,18 +199,19 @@ impl<E: Copy> EventQueue<E> {
 
     /// Schedules `event` at `time`, which must not be earlier than the last popped time.
     /// Events at equal times (and class 0) pop in the order they were pushed.
-    #[inline]
+    #[inline(always)]
     pub fn push(&mut self, time: Instant, event: E) -> EventKey {
         self.push_class(time, 0, event)
     }
 
     /// Schedules `event` at `time` in `class`: at equal times lower classes pop first, equal
     /// classes in push order.
-    #[inline]
+    #[inline(always)]
     pub fn push_class(&mut self, time: Instant, class: u8, event: E) -> EventKey {
         let time = time.as_nanos();
         // The floor's time, or 0 before the first pop.
-        let floor_time = self.floor.map_or(0, |f| f.time);
+        // The floor's time (0 before the first pop).
+        let floor_time = self.floor.time;
         assert!(
             time >= floor_time,
             "EventQueue is monotone: push at {time} ns is before the last popped time {floor_time} ns"
@@ -247,7 +251,7 @@ impl<E: Copy> EventQueue<E> {
             return false;
         }
         // At or below the last popped key, only an early entry of a lower class can be pending.
-        if self.floor.is_some_and(|f| key <= f) && !self.early.iter().any(|Reverse(ByKey(e))| e.key() == key) {
+        if self.popped && key <= self.floor && !self.early.iter().any(|Reverse(ByKey(e))| e.key() == key) {
             return false;
         }
         if !self.cancelled.insert(key) {
@@ -329,7 +333,10 @@ impl<E: Copy> EventQueue<E> {
             // The largest key popped so far: an early entry of a lower class can pop after a
             // larger key of the same time, and must not lower the floor.
             let k = e.key();
-            self.floor = Some(self.floor.map_or(k, |f| f.max(k)));
+            if !self.popped || k > self.floor {
+                self.floor = k;
+                self.popped = true;
+            }
             return Some((Instant::from_nanos(e.time), e.event));
         }
     }

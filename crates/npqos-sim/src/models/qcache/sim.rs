@@ -190,6 +190,8 @@ impl From<Refs> for RefCounts {
 
 #[derive(Clone, Copy, Default)]
 struct Branch {
+    /// The branch's actions (of the current stage), and the next one to run.
+    steps: &'static [Action],
     pc: u8,
     phase: u8,
 }
@@ -567,9 +569,13 @@ impl<'a, R: Rng> Sim<'a, R> {
 
     fn start_stage(&mut self, eng: &mut Engine<u32>, t: usize) {
         let th = &mut self.threads[t];
-        let branches = th.program[th.stage as usize].len();
+        let stage = th.program[th.stage as usize];
+        let branches = stage.len();
         th.live = branches as u8;
         th.br = [Branch::default(); 2];
+        for (br, steps) in th.br.iter_mut().zip(stage) {
+            br.steps = steps;
+        }
         for b in 0..branches {
             self.run(eng, t, b);
         }
@@ -578,14 +584,12 @@ impl<'a, R: Rng> Sim<'a, R> {
     /// Runs branch `b` of thread `t` until it waits or ends.
     fn run(&mut self, eng: &mut Engine<u32>, t: usize, b: usize) {
         loop {
-            let th = &self.threads[t];
-            let steps = th.program[th.stage as usize][b];
-            let pc = th.br[b].pc as usize;
-            if pc == steps.len() {
+            let br = &self.threads[t].br[b];
+            let Some(&action) = br.steps.get(br.pc as usize) else {
                 self.branch_done(eng, t);
                 return;
-            }
-            if !self.step(eng, t, b, steps[pc]) {
+            };
+            if !self.step(eng, t, b, action) {
                 return;
             }
             let br = &mut self.threads[t].br[b];
