@@ -1,0 +1,128 @@
+//! Tests of the kim model: shaped rates and heap statistics, event-driven against periodic fill,
+//! queueing while disabled, the shared link, the cache model, alternating overload, determinism.
+
+use super::*;
+use crate::workload::SizeDist;
+
+fn small(fill: Fill) -> KimParams {
+    KimParams {
+        queues: 1000,
+        link: Rate::from_bits_per_sec(100_000_000),
+        cores: 10,
+        duration: Duration::from_secs(5),
+        fill,
+        ..KimParams::paper(1000)
+    }
+}
+
+#[test]
+fn shaped_rate_and_heap_statistics_are_sane() {
+    let r = run(&small(Fill::EventDriven), 1, None, &mut |_| {}).unwrap();
+    // Drop while disabled (the default): every arrival is sent or counted as dropped, and the
+    // sent rate stays below the shaped rate (plus the initial full buckets).
+    let sent = r.get("sent_packets").unwrap();
+    let dropped = r.get("dropped_packets").unwrap() + r.get("dropped_while_disabled").unwrap();
+    assert_eq!(r.get("arrived_packets").unwrap(), sent + dropped);
+    let ratio = r.get("rate_ratio").unwrap();
+    assert!(ratio > 0.5 && ratio < 1.01, "rate ratio {ratio}");
+    // Buffering while disabled: the rate is held near the offered rate, never above CIR.
+    let q = run(&KimParams { while_disabled: WhileDisabled::Queue, ..small(Fill::EventDriven) }, 1, None, &mut |_| {})
+        .unwrap();
+    let ratio = q.get("rate_ratio").unwrap();
+    assert!(ratio > 0.9 && ratio < 1.01, "rate ratio {ratio}");
+    assert!(r.get("reschedules").unwrap() > 0.0);
+    assert_eq!(r.get("heap_inserts"), Some(r.get("reschedules").unwrap() + r.get("deferred").unwrap()));
+    let (mean, max) = (r.get("heap_mean_per_core").unwrap(), r.get("heap_max_per_core").unwrap());
+    assert!(mean > 0.0 && mean < max && max <= 1000.0, "mean {mean} max {max}");
+    let (a2, a8) = (r.get("offchip_2KB").unwrap(), r.get("offchip_8KB").unwrap());
+    assert!(a2 >= a8, "more locked cache, fewer off-chip accesses");
+}
+
+#[test]
+fn event_driven_needs_far_fewer_accesses_than_periodic_fill() {
+    let q = WhileDisabled::Queue;
+    let ev = run(&KimParams { while_disabled: q, ..small(Fill::EventDriven) }, 2, None, &mut |_| {}).unwrap();
+    let pe =
+        run(&KimParams { while_disabled: q, ..small(Fill::Periodic(Duration::from_millis(1))) }, 2, None, &mut |_| {})
+            .unwrap();
+    let ratio = pe.get("fill_accesses").unwrap() / ev.get("offchip_2KB").unwrap().max(1.0);
+    assert!(ratio > 10.0, "reduction factor {ratio}");
+    let (d_ev, d_pe) = (ev.get("mean_delay").unwrap(), pe.get("mean_delay").unwrap());
+    assert!(d_ev > 0.0 && d_pe > 0.0);
+}
+
+/// With queueing while disabled at overload 1, the backlog built while a queue waits drains
+/// its alpha tokens at once on re-enabling: queues spend far more time disabled than when
+/// those arrivals are dropped (the stochastic model's setting).
+#[test]
+fn queueing_while_disabled_keeps_queues_throttled_longer() {
+    let drop = run(&small(Fill::EventDriven), 3, None, &mut |_| {}).unwrap();
+    let queue =
+        run(&KimParams { while_disabled: WhileDisabled::Queue, ..small(Fill::EventDriven) }, 3, None, &mut |_| {})
+            .unwrap();
+    assert!(drop.get("dropped_while_disabled").unwrap() > 0.0);
+    assert_eq!(queue.get("dropped_while_disabled"), Some(0.0));
+    assert!(queue.get("heap_mean_per_core").unwrap() > 2.0 * drop.get("heap_mean_per_core").unwrap());
+}
+
+/// Shared link: the same shaped rates as ideal (the CIRs sum to the link rate), never more
+/// than the link, and packets wait at least as long as in ideal mode.
+#[test]
+fn shared_link_serves_round_robin_within_the_link_rate() {
+    let base = KimParams { while_disabled: WhileDisabled::Queue, overload: 0.95, ..small(Fill::EventDriven) };
+    let ideal = run(&base, 4, None, &mut |_| {}).unwrap();
+    let shared = run(&KimParams { link_mode: LinkMode::Shared, ..base.clone() }, 4, None, &mut |_| {}).unwrap();
+    let (ri, rs) = (ideal.get("rate_ratio").unwrap(), shared.get("rate_ratio").unwrap());
+    assert!(rs <= 1.0 && (ri - rs).abs() < 0.02, "ideal {ri} shared {rs}");
+    assert!(shared.get("mean_delay").unwrap() >= ideal.get("mean_delay").unwrap());
+    // A link far slower than the offered load: the link, not the shapers, is the limit.
+    let slow = KimParams { link_mode: LinkMode::Shared, overload: 3.0, ..base };
+    let r = run(&slow, 4, None, &mut |_| {}).unwrap();
+    let sent_bits = r.get("sent_packets").unwrap() * SizeDist::kim_imix().mean() * 8.0;
+    assert!(sent_bits <= 1.02 * 100e6 * 5.0, "{sent_bits} bits in 5 s on 100 Mbps");
+}
+
+/// Cache model: more locked cache, fewer misses per delete; every op touches the cache.
+#[test]
+fn cache_model_attributes_misses_to_inserts_and_deletes() {
+    let p = KimParams {
+        queues: 20_000,
+        link: Rate::from_bits_per_sec(2_000_000_000),
+        cores: 1,
+        overload: 1.29,
+        duration: Duration::from_millis(1500),
+        cache: Some(CacheGeometry::KIM),
+        ..KimParams::paper(20_000)
+    };
+    let r = run(&p, 5, None, &mut |_| {}).unwrap();
+    assert!(r.get("cache_insert_ops").unwrap() > 1000.0 && r.get("cache_delete_ops").unwrap() > 1000.0);
+    assert!(r.get("accesses_per_delete").unwrap() > r.get("accesses_per_insert").unwrap());
+    let (d2, d8) = (r.get("misses_per_delete_2KB").unwrap(), r.get("misses_per_delete_8KB").unwrap());
+    assert!(d2 > d8 && d8 >= 0.0, "delete misses 2KB {d2} 8KB {d8}");
+    let rate = r.get("insert_miss_rate_2KB").unwrap();
+    assert!((0.0..=1.0).contains(&rate));
+}
+
+/// Alternating overload with sampling: one point per interval, more reschedules in the
+/// overloaded phases.
+#[test]
+fn alternating_overload_is_sampled_per_interval() {
+    let p = KimParams {
+        overload: 1.0,
+        overload_alt: Some((Duration::from_secs(1), 4.0)),
+        sample_every: Some(Duration::from_millis(250)),
+        duration: Duration::from_secs(4),
+        ..small(Fill::EventDriven)
+    };
+    let r = run(&p, 6, None, &mut |_| {}).unwrap();
+    let s = &r.series[0].points;
+    assert_eq!(s.len(), 16); // the last at the end time, 4 s
+    let phase = |a: f64, b: f64| s.iter().filter(|x| x.0 > a && x.0 <= b).map(|x| x.1).sum::<f64>();
+    assert!(phase(1.25, 2.0) > 2.0 * phase(2.25, 3.0), "{s:?}");
+}
+
+#[test]
+fn deterministic() {
+    let p = KimParams { duration: Duration::from_millis(500), ..small(Fill::EventDriven) };
+    assert_eq!(run(&p, 9, None, &mut |_| {}).unwrap(), run(&p, 9, None, &mut |_| {}).unwrap());
+}
