@@ -282,7 +282,7 @@ impl Spec {
             Spec::Qcache(q) => (
                 q.estimate_memory(),
                 "workload.operations",
-                q.operations.to_string(),
+                q.sim.ops.to_string(),
                 "per queue, per operation the model replays, a trace's queue ids",
                 "lower workload.operations or set queuing.model = false",
             ),
@@ -488,6 +488,43 @@ pub fn set_key(root: &mut toml::Table, path: &str, value: &str) -> Result<(), St
     }
     t.insert(parts[parts.len() - 1].to_string(), parsed);
     Ok(())
+}
+
+/// Helpers the scenario models' tests share: parsing with messages as the CLI prints them, the
+/// examples in `scenarios/`, the round trip through the resolved form, and the key paths a
+/// refused scenario must name.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::Scenario;
+    use std::path::Path;
+
+    /// Parses `text` as `t.toml`, relative paths against the working directory.
+    pub(crate) fn parse(text: &str) -> Result<Scenario, String> {
+        Scenario::parse(text, "t.toml", Path::new(".")).map_err(|p| p.to_string())
+    }
+
+    /// The text of `scenarios/<name>.toml`.
+    pub(crate) fn example(name: &str) -> String {
+        let path = format!("{}/../../scenarios/{name}.toml", env!("CARGO_MANIFEST_DIR"));
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+    }
+
+    /// Each text parses, and its resolved form parses back to the same scenario.
+    pub(crate) fn assert_round_trips(texts: impl IntoIterator<Item = String>) {
+        for text in texts {
+            let sc = parse(&text).unwrap_or_else(|e| panic!("{e}\nin:\n{text}"));
+            let again = Scenario::from_table(&sc.to_toml(), "resolved.toml", Path::new(".")).unwrap();
+            assert_eq!(again, sc, "{text}");
+        }
+    }
+
+    /// `text` is refused, naming every one of `keys`.
+    pub(crate) fn assert_names(text: &str, keys: &[&str]) {
+        let e = parse(text).expect_err("a scenario with problems");
+        for key in keys {
+            assert!(e.contains(key), "{key} missing in:\n{e}");
+        }
+    }
 }
 
 #[cfg(test)]

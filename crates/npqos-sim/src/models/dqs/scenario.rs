@@ -338,57 +338,47 @@ pub fn run_scenario(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parse(text: &str) -> Result<Scenario, String> {
-        Scenario::parse(text, "t.toml", Path::new(".")).map_err(|p| p.to_string())
-    }
+    use crate::scenario::testing::{assert_names, assert_round_trips, example, parse};
 
     /// Defaults; every example and resolved scenario parses back to itself.
     #[test]
     fn defaults_and_round_trip() {
         let Spec::Dqs(d) = parse("model = \"dqs\"\n").unwrap().spec else { panic!("dqs") };
         assert_eq!((d.slots, d.queues, d.load), (256, 1 << 16, 0.95));
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/");
-        let mut texts: Vec<String> = ["dqs-small", "dqs-paper"]
-            .iter()
-            .map(|n| std::fs::read_to_string(format!("{dir}{n}.toml")).unwrap())
-            .collect();
-        texts.push("model = \"dqs\"\n[table]\nhash = \"foldhash\"\non_exhausted = \"shared\"\nblock_size = \"128B\"\n[traffic]\nsizes = \"constant\"\nsize = \"576B\"\n".into());
-        for text in texts {
-            let sc = parse(&text).unwrap();
-            let again = Scenario::from_table(&sc.to_toml(), "resolved.toml", Path::new(".")).unwrap();
-            assert_eq!(again, sc, "{text}");
-        }
+        assert_round_trips([
+            example("dqs-small"),
+            example("dqs-paper"),
+            "model = \"dqs\"\n[table]\nhash = \"foldhash\"\non_exhausted = \"shared\"\nblock_size = \"128B\"\n[traffic]\nsizes = \"constant\"\nsize = \"576B\"\n".into(),
+        ]);
     }
 
     /// Every problem is reported with its key path.
     #[test]
     fn problems_name_their_keys() {
-        let e = parse("model = \"dqs\"\n[table]\nslots = 0\nhash = \"crc\"\nblock_size = \"1B\"\n[link]\nload = 0\n[traffic]\npareto_shape = 1.0\nmean_gap = \"0s\"\nsize = \"64B\"\nfiles = [\"x.pcap\"]\n").unwrap_err();
-        for key in [
-            "table.slots",
-            "table.hash",
-            "table.block_size",
-            "link.load",
-            "traffic.pareto_shape",
-            "traffic.mean_gap",
-            "traffic.size",
-            "traffic.files",
-        ] {
-            assert!(e.contains(key), "{key} missing in:\n{e}");
-        }
-        let e = parse("model = \"dqs\"\n[traffic]\nsource = \"trace\"\nfiles = [\"no-such.pcap\"]\nflows = 3\n")
-            .unwrap_err();
-        assert!(e.contains("traffic.files[0]") && e.contains("traffic.flows"), "{e}");
+        assert_names(
+            "model = \"dqs\"\n[table]\nslots = 0\nhash = \"crc\"\nblock_size = \"1B\"\n[link]\nload = 0\n[traffic]\npareto_shape = 1.0\nmean_gap = \"0s\"\nsize = \"64B\"\nfiles = [\"x.pcap\"]\n",
+            &[
+                "table.slots",
+                "table.hash",
+                "table.block_size",
+                "link.load",
+                "traffic.pareto_shape",
+                "traffic.mean_gap",
+                "traffic.size",
+                "traffic.files",
+            ],
+        );
+        assert_names(
+            "model = \"dqs\"\n[traffic]\nsource = \"trace\"\nfiles = [\"no-such.pcap\"]\nflows = 3\n",
+            &["traffic.files[0]", "traffic.flows"],
+        );
     }
 
     /// The small example is the dqs-table3 quick synthetic point (same workload, same seed
     /// streams): the scenario path and the experiment path build the same run.
     #[test]
     fn small_example_is_the_reproduction_point() {
-        let text =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/dqs-small.toml")).unwrap();
-        let sc = parse(&text).unwrap();
+        let sc = parse(&example("dqs-small")).unwrap();
         let r = run_scenario(&sc, 1, None, &mut |_| {}).unwrap();
         let out =
             crate::experiments::run("dqs-table3", crate::experiments::RunOptions { quick: true, seed: 1 }, &mut |_| {})

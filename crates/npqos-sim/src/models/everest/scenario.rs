@@ -560,12 +560,9 @@ pub fn run_scenario(
 
 #[cfg(test)]
 mod tests {
+    use crate::scenario::testing::{assert_names, assert_round_trips, example, parse};
     use crate::scenario::Scenario;
     use std::path::Path;
-
-    fn parse(text: &str) -> Result<Scenario, String> {
-        Scenario::parse(text, "t.toml", Path::new(".")).map_err(|p| p.to_string())
-    }
 
     /// The minimal everest scenario is the NAT-PT default; every resolved scenario parses back
     /// to itself.
@@ -576,43 +573,38 @@ mod tests {
         assert_eq!(e.services.len(), 6);
         assert_eq!(e.services[0].name, "v4-v6-tcp");
         assert!((e.services.iter().map(|s| s.share).sum::<f64>() - 1.0).abs() < 1e-12);
-        for text in [
+        assert_round_trips([
             "model = \"everest\"\n".to_string(),
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/everest-small.toml")).unwrap(),
+            example("everest-small"),
+            example("everest-natpt"),
             "model = \"everest\"\n[processors]\npolicy = \"quantum\"\nquantum = \"5ms\"\n[[services]]\nname = \"a\"\nt_pkt = \"2us\"\nshare = 1.0\nguarantee = 0.5\n".into(),
-        ] {
-            let sc = parse(&text).unwrap();
-            let again = Scenario::from_table(&sc.to_toml(), "resolved.toml", Path::new(".")).unwrap();
-            assert_eq!(again, sc);
-        }
+        ]);
     }
 
     /// Every problem is reported with its key path.
     #[test]
     fn problems_name_their_keys() {
-        let e = parse(
+        assert_names(
             "model = \"everest\"\n[link]\nrate = \"1Gbps\"\n[processors]\ncount = 0\npolicy = \"fifo\"\ncolour = 1\nquantum = \"1ms\"\n[traffic]\npareto_shape = 0.9\n[[services]]\nname = \"a b\"\nt_pkt = \"0s\"\nshare = 0.5\nguarantee = 0.2\n[[services]]\nname = \"c\"\nshare = 0.2\n",
-        )
-        .unwrap_err();
-        for key in [
-            "link",
-            "processors.count",
-            "processors.policy",
-            "processors.colour",
-            "processors.quantum",
-            "traffic.pareto_shape",
-            "services[0].name",
-            "services[0].t_pkt",
-            "services.share",
-            "services.guarantee",
-        ] {
-            assert!(e.contains(key), "{key} missing in:\n{e}");
-        }
+            &[
+                "link",
+                "processors.count",
+                "processors.policy",
+                "processors.colour",
+                "processors.quantum",
+                "traffic.pareto_shape",
+                "services[0].name",
+                "services[0].t_pkt",
+                "services.share",
+                "services.guarantee",
+            ],
+        );
         let e = parse("model = \"everest\"\n[[services]]\nt_pkt = \"1us\"\n").unwrap_err();
         assert!(e.contains("services[0].share") && e.contains("required"), "{e}");
-        let e = parse("model = \"everest\"\n[run]\nduration = \"100000s\"\n[traffic]\npackets_per_second = 1e9\n")
-            .unwrap_err();
-        assert!(e.contains("traffic.packets_per_second") && e.contains("memory_budget"), "{e}");
+        assert_names(
+            "model = \"everest\"\n[run]\nduration = \"100000s\"\n[traffic]\npackets_per_second = 1e9\n",
+            &["traffic.packets_per_second", "memory_budget"],
+        );
     }
 
     /// Trace traffic: the keys round-trip, synthetic keys and a NAT-PT classification of other
@@ -620,16 +612,16 @@ mod tests {
     /// services, and `classify = "share"` follows the shares.
     #[test]
     fn trace_traffic() {
+        // Relative trace paths resolve against the examples' directory.
         let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios");
-        let text = std::fs::read_to_string(format!("{dir}/everest-trace.toml")).unwrap();
-        let sc = crate::scenario::Scenario::parse(&text, "t", std::path::Path::new(dir)).unwrap();
-        let again = crate::scenario::Scenario::from_table(&sc.to_toml(), "r", std::path::Path::new(dir)).unwrap();
-        assert_eq!(again, sc);
-        let e = parse("model = \"everest\"\n[traffic]\nsource = \"trace\"\nfiles = []\nsources = 3\nclassify = \"natpt\"\n[[services]]\nname = \"a\"\nshare = 1.0\n").unwrap_err();
-        for key in ["traffic.sources", "traffic.classify"] {
-            assert!(e.contains(key), "{key} in {e}");
-        }
-        if !std::path::Path::new(dir).join("../../shared/traces/ndpi").is_dir() {
+        let text = example("everest-trace");
+        let sc = Scenario::parse(&text, "t", Path::new(dir)).unwrap();
+        assert_eq!(Scenario::from_table(&sc.to_toml(), "r", Path::new(dir)).unwrap(), sc);
+        assert_names(
+            "model = \"everest\"\n[traffic]\nsource = \"trace\"\nfiles = []\nsources = 3\nclassify = \"natpt\"\n[[services]]\nname = \"a\"\nshare = 1.0\n",
+            &["traffic.sources", "traffic.classify"],
+        );
+        if !Path::new(dir).join("../../shared/traces/ndpi").is_dir() {
             crate::testkit::skip("models::everest::scenario::tests::trace_traffic (runs)", crate::testkit::NO_NDPI);
             return;
         }
@@ -639,7 +631,7 @@ mod tests {
         assert!(r.get("packets").unwrap() > 10_000.0, "{:?}", r.get("packets"));
         let shares = text.replace("classify = \"natpt\"", "classify = \"share\"")
             + "[[services]]\nname = \"a\"\nt_pkt = \"5us\"\nshare = 0.9\n[[services]]\nname = \"b\"\nt_pkt = \"5us\"\nshare = 0.1\n";
-        let mut sc2 = crate::scenario::Scenario::parse(&shares, "t", std::path::Path::new(dir)).unwrap();
+        let mut sc2 = Scenario::parse(&shares, "t", Path::new(dir)).unwrap();
         sc2.duration = npqos_core::Duration::from_millis(200);
         let s = super::sizing(&sc2, 1).unwrap();
         let frac = s[0].packets as f64 / (s[0].packets + s[1].packets) as f64;

@@ -609,11 +609,7 @@ fn run_switch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    fn parse(text: &str) -> Result<Scenario, String> {
-        Scenario::parse(text, "t.toml", Path::new(".")).map_err(|p| p.to_string())
-    }
+    use crate::scenario::testing::{assert_names, assert_round_trips, example, parse};
 
     /// The minimal scenario of each model is its paper's setting; every example and resolved
     /// scenario parses back to itself.
@@ -626,59 +622,51 @@ mod tests {
         assert_eq!((l.processors, l.visible, l.applications), (16, Some(512), 3));
         let Spec::EfqLap(e) = parse("model = \"efq-lap\"\n").unwrap().spec else { panic!("efq-lap") };
         assert_eq!((e.processors, e.bursts.apps.clone(), e.mode.label()), (4, vec![2], "efq+lap"));
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/");
         let mut texts: Vec<String> =
-            ["fq-small", "fq-paper", "lap-small", "lap-paper", "efq-lap-small", "efq-lap-paper"]
-                .iter()
-                .map(|n| std::fs::read_to_string(format!("{dir}{n}.toml")).unwrap())
-                .collect();
+            ["fq-small", "fq-paper", "lap-small", "lap-paper", "efq-lap-small", "efq-lap-paper"].map(example).into();
         texts.push(
             "model = \"lap\"\n[processors]\npolicy = \"t-opt\"\n[traffic]\napplications = 2\nshares = [0.8, 0.2]\n"
                 .into(),
         );
         texts.push("model = \"efq-lap\"\n[processors]\nmode = \"efq-warm\"\n[traffic]\nburst_apps = []\n".into());
-        for text in texts {
-            let sc = parse(&text).unwrap();
-            let again = Scenario::from_table(&sc.to_toml(), "resolved.toml", Path::new(".")).unwrap();
-            assert_eq!(again, sc, "{text}");
-        }
+        assert_round_trips(texts);
     }
 
     /// Every problem is reported with its key path.
     #[test]
     fn problems_name_their_keys() {
-        let e = parse("model = \"fq\"\n[processors]\ncount = 0\ndiscipline = \"drr\"\n[traffic]\nload = 0\n[[flows]]\napp = \"dpi\"\nsize = \"0B\"\nshare = 0.7\n[[flows]]\nname = \"a b\"\nshare = 0.7\n[[flows]]\nsize = \"64B\"\n").unwrap_err();
-        for key in [
-            "processors.count",
-            "processors.discipline",
-            "traffic.load",
-            "flows[0].app",
-            "flows[0].size",
-            "flows[1].name",
-            "flows[2].share",
-            "flows.share",
-        ] {
-            assert!(e.contains(key), "{key} missing in:\n{e}");
-        }
-        let e = parse("model = \"lap\"\n[run]\nduration = \"1s\"\n[processors]\npolicy = \"t-opt\"\nvisible = 8\n[traffic]\nshares = [1.0]\n").unwrap_err();
-        for key in ["run.duration", "processors.visible", "traffic.shares"] {
-            assert!(e.contains(key), "{key} missing in:\n{e}");
-        }
-        let e = parse("model = \"efq-lap\"\n[processors]\nmode = \"lap\"\nlap_above = \"1ms\"\n[traffic]\nburst_apps = [\"dpi\"]\nburst_length = \"2s\"\n").unwrap_err();
-        for key in ["processors.lap_above", "traffic.burst_apps", "traffic.burst_length"] {
-            assert!(e.contains(key), "{key} missing in:\n{e}");
-        }
-        let e = parse("model = \"fq\"\n[run]\nduration = \"100000s\"\n[processors]\ncount = 64\n").unwrap_err();
-        assert!(e.contains("run.duration") && e.contains("memory_budget"), "{e}");
+        assert_names(
+            "model = \"fq\"\n[processors]\ncount = 0\ndiscipline = \"drr\"\n[traffic]\nload = 0\n[[flows]]\napp = \"dpi\"\nsize = \"0B\"\nshare = 0.7\n[[flows]]\nname = \"a b\"\nshare = 0.7\n[[flows]]\nsize = \"64B\"\n",
+            &[
+                "processors.count",
+                "processors.discipline",
+                "traffic.load",
+                "flows[0].app",
+                "flows[0].size",
+                "flows[1].name",
+                "flows[2].share",
+                "flows.share",
+            ],
+        );
+        assert_names(
+            "model = \"lap\"\n[run]\nduration = \"1s\"\n[processors]\npolicy = \"t-opt\"\nvisible = 8\n[traffic]\nshares = [1.0]\n",
+            &["run.duration", "processors.visible", "traffic.shares"],
+        );
+        assert_names(
+            "model = \"efq-lap\"\n[processors]\nmode = \"lap\"\nlap_above = \"1ms\"\n[traffic]\nburst_apps = [\"dpi\"]\nburst_length = \"2s\"\n",
+            &["processors.lap_above", "traffic.burst_apps", "traffic.burst_length"],
+        );
+        assert_names(
+            "model = \"fq\"\n[run]\nduration = \"100000s\"\n[processors]\ncount = 64\n",
+            &["run.duration", "memory_budget"],
+        );
     }
 
     /// The efq-lap example at its defaults is the reproduction's `efq+lap` point: the scenario
     /// path and the experiment path build the same run.
     #[test]
     fn efq_lap_example_is_the_reproduction_point() {
-        let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/efq-lap-small.toml"))
-            .unwrap();
-        let sc = parse(&text).unwrap();
+        let sc = parse(&example("efq-lap-small")).unwrap();
         let r = run_scenario(&sc, 1, None, &mut |_| {});
         let out = crate::experiments::run(
             "predictive-switch",

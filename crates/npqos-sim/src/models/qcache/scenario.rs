@@ -68,21 +68,14 @@ use std::sync::Arc;
 #[derive(Clone, Debug, PartialEq)]
 pub struct QcacheSpec {
     pub subsystems: Vec<Subsystem>,
-    pub threads: u32,
-    pub threads_per_processor: u32,
-    pub entries: u32,
-    pub engines: u32,
-    pub alloc_cycle_ns: f64,
-    pub dc_lines: u32,
-    pub dc_ways: u32,
+    /// The simulation's configuration (threads, caches, Table 1 timing, operation counts) for
+    /// every listed subsystem; its `subsystem` field is set per run by [`QcacheSpec::config`].
+    pub sim: SimConfig,
+    /// Also the section 3.6 estimate of the same stream.
     pub model: bool,
-    pub timing: Timing,
-    pub memory_mhz: f64,
     pub workload: QcacheWorkload,
     pub queues: u32,
     pub backlog: u32,
-    pub operations: u64,
-    pub warmup_operations: u64,
 }
 
 /// `[workload]`'s queue-selection pattern.
@@ -223,43 +216,27 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let operations = w.int("operations", 200_000, 1, 1 << 40, probs) as u64;
     let warmup_operations = w.int("warmup_operations", (operations / 10) as i64, 0, 1 << 40, probs) as u64;
     w.finish(probs);
-    QcacheSpec {
-        subsystems,
+    let sim = SimConfig {
+        subsystem: Subsystem::Qc,
         threads,
+        timing,
+        memory_mhz,
         threads_per_processor,
         entries,
         engines: engines.min(entries),
         alloc_cycle_ns: alloc_cycle_ns.max(1e-3),
         dc_lines,
         dc_ways,
-        model,
-        timing,
-        memory_mhz,
-        workload,
-        queues,
-        backlog,
-        operations,
-        warmup_operations,
-    }
+        warmup_ops: warmup_operations,
+        ops: operations,
+    };
+    QcacheSpec { subsystems, sim, model, workload, queues, backlog }
 }
 
 impl QcacheSpec {
     /// The simulation's configuration for subsystem `sub`.
     pub fn config(&self, sub: Subsystem) -> SimConfig {
-        SimConfig {
-            subsystem: sub,
-            threads: self.threads,
-            timing: self.timing,
-            memory_mhz: self.memory_mhz,
-            threads_per_processor: self.threads_per_processor,
-            entries: self.entries,
-            engines: self.engines,
-            alloc_cycle_ns: self.alloc_cycle_ns,
-            dc_lines: self.dc_lines,
-            dc_ways: self.dc_ways,
-            warmup_ops: self.warmup_operations,
-            ops: self.operations,
-        }
+        SimConfig { subsystem: sub, ..self.sim }
     }
 
     /// The label of the workload, which also names its RNG stream (`qcache.<label>`, as the
@@ -275,7 +252,7 @@ impl QcacheSpec {
     /// list (64 B), the operation sequence the model replays (9 B an operation), a trace's
     /// queue ids (4 B a packet, about a tenth of its file), and the latency histogram.
     pub fn estimate_memory(&self) -> u128 {
-        let ops = self.operations + self.warmup_operations;
+        let ops = self.sim.ops + self.sim.warmup_ops;
         let model = if self.model { ops as u128 * 9 } else { 0 };
         let trace = match &self.workload {
             QcacheWorkload::Trace { files, flow_multiply, .. } => {
@@ -293,20 +270,20 @@ impl QcacheSpec {
             "subsystems".into(),
             toml::Value::Array(self.subsystems.iter().map(|s| sub_name(*s).into()).collect()),
         );
-        q.insert("threads".into(), i64::from(self.threads).into());
-        q.insert("threads_per_processor".into(), i64::from(self.threads_per_processor).into());
-        q.insert("entries".into(), i64::from(self.entries).into());
-        q.insert("engines".into(), i64::from(self.engines).into());
-        q.insert("alloc_cycle".into(), fmt_fine_duration(self.alloc_cycle_ns).into());
-        q.insert("dc_lines".into(), i64::from(self.dc_lines).into());
-        q.insert("dc_ways".into(), i64::from(self.dc_ways).into());
+        q.insert("threads".into(), i64::from(self.sim.threads).into());
+        q.insert("threads_per_processor".into(), i64::from(self.sim.threads_per_processor).into());
+        q.insert("entries".into(), i64::from(self.sim.entries).into());
+        q.insert("engines".into(), i64::from(self.sim.engines).into());
+        q.insert("alloc_cycle".into(), fmt_fine_duration(self.sim.alloc_cycle_ns).into());
+        q.insert("dc_lines".into(), i64::from(self.sim.dc_lines).into());
+        q.insert("dc_ways".into(), i64::from(self.sim.dc_ways).into());
         q.insert("model".into(), self.model.into());
         root.insert("queuing".into(), q.into());
-        let t = &self.timing;
+        let t = &self.sim.timing;
         let mut m = toml::Table::new();
         m.insert("interconnect".into(), fmt_fine_duration(t.interconnect_ns).into());
         m.insert("memory".into(), fmt_fine_duration(t.memory_ns).into());
-        m.insert("memory_clock".into(), fmt_frequency(self.memory_mhz).into());
+        m.insert("memory_clock".into(), fmt_frequency(self.sim.memory_mhz).into());
         m.insert("cache".into(), fmt_fine_duration(t.cache_ns).into());
         m.insert("cam".into(), fmt_fine_duration(t.cam_ns).into());
         m.insert("instructions_nc".into(), fmt_fine_duration(t.instr_ns[0]).into());
@@ -352,8 +329,8 @@ impl QcacheSpec {
         }
         w.insert("queues".into(), i64::from(self.queues).into());
         w.insert("backlog".into(), i64::from(self.backlog).into());
-        w.insert("operations".into(), (self.operations as i64).into());
-        w.insert("warmup_operations".into(), (self.warmup_operations as i64).into());
+        w.insert("operations".into(), (self.sim.ops as i64).into());
+        w.insert("warmup_operations".into(), (self.sim.warmup_ops as i64).into());
         root.insert("workload".into(), w.into());
     }
 
@@ -409,7 +386,7 @@ pub fn run_scenario(
     let n = s.subsystems.len() as f64;
     let mut run = RunResult { complete: true, stop_reason: "drained".into(), ..Default::default() };
     run.params.insert("workload".into(), json!(s.label()));
-    run.params.insert("threads".into(), json!(s.threads));
+    run.params.insert("threads".into(), json!(s.sim.threads));
     run.params.insert("queues".into(), json!(s.queues));
     let mut nc_throughput = None;
     let mut results: Vec<(Subsystem, SimStats)> = Vec::new();
@@ -435,7 +412,7 @@ pub fn run_scenario(
     }
     let seq: Vec<(Op, u32)> = if s.model && run.complete {
         let mut ops = stream()?;
-        let total = (s.warmup_operations + s.operations) as usize;
+        let total = (s.sim.warmup_ops + s.sim.ops) as usize;
         ops.by_ref().take(total).collect()
     } else {
         Vec::new()
@@ -456,8 +433,8 @@ pub fn run_scenario(
         put("latency_mean_dequeue", st.mean_latency_ns[1], "ns");
         put("latency_p99", st.p99_latency_ns, "ns");
         put("queue_wait_mean", st.mean_queue_wait_ns, "ns");
-        put("unloaded_latency_enqueue_hit", s.timing.latency_ns(*sub, Op::Enqueue, true), "ns");
-        put("unloaded_latency_dequeue_miss", s.timing.latency_ns(*sub, Op::Dequeue, false), "ns");
+        put("unloaded_latency_enqueue_hit", s.sim.timing.latency_ns(*sub, Op::Enqueue, true), "ns");
+        put("unloaded_latency_dequeue_miss", s.sim.timing.latency_ns(*sub, Op::Dequeue, false), "ns");
         if *sub == Subsystem::Dc {
             put("peak_mshrs", st.peak_mshrs as f64, "MSHRs");
         }
@@ -465,9 +442,13 @@ pub fn run_scenario(
             put("speedup", st.throughput_mops / nc, "x");
         }
         if !seq.is_empty() {
-            let warm = s.warmup_operations as usize;
-            let h = hits(*sub, &seq, s.entries as usize, s.dc_lines as u64, s.dc_ways as usize);
-            let p = ModelParams { timing: s.timing, threads: s.threads, memory_refs_per_ns: s.memory_mhz / 1e3 };
+            let warm = s.sim.warmup_ops as usize;
+            let h = hits(*sub, &seq, s.sim.entries as usize, s.sim.dc_lines as u64, s.sim.dc_ways as usize);
+            let p = ModelParams {
+                timing: s.sim.timing,
+                threads: s.sim.threads,
+                memory_refs_per_ns: s.sim.memory_mhz / 1e3,
+            };
             let e = estimate(*sub, &seq[warm..], &h[warm..], s.queues, &p);
             put("model_throughput", e.throughput_mops, "M ops/s");
             put("bounds_throughput", e.bounds_mops, "M ops/s");
@@ -480,10 +461,7 @@ pub fn run_scenario(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parse(text: &str) -> Result<Scenario, String> {
-        Scenario::parse(text, "t.toml", Path::new(".")).map_err(|p| p.to_string())
-    }
+    use crate::scenario::testing::{assert_names, assert_round_trips, example, parse};
 
     /// Defaults are the paper's; every example and resolved scenario parses back to itself.
     #[test]
@@ -491,41 +469,33 @@ mod tests {
         let Spec::Qcache(q) = parse("model = \"qcache\"\n").unwrap().spec else { panic!("qcache") };
         assert_eq!(q.config(Subsystem::Qc), SimConfig::paper(Subsystem::Qc, 32, 200_000));
         assert_eq!(q.subsystems, Subsystem::ALL.to_vec());
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/");
-        let mut texts: Vec<String> = ["qcache-small", "qcache-paper"]
-            .iter()
-            .map(|n| std::fs::read_to_string(format!("{dir}{n}.toml")).unwrap())
-            .collect();
-        texts.push("model = \"qcache\"\n[queuing]\nsubsystems = [\"qc\"]\nalloc_cycle = \"0.5ns\"\n[timing]\ncache = \"1.25ns\"\nmemory_clock = \"266.666MHz\"\n[workload]\npattern = \"L\"\nk = 1.01\n".into());
-        texts.push("model = \"qcache\"\n[workload]\npattern = \"SD\"\ndominating = 1\npercent = 30.0\n".into());
-        for text in texts {
-            let sc = parse(&text).unwrap();
-            let again = Scenario::from_table(&sc.to_toml(), "resolved.toml", Path::new(".")).unwrap();
-            assert_eq!(again, sc, "{text}");
-        }
+        assert_round_trips([
+            example("qcache-small"),
+            example("qcache-paper"),
+            "model = \"qcache\"\n[queuing]\nsubsystems = [\"qc\"]\nalloc_cycle = \"0.5ns\"\n[timing]\ncache = \"1.25ns\"\nmemory_clock = \"266.666MHz\"\n[workload]\npattern = \"L\"\nk = 1.01\n".into(),
+            "model = \"qcache\"\n[workload]\npattern = \"SD\"\ndominating = 1\npercent = 30.0\n".into(),
+        ]);
     }
 
     /// Every problem is reported with its key path.
     #[test]
     fn problems_name_their_keys() {
-        let e = parse("model = \"qcache\"\n[run]\nduration = \"1s\"\n[queuing]\nsubsystems = [\"sqc\", \"dc\", \"l2\"]\nthreads = 40\nengines = 64\ndc_lines = 100\n[timing]\ncache = \"2.5\"\nbus_clock = \"0MHz\"\n[workload]\npattern = \"X\"\nk = 2.0\nfiles = [\"a.pcap\"]\n").unwrap_err();
-        for key in [
-            "run.duration",
-            "queuing.subsystems",
-            "queuing.threads",
-            "queuing.dc_lines",
-            "timing.cache",
-            "timing.bus_clock",
-            "workload.pattern",
-            "workload.k",
-            "workload.files",
-        ] {
-            assert!(e.contains(key), "{key} missing in:\n{e}");
-        }
-        let e = parse("model = \"qcache\"\n[queuing]\nsubsystems = [\"qc\"]\nengines = 64\n").unwrap_err();
-        assert!(e.contains("queuing.engines"), "{e}");
-        let e = parse("model = \"qcache\"\n[queuing]\nsubsystems = []\n").unwrap_err();
-        assert!(e.contains("at least one subsystem"), "{e}");
+        assert_names(
+            "model = \"qcache\"\n[run]\nduration = \"1s\"\n[queuing]\nsubsystems = [\"sqc\", \"dc\", \"l2\"]\nthreads = 40\nengines = 64\ndc_lines = 100\n[timing]\ncache = \"2.5\"\nbus_clock = \"0MHz\"\n[workload]\npattern = \"X\"\nk = 2.0\nfiles = [\"a.pcap\"]\n",
+            &[
+                "run.duration",
+                "queuing.subsystems",
+                "queuing.threads",
+                "queuing.dc_lines",
+                "timing.cache",
+                "timing.bus_clock",
+                "workload.pattern",
+                "workload.k",
+                "workload.files",
+            ],
+        );
+        assert_names("model = \"qcache\"\n[queuing]\nsubsystems = [\"qc\"]\nengines = 64\n", &["queuing.engines"]);
+        assert_names("model = \"qcache\"\n[queuing]\nsubsystems = []\n", &["at least one subsystem"]);
     }
 
     /// The small example is a qcache-fig5 quick point (R, 4,096 queues, backlog 64, 20,000
@@ -533,9 +503,7 @@ mod tests {
     /// experiment path build the same run.
     #[test]
     fn small_example_is_the_reproduction_point() {
-        let text =
-            std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/qcache-small.toml")).unwrap();
-        let sc = parse(&text).unwrap();
+        let sc = parse(&example("qcache-small")).unwrap();
         let Spec::Qcache(q) = &sc.spec else { panic!("qcache") };
         let r = run_scenario(&sc, 1, None, &mut |_| {}).unwrap();
         let out = crate::experiments::run(
@@ -546,9 +514,9 @@ mod tests {
         .expect("known id");
         for sub in &q.subsystems {
             let label = match sub {
-                Subsystem::Nc => format!("R.nc/threads={}", q.threads),
-                Subsystem::Dc => format!("R.dc.128.2way/threads={}", q.threads),
-                s => format!("R.{}.32.fa/threads={}", s.label(), q.threads),
+                Subsystem::Nc => format!("R.nc/threads={}", q.sim.threads),
+                Subsystem::Dc => format!("R.dc.128.2way/threads={}", q.sim.threads),
+                s => format!("R.{}.32.fa/threads={}", s.label(), q.sim.threads),
             };
             let exp = out.runs.iter().find(|x| x.label == label).unwrap_or_else(|| panic!("{label}"));
             let name = sub.label();
