@@ -104,7 +104,7 @@ impl fmt::Display for Problems {
 impl std::error::Error for Problems {}
 
 pub use link::{LinkSpec, ShaperSpec, SizeSpec, Traffic, DEFAULT_MAX_GAP};
-pub(crate) use reader::{show, Reader};
+pub(crate) use reader::{no_run_length, show, Reader};
 
 mod link;
 mod reader;

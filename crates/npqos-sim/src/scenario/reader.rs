@@ -345,3 +345,18 @@ impl<'a> Reader<'a> {
         }
     }
 }
+
+/// Refuses `run.duration` and `run.warmup` for a model whose run length is set by its own
+/// stream (`model`, and the keys that set it, name the remedy in the message).
+pub(crate) fn no_run_length(root: &toml::Table, model: &str, set_by: &str, probs: &mut Vec<Problem>) {
+    let Some(r) = root.get("run").and_then(|r| r.as_table()) else { return };
+    for k in ["duration", "warmup"] {
+        if r.contains_key(k) {
+            probs.push(Problem {
+                key: format!("run.{k}"),
+                value: None,
+                message: format!("does not apply to model = {model:?}: {set_by} the run's length"),
+            });
+        }
+    }
+}

@@ -202,17 +202,7 @@ fn check_name(name: &str, key: &str, probs: &mut Vec<Problem>) {
 
 /// Reads `[processors]` and `[traffic]` of `model = "lap"`.
 pub(crate) fn read_lap(root: &toml::Table, probs: &mut Vec<Problem>) -> LapSpec {
-    if let Some(r) = root.get("run").and_then(|r| r.as_table()) {
-        for k in ["duration", "warmup"] {
-            if r.contains_key(k) {
-                probs.push(Problem {
-                    key: format!("run.{k}"),
-                    value: None,
-                    message: "does not apply to model = \"lap\": traffic.packets sets the run's length".into(),
-                });
-            }
-        }
-    }
+    crate::scenario::no_run_length(root, "lap", "traffic.packets sets", probs);
     let mut p = Reader::new(root, "processors", probs);
     let processors = p.int("count", 16, 1, 1 << 16, probs) as u32;
     let policy = match p.choice("policy", "lap", &["lap", "fcfs", "t-opt"], probs).as_str() {

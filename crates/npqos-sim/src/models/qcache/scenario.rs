@@ -97,17 +97,7 @@ fn sub_of(name: &str) -> Subsystem {
 
 /// Reads `[queuing]`, `[timing]` and `[workload]`, recording every problem.
 pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> QcacheSpec {
-    if let Some(r) = root.get("run").and_then(|r| r.as_table()) {
-        for k in ["duration", "warmup"] {
-            if r.contains_key(k) {
-                probs.push(Problem {
-                    key: format!("run.{k}"),
-                    value: None,
-                    message: "does not apply to model = \"qcache\": workload.operations and workload.warmup_operations set the run's length".into(),
-                });
-            }
-        }
-    }
+    crate::scenario::no_run_length(root, "qcache", "workload.operations and workload.warmup_operations set", probs);
     let names: Vec<&str> = Subsystem::ALL.iter().map(|s| s.label()).collect();
     let mut q = Reader::new(root, "queuing", probs);
     let subsystems = q.choices("subsystems", &names, &names, probs);
