@@ -607,24 +607,27 @@ mod tests {
         );
     }
 
-    /// Trace traffic: the keys round-trip, synthetic keys and a NAT-PT classification of other
-    /// services are refused; with the corpus, the example offers its packets to the six
-    /// services, and `classify = "share"` follows the shares.
+    /// Trace traffic: synthetic keys and a NAT-PT classification of other services are refused;
+    /// with the corpus, the example round-trips, offers its packets to the six services, and
+    /// `classify = "share"` follows the shares.
     #[test]
     fn trace_traffic() {
-        // Relative trace paths resolve against the examples' directory.
-        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios");
-        let text = example("everest-trace");
-        let sc = Scenario::parse(&text, "t", Path::new(dir)).unwrap();
-        assert_eq!(Scenario::from_table(&sc.to_toml(), "r", Path::new(dir)).unwrap(), sc);
         assert_names(
             "model = \"everest\"\n[traffic]\nsource = \"trace\"\nfiles = []\nsources = 3\nclassify = \"natpt\"\n[[services]]\nname = \"a\"\nshare = 1.0\n",
             &["traffic.sources", "traffic.classify"],
         );
+        // The example's files (relative to the examples' directory) exist only beside ../shared.
+        let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios");
         if !Path::new(dir).join("../../shared/traces/ndpi").is_dir() {
-            crate::testkit::skip("models::everest::scenario::tests::trace_traffic (runs)", crate::testkit::NO_NDPI);
+            crate::testkit::skip(
+                "models::everest::scenario::tests::trace_traffic (the example)",
+                crate::testkit::NO_NDPI,
+            );
             return;
         }
+        let text = example("everest-trace");
+        let sc = Scenario::parse(&text, "t", Path::new(dir)).unwrap();
+        assert_eq!(Scenario::from_table(&sc.to_toml(), "r", Path::new(dir)).unwrap(), sc);
         let mut short = sc.clone();
         short.duration = npqos_core::Duration::from_millis(200);
         let r = super::run_scenario(&short, 1, None, &mut |_| {}).unwrap();
