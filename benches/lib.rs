@@ -18,7 +18,8 @@
 //! A packet whose queue is throttled is dropped (kim's stochastic-model setting), so every
 //! shaper sees the same offered stream.
 
-use npqos_core::shaper::{BucketParams, CoreAssignment, Decision, EventShaper};
+use npqos_core::id::{CoreId, QueueId};
+use npqos_core::shaper::{BucketParams, Decision, EventShaper};
 use npqos_core::{Duration, Instant, Rate};
 use std::collections::BTreeMap;
 
@@ -91,15 +92,16 @@ impl EventHeap {
 impl BenchShaper for EventHeap {
     #[inline]
     fn packet(&mut self, queue: usize, bytes: u64, now: Instant) -> bool {
-        if self.0.is_disabled(queue) {
+        let q = QueueId::from_index(queue);
+        if self.0.is_disabled(q) {
             return false;
         }
-        let _: Decision = self.0.on_send(queue, bytes, now, CoreAssignment::ByQueue);
+        let _: Decision = self.0.on_send_on(CoreId(0), q, bytes, now, &mut ()).expect("valid queue, time in order");
         true
     }
     #[inline]
     fn poll(&mut self, now: Instant) {
-        self.0.poll_core(0, now, &mut (), |_| {});
+        self.0.poll_core(CoreId(0), now, &mut (), |_| {}).expect("time in order");
     }
 }
 

@@ -12,10 +12,16 @@
 //! the wire. No allocation per packet once the node arena has grown to the peak number of
 //! active flows.
 //!
+//! On the mechanism contract (ARCHITECTURE.md): queues are [`QueueId`]s, outcomes are returned
+//! as values ([`Enqueue`], [`Dequeued`]), a configuration out of range is a [`crate::Error`]
+//! from [`Dqs::new`], and nothing a caller passes makes it panic (any key, any length: a packet
+//! larger than the free blocks is a counted drop). dqs has no timers and no decision depends
+//! on time, so its calls take no `now`.
+//!
 //! ```
 //! use npqos_core::flowmap::{Dqs, DqsConfig, Enqueue};
 //! use npqos_core::flow::{FlowKey, PROTO_UDP};
-//! let mut dqs = Dqs::new(DqsConfig { queues: 2, ..Default::default() });
+//! let mut dqs = Dqs::new(DqsConfig { queues: 2, ..Default::default() }).unwrap();
 //! let a = FlowKey::new("10.0.0.1".parse().unwrap(), "10.0.0.2".parse().unwrap(), PROTO_UDP, 1, 2);
 //! let Enqueue::Queued(e) = dqs.enqueue(&a, 100, None) else { panic!() };
 //! assert!(e.new_flow);
@@ -30,6 +36,7 @@ pub mod buffer;
 pub mod hash;
 pub mod theory;
 
+use crate::error::Error;
 use crate::flow::FlowKey;
 use crate::id::QueueId;
 use crate::sched::drr::Drr;
@@ -99,7 +106,7 @@ pub enum DropReason {
 /// A queued packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Queued {
-    pub queue: u32,
+    pub queue: QueueId,
     /// The packet's flow was silent: a queue was taken and an AFM entry created.
     pub new_flow: bool,
     /// The flow shares the overflow queue (pool exhausted, [`Exhausted::SharedQueue`]).
@@ -126,7 +133,7 @@ pub enum Enqueue {
 /// A packet taken by [`Dqs::dequeue`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Dequeued {
-    pub queue: u32,
+    pub queue: QueueId,
     pub len: u32,
     /// The flow has no more packets: its AFM entry was deleted.
     pub flow_released: bool,
@@ -162,18 +169,36 @@ pub struct Dqs {
 }
 
 impl Dqs {
-    /// Panics on a zero slot count, block size or quantum.
-    pub fn new(cfg: DqsConfig) -> Self {
+    /// Errors: no slot, a zero block size or quantum, no physical queue, or a block or queue
+    /// count of `u32::MAX - 1` or more.
+    pub fn new(cfg: DqsConfig) -> Result<Self, Error> {
+        let bad =
+            |parameter, value: u32, expected| Error::BadParameter { parameter, value: value.to_string(), expected };
+        if cfg.slots == 0 {
+            return Err(bad("dqs slots", cfg.slots, "at least 1"));
+        }
+        if cfg.block_size == 0 {
+            return Err(bad("dqs block size", cfg.block_size, "at least 1 byte"));
+        }
+        if cfg.quantum == 0 {
+            return Err(bad("dqs quantum", cfg.quantum, "at least 1 byte"));
+        }
+        if cfg.queues == 0 || cfg.queues >= u32::MAX - 1 {
+            return Err(bad("dqs queues", cfg.queues, "at least 1 and below 2^32 - 2"));
+        }
+        if cfg.blocks == u32::MAX {
+            return Err(bad("dqs blocks", cfg.blocks, "below 2^32 - 1"));
+        }
         let shared = (cfg.on_exhausted == Exhausted::SharedQueue) as u32;
-        Dqs {
+        Ok(Dqs {
             hash: SlotHash::new(cfg.hash, cfg.slots),
             afm: AfmTable::new(cfg.slots, cfg.queues as usize, cfg.delete_rule),
             buf: QueueBuffer::new(cfg.blocks, cfg.block_size, cfg.queues, shared, cfg.store_payload),
-            drr: Drr::new(cfg.queues + shared, cfg.quantum as u64).expect("Dqs::new: the quantum must be positive"),
+            drr: Drr::new(cfg.queues + shared, cfg.quantum as u64)?,
             flow_packets: Vec::with_capacity(cfg.queues as usize),
             counters: DqsCounters::default(),
             cfg,
-        }
+        })
     }
 
     pub fn config(&self) -> &DqsConfig {
@@ -197,8 +222,8 @@ impl Dqs {
         self.drr.active_queues() == 0
     }
     /// The id of the shared overflow queue, if the policy has one.
-    pub fn shared_queue(&self) -> Option<u32> {
-        (self.cfg.on_exhausted == Exhausted::SharedQueue).then_some(self.cfg.queues)
+    pub fn shared_queue(&self) -> Option<QueueId> {
+        (self.cfg.on_exhausted == Exhausted::SharedQueue).then_some(QueueId(self.cfg.queues))
     }
     /// The slot of a flow.
     pub fn slot_of(&self, key: &FlowKey) -> u32 {
@@ -214,8 +239,8 @@ impl Dqs {
                 if self.buf.push(value, len, node, payload) {
                     self.flow_packets[node as usize] += 1;
                     self.drr.enqueued(QueueId(value)).expect("pooled queue ids are in range");
-                    let shared = Some(value) == self.shared_queue();
-                    Enqueue::Queued(Queued { queue: value, new_flow: false, shared, compares, slot })
+                    let shared = Some(QueueId(value)) == self.shared_queue();
+                    Enqueue::Queued(Queued { queue: QueueId(value), new_flow: false, shared, compares, slot })
                 } else {
                     self.counters.dropped_buffer_full += 1;
                     Enqueue::Dropped { reason: DropReason::BufferFull, compares, slot, new_flow: false }
@@ -229,7 +254,7 @@ impl Dqs {
                 } else {
                     let (queue, shared) = match (self.buf.take_queue(), self.shared_queue()) {
                         (Some(q), _) => (Some(q), false),
-                        (None, Some(s)) => (Some(s), true),
+                        (None, Some(s)) => (Some(s.0), true),
                         (None, None) => (None, false),
                     };
                     match queue {
@@ -248,7 +273,7 @@ impl Dqs {
                             self.drr.enqueued(QueueId(q)).expect("pooled queue ids are in range");
                             self.counters.flows_activated += 1;
                             self.counters.flows_shared += shared as u64;
-                            Enqueue::Queued(Queued { queue: q, new_flow: true, shared, compares, slot })
+                            Enqueue::Queued(Queued { queue: QueueId(q), new_flow: true, shared, compares, slot })
                         }
                     }
                 }
@@ -277,13 +302,13 @@ impl Dqs {
             delete_steps = self.afm.remove(node);
             self.counters.flows_released += 1;
         }
-        let queue_released = p.emptied && Some(q) != self.shared_queue();
+        let queue_released = p.emptied && Some(QueueId(q)) != self.shared_queue();
         if queue_released {
             self.buf.release_queue(q);
         }
         self.counters.dequeued += 1;
         self.maybe_check();
-        Some(Dequeued { queue: q, len: p.len, flow_released, queue_released, delete_steps })
+        Some(Dequeued { queue: QueueId(q), len: p.len, flow_released, queue_released, delete_steps })
     }
 
     fn maybe_check(&self) {
@@ -348,6 +373,7 @@ impl Dqs {
 mod tests {
     use super::*;
     use crate::flow::PROTO_TCP;
+    use proptest::prelude::*;
     use rand::{Rng, SeedableRng};
 
     fn key(i: u32) -> FlowKey {
@@ -356,7 +382,7 @@ mod tests {
 
     #[test]
     fn queue_created_on_first_packet_and_released_when_empty() {
-        let mut d = Dqs::new(DqsConfig { queues: 4, check_invariants: true, ..Default::default() });
+        let mut d = Dqs::new(DqsConfig { queues: 4, check_invariants: true, ..Default::default() }).unwrap();
         let Enqueue::Queued(a1) = d.enqueue(&key(1), 100, None) else { panic!() };
         assert!(a1.new_flow);
         let Enqueue::Queued(a2) = d.enqueue(&key(1), 100, None) else { panic!() };
@@ -383,7 +409,7 @@ mod tests {
 
     #[test]
     fn exhaustion_is_counted_under_both_policies() {
-        let mut d = Dqs::new(DqsConfig { queues: 2, check_invariants: true, ..Default::default() });
+        let mut d = Dqs::new(DqsConfig { queues: 2, check_invariants: true, ..Default::default() }).unwrap();
         for i in 0..3 {
             d.enqueue(&key(i), 64, None);
         }
@@ -394,7 +420,8 @@ mod tests {
             on_exhausted: Exhausted::SharedQueue,
             check_invariants: true,
             ..Default::default()
-        });
+        })
+        .unwrap();
         for i in 0..5 {
             s.enqueue(&key(i), 64, None);
         }
@@ -407,7 +434,7 @@ mod tests {
 
     #[test]
     fn full_buffer_drops_are_counted_and_leave_no_mapping() {
-        let mut d = Dqs::new(DqsConfig { blocks: 4, check_invariants: true, ..Default::default() });
+        let mut d = Dqs::new(DqsConfig { blocks: 4, check_invariants: true, ..Default::default() }).unwrap();
         assert!(matches!(d.enqueue(&key(1), 200, None), Enqueue::Queued(_)));
         assert!(matches!(
             d.enqueue(&key(2), 200, None),
@@ -432,7 +459,8 @@ mod tests {
                 on_exhausted: policy,
                 check_invariants: true,
                 ..Default::default()
-            });
+            })
+            .unwrap();
             let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
             for _ in 0..20_000 {
                 if rng.random_bool(0.52) {
@@ -452,6 +480,88 @@ mod tests {
             } else {
                 assert!(c.flows_shared > 0, "{c:?}");
             }
+        }
+    }
+
+    #[test]
+    fn bad_configurations_are_errors() {
+        for cfg in [
+            DqsConfig { slots: 0, ..Default::default() },
+            DqsConfig { block_size: 0, ..Default::default() },
+            DqsConfig { quantum: 0, ..Default::default() },
+            DqsConfig { queues: 0, ..Default::default() },
+            DqsConfig { queues: u32::MAX, ..Default::default() },
+            DqsConfig { blocks: u32::MAX, ..Default::default() },
+        ] {
+            assert!(matches!(Dqs::new(cfg), Err(Error::BadParameter { .. })), "{cfg:?}");
+        }
+    }
+
+    #[derive(Clone, Debug)]
+    enum Call {
+        Enqueue(u32, u32, bool),
+        Dequeue,
+    }
+
+    fn call() -> impl Strategy<Value = Call> {
+        prop_oneof![
+            5 => (0u32..30, prop_oneof![0u32..3000, Just(u32::MAX)], any::<bool>()).prop_map(|(k, l, p)| Call::Enqueue(k, l, p)),
+            4 => Just(Call::Dequeue),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 128, rng_seed: proptest::test_runner::RngSeed::Fixed(0x647173), ..ProptestConfig::default() })]
+
+        /// Arbitrary enqueues (any key, any length up to u32::MAX, with or without payload
+        /// bytes) and dequeues on arbitrary small tables: no panic, every invariant after every
+        /// call (`check_invariants`), each flow's packets leave in order with their bytes, and
+        /// everything is given back once drained.
+        #[test]
+        fn arbitrary_calls_keep_the_contract(
+            calls in prop::collection::vec(call(), 1..300),
+            slots in 1u32..6, queues in 1u32..8, blocks in 1u32..120, block_size in 1u32..200,
+            quantum in 1u32..2000, shared in any::<bool>(), splice in any::<bool>(),
+        ) {
+            let mut d = Dqs::new(DqsConfig {
+                slots, queues, blocks, block_size, quantum,
+                on_exhausted: if shared { Exhausted::SharedQueue } else { Exhausted::Drop },
+                delete_rule: if splice { DeleteRule::Splice } else { DeleteRule::Paper },
+                store_payload: true,
+                check_invariants: true,
+                ..Default::default()
+            }).unwrap();
+            let mut fifo: std::collections::HashMap<u32, std::collections::VecDeque<(u32, u8)>> = Default::default();
+            let mut seq = 0u8;
+            let mut out = Vec::new();
+            for c in calls {
+                match c {
+                    Call::Enqueue(k, len, with_payload) => {
+                        seq = seq.wrapping_add(1);
+                        let bytes = vec![seq; (len as usize).min(4096)];
+                        let payload = (with_payload && len <= 4096).then_some(&bytes[..]);
+                        if let Enqueue::Queued(_) = d.enqueue(&key(k), len, payload) {
+                            fifo.entry(k).or_default().push_back((len, if payload.is_some() { seq } else { 0 }));
+                        }
+                    }
+                    Call::Dequeue => match d.dequeue(Some(&mut out)) {
+                        None => prop_assert!(fifo.values().all(|f| f.is_empty())),
+                        Some(x) => {
+                            // Which flow: the one whose head matches (flows on the shared queue
+                            // interleave, so match by the bytes' tag too).
+                            let found = fifo.iter_mut().find(|(_, f)| f.front().is_some_and(|&(l, t)| l == x.len && (t == 0 || out.iter().all(|&b| b == t))));
+                            prop_assert!(found.is_some(), "dequeued {:?} is no flow's head", x);
+                            let (_, f) = found.unwrap();
+                            f.pop_front();
+                            prop_assert_eq!(out.len(), x.len as usize);
+                        }
+                    },
+                }
+            }
+            while d.dequeue(None).is_some() {}
+            let c = d.counters();
+            prop_assert_eq!((c.enqueued, c.flows_activated), (c.dequeued, c.flows_released));
+            prop_assert_eq!((d.buffer().free_blocks(), d.buffer().queues_in_use(), d.active_flows()), (blocks, 0, 0));
         }
     }
 }

@@ -10,6 +10,11 @@
 //! it does not; when it empties it leaves the round and its deficit is reset. O(1) amortised
 //! per packet when the quantum is at least the largest packet. Geometry: a ring of the active
 //! queue ids (`VecDeque<u32>`), a deficit and an active flag per queue.
+//!
+//! [`Drr::round_robin`] is the packet-by-packet round robin (a quantum of one packet, whatever
+//! its length): kim's shared link serves its eligible queues so. A caller may also take a queue
+//! out of the round while it still holds packets (kim: when the shaper throttles it) by
+//! reporting it as leaving in [`Drr::dequeued`], and put it back with [`Drr::enqueued`].
 
 use crate::error::Error;
 use crate::id::{self, QueueId};
@@ -23,6 +28,8 @@ pub struct Drr {
     active: Vec<bool>,
     /// The queue at the front of the ring has received its quantum for this visit.
     granted: bool,
+    /// One packet per visit ([`Drr::round_robin`]).
+    per_packet: bool,
 }
 
 impl Drr {
@@ -41,7 +48,22 @@ impl Drr {
             deficit: vec![0; queues as usize],
             active: vec![false; queues as usize],
             granted: false,
+            per_packet: false,
         })
+    }
+
+    /// Packet-by-packet round robin over queues `0..queues`: each visit sends one packet. A
+    /// queue that sends and stays in the round goes to the back at once, so a queue joining
+    /// the round during that send lines up behind it.
+    pub fn round_robin(queues: u32) -> Self {
+        Drr {
+            quantum: 1,
+            ring: VecDeque::with_capacity(queues as usize),
+            deficit: vec![0; queues as usize],
+            active: vec![false; queues as usize],
+            granted: false,
+            per_packet: true,
+        }
     }
 
     pub fn queues(&self) -> usize {
@@ -73,6 +95,11 @@ impl Drr {
     /// `q`'s head packet (every queue in the round is non-empty).
     #[inline]
     pub fn select(&mut self, mut head_len: impl FnMut(QueueId) -> u64) -> Option<QueueId> {
+        if self.per_packet {
+            let &q = self.ring.front()?;
+            self.granted = true;
+            return Some(QueueId(q));
+        }
         loop {
             let &q = self.ring.front()?;
             let i = q as usize;
@@ -91,7 +118,7 @@ impl Drr {
     }
 
     /// The head packet of `q`, which [`select`](Self::select) just named, was taken;
-    /// `now_empty` if `q` holds no more packets.
+    /// `now_empty` if `q` holds no more packets (or leaves the round for another reason).
     #[inline]
     pub fn dequeued(&mut self, q: QueueId, now_empty: bool) -> Result<(), Error> {
         if self.ring.front() != Some(&q.0) || !self.granted {
@@ -101,6 +128,9 @@ impl Drr {
             self.ring.pop_front();
             self.active[q.index()] = false;
             self.deficit[q.index()] = 0;
+            self.granted = false;
+        } else if self.per_packet {
+            self.ring.rotate_left(1);
             self.granted = false;
         }
         Ok(())
@@ -160,6 +190,23 @@ mod tests {
     }
 
     #[test]
+    fn round_robin_sends_one_packet_per_visit_and_joiners_queue_behind() {
+        let mut d = Drr::round_robin(3);
+        d.enqueued(QueueId(0)).unwrap();
+        d.enqueued(QueueId(1)).unwrap();
+        let mut order = vec![];
+        for step in 0..5 {
+            let q = d.select(|_| unreachable!("lengths do not matter")).unwrap();
+            order.push(q.0);
+            d.dequeued(q, false).unwrap();
+            if step == 0 {
+                d.enqueued(QueueId(2)).unwrap(); // joins during queue 0's send: behind it
+            }
+        }
+        assert_eq!(order, [0, 1, 0, 2, 1]);
+    }
+
+    #[test]
     fn bad_input_is_an_error() {
         assert!(matches!(Drr::new(4, 0), Err(Error::BadParameter { .. })));
         let mut d = Drr::new(4, 100).unwrap();
@@ -187,8 +234,14 @@ mod tests {
         /// no panic, the invariants hold, every packet leaves in FIFO order per queue, and no
         /// backlogged queue waits more than one round of the others.
         #[test]
-        fn arbitrary_calls_keep_the_invariants(ops in proptest::collection::vec(op(), 1..400)) {
-            let mut d = Drr::new(6, 1500).unwrap();
+        /// In round-robin mode a queue sends again only after every queue that was waiting at its
+        /// last send has sent (or left the round).
+        #[test]
+        fn arbitrary_calls_keep_the_invariants(ops in proptest::collection::vec(op(), 1..400), rr in any::<bool>()) {
+            let mut d = if rr { Drr::round_robin(6) } else { Drr::new(6, 1500).unwrap() };
+            // Round robin: the queues that were waiting when queue i last sent, and have not sent
+            // or left the round since (none may be left when i sends again).
+            let mut owed = [[false; 6]; 6];
             let mut fifo: Vec<VecDeque<u64>> = vec![VecDeque::new(); 6];
             let mut seq = 0u64;
             let mut sent = Vec::new();
@@ -204,9 +257,21 @@ mod tests {
                         match picked {
                             None => prop_assert!(fifo.iter().all(|f| f.is_empty())),
                             Some(q) => {
+                                let i = q.index();
+                                prop_assert!(!rr || !owed[i].contains(&true), "{} sent again before {:?}", q, owed[i]);
+                                for (j, f) in fifo.iter().enumerate() {
+                                    owed[i][j] = j != i && !f.is_empty();
+                                    owed[j][i] = false;
+                                }
                                 let p = fifo[q.index()].pop_front().unwrap();
                                 sent.push((q, p));
-                                d.dequeued(q, fifo[q.index()].is_empty()).unwrap();
+                                let empty = fifo[q.index()].is_empty();
+                                d.dequeued(q, empty).unwrap();
+                                if empty {
+                                    // It left the round: nobody waits for it, it waits for nobody.
+                                    owed[q.index()] = [false; 6];
+                                    owed.iter_mut().for_each(|o| o[q.index()] = false);
+                                }
                             }
                         }
                     }

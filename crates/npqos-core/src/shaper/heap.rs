@@ -21,7 +21,11 @@
 //! every access too (a cache model, a memory-trace writer); the default `()` observer compiles
 //! to nothing.
 
+use crate::error::Error;
 use crate::time::Instant;
+
+/// Largest heap tick exponent: ticks of at most 2^20 ns (about 1 ms).
+pub const MAX_TICK_SHIFT: u32 = 20;
 
 /// A heap node: 8 bytes.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -105,16 +109,22 @@ pub struct ReschedHeap {
 
 impl ReschedHeap {
     /// A heap whose first `locked_bytes / 8` array indices are in locked cache; ticks of
-    /// `2^tick_shift` ns (at most 2^20 ns).
-    pub fn new(locked_bytes: u64, tick_shift: u32) -> Self {
-        assert!(tick_shift <= 20, "tick of at most 2^20 ns");
-        ReschedHeap {
+    /// `2^tick_shift` ns (`tick_shift` at most [`MAX_TICK_SHIFT`]).
+    pub fn new(locked_bytes: u64, tick_shift: u32) -> Result<Self, Error> {
+        if tick_shift > MAX_TICK_SHIFT {
+            return Err(Error::BadParameter {
+                parameter: "heap tick shift",
+                value: tick_shift.to_string(),
+                expected: "at most 20 (ticks of at most 2^20 ns)",
+            });
+        }
+        Ok(ReschedHeap {
             nodes: vec![Node::default()],
             epoch_ns: 0,
             tick_shift,
-            locked_nodes: (locked_bytes / NODE_BYTES) as usize,
+            locked_nodes: usize::try_from(locked_bytes / NODE_BYTES).unwrap_or(usize::MAX),
             counters: HeapCounters::default(),
-        }
+        })
     }
     /// Number of queues in the heap.
     pub fn len(&self) -> usize {
@@ -128,6 +138,22 @@ impl ReschedHeap {
     }
     pub fn reset_counters(&mut self) {
         self.counters = HeapCounters::default();
+    }
+    /// The queues in the heap, in array order.
+    pub fn queues(&self) -> impl Iterator<Item = u32> + '_ {
+        self.nodes[1..].iter().map(|n| n.queue)
+    }
+    /// Checks the heap: index 0 holds the size and no node is earlier than its parent.
+    pub fn check(&self) -> Result<(), String> {
+        if self.nodes[0].queue as usize != self.len() {
+            return Err(format!("index 0 says {} nodes, the array holds {}", self.nodes[0].queue, self.len()));
+        }
+        for i in 2..self.nodes.len() {
+            if self.nodes[i].ticks < self.nodes[i / 2].ticks {
+                return Err(format!("node {i} is earlier than its parent"));
+            }
+        }
+        Ok(())
     }
     /// Bytes the array occupies now (index 0 included).
     pub fn bytes(&self) -> u64 {
@@ -291,7 +317,7 @@ mod tests {
     #[test]
     fn layout_is_the_papers() {
         assert_eq!(std::mem::size_of::<Node>(), 8);
-        let mut h = ReschedHeap::new(16, 0); // two locked nodes: indices 0 and 1
+        let mut h = ReschedHeap::new(16, 0).unwrap(); // two locked nodes: indices 0 and 1
         for (q, t) in [(7u32, 30u64), (8, 10), (9, 20)] {
             h.insert(q, Instant::from_nanos(t), Instant::ZERO, &mut ());
         }
@@ -308,12 +334,12 @@ mod tests {
     fn ticks_round_up_and_rebase_keeps_order() {
         let now = Instant::from_nanos(970);
         // An earlier time inserted after a later one is not delayed to the later one's.
-        let mut h = ReschedHeap::new(0, 0);
+        let mut h = ReschedHeap::new(0, 0).unwrap();
         h.insert(1, Instant::from_nanos(1000), now, &mut ());
         h.insert(4, Instant::from_nanos(980), now, &mut ());
         assert_eq!(h.pop_due(Instant::from_nanos(980), &mut ()), Some((4, Instant::from_nanos(980))));
         // 64 ns ticks: epoch 960, 1000 ns is 40 ns later -> one tick -> 1024 (rounded up).
-        let mut h = ReschedHeap::new(0, 6);
+        let mut h = ReschedHeap::new(0, 6).unwrap();
         h.insert(1, Instant::from_nanos(1000), now, &mut ());
         assert_eq!(h.peek_time(), Some(Instant::from_nanos(1024)));
         assert_eq!(h.pop_due(Instant::from_nanos(1023), &mut ()), None, "never early");
@@ -338,7 +364,7 @@ mod tests {
     #[test]
     fn differential_against_btreemap() {
         let mut rng = ChaCha8Rng::seed_from_u64(0xbeef);
-        let mut h = ReschedHeap::new(2048, 0);
+        let mut h = ReschedHeap::new(2048, 0).unwrap();
         let mut model: BTreeMap<(u64, u32), ()> = BTreeMap::new();
         let mut now = 0u64;
         let mut q = 0u32;

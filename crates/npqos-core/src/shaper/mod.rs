@@ -8,8 +8,12 @@
 //! * [`PeriodicShaper`]: the baseline: every fill period each bucket receives `CIR x period`
 //!   tokens up to its cap.
 //!
-//! Both are sans-IO: the caller says what was sent and when, and asks which queues are eligible
-//! again; neither reads a clock.
+//! Both are sans-IO and follow the mechanism contract (ARCHITECTURE.md): the caller says what
+//! was sent and when (`now` never goes backwards), asks `next_wakeup()` when it must come back,
+//! and hands that moment to `on_wakeup`, which names the queues eligible again in a caller-owned
+//! buffer; neither reads a clock. Queues are [`QueueId`]s, cores [`CoreId`]s; an unknown id or
+//! a `now` before one already given is a [`crate::Error`] and changes nothing. Queries never
+//! fail (an unknown queue reads as enabled, with no tokens).
 //!
 //! **Token units.** Tokens are integers in units of 1/(8·10⁹) byte (a bit-nanosecond per
 //! second), so the tokens a bucket of `CIR` bit/s earns in `Δ` ns are exactly `CIR × Δ`, with no
@@ -17,6 +21,8 @@
 
 pub mod heap;
 
+use crate::error::{Clock, Error};
+use crate::id::{self, CoreId, QueueId};
 use crate::rate::Rate;
 use crate::time::{Duration, Instant};
 use heap::{HeapCounters, Observe, ReschedHeap};
@@ -52,16 +58,18 @@ pub struct BucketParams {
 #[derive(Clone, Debug, PartialEq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ShaperError {
-    #[error("queue {queue}: CIR must be positive")]
-    ZeroRate { queue: usize },
-    #[error("queue {queue}: cap and threshold must be at most {max} bytes")]
-    TooLarge { queue: usize, max: u64 },
-    #[error("queue {queue}: the reschedule threshold ({alpha} B) must not exceed the cap ({cap} B)")]
-    AlphaAboveCap { queue: usize, alpha: u64, cap: u64 },
+    #[error("{queue}: CIR must be positive")]
+    ZeroRate { queue: QueueId },
+    #[error("{queue}: cap and threshold must be at most {max} bytes")]
+    TooLarge { queue: QueueId, max: u64 },
+    #[error("{queue}: the reschedule threshold ({alpha} B) must not exceed the cap ({cap} B)")]
+    AlphaAboveCap { queue: QueueId, alpha: u64, cap: u64 },
     #[error("at least one core and one queue, and at most 2^32 - 1 queues, are needed")]
     Empty,
     #[error("adaptive threshold: gamma must be > 1 and the sampling interval positive")]
     BadAdaptive,
+    #[error("heap tick shift {shift}: at most {max} (ticks of at most 2^{max} ns)")]
+    BadTick { shift: u32, max: u32 },
 }
 
 /// Largest cap or threshold in bytes.
@@ -76,14 +84,6 @@ pub struct Adaptive {
     pub delta_th: u32,
     pub alpha_min_bytes: u64,
     pub interval: Duration,
-}
-
-/// Which core's heap a send goes to, when the caller does not say.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum CoreAssignment {
-    /// `queue mod cores` (deterministic; the paper assigns packets to cores at random, which the
-    /// simulator does by calling [`EventShaper::on_send_on`] with a random core).
-    ByQueue,
 }
 
 /// Counters of an [`EventShaper`].
@@ -116,6 +116,7 @@ pub struct EventShaper {
     heaps: Vec<ReschedHeap>,
     adaptive: Option<Adaptive>,
     counters: EventCounters,
+    clock: Clock,
 }
 
 /// What every send touches, two per cache line.
@@ -144,15 +145,22 @@ impl EventShaper {
         if params.is_empty() || cores == 0 || params.len() >= u32::MAX as usize {
             return Err(ShaperError::Empty);
         }
+        if cores > u32::MAX as usize {
+            return Err(ShaperError::Empty);
+        }
+        if tick_shift > heap::MAX_TICK_SHIFT {
+            return Err(ShaperError::BadTick { shift: tick_shift, max: heap::MAX_TICK_SHIFT });
+        }
         for (i, p) in params.iter().enumerate() {
+            let queue = QueueId::from_index(i);
             if p.cir.is_zero() {
-                return Err(ShaperError::ZeroRate { queue: i });
+                return Err(ShaperError::ZeroRate { queue });
             }
             if p.cap_bytes > MAX_BUCKET_BYTES || p.alpha_bytes > MAX_BUCKET_BYTES {
-                return Err(ShaperError::TooLarge { queue: i, max: MAX_BUCKET_BYTES });
+                return Err(ShaperError::TooLarge { queue, max: MAX_BUCKET_BYTES });
             }
             if p.alpha_bytes > p.cap_bytes {
-                return Err(ShaperError::AlphaAboveCap { queue: i, alpha: p.alpha_bytes, cap: p.cap_bytes });
+                return Err(ShaperError::AlphaAboveCap { queue, alpha: p.alpha_bytes, cap: p.cap_bytes });
             }
         }
         Ok(EventShaper {
@@ -167,9 +175,12 @@ impl EventShaper {
                 })
                 .collect(),
             cold: params.iter().map(|p| Cold { alpha: units(p.alpha_bytes), ..Default::default() }).collect(),
-            heaps: (0..cores).map(|_| ReschedHeap::new(locked_bytes, tick_shift)).collect(),
+            heaps: (0..cores)
+                .map(|_| ReschedHeap::new(locked_bytes, tick_shift).expect("the tick shift was checked"))
+                .collect(),
             adaptive: None,
             counters: EventCounters::default(),
+            clock: Clock::default(),
         })
     }
 
@@ -188,19 +199,22 @@ impl EventShaper {
     pub fn cores(&self) -> usize {
         self.heaps.len()
     }
-    pub fn is_disabled(&self, queue: usize) -> bool {
-        self.disabled[queue]
+    /// Whether `queue` is disabled (waiting in a heap for its reschedule time).
+    #[inline]
+    pub fn is_disabled(&self, queue: QueueId) -> bool {
+        self.disabled.get(queue.index()).copied().unwrap_or(false)
     }
     /// Current reschedule threshold of `queue` in bytes.
-    pub fn alpha_bytes(&self, queue: usize) -> f64 {
-        self.cold[queue].alpha as f64 / UNITS_PER_BYTE as f64
+    pub fn alpha_bytes(&self, queue: QueueId) -> f64 {
+        self.cold.get(queue.index()).map_or(0.0, |c| c.alpha as f64 / UNITS_PER_BYTE as f64)
     }
     /// Tokens of `queue` at its last update, in bytes (negative while it owes).
-    pub fn tokens_bytes(&self, queue: usize) -> f64 {
-        self.hot[queue].tokens as f64 / UNITS_PER_BYTE as f64
+    pub fn tokens_bytes(&self, queue: QueueId) -> f64 {
+        self.hot.get(queue.index()).map_or(0.0, |h| h.tokens as f64 / UNITS_PER_BYTE as f64)
     }
-    pub fn heap(&self, core: usize) -> &ReschedHeap {
-        &self.heaps[core]
+    /// The reschedule heap of `core` (`None` for an unknown core).
+    pub fn heap(&self, core: CoreId) -> Option<&ReschedHeap> {
+        self.heaps.get(core.index())
     }
     pub fn counters(&self) -> &EventCounters {
         &self.counters
@@ -214,25 +228,36 @@ impl EventShaper {
         c
     }
 
-    /// A packet of `bytes` from `queue` was sent at `now`; the core is chosen by `assign`.
-    pub fn on_send(&mut self, queue: usize, bytes: u64, now: Instant, assign: CoreAssignment) -> Decision {
-        let core = match assign {
-            CoreAssignment::ByQueue => queue % self.heaps.len(),
-        };
+    /// A packet of `bytes` from `queue` was sent at `now`, on the core `queue mod cores`
+    /// (deterministic; the paper assigns packets to cores at random, which the simulator does
+    /// with [`Self::on_send_on`]).
+    pub fn on_send(&mut self, queue: QueueId, bytes: u64, now: Instant) -> Result<Decision, Error> {
+        let core = CoreId::from_index(queue.index() % self.heaps.len());
         self.on_send_on(core, queue, bytes, now, &mut ())
     }
 
     /// A packet of `bytes` from `queue` was sent at `now`, processed by `core` (Algorithm 1
-    /// lines 6-13). `obs` sees the heap's array accesses. `now` must not decrease between calls.
+    /// lines 6-13). `obs` sees the heap's array accesses.
+    ///
+    /// Errors (no effect): an unknown queue or core, `now` before a time already given.
+    #[inline]
     pub fn on_send_on<O: Observe>(
         &mut self,
-        core: usize,
-        queue: usize,
+        core: CoreId,
+        queue: QueueId,
         bytes: u64,
         now: Instant,
         obs: &mut O,
-    ) -> Decision {
-        let q = queue;
+    ) -> Result<Decision, Error> {
+        let q = id::check(QueueId::KIND, queue.0, self.hot.len())?;
+        let core = id::check(CoreId::KIND, core.0, self.heaps.len())?;
+        self.clock.advance(now)?;
+        Ok(self.send(core, q, bytes, now, obs))
+    }
+
+    /// Algorithm 1 lines 6-13 on checked arguments.
+    #[inline]
+    fn send<O: Observe>(&mut self, core: usize, q: usize, bytes: u64, now: Instant, obs: &mut O) -> Decision {
         let now_ns = now.as_nanos();
         self.counters.sends += 1;
         self.counters.bucket_accesses += 2;
@@ -296,7 +321,23 @@ impl EventShaper {
 
     /// End of a packet on `core` (Algorithm 1 lines 16-19): re-enables every queue of that
     /// core's heap whose reschedule time is at or before `now`, calling `enabled` for each.
-    pub fn poll_core<O: Observe>(&mut self, core: usize, now: Instant, obs: &mut O, mut enabled: impl FnMut(usize)) {
+    ///
+    /// Errors (no effect): an unknown core, `now` before a time already given.
+    #[inline]
+    pub fn poll_core<O: Observe>(
+        &mut self,
+        core: CoreId,
+        now: Instant,
+        obs: &mut O,
+        enabled: impl FnMut(QueueId),
+    ) -> Result<(), Error> {
+        let core = id::check(CoreId::KIND, core.0, self.heaps.len())?;
+        self.clock.advance(now)?;
+        self.poll_checked(core, now, obs, enabled);
+        Ok(())
+    }
+
+    fn poll_checked<O: Observe>(&mut self, core: usize, now: Instant, obs: &mut O, mut enabled: impl FnMut(QueueId)) {
         while let Some((q, _)) = self.heaps[core].pop_due(now, obs) {
             let q = q as usize;
             if self.hot[q].t_lu > now.as_nanos() {
@@ -307,20 +348,44 @@ impl EventShaper {
             }
             self.disabled[q] = false;
             self.counters.reenabled += 1;
-            enabled(q);
+            enabled(QueueId::from_index(q));
         }
     }
 
-    /// Re-enables due queues on every core (for a data plane driven by a timer).
-    pub fn poll(&mut self, now: Instant, mut enabled: impl FnMut(usize)) {
+    /// The timer call of the contract, for a data plane driven by a clock rather than by
+    /// packet ends: re-enables the due queues of every core and appends them to `out`.
+    ///
+    /// Errors (no effect): `now` before a time already given. Calling it early is harmless.
+    pub fn on_wakeup(&mut self, now: Instant, out: &mut Vec<QueueId>) -> Result<(), Error> {
+        self.clock.advance(now)?;
         for c in 0..self.heaps.len() {
-            self.poll_core(c, now, &mut (), &mut enabled);
+            self.poll_checked(c, now, &mut (), |q| out.push(q));
         }
+        Ok(())
     }
 
-    /// The earliest reschedule time over all heaps (O(cores)).
+    /// When [`Self::on_wakeup`] must next be called: the earliest reschedule time over all
+    /// heaps (O(cores); rounded up to the heap's tick), if any queue is disabled.
     pub fn next_wakeup(&self) -> Option<Instant> {
         self.heaps.iter().filter_map(|h| h.peek_time()).min()
+    }
+
+    /// Checks the invariants: a queue is disabled iff exactly one heap holds it, and every heap
+    /// is ordered. O(queues + nodes). For tests.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let mut held = vec![0u32; self.hot.len()];
+        for (c, h) in self.heaps.iter().enumerate() {
+            h.check().map_err(|e| format!("core {c}: {e}"))?;
+            for q in h.queues() {
+                *held.get_mut(q as usize).ok_or_else(|| format!("core {c} holds unknown queue {q}"))? += 1;
+            }
+        }
+        for (q, (&d, &n)) in self.disabled.iter().zip(&held).enumerate() {
+            if n > 1 || d != (n == 1) {
+                return Err(format!("queue {q}: disabled = {d} but {n} heap nodes"));
+            }
+        }
+        Ok(())
     }
 }
 
@@ -341,6 +406,11 @@ pub struct PeriodicCounters {
 /// bucket levels lazily, per queue, when the queue is next touched: the level after `k` fills
 /// from `x <= cap` is `min(cap, x + k f)` because every fill adds the same `f`. Results are
 /// identical; only the simulation is cheaper.
+///
+/// Two ways to learn that a disabled queue is eligible again: a simulator schedules each
+/// queue's [`Self::eligible_at`] and calls [`Self::poll_queue`] then; a data plane wakes at every
+/// fill while any queue is disabled ([`Self::next_wakeup`]) and calls [`Self::on_wakeup`], the
+/// sweep.
 #[derive(Clone, Debug)]
 pub struct PeriodicShaper {
     tokens: Vec<i64>,
@@ -350,22 +420,26 @@ pub struct PeriodicShaper {
     cap: Vec<i64>,
     /// Fill index at which a disabled queue becomes eligible again (u64::MAX when enabled).
     until_fill: Vec<u64>,
+    /// Queues disabled now.
+    disabled: usize,
     period_ns: u64,
     counters: PeriodicCounters,
+    clock: Clock,
 }
 
 impl PeriodicShaper {
     /// Buckets start full. `alpha_bytes` of the params is ignored.
     pub fn new(params: &[BucketParams], period: Duration) -> Result<Self, ShaperError> {
-        if params.is_empty() || period.is_zero() {
+        if params.is_empty() || period.is_zero() || params.len() >= u32::MAX as usize {
             return Err(ShaperError::Empty);
         }
         for (i, p) in params.iter().enumerate() {
+            let queue = QueueId::from_index(i);
             if p.cir.is_zero() {
-                return Err(ShaperError::ZeroRate { queue: i });
+                return Err(ShaperError::ZeroRate { queue });
             }
             if p.cap_bytes > MAX_BUCKET_BYTES {
-                return Err(ShaperError::TooLarge { queue: i, max: MAX_BUCKET_BYTES });
+                return Err(ShaperError::TooLarge { queue, max: MAX_BUCKET_BYTES });
             }
         }
         let pn = period.as_nanos();
@@ -378,11 +452,16 @@ impl PeriodicShaper {
                 .collect(),
             cap: params.iter().map(|p| units(p.cap_bytes)).collect(),
             until_fill: vec![u64::MAX; params.len()],
+            disabled: 0,
             period_ns: pn,
             counters: PeriodicCounters::default(),
+            clock: Clock::default(),
         })
     }
 
+    pub fn queues(&self) -> usize {
+        self.tokens.len()
+    }
     pub fn counters(&self) -> &PeriodicCounters {
         &self.counters
     }
@@ -402,36 +481,96 @@ impl PeriodicShaper {
     }
 
     /// A packet of `bytes` from `queue` was sent at `now`.
-    pub fn on_send(&mut self, queue: usize, bytes: u64, now: Instant) -> Decision {
-        let q = queue;
+    ///
+    /// Errors (no effect): an unknown queue, `now` before a time already given.
+    pub fn on_send(&mut self, queue: QueueId, bytes: u64, now: Instant) -> Result<Decision, Error> {
+        let q = id::check(QueueId::KIND, queue.0, self.tokens.len())?;
+        self.clock.advance(now)?;
         self.counters.sends += 1;
         self.catch_up(q, now.as_nanos());
-        self.tokens[q] -= units(bytes);
+        self.tokens[q] = self.tokens[q].saturating_sub(units(bytes));
         if self.tokens[q] >= 0 {
-            return Decision::Eligible;
+            return Ok(Decision::Eligible);
         }
         self.counters.throttles += 1;
         // The fill that makes the bucket non-negative: ceil(-tokens / f) fills after the last.
-        let need = ((-self.tokens[q]) as u128).div_ceil(self.per_fill[q] as u128) as u64;
-        let fill = self.fill_of[q] + need;
+        let need = ((-(self.tokens[q] as i128)) as u128).div_ceil(self.per_fill[q] as u128);
+        let fill = self.fill_of[q].saturating_add(u64::try_from(need).unwrap_or(u64::MAX));
+        if self.until_fill[q] == u64::MAX {
+            self.disabled += 1;
+        }
         self.until_fill[q] = fill;
-        Decision::Throttled { until: Instant::from_nanos(fill.saturating_mul(self.period_ns)) }
+        Ok(Decision::Throttled { until: Instant::from_nanos(fill.saturating_mul(self.period_ns)) })
     }
 
-    /// When a disabled queue is eligible again (the fill time), or `None` if it is enabled.
-    pub fn eligible_at(&self, queue: usize) -> Option<Instant> {
-        let f = self.until_fill[queue];
+    /// When a disabled queue is eligible again (the fill time); `None` if it is enabled (or
+    /// unknown).
+    pub fn eligible_at(&self, queue: QueueId) -> Option<Instant> {
+        let f = *self.until_fill.get(queue.index())?;
         (f != u64::MAX).then(|| Instant::from_nanos(f.saturating_mul(self.period_ns)))
     }
 
-    /// Marks `queue` enabled if its fill has come (the caller schedules [`Self::eligible_at`]).
-    pub fn poll_queue(&mut self, queue: usize, now: Instant) -> bool {
-        if self.until_fill[queue] != u64::MAX && now.as_nanos() / self.period_ns >= self.until_fill[queue] {
-            self.until_fill[queue] = u64::MAX;
-            self.catch_up(queue, now.as_nanos());
+    /// Whether `queue` is disabled (waiting for a fill).
+    #[inline]
+    pub fn is_disabled(&self, queue: QueueId) -> bool {
+        self.until_fill.get(queue.index()).is_some_and(|&f| f != u64::MAX)
+    }
+
+    /// Marks `queue` enabled if its fill has come (the caller schedules [`Self::eligible_at`]);
+    /// returns whether it was re-enabled.
+    ///
+    /// Errors (no effect): an unknown queue, `now` before a time already given.
+    pub fn poll_queue(&mut self, queue: QueueId, now: Instant) -> Result<bool, Error> {
+        let q = id::check(QueueId::KIND, queue.0, self.tokens.len())?;
+        self.clock.advance(now)?;
+        Ok(self.poll_checked(q, now))
+    }
+
+    fn poll_checked(&mut self, q: usize, now: Instant) -> bool {
+        if self.until_fill[q] != u64::MAX && now.as_nanos() / self.period_ns >= self.until_fill[q] {
+            self.until_fill[q] = u64::MAX;
+            self.disabled -= 1;
+            self.catch_up(q, now.as_nanos());
             return true;
         }
         false
+    }
+
+    /// The next fill after the last time given, while any queue is disabled.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        (self.disabled > 0).then(|| {
+            let next = (self.clock.last().as_nanos() / self.period_ns).saturating_add(1);
+            Instant::from_nanos(next.saturating_mul(self.period_ns))
+        })
+    }
+
+    /// The fill sweep: re-enables every queue whose fill has come and appends it to `out`
+    /// (O(queues), as a data plane's sweep is).
+    ///
+    /// Errors (no effect): `now` before a time already given. Calling it early is harmless.
+    pub fn on_wakeup(&mut self, now: Instant, out: &mut Vec<QueueId>) -> Result<(), Error> {
+        self.clock.advance(now)?;
+        if self.disabled == 0 {
+            return Ok(());
+        }
+        for q in 0..self.tokens.len() {
+            if self.poll_checked(q, now) {
+                out.push(QueueId::from_index(q));
+            }
+        }
+        Ok(())
+    }
+
+    /// Checks the invariants: the disabled count matches, and no bucket exceeds its cap.
+    pub fn check_invariants(&self) -> Result<(), String> {
+        let n = self.until_fill.iter().filter(|&&f| f != u64::MAX).count();
+        if n != self.disabled {
+            return Err(format!("{n} queues wait for a fill, the count says {}", self.disabled));
+        }
+        if let Some(q) = (0..self.tokens.len()).find(|&q| self.tokens[q] > self.cap[q]) {
+            return Err(format!("queue {q} holds more than its cap"));
+        }
+        Ok(())
     }
 }
 

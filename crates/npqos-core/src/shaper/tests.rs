@@ -1,7 +1,19 @@
 //! Tests of the shapers: conformance, long-run rates, Algorithm 1's arithmetic, adaptive alpha.
 
 use super::*;
+use crate::error::Error;
 use proptest::prelude::*;
+
+const Q0: QueueId = QueueId(0);
+
+/// A checked send on queue 0 (the tests' calls are valid).
+fn send(s: &mut EventShaper, core: u32, bytes: u64, now: Instant) -> Decision {
+    s.on_send_on(CoreId(core), Q0, bytes, now, &mut ()).unwrap()
+}
+
+fn poll(s: &mut EventShaper, core: u32, now: Instant, f: impl FnMut(QueueId)) {
+    s.poll_core(CoreId(core), now, &mut (), f).unwrap()
+}
 
 fn params(cir_bps: u64, cap: u64, alpha: u64) -> BucketParams {
     BucketParams { cir: Rate::from_bits_per_sec(cir_bps), cap_bytes: cap, alpha_bytes: alpha }
@@ -60,14 +72,14 @@ proptest! {
         // Panics inside the closure fail the case like prop_assert! does.
         let log = greedy(&sizes, &gaps, |t, s| {
             let now = Instant::from_nanos(t);
-            let Decision::Throttled { until } = ev.on_send_on(0, 0, s, now, &mut ()) else { return None };
+            let Decision::Throttled { until } = send(&mut ev, 0, s, now) else { return None };
             // The queue is disabled until its heap node pops, never earlier.
             let u = until.as_nanos();
             let mut enabled = false;
-            ev.poll_core(0, Instant::from_nanos(u.saturating_sub(1)), &mut (), |_| enabled = true);
+            poll(&mut ev, 0, Instant::from_nanos(u.saturating_sub(1)), |_| enabled = true);
             assert!(!enabled, "re-enabled before its reschedule time");
-            let pop_at = ev.heap(0).peek_time().expect("queued").as_nanos();
-            ev.poll_core(0, Instant::from_nanos(pop_at), &mut (), |_| enabled = true);
+            let pop_at = ev.heap(CoreId(0)).unwrap().peek_time().expect("queued").as_nanos();
+            poll(&mut ev, 0, Instant::from_nanos(pop_at), |_| enabled = true);
             assert!(enabled);
             Some(pop_at)
         });
@@ -76,7 +88,7 @@ proptest! {
         let period = Duration::from_micros(100);
         let quantum = cir as f64 / 8.0 * period.as_secs_f64();
         let mut pe = PeriodicShaper::new(&[params(cir, cap, 0)], period).unwrap();
-        let log = greedy(&sizes, &gaps, |t, s| match pe.on_send(0, s, Instant::from_nanos(t)) {
+        let log = greedy(&sizes, &gaps, |t, s| match pe.on_send(Q0, s, Instant::from_nanos(t)).unwrap() {
             Decision::Eligible => None,
             Decision::Throttled { until } => Some(until.as_nanos()),
         });
@@ -98,15 +110,15 @@ fn long_run_rates_are_equal() {
         let sent: u64 = log.iter().filter(|x| x.0 >= 1_000_000_000 && x.0 < horizon).map(|x| x.1).sum();
         sent as f64 * 8.0 / 9.0
     };
-    let log_ev = greedy(&sizes, &[0], |t, s| match ev.on_send_on(0, 0, s, Instant::from_nanos(t), &mut ()) {
+    let log_ev = greedy(&sizes, &[0], |t, s| match send(&mut ev, 0, s, Instant::from_nanos(t)) {
         Decision::Eligible => None,
         Decision::Throttled { .. } => {
-            let at = ev.heap(0).peek_time().unwrap();
-            ev.poll_core(0, at, &mut (), |_| {});
+            let at = ev.heap(CoreId(0)).unwrap().peek_time().unwrap();
+            poll(&mut ev, 0, at, |_| {});
             Some(at.as_nanos())
         }
     });
-    let log_pe = greedy(&sizes, &[0], |t, s| match pe.on_send(0, s, Instant::from_nanos(t)) {
+    let log_pe = greedy(&sizes, &[0], |t, s| match pe.on_send(Q0, s, Instant::from_nanos(t)).unwrap() {
         Decision::Eligible => None,
         Decision::Throttled { until } => Some(until.as_nanos()),
     });
@@ -122,25 +134,25 @@ fn algorithm_1_arithmetic() {
     // 1 Mbps = 125 B/ms; cap 1000 B, alpha 500 B.
     let mut s = EventShaper::new(&[params(1_000_000, 1000, 500)], 2, 0, 0).unwrap();
     let t = Instant::from_nanos;
-    assert_eq!(s.on_send_on(1, 0, 800, t(0), &mut ()), Decision::Eligible); // 1000 - 800 = 200
-    assert_eq!(s.tokens_bytes(0), 200.0);
+    assert_eq!(send(&mut s, 1, 800, t(0)), Decision::Eligible); // 1000 - 800 = 200
+    assert_eq!(s.tokens_bytes(Q0), 200.0);
     // 1 ms later: 200 + 125 = 325; a 400 B packet -> -75 < 0.
     // T_delay = (alpha - TB) / BW = (500 + 75) B / 125 B/ms = 4.6 ms.
-    let d = s.on_send_on(1, 0, 400, t(1_000_000), &mut ());
+    let d = send(&mut s, 1, 400, t(1_000_000));
     assert_eq!(d, Decision::Throttled { until: t(5_600_000) });
-    assert!(s.is_disabled(0));
-    assert_eq!(s.tokens_bytes(0), 500.0, "eq 7: TB = alpha");
-    assert_eq!(s.heap(1).len(), 1, "inserted into the heap of the core that processed it");
+    assert!(s.is_disabled(Q0));
+    assert_eq!(s.tokens_bytes(Q0), 500.0, "eq 7: TB = alpha");
+    assert_eq!(s.heap(CoreId(1)).unwrap().len(), 1, "inserted into the heap of the core that processed it");
     assert_eq!(s.next_wakeup(), Some(t(5_600_000)));
     let mut got = vec![];
-    s.poll_core(1, t(5_599_999), &mut (), |q| got.push(q));
+    poll(&mut s, 1, t(5_599_999), |q| got.push(q));
     assert!(got.is_empty());
-    s.poll_core(1, t(5_600_000), &mut (), |q| got.push(q));
-    assert_eq!(got, vec![0]);
-    assert!(!s.is_disabled(0));
+    poll(&mut s, 1, t(5_600_000), |q| got.push(q));
+    assert_eq!(got, vec![Q0]);
+    assert!(!s.is_disabled(Q0));
     // From T_lu = 5.6 ms with 500 B: at 6.6 ms, 625 B.
-    assert_eq!(s.on_send_on(0, 0, 625, t(6_600_000), &mut ()), Decision::Eligible);
-    assert_eq!(s.tokens_bytes(0), 0.0);
+    assert_eq!(send(&mut s, 0, 625, t(6_600_000)), Decision::Eligible);
+    assert_eq!(s.tokens_bytes(Q0), 0.0);
     let c = s.counters();
     assert_eq!((c.sends, c.reschedules, c.reenabled), (3, 1, 1));
 }
@@ -151,16 +163,16 @@ fn algorithm_1_arithmetic() {
 fn send_while_disabled_is_deferred_not_early() {
     let mut s = EventShaper::new(&[params(8_000, 1000, 0)], 1, 0, 0).unwrap(); // 1 B/ms
     let t = Instant::from_nanos;
-    let Decision::Throttled { until: u1 } = s.on_send_on(0, 0, 1100, t(0), &mut ()) else { panic!() };
+    let Decision::Throttled { until: u1 } = send(&mut s, 0, 1100, t(0)) else { panic!() };
     assert_eq!(u1, t(100_000_000)); // owes 100 B at 1 B/ms
-    let Decision::Throttled { until: u2 } = s.on_send_on(0, 0, 50, t(10_000_000), &mut ()) else { panic!() };
+    let Decision::Throttled { until: u2 } = send(&mut s, 0, 50, t(10_000_000)) else { panic!() };
     assert_eq!(u2, t(150_000_000));
     let mut got = vec![];
-    s.poll_core(0, u1, &mut (), |q| got.push(q));
+    poll(&mut s, 0, u1, |q| got.push(q));
     assert!(got.is_empty());
     assert_eq!(s.counters().deferred, 1);
-    s.poll_core(0, u2, &mut (), |q| got.push(q));
-    assert_eq!(got, vec![0]);
+    poll(&mut s, 0, u2, |q| got.push(q));
+    assert_eq!(got, vec![Q0]);
 }
 
 /// Eq 14: more than delta_th reschedules in an interval multiply alpha by gamma; quieter
@@ -170,31 +182,172 @@ fn adaptive_threshold_follows_eq_14() {
     let a = Adaptive { gamma: 2.0, delta_th: 2, alpha_min_bytes: 100, interval: Duration::from_secs(1) };
     let mut s = EventShaper::new(&[params(8_000, 100_000, 400)], 1, 0, 0).unwrap().with_adaptive(a).unwrap();
     let t = |ms: u64| Instant::from_nanos(ms * 1_000_000);
-    // Interval 0: five reschedules (each drains the bucket).
+    // Interval 0: five reschedules (each send drives the bucket negative; the queue stays
+    // disabled, each send moving its reschedule time later).
     for now in 0..5 {
-        if let Decision::Throttled { until } = s.on_send_on(0, 0, 200_000, t(now), &mut ()) {
-            s.poll_core(0, until, &mut (), |_| {});
-        }
+        assert!(matches!(send(&mut s, 0, 200_000, t(now)), Decision::Throttled { .. }));
     }
-    assert_eq!(s.alpha_bytes(0), 400.0, "alpha changes only when an interval closes");
-    // A reschedule in interval 100_000 s later... use the next interval: 5 > 2 -> alpha x 2.
-    let next = (s.heap(0).peek_time().map(|x| x.as_nanos()).unwrap_or(0) / 1_000_000_000 + 1) * 1000;
-    let _ = s.on_send_on(0, 0, 200_000, t(next.max(1000)), &mut ());
-    assert!(s.alpha_bytes(0) >= 800.0, "alpha {}", s.alpha_bytes(0));
+    assert_eq!(s.alpha_bytes(Q0), 400.0, "alpha changes only when an interval closes");
+    // A reschedule in the next interval closes interval 0: 5 > 2 -> alpha x 2.
+    send(&mut s, 0, 200_000, t(1000));
+    assert_eq!(s.alpha_bytes(Q0), 800.0);
     // Many quiet intervals later: divided down to alpha_min.
-    let later = next.max(1000) + 1_000_000;
-    s.poll(t(later), |_| {});
-    let _ = s.on_send_on(0, 0, 200_000, t(later), &mut ());
-    assert_eq!(s.alpha_bytes(0), 100.0);
+    let later = 1000 + 1_000_000;
+    s.on_wakeup(t(later), &mut vec![]).unwrap();
+    send(&mut s, 0, 200_000, t(later));
+    assert_eq!(s.alpha_bytes(Q0), 100.0);
 }
 
 #[test]
 fn bad_parameters_are_errors() {
-    assert_eq!(EventShaper::new(&[params(0, 1, 0)], 1, 0, 0).err(), Some(ShaperError::ZeroRate { queue: 0 }));
+    assert_eq!(EventShaper::new(&[params(0, 1, 0)], 1, 0, 0).err(), Some(ShaperError::ZeroRate { queue: Q0 }));
     assert!(matches!(EventShaper::new(&[params(1, 10, 20)], 1, 0, 0), Err(ShaperError::AlphaAboveCap { .. })));
     assert_eq!(EventShaper::new(&[], 1, 0, 0).err(), Some(ShaperError::Empty));
     assert_eq!(EventShaper::new(&[params(1, 1, 0)], 0, 0, 0).err(), Some(ShaperError::Empty));
     let bad = Adaptive { gamma: 1.0, delta_th: 1, alpha_min_bytes: 0, interval: Duration::SECOND };
     assert!(EventShaper::new(&[params(1, 1, 0)], 1, 0, 0).unwrap().with_adaptive(bad).is_err());
     assert!(PeriodicShaper::new(&[params(1, 1, 0)], Duration::ZERO).is_err());
+}
+
+#[test]
+fn contract_errors_change_nothing() {
+    assert_eq!(EventShaper::new(&[params(1, 1, 0)], 1, 0, 21).err(), Some(ShaperError::BadTick { shift: 21, max: 20 }));
+    let mut s = EventShaper::new(&[params(8_000, 1000, 0); 2], 2, 0, 0).unwrap();
+    let t = Instant::from_nanos;
+    let unknown_queue = s.on_send_on(CoreId(0), QueueId(2), 10, t(5), &mut ());
+    assert_eq!(unknown_queue, Err(Error::UnknownId { kind: "queue", id: 2, count: 2 }));
+    assert!(matches!(s.on_send_on(CoreId(2), Q0, 10, t(5), &mut ()), Err(Error::UnknownId { kind: "core", .. })));
+    assert!(matches!(s.poll_core(CoreId(9), t(5), &mut (), |_| {}), Err(Error::UnknownId { .. })));
+    assert_eq!(s.counters().sends, 0, "refused calls have no effect");
+    send(&mut s, 0, 1100, t(100));
+    assert!(matches!(s.on_send(Q0, 10, t(99)), Err(Error::TimeWentBackwards { .. })));
+    assert!(matches!(s.on_wakeup(t(50), &mut vec![]), Err(Error::TimeWentBackwards { .. })));
+    assert_eq!((s.counters().sends, s.is_disabled(Q0), s.is_disabled(QueueId(7))), (1, true, false));
+    let mut p = PeriodicShaper::new(&[params(8_000, 1000, 0)], Duration::from_millis(1)).unwrap();
+    assert!(matches!(p.on_send(QueueId(1), 10, t(0)), Err(Error::UnknownId { .. })));
+    assert!(matches!(p.poll_queue(QueueId(1), t(0)), Err(Error::UnknownId { .. })));
+    assert_eq!((p.eligible_at(QueueId(1)), p.counters().sends), (None, 0));
+    // 1100 B from a full 1000 B bucket at 1 B/ms owes 100 B: the 100th fill (100 ms) repays it.
+    assert_eq!(p.on_send(Q0, 1100, t(10)), Ok(Decision::Throttled { until: t(100_000_000) }));
+    assert!(matches!(p.on_send(Q0, 1, t(9)), Err(Error::TimeWentBackwards { .. })));
+    assert_eq!(p.next_wakeup(), Some(t(1_000_000)), "a data plane wakes at every fill while a queue waits");
+    let mut out = vec![];
+    p.on_wakeup(t(99_999_999), &mut out).unwrap();
+    assert!(out.is_empty());
+    p.on_wakeup(t(100_000_000), &mut out).unwrap();
+    assert_eq!((out, p.next_wakeup()), (vec![Q0], None));
+}
+
+#[derive(Clone, Debug)]
+enum Call {
+    /// Send on (core, queue) `bytes`, `dt` ns after the last time.
+    Send(u32, u32, u64, u64),
+    /// Poll a core (event-driven) or a queue (periodic).
+    Poll(u32, u64),
+    Wakeup(u64),
+    /// A time before the last one.
+    Back(u32, u64),
+}
+
+fn call() -> impl Strategy<Value = Call> {
+    prop_oneof![
+        6 => (0u32..4, 0u32..6, 0u64..5_000, 0u64..3_000_000).prop_map(|(c, q, b, dt)| Call::Send(c, q, b, dt)),
+        2 => (0u32..4, 0u64..3_000_000).prop_map(|(c, dt)| Call::Poll(c, dt)),
+        2 => (0u64..5_000_000).prop_map(Call::Wakeup),
+        1 => (0u32..6, 1u64..1000).prop_map(|(q, dt)| Call::Back(q, dt)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 256, rng_seed: proptest::test_runner::RngSeed::Fixed(0x636f6e), ..ProptestConfig::default() })]
+
+    /// Arbitrary calls, valid or not (ids up to one past the end, times going backwards), on
+    /// both shapers: no panic; a refused call changes no counter; the invariants hold after every
+    /// call; a queue is re-enabled never before the reschedule time its last throttle announced;
+    /// a timer is pending exactly while a queue is disabled.
+    #[test]
+    fn arbitrary_calls_keep_the_contract(
+        calls in prop::collection::vec(call(), 1..300),
+        tick in 0u32..8,
+        alpha_frac in 0.0f64..1.0,
+    ) {
+        let (nq, nc) = (5usize, 3usize);
+        let ps: Vec<_> = (0..nq as u64).map(|i| params(8_000_000 * (i + 1), 3000, (3000.0 * alpha_frac) as u64)).collect();
+        let mut ev = EventShaper::new(&ps, nc, 64, tick).unwrap();
+        let mut pe = PeriodicShaper::new(&ps, Duration::from_micros(500)).unwrap();
+        let mut until = vec![Instant::ZERO; nq];
+        let mut now = Instant::ZERO;
+        // The last time each shaper accepted (a refused call does not move its clock).
+        let (mut last_ev, mut last_pe) = (Instant::ZERO, Instant::ZERO);
+        let mut out = Vec::new();
+        for c in calls {
+            let before = (*ev.counters(), *pe.counters());
+            match c {
+                Call::Send(core, q, b, dt) => {
+                    now += Duration::from_nanos(dt);
+                    let r = ev.on_send_on(CoreId(core), QueueId(q), b, now, &mut ());
+                    prop_assert_eq!(r.is_ok(), (core as usize) < nc && (q as usize) < nq);
+                    if r.is_ok() {
+                        last_ev = now;
+                    }
+                    if let Ok(Decision::Throttled { until: u }) = r {
+                        prop_assert!(u >= now);
+                        until[q as usize] = u;
+                    }
+                    let r = pe.on_send(QueueId(q), b, now);
+                    prop_assert_eq!(r.is_ok(), (q as usize) < nq);
+                    if r.is_ok() {
+                        last_pe = now;
+                    }
+                }
+                Call::Poll(core, dt) => {
+                    now += Duration::from_nanos(dt);
+                    let mut got = Vec::new();
+                    let r = ev.poll_core(CoreId(core), now, &mut (), |q| got.push(q));
+                    prop_assert_eq!(r.is_ok(), (core as usize) < nc);
+                    if r.is_ok() {
+                        last_ev = now;
+                    }
+                    last_pe = now;
+                    for q in got {
+                        prop_assert!(until[q.index()] <= now, "{} re-enabled at {} before {}", q, now, until[q.index()]);
+                    }
+                    for q in 0..nq as u32 {
+                        let due = pe.eligible_at(QueueId(q));
+                        let enabled = pe.poll_queue(QueueId(q), now).unwrap();
+                        prop_assert_eq!(enabled, due.is_some_and(|d| d <= now));
+                    }
+                }
+                Call::Wakeup(dt) => {
+                    now += Duration::from_nanos(dt);
+                    out.clear();
+                    ev.on_wakeup(now, &mut out).unwrap();
+                    (last_ev, last_pe) = (now, now);
+                    for q in &out {
+                        prop_assert!(until[q.index()] <= now);
+                    }
+                    out.clear();
+                    pe.on_wakeup(now, &mut out).unwrap();
+                    for q in 0..nq as u32 {
+                        prop_assert!(pe.eligible_at(QueueId(q)).is_none_or(|d| d > now), "the sweep left a due queue");
+                    }
+                }
+                Call::Back(q, dt) => {
+                    let Some(then) = last_ev.min(last_pe).as_nanos().checked_sub(dt) else { continue };
+                    let then = Instant::from_nanos(then);
+                    let e = ev.on_send_on(CoreId(0), QueueId(q), 100, then, &mut ());
+                    prop_assert!(e.is_err(), "{:?}", e);
+                    prop_assert!(pe.on_send(QueueId(q), 100, then).is_err());
+                    prop_assert!(ev.on_wakeup(then, &mut out).is_err() && pe.on_wakeup(then, &mut out).is_err());
+                    prop_assert_eq!(before, (*ev.counters(), *pe.counters()), "a refused call changed a counter");
+                }
+            }
+            prop_assert!(ev.check_invariants().is_ok(), "{:?}", ev.check_invariants());
+            prop_assert!(pe.check_invariants().is_ok(), "{:?}", pe.check_invariants());
+            let any_ev = (0..nq as u32).any(|q| ev.is_disabled(QueueId(q)));
+            prop_assert_eq!(any_ev, ev.next_wakeup().is_some());
+            let any_pe = (0..nq as u32).any(|q| pe.is_disabled(QueueId(q)));
+            prop_assert_eq!(any_pe, pe.next_wakeup().is_some());
+        }
+    }
 }

@@ -72,7 +72,7 @@ fn timer_overhead_ns() -> f64 {
 /// Replays core 0's heap operations on a fresh heap, timing each insert and each deletion
 /// (a pop that found a due root) on this machine; operations before `from` only build state.
 fn replay(log: &[HeapOp], from: Instant, overhead_ns: f64) -> Replay {
-    let mut h = ReschedHeap::new(0, 6);
+    let mut h = ReschedHeap::new(0, 6).expect("a valid tick");
     let mut r = Replay::default();
     let (mut ins_ns, mut del_ns) = (0u128, 0u128);
     let mut len_sum = 0u64;

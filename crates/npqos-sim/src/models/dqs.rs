@@ -2,12 +2,15 @@
 //! [`Dqs`] flow table and leave through one output link served by DRR over the active physical
 //! queues, at a capacity set so the offered load is `load` (0.95 in dqs section 6). The AFM
 //! table is measured at every arrival; the mapping requests can be recorded and replayed into
-//! the SPSQ / MPSQ / MPMQ processing models of dqs section 5 ([`process`]).
+//! the SPSQ / MPSQ / MPMQ processing models of dqs section 5 ([`process()`], on the engine).
 //!
 //! Timing: a packet leaves its queue when its transmission starts; the link is a
 //! [`Serializer`] (drift-free). Departures that start at an arrival's instant go first.
 
+pub mod process;
 pub mod scenario;
+
+pub use process::{process, ProcModel, ProcResult, REQUEST_BYTES};
 
 use crate::engine::{Engine, Model, RunLimits, StopReason};
 use crate::rng::StreamRng;
@@ -281,7 +284,7 @@ pub fn run_link_limited<I: Iterator<Item = Arrival>>(
     let capacity = Rate::from_bits_per_sec((offered_bps / p.load).round().max(1.0) as u64);
     let mut m = LinkModel {
         p,
-        dqs: Dqs::new(p.table),
+        dqs: Dqs::new(p.table).expect("the scenario reader and the experiments build valid tables"),
         link: Serializer::new(capacity),
         r: DqsLinkResult { capacity_bps: capacity.bits_per_sec() as f64, offered_bps, ..Default::default() },
         memo: TheoryMemo { m: p.table.slots as u64, memo: Vec::new() },
@@ -430,120 +433,6 @@ impl<I: Iterator<Item = Arrival>> Model for LinkModel<'_, I> {
     }
 }
 
-/// The processing models of dqs section 5.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProcModel {
-    /// One mapping process, one task queue.
-    Spsq,
-    /// A mapping process per sub-table, one FIFO task queue (head-of-line blocking).
-    Mpsq,
-    /// A mapping process and a task queue per sub-table.
-    Mpmq,
-}
-
-impl ProcModel {
-    pub fn name(self) -> &'static str {
-        match self {
-            ProcModel::Spsq => "SPSQ",
-            ProcModel::Mpsq => "MPSQ",
-            ProcModel::Mpmq => "MPMQ",
-        }
-    }
-}
-
-/// Bytes a mapping request occupies in a task queue: the 13-byte IPv4 5-tuple, a 2-byte
-/// sequence tag and a byte of sub-table id (our choice; the paper gives none).
-pub const REQUEST_BYTES: f64 = 16.0;
-
-/// What a processing model achieved on a request sequence.
-#[derive(Clone, Copy, Debug, Default, PartialEq)]
-pub struct ProcResult {
-    /// Mapping output rate / request arrival rate (dqs Fig. 10).
-    pub throughput: f64,
-    /// Largest number of requests waiting in one task queue.
-    pub max_queue: u64,
-    /// Task-queue memory in bytes: the one queue's peak (SPSQ, MPSQ); for MPMQ, as the paper
-    /// computes it, sub-tables x the largest per-queue peak.
-    pub buffer_bytes: f64,
-    /// MPMQ: the peak of the sum of all task queues (bytes).
-    pub peak_total_bytes: f64,
-}
-
-/// Replays `reqs` into processing model `model` with `slots` sub-tables at `speedup` requests
-/// per mapping cycle (request `i` arrives at cycle `i / speedup`).
-///
-/// Service: a search takes `max(1, compares)` cycles in its mapping process; a new flow then
-/// needs one cycle of the queue allocator. Allocation is serial (dqs section 5) and granted in
-/// request order (sequence-tag order). Results leave through the reordering logic in request
-/// order, so the output time of request `i` is the latest completion among requests `0..=i`.
-/// MPSQ dispatches the head of its single queue as soon as that sub-table's process is idle
-/// (any number per cycle); a busy head blocks the requests behind it.
-pub fn process(model: ProcModel, reqs: &[Request], slots: u32, speedup: f64) -> ProcResult {
-    if reqs.is_empty() {
-        return ProcResult { throughput: 1.0, ..Default::default() };
-    }
-    let n = reqs.len();
-    let arr = |i: usize| i as f64 / speedup;
-    let mut free = vec![0.0f64; if model == ProcModel::Spsq { 1 } else { slots as usize }];
-    let mut alloc_free = 0.0f64;
-    let (mut out_first, mut out_last, mut prev_dispatch) = (None, 0.0f64, 0.0f64);
-    // Waiting (not yet started) requests: start times in a min-heap, and per-slot counts.
-    let mut waiting: BinaryHeap<Reverse<(u64, u32)>> = BinaryHeap::new();
-    let mut per_slot = vec![0u64; slots as usize];
-    let (mut max_queue, mut max_total) = (0u64, 0u64);
-    for (i, rq) in reqs.iter().enumerate() {
-        let a = arr(i);
-        while let Some(&Reverse((s, sl))) = waiting.peek() {
-            if f64::from_bits(s) > a {
-                break;
-            }
-            waiting.pop();
-            per_slot[sl as usize] -= 1;
-        }
-        let proc = if model == ProcModel::Spsq { 0 } else { rq.slot as usize };
-        let start = match model {
-            ProcModel::Spsq | ProcModel::Mpmq => a.max(free[proc]),
-            ProcModel::Mpsq => a.max(prev_dispatch).max(free[proc]),
-        };
-        prev_dispatch = start;
-        let mut finish = start + (rq.compares as f64).max(1.0);
-        if rq.new_flow {
-            if model == ProcModel::Spsq {
-                finish += 1.0;
-            } else {
-                let g = finish.max(alloc_free);
-                alloc_free = g + 1.0;
-                finish = g + 1.0;
-            }
-        }
-        free[proc] = finish;
-        out_last = out_last.max(finish);
-        out_first.get_or_insert(finish);
-        if start > a {
-            // Queue key: SPSQ and MPSQ have one queue (slot 0), MPMQ one per sub-table.
-            let q = if model == ProcModel::Mpmq { rq.slot } else { 0 };
-            waiting.push(Reverse((start.to_bits(), q)));
-            per_slot[q as usize] += 1;
-            max_queue = max_queue.max(per_slot[q as usize]);
-            max_total = max_total.max(waiting.len() as u64);
-        }
-    }
-    // Rates over the run: n requests in n / speedup cycles in, between the first and the last
-    // result (plus one inter-arrival) out.
-    let in_span = n as f64 / speedup;
-    let out_span = out_last - out_first.unwrap_or(0.0) + 1.0 / speedup;
-    let buffer_bytes = match model {
-        ProcModel::Mpmq => slots as f64 * max_queue as f64 * REQUEST_BYTES,
-        _ => max_queue as f64 * REQUEST_BYTES,
-    };
-    ProcResult {
-        throughput: (in_span / out_span).min(1.0),
-        max_queue,
-        buffer_bytes,
-        peak_total_bytes: max_total as f64 * REQUEST_BYTES,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -573,62 +462,6 @@ mod tests {
         }
         let expect = w.expected_packets() as f64;
         assert!((n as f64 / expect - 1.0).abs() < 0.02, "{n} vs {expect}");
-    }
-
-    fn reqs(v: &[(u32, u16, bool)]) -> Vec<Request> {
-        v.iter().map(|&(slot, compares, new_flow)| Request { slot, compares, new_flow }).collect()
-    }
-
-    #[test]
-    fn processing_models_by_hand() {
-        // One-cycle searches spread over four sub-tables, 4 per cycle: SPSQ serves 1 per cycle
-        // (throughput 1/4); MPSQ and MPMQ keep up.
-        let r: Vec<Request> = (0..4000).map(|i| Request { slot: i % 4, compares: 1, new_flow: false }).collect();
-        let s = process(ProcModel::Spsq, &r, 4, 4.0);
-        assert!((s.throughput - 0.25).abs() < 0.001, "{s:?}");
-        assert!(s.max_queue > 2900, "{s:?}");
-        for m in [ProcModel::Mpsq, ProcModel::Mpmq] {
-            let x = process(m, &r, 4, 4.0);
-            assert!((x.throughput - 1.0).abs() < 1e-9 && x.max_queue == 0, "{m:?} {x:?}");
-        }
-        // Serial allocation: new flows, 0 compares: the allocator grants one per cycle.
-        let r: Vec<Request> = (0..4000).map(|i| Request { slot: i % 4, compares: 0, new_flow: true }).collect();
-        let m = process(ProcModel::Mpmq, &r, 4, 4.0);
-        assert!((m.throughput - 0.25).abs() < 0.001, "{m:?}");
-        // SPSQ: 2 cycles each (search + allocation).
-        assert!((process(ProcModel::Spsq, &r, 4, 1.0).throughput - 0.5).abs() < 0.001);
-        // Head-of-line blocking: sub-tables 0, 0, 1 at 3 per cycle. MPSQ: the third waits
-        // behind the second; MPMQ: it starts at once.
-        let r = reqs(&[(0, 1, false), (0, 1, false), (1, 1, false)]);
-        let a = process(ProcModel::Mpsq, &r, 2, 3.0);
-        let b = process(ProcModel::Mpmq, &r, 2, 3.0);
-        assert_eq!((a.max_queue, b.max_queue), (2, 1));
-        assert_eq!(b.buffer_bytes, 2.0 * REQUEST_BYTES);
-        // Slow arrivals: everyone keeps up.
-        let r = reqs(&[(0, 2, false), (1, 2, false), (0, 1, true)]);
-        for model in [ProcModel::Spsq, ProcModel::Mpsq, ProcModel::Mpmq] {
-            let x = process(model, &r, 2, 0.25);
-            assert!(x.throughput > 0.99 && x.max_queue == 0, "{model:?} {x:?}");
-        }
-    }
-
-    #[test]
-    fn more_parallelism_never_hurts_on_random_requests() {
-        use rand::{Rng, SeedableRng};
-        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
-        let r: Vec<Request> = (0..20_000)
-            .map(|_| Request {
-                slot: rng.random_range(0..16),
-                compares: rng.random_range(0..4),
-                new_flow: rng.random_bool(0.2),
-            })
-            .collect();
-        for sp in [1.0, 2.0, 4.0, 8.0] {
-            let s = process(ProcModel::Spsq, &r, 16, sp).throughput;
-            let m1 = process(ProcModel::Mpsq, &r, 16, sp).throughput;
-            let m2 = process(ProcModel::Mpmq, &r, 16, sp).throughput;
-            assert!(s <= m1 + 1e-9 && m1 <= m2 + 1e-9, "speedup {sp}: {s} {m1} {m2}");
-        }
     }
 
     #[test]

@@ -20,11 +20,11 @@ use crate::rng::{RngStreams, StreamRng};
 use crate::workload::{mean_gap_for_overload, Arrivals, GapDist, SizeDist};
 use npqos_core::cache::SetAssocCache;
 use npqos_core::queues::pool::{Packet, PacketPool};
+use npqos_core::sched::drr::Drr;
 use npqos_core::shaper::heap::{Observe, OpKind, NODE_BYTES};
 use npqos_core::shaper::{Adaptive, BucketParams, Decision, EventShaper, PeriodicShaper, ShaperError};
-use npqos_core::{Duration, Instant, QueueId, Rate};
+use npqos_core::{CoreId, Duration, Instant, QueueId, Rate};
 use rand::Rng;
-use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -331,8 +331,9 @@ struct Kim {
     heap_last: Vec<u64>,
     heap_max: u64,
     work: Vec<u32>,
-    ring: VecDeque<u32>,
-    in_ring: Vec<bool>,
+    /// The shared link's packet-by-packet round robin over the eligible, non-empty queues
+    /// (shared link mode only).
+    ring: Option<Drr>,
     link_busy: bool,
     /// Per core: one cache per locked size (empty without a cache model).
     caches: Vec<Vec<SetAssocCache>>,
@@ -355,14 +356,14 @@ impl Kim {
         if let Shaper::Event(s) = &self.shaper {
             let from = self.heap_last[c].max(self.p.warmup.as_nanos());
             if now > from {
-                self.heap_area[c] += s.heap(c).len() as u128 * (now - from) as u128;
+                self.heap_area[c] += heap_len(s, c) as u128 * (now - from) as u128;
             }
             self.heap_last[c] = now;
         }
     }
     fn core_done(&mut self, c: usize, engine: &mut Engine<Ev>) {
         if let Shaper::Event(s) = &self.shaper {
-            let h = s.heap(c);
+            let h = s.heap(CoreId::from_index(c)).expect("cores come from 0..cores");
             self.heap_max = self.heap_max.max(h.len() as u64);
             if let Some(t) = h.peek_time() {
                 let t = t.as_nanos().max(engine.now().as_nanos());
@@ -407,8 +408,10 @@ impl Kim {
                 let inserts0 = if log { self.heap_inserts(0) } else { 0 };
                 let Shaper::Event(s) = &mut self.shaper else { unreachable!() };
                 let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
-                let d = s.on_send_on(c, qi, size as u64, now, &mut obs);
-                if log && s.heap(0).counters().inserts > inserts0 {
+                let d = s
+                    .on_send_on(CoreId::from_index(c), QueueId::from_index(qi), size as u64, now, &mut obs)
+                    .expect("cores and queues are in range and time does not go back");
+                if log && heap_counters(s, 0).inserts > inserts0 {
                     if let Decision::Throttled { until } = d {
                         self.log.push(HeapOp::Insert { queue: qi as u32, time: until, now });
                     }
@@ -417,7 +420,10 @@ impl Kim {
                 self.core_done(c, engine);
                 matches!(d, Decision::Throttled { .. })
             }
-            Shaper::Periodic(s) => match s.on_send(qi, size as u64, now) {
+            Shaper::Periodic(s) => match s
+                .on_send(QueueId::from_index(qi), size as u64, now)
+                .expect("queues are in range and time does not go back")
+            {
                 Decision::Eligible => false,
                 Decision::Throttled { until } => {
                     engine.schedule(until, Ev::FillWake(qi as u32));
@@ -430,7 +436,7 @@ impl Kim {
 
     fn heap_inserts(&self, c: usize) -> u64 {
         match &self.shaper {
-            Shaper::Event(s) => s.heap(c).counters().inserts,
+            Shaper::Event(s) => heap_counters(s, c).inserts,
             Shaper::Periodic(_) => 0,
         }
     }
@@ -440,7 +446,8 @@ impl Kim {
         let Shaper::Event(s) = &mut self.shaper else { return };
         let work = &mut self.work;
         let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
-        s.poll_core(c, now, &mut obs, |r| work.push(r as u32));
+        s.poll_core(CoreId::from_index(c), now, &mut obs, |r| work.push(r.0))
+            .expect("cores are in range and time does not go back");
         if c == 0 && self.p.log_core0 {
             self.log.push(HeapOp::PollDue { now });
         }
@@ -469,30 +476,33 @@ impl Kim {
         }
     }
 
-    /// Shared mode: queues on the work list that are non-empty and eligible join the ring.
+    /// Shared mode: queues on the work list that are non-empty and eligible join the round
+    /// (at the back; a queue already in it keeps its place).
     fn admit_work(&mut self) {
+        let ring = self.ring.as_mut().expect("shared link mode");
         while let Some(q) = self.work.pop() {
-            let qi = q as usize;
-            if !self.in_ring[qi] && !self.pool.is_empty(QueueId::from_index(qi)) && self.eligible(qi) {
-                self.in_ring[qi] = true;
-                self.ring.push_back(q);
+            let queue = QueueId(q);
+            if !self.pool.is_empty(queue) && eligible(&self.shaper, queue) {
+                ring.enqueued(queue).expect("queues come from 0..queues");
             }
         }
     }
 
-    /// Shared mode: the link starts the head packet of the next queue in the ring.
+    /// Shared mode: the link starts the head packet of the next queue in the round. A queue
+    /// leaves the round when it empties or its send throttles it.
     fn start_next(&mut self, engine: &mut Engine<Ev>) {
-        while let Some(q) = self.ring.pop_front() {
-            let qi = q as usize;
-            self.in_ring[qi] = false;
-            if self.pool.is_empty(QueueId::from_index(qi)) || !self.eligible(qi) {
+        let ring = self.ring.as_mut().expect("shared link mode");
+        while let Some(queue) = ring.select(|_| 1) {
+            let qi = queue.index();
+            if self.pool.is_empty(queue) || !eligible(&self.shaper, queue) {
+                // (A queue in the round is non-empty and eligible: only its own send changes
+                // that. Kept as a guard.)
+                ring.dequeued(queue, true).expect("the queue select() named");
                 continue;
             }
             let (size, throttled) = self.send_one(qi, engine);
-            if !throttled && !self.pool.is_empty(QueueId::from_index(qi)) {
-                self.in_ring[qi] = true;
-                self.ring.push_back(q);
-            }
+            let ring = self.ring.as_mut().expect("shared link mode");
+            ring.dequeued(queue, throttled || self.pool.is_empty(queue)).expect("the queue select() named");
             self.admit_work();
             self.link_busy = true;
             let t = self.p.link.tx_time(size as u64).unwrap_or(Duration::NANOSECOND).max(Duration::NANOSECOND);
@@ -510,11 +520,25 @@ impl Kim {
     }
 
     fn eligible(&self, q: usize) -> bool {
-        match &self.shaper {
-            Shaper::Event(s) => !s.is_disabled(q),
-            Shaper::Periodic(s) => s.eligible_at(q).is_none(),
-        }
+        eligible(&self.shaper, QueueId::from_index(q))
     }
+}
+
+/// Whether the shaper lets `q` send now.
+#[inline]
+fn eligible(shaper: &Shaper, q: QueueId) -> bool {
+    match shaper {
+        Shaper::Event(s) => !s.is_disabled(q),
+        Shaper::Periodic(s) => !s.is_disabled(q),
+    }
+}
+
+fn heap_counters(s: &EventShaper, c: usize) -> npqos_core::shaper::heap::HeapCounters {
+    *s.heap(CoreId::from_index(c)).expect("cores come from 0..cores").counters()
+}
+
+fn heap_len(s: &EventShaper, c: usize) -> usize {
+    s.heap(CoreId::from_index(c)).expect("cores come from 0..cores").len()
 }
 
 impl Model for Kim {
@@ -587,7 +611,7 @@ impl Model for Kim {
             }
             Ev::FillWake(q) => {
                 let Shaper::Periodic(s) = &mut self.shaper else { return };
-                if s.poll_queue(q as usize, engine.now()) {
+                if s.poll_queue(QueueId(q), engine.now()).expect("queues are in range and time does not go back") {
                     self.work.push(q);
                     self.serve(engine);
                 }
@@ -646,8 +670,7 @@ pub fn run_with_log(
         heap_last: vec![0; p.cores as usize],
         heap_max: 0,
         work: Vec::new(),
-        ring: VecDeque::new(),
-        in_ring: vec![false; if p.link_mode == LinkMode::Shared { n } else { 0 }],
+        ring: (p.link_mode == LinkMode::Shared).then(|| Drr::round_robin(p.queues)),
         link_busy: false,
         caches: (0..p.cores)
             .map(|_| match p.cache {
@@ -736,7 +759,7 @@ pub fn run_with_log(
             for c in 0..p.cores as usize {
                 let from = m.heap_last[c].max(w);
                 if end > from {
-                    m.heap_area[c] += s.heap(c).len() as u128 * (end - from) as u128;
+                    m.heap_area[c] += heap_len(s, c) as u128 * (end - from) as u128;
                 }
             }
             let span = end.saturating_sub(w).max(1) as f64;
