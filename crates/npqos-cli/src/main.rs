@@ -65,6 +65,10 @@ enum Cmd {
         out: Option<PathBuf>,
         #[arg(long, default_value_t = 1)]
         seed: u64,
+        /// Worker threads for each experiment's points (default: one per CPU; results do not
+        /// depend on it)
+        #[arg(long)]
+        threads: Option<usize>,
         #[arg(long)]
         quiet: bool,
     },
@@ -123,6 +127,12 @@ enum TraceCmd {
 }
 
 fn main() -> ExitCode {
+    // Output piped into `head` and the like: end quietly when the reader goes away, as Unix
+    // tools do, instead of panicking on the failed write (Rust ignores SIGPIPE by default).
+    // SAFETY: restoring the default disposition of one signal before any thread starts.
+    unsafe {
+        libc::signal(libc::SIGPIPE, libc::SIG_DFL);
+    }
     alloc::configure_from_env();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
@@ -138,8 +148,9 @@ fn main() -> ExitCode {
             }
             Ok(())
         }
-        Cmd::Reproduce { ids, quick, out, seed, quiet } => {
-            commands::reproduce::reproduce(&ids, quick, out, seed, quiet)
+        Cmd::Reproduce { ids, quick, out, seed, threads, quiet } => {
+            let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+            commands::reproduce::reproduce(&ids, quick, out, seed, threads.max(1), quiet)
         }
         Cmd::Trace(TraceCmd::Stats { files, json, lenient }) => commands::trace::stats(&files, json, lenient),
         Cmd::Model { short, args } => commands::model::model(&short, &args),

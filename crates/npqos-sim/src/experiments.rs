@@ -20,128 +20,113 @@ use npqos_core::Rate;
 use serde_json::json;
 use std::collections::BTreeMap;
 
-/// An entry of `npqos list`.
-#[derive(Clone, Copy, Debug)]
+/// What runs one experiment: our numbers, the paper's beside them, plots and assumptions.
+pub type Runner = fn(RunOptions, &mut dyn FnMut(f64)) -> Output;
+
+/// An experiment: its id (`npqos reproduce ID`), the line `npqos list` shows, and its runner.
+#[derive(Clone, Copy)]
 pub struct ExperimentInfo {
     pub id: &'static str,
     pub description: &'static str,
+    pub run: Runner,
 }
 
-/// Every experiment, in `npqos list` order.
+impl std::fmt::Debug for ExperimentInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExperimentInfo").field("id", &self.id).field("description", &self.description).finish()
+    }
+}
+
+/// Every experiment, in `npqos list` order: the one list of experiment ids.
 pub const EXPERIMENTS: &[ExperimentInfo] = &[
     ExperimentInfo {
         id: "kim-table1",
-        description: "kim Table I IMIX packet sizes and eqs 15-16 overload factor: generated vs specified",
-    },
-    ExperimentInfo { id: "kim-fig7", description: "kim Fig. 7: periodic-fill read-modify-writes in 10 s, 1e3..1e6 queues, 100 us..10 ms" },
+        description: "kim Table I IMIX packet sizes and eqs 15-16 overload factor: generated vs specified", run: kim_table1 },
+    ExperimentInfo { id: "kim-fig7", description: "kim Fig. 7: periodic-fill read-modify-writes in 10 s, 1e3..1e6 queues, 100 us..10 ms", run: |o, _| kim::fig7(o) },
     ExperimentInfo {
         id: "kim-table2",
-        description: "kim Table II: off-chip heap accesses (2/4/8 KB locked) and reschedules in 10 s, 1e3..1e6 queues; reduction vs periodic fill",
-    },
-    ExperimentInfo { id: "kim-fig8", description: "kim Fig. 8: mean and max heap size per core, 100 cores, 1e3..1e6 queues, overload 1" },
+        description: "kim Table II: off-chip heap accesses (2/4/8 KB locked) and reschedules in 10 s, 1e3..1e6 queues; reduction vs periodic fill", run: kim::table2 },
+    ExperimentInfo { id: "kim-fig8", description: "kim Fig. 8: mean and max heap size per core, 100 cores, 1e3..1e6 queues, overload 1", run: kim::fig8 },
     ExperimentInfo {
         id: "kim-table10",
-        description: "kim Table X / Fig. 10: stochastic model vs simulated heap size per core, constant arrivals, uniform and IMIX",
-    },
+        description: "kim Table X / Fig. 10: stochastic model vs simulated heap size per core, constant arrivals, uniform and IMIX", run: kim::table10 },
     ExperimentInfo {
         id: "kim-table4-5",
-        description: "kim Tables IV-V: heap insert/delete comparisons, moves and ns per operation vs queues and overload",
-    },
+        description: "kim Tables IV-V: heap insert/delete comparisons, moves and ns per operation vs queues and overload", run: kim_heap::table45 },
     ExperimentInfo {
         id: "kim-table6-7",
-        description: "kim Tables VI-VII: data-cache misses per heap insert/delete with 2/4/8 KB locked, 1e6 queues, overload 1.29",
-    },
+        description: "kim Tables VI-VII: data-cache misses per heap insert/delete with 2/4/8 KB locked, 1e6 queues, overload 1.29", run: kim_heap::table67 },
     ExperimentInfo {
         id: "kim-fig9",
-        description: "kim Fig. 9: reschedules and heap size vs overload, all queues oversubscribed, 4 size x arrival combinations",
-    },
+        description: "kim Fig. 9: reschedules and heap size vs overload, all queues oversubscribed, 4 size x arrival combinations", run: kim_load::fig9 },
     ExperimentInfo {
         id: "kim-fig11",
-        description: "kim Fig. 11: adaptive reschedule threshold under periodic overload (1 / 3.85), delta_th 2, 3, 4",
-    },
+        description: "kim Fig. 11: adaptive reschedule threshold under periodic overload (1 / 3.85), delta_th 2, 3, 4", run: kim_load::fig11 },
     ExperimentInfo {
         id: "kim-delay",
-        description: "kim section 5.2.3: mean packet delay, event-driven vs periodic fill (1 ms), overload 0.9 and 0.95",
-    },
-    ExperimentInfo { id: "kim-fig12", description: "kim Fig. 12: reschedules per queue and mean heap size vs alpha (500-4500 B) at overload 1.29" },
+        description: "kim section 5.2.3: mean packet delay, event-driven vs periodic fill (1 ms), overload 0.9 and 0.95", run: kim_load::delay },
+    ExperimentInfo { id: "kim-fig12", description: "kim Fig. 12: reschedules per queue and mean heap size vs alpha (500-4500 B) at overload 1.29", run: kim::fig12 },
     ExperimentInfo {
         id: "dqs-table2",
-        description: "dqs Table 2: sub-table lengths, alpha, P(>1) for M = 64/256/1024 at load 0.95 with DRR (nDPI corpus, synthetic)",
-    },
-    ExperimentInfo { id: "dqs-table3", description: "dqs Table 3: maximum and mean physical queues needed at load 0.95" },
+        description: "dqs Table 2: sub-table lengths, alpha, P(>1) for M = 64/256/1024 at load 0.95 with DRR (nDPI corpus, synthetic)", run: dqs::table2 },
+    ExperimentInfo { id: "dqs-table3", description: "dqs Table 3: maximum and mean physical queues needed at load 0.95", run: dqs::table3 },
     ExperimentInfo {
         id: "dqs-fig5-8",
-        description: "dqs Figs 5-8: search/update cycles vs M beside Theorems 1-2, cycles per packet, CDF at M = 256",
-    },
+        description: "dqs Figs 5-8: search/update cycles vs M beside Theorems 1-2, cycles per packet, CDF at M = 256", run: dqs::fig5_8 },
     ExperimentInfo {
         id: "dqs-fig9-13",
-        description: "dqs Figs 9-13: SPSQ/MPSQ/MPMQ normalised throughput and task-queue buffer vs speedup (M = 64) and vs M (speedup 8)",
-    },
-    ExperimentInfo { id: "dqs-scale", description: "dqs: 1e6 in-progress flows, queues only for active ones; AFM memory (eq 5) vs brute force" },
+        description: "dqs Figs 9-13: SPSQ/MPSQ/MPMQ normalised throughput and task-queue buffer vs speedup (M = 64) and vs M (speedup 8)", run: dqs::fig9_13 },
+    ExperimentInfo { id: "dqs-scale", description: "dqs: 1e6 in-progress flows, queues only for active ones; AFM memory (eq 5) vs brute force", run: dqs::scale },
     ExperimentInfo {
         id: "everest-fig3a",
-        description: "everest Fig. 3(a): % packets later than D vs D, 8 schedulers, 16 processors, t_sw 2 ms; Everest vs the others",
-    },
-    ExperimentInfo { id: "everest-fig3b", description: "everest Fig. 3(b): queue-length CDF at D = t_sw = 2 ms, 8 schedulers" },
-    ExperimentInfo { id: "everest-fig3c", description: "everest Fig. 3(c): context switches per second vs D, 8 schedulers" },
-    ExperimentInfo { id: "everest-fig3d", description: "everest Fig. 3(d): % packets later than D vs processors (D = t_sw = 2 ms)" },
+        description: "everest Fig. 3(a): % packets later than D vs D, 8 schedulers, 16 processors, t_sw 2 ms; Everest vs the others", run: everest::fig3a },
+    ExperimentInfo { id: "everest-fig3b", description: "everest Fig. 3(b): queue-length CDF at D = t_sw = 2 ms, 8 schedulers", run: everest::fig3b },
+    ExperimentInfo { id: "everest-fig3c", description: "everest Fig. 3(c): context switches per second vs D, 8 schedulers", run: everest::fig3c },
+    ExperimentInfo { id: "everest-fig3d", description: "everest Fig. 3(d): % packets later than D vs processors (D = t_sw = 2 ms)", run: everest::fig3d },
     ExperimentInfo {
         id: "everest-fig4",
-        description: "everest Fig. 4: % late vs t_sw / D for D = 500 us and 2 ms; everest-adaptive vs the better of Everest and Everest-AE",
-    },
-    ExperimentInfo { id: "everest-fig5", description: "everest Fig. 5: mean delay vs t_sw / D at D = 2 ms" },
+        description: "everest Fig. 4: % late vs t_sw / D for D = 500 us and 2 ms; everest-adaptive vs the better of Everest and Everest-AE", run: everest::fig4 },
+    ExperimentInfo { id: "everest-fig5", description: "everest Fig. 5: mean delay vs t_sw / D at D = 2 ms", run: everest::fig5 },
     ExperimentInfo {
         id: "predictive-fig5-7",
-        description: "predictive Figs. 5-7: per-packet delays of a forwarding, a CAST (200 B) and an FEC flow, SFQ vs EFQ vs WF2Q+, with the eq 13 / eq 18 bounds",
-    },
+        description: "predictive Figs. 5-7: per-packet delays of a forwarding, a CAST (200 B) and an FEC flow, SFQ vs EFQ vs WF2Q+, with the eq 13 / eq 18 bounds", run: predictive::fig5_7 },
     ExperimentInfo {
         id: "predictive-fig8",
-        description: "predictive Fig. 8: mean misordering delay per flow vs mean processing time (SFQ biased, EFQ near zero)",
-    },
+        description: "predictive Fig. 8: mean misordering delay per flow vs mean processing time (SFQ biased, EFQ near zero)", run: predictive::fig8 },
     ExperimentInfo {
         id: "predictive-fig9",
-        description: "predictive Fig. 9: processors per application around a load change (equal -> 80/10/10), FCFS vs LAP, 16 processors, q = 64",
-    },
+        description: "predictive Fig. 9: processors per application around a load change (equal -> 80/10/10), FCFS vs LAP, 16 processors, q = 64", run: predictive_lap::fig9 },
     ExperimentInfo {
         id: "predictive-fig10-12",
-        description: "predictive Figs. 10-12: throughput vs T-Opt, cold-cache fraction and order variation vs q, LAP vs FCFS, 30 applications",
-    },
+        description: "predictive Figs. 10-12: throughput vs T-Opt, cold-cache fraction and order variation vs q, LAP vs FCFS, 30 applications", run: predictive_lap::fig10_12 },
     ExperimentInfo {
         id: "predictive-switch",
-        description: "predictive section 6: EFQ / EFQ+warm processors / LAP / EFQ-LAP switching on queued work, under bursts in and out of overload",
-    },
+        description: "predictive section 6: EFQ / EFQ+warm processors / LAP / EFQ-LAP switching on queued work, under bursts in and out of overload", run: predictive_lap::switch },
     ExperimentInfo {
         id: "qcache-table5",
-        description: "qcache Table 5: enqueue/dequeue latency on hit and miss for nc, dc, sqc, qc, derived from Table 1",
-    },
-    ExperimentInfo { id: "qcache-fig5", description: "qcache Fig. 5: throughput and hit rate vs threads (1-32), uniformly random traffic (R)" },
+        description: "qcache Table 5: enqueue/dequeue latency on hit and miss for nc, dc, sqc, qc, derived from Table 1", run: qcache::table5 },
+    ExperimentInfo { id: "qcache-fig5", description: "qcache Fig. 5: throughput and hit rate vs threads (1-32), uniformly random traffic (R)", run: qcache_sim::fig5 },
     ExperimentInfo {
         id: "qcache-fig6",
-        description: "qcache Fig. 6: SD1_30 vs threads; throughput at 32 threads vs the dominating queue's weight (5-100%)",
-    },
+        description: "qcache Fig. 6: SD1_30 vs threads; throughput at 32 threads vs the dominating queue's weight (5-100%)", run: qcache_sim::fig6 },
     ExperimentInfo {
         id: "qcache-fig7",
-        description: "qcache Fig. 7: SD16_90 vs threads; 32 threads vs dominating-set size (1-256); backlog sensitivity",
-    },
-    ExperimentInfo { id: "qcache-fig8", description: "qcache Fig. 8: exponentially weighted queues L1.1 and L1.01 vs threads" },
+        description: "qcache Fig. 7: SD16_90 vs threads; 32 threads vs dominating-set size (1-256); backlog sensitivity", run: qcache_sim::fig7 },
+    ExperimentInfo { id: "qcache-fig8", description: "qcache Fig. 8: exponentially weighted queues L1.1 and L1.01 vs threads", run: qcache_sim::fig8 },
     ExperimentInfo {
         id: "qcache-fig9",
-        description: "qcache Fig. 9: real-trace workloads (nDPI corpus as edge / 32 overlaid copies as core) vs threads",
-    },
+        description: "qcache Fig. 9: real-trace workloads (nDPI corpus as edge / 32 overlaid copies as core) vs threads", run: qcache_sim::fig9 },
     ExperimentInfo {
         id: "qcache-fig10",
-        description: "qcache Fig. 10 / section 5.1: inter-arrival distance distributions with loss and gain thresholds",
-    },
-    ExperimentInfo { id: "qcache-worstcase", description: "qcache section 4.6: every operation on one queue, qc vs nc, sqc, dc" },
+        description: "qcache Fig. 10 / section 5.1: inter-arrival distance distributions with loss and gain thresholds", run: qcache_sim::fig10 },
+    ExperimentInfo { id: "qcache-worstcase", description: "qcache section 4.6: every operation on one queue, qc vs nc, sqc, dc", run: qcache_sim::worstcase },
     ExperimentInfo {
         id: "qcache-model",
-        description: "qcache section 3.6: analytical model vs simulated throughput, every workload and subsystem, 8 and 32 threads",
-    },
-    ExperimentInfo { id: "qcache-scale", description: "qcache: 1e7 operations on 32 threads through each subsystem; wall-clock per run" },
+        description: "qcache section 3.6: analytical model vs simulated throughput, every workload and subsystem, 8 and 32 threads", run: qcache_sim::model },
+    ExperimentInfo { id: "qcache-scale", description: "qcache: 1e7 operations on 32 threads through each subsystem; wall-clock per run", run: qcache_sim::scale },
     ExperimentInfo {
         id: "everest-scale",
-        description: "everest: 60 M packets (UNC-10's size) through 16 processors, 6 services, every scheduler; wall-clock per run",
-    },
+        description: "everest: 60 M packets (UNC-10's size) through 16 processors, 6 services, every scheduler; wall-clock per run", run: everest::scale },
 ];
 
 /// Options common to all experiments.
@@ -149,63 +134,30 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
 pub struct RunOptions {
     pub quick: bool,
     pub seed: u64,
+    /// Worker threads for an experiment's points ([`par_map`]); results do not depend on it.
+    pub threads: usize,
 }
 
 /// The options of the `--quick` tests.
 #[cfg(test)]
 pub(crate) fn quick() -> RunOptions {
-    RunOptions { quick: true, seed: 1 }
+    RunOptions { quick: true, seed: 1, threads: 2 }
 }
 
-/// Runs experiment `id`; `None` if there is no such experiment.
+/// Runs experiment `id`; `None` if there is no such experiment. The output carries the id.
 pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<Output> {
-    match id {
-        "kim-table1" => Some(kim_table1(opts, progress)),
-        "kim-fig7" => Some(kim::fig7(opts)),
-        "kim-table2" => Some(kim::table2(opts, progress)),
-        "kim-fig8" => Some(kim::fig8(opts, progress)),
-        "kim-table10" => Some(kim::table10(opts, progress)),
-        "kim-fig12" => Some(kim::fig12(opts, progress)),
-        "kim-table4-5" => Some(kim_heap::table45(opts, progress)),
-        "kim-table6-7" => Some(kim_heap::table67(opts, progress)),
-        "kim-fig9" => Some(kim_load::fig9(opts, progress)),
-        "kim-fig11" => Some(kim_load::fig11(opts, progress)),
-        "kim-delay" => Some(kim_load::delay(opts, progress)),
-        "dqs-table2" => Some(dqs::table2(opts, progress)),
-        "dqs-table3" => Some(dqs::table3(opts, progress)),
-        "dqs-fig5-8" => Some(dqs::fig5_8(opts, progress)),
-        "dqs-fig9-13" => Some(dqs::fig9_13(opts, progress)),
-        "dqs-scale" => Some(dqs::scale(opts, progress)),
-        "everest-fig3a" => Some(everest::fig3a(opts, progress)),
-        "everest-fig3b" => Some(everest::fig3b(opts, progress)),
-        "everest-fig3c" => Some(everest::fig3c(opts, progress)),
-        "everest-fig3d" => Some(everest::fig3d(opts, progress)),
-        "everest-fig4" => Some(everest::fig4(opts, progress)),
-        "everest-fig5" => Some(everest::fig5(opts, progress)),
-        "everest-scale" => Some(everest::scale(opts, progress)),
-        "predictive-fig5-7" => Some(predictive::fig5_7(opts, progress)),
-        "predictive-fig8" => Some(predictive::fig8(opts, progress)),
-        "predictive-fig9" => Some(predictive_lap::fig9(opts, progress)),
-        "predictive-fig10-12" => Some(predictive_lap::fig10_12(opts, progress)),
-        "predictive-switch" => Some(predictive_lap::switch(opts, progress)),
-        "qcache-table5" => Some(qcache::table5(opts, progress)),
-        "qcache-fig5" => Some(qcache_sim::fig5(opts, progress)),
-        "qcache-fig6" => Some(qcache_sim::fig6(opts, progress)),
-        "qcache-fig7" => Some(qcache_sim::fig7(opts, progress)),
-        "qcache-fig8" => Some(qcache_sim::fig8(opts, progress)),
-        "qcache-fig9" => Some(qcache_sim::fig9(opts, progress)),
-        "qcache-fig10" => Some(qcache_sim::fig10(opts, progress)),
-        "qcache-worstcase" => Some(qcache_sim::worstcase(opts, progress)),
-        "qcache-model" => Some(qcache_sim::model(opts, progress)),
-        "qcache-scale" => Some(qcache_sim::scale(opts, progress)),
-        _ => None,
-    }
+    let e = EXPERIMENTS.iter().find(|e| e.id == id)?;
+    let mut out = (e.run)(opts, progress);
+    out.id = e.id.to_string();
+    Some(out)
 }
 
-/// Maps `f` over `items` on two worker threads; results come back in input order whatever
-/// the scheduling, so output does not depend on thread timing. `f` gets a progress callback
+/// The grid runner every experiment uses: maps `f` over `items` (an experiment's points) on
+/// `threads` worker threads (at least one); results come back in input order whatever the
+/// scheduling, so output does not depend on the thread count or timing. `f` gets a progress callback
 /// (0..1 of its item); this thread reports the mean over items.
 pub(crate) fn par_map<T: Sync, R: Send>(
+    threads: usize,
     items: &[T],
     f: impl Fn(&T, &mut dyn FnMut(f64)) -> R + Sync,
     progress: &mut dyn FnMut(f64),
@@ -217,7 +169,7 @@ pub(crate) fn par_map<T: Sync, R: Send>(
     let done: Vec<AtomicU64> = items.iter().map(|_| AtomicU64::new(0)).collect();
     let results: Mutex<Vec<Option<R>>> = Mutex::new((0..items.len()).map(|_| None).collect());
     std::thread::scope(|s| {
-        for _ in 0..2 {
+        for _ in 0..threads.clamp(1, items.len().max(1)) {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= items.len() {
@@ -261,7 +213,7 @@ fn kim_table1(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             progress(0.5 * i as f64 / n_sizes as f64);
         }
     }
-    let mut out = Output { id: "kim-table1".into(), ..Default::default() };
+    let mut out = Output::default();
     let mut run =
         RunResult { label: "imix".into(), complete: true, stop_reason: "drained".into(), ..Default::default() };
     run.params.insert("packets".into(), json!(n_sizes));
@@ -364,13 +316,39 @@ mod tests {
 
     #[test]
     fn kim_table1_quick_agrees_with_the_table() {
-        let out = run("kim-table1", RunOptions { quick: true, seed: 1 }, &mut |_| {}).unwrap();
+        let out = run("kim-table1", quick(), &mut |_| {}).unwrap();
         for c in &out.comparisons {
             if let Some(p) = c.paper {
                 let tol = if c.metric == "imix_percent" { 0.2 } else { 0.02 * p };
                 assert!((c.ours - p).abs() <= tol, "{} {:?}: ours {} paper {}", c.metric, c.params, c.ours, p);
             }
         }
-        assert!(run("nope", RunOptions { quick: true, seed: 1 }, &mut |_| {}).is_none());
+        assert!(run("nope", quick(), &mut |_| {}).is_none());
+    }
+
+    #[test]
+    fn results_do_not_depend_on_the_worker_threads() {
+        let items: Vec<u64> = (0..37).collect();
+        let f = |&x: &u64, p: &mut dyn FnMut(f64)| {
+            p(0.5);
+            (0..x * 1000).fold(x, |a, b| a.wrapping_mul(31).wrapping_add(b))
+        };
+        let one = par_map(1, &items, f, &mut |_| {});
+        for threads in [0, 2, 5, 64] {
+            assert_eq!(par_map(threads, &items, f, &mut |_| {}), one, "{threads} threads");
+        }
+        // A whole experiment's comparisons, on one thread and on three.
+        let a = run("predictive-fig9", RunOptions { threads: 1, ..quick() }, &mut |_| {}).unwrap();
+        let b = run("predictive-fig9", RunOptions { threads: 3, ..quick() }, &mut |_| {}).unwrap();
+        assert_eq!(serde_json::to_string(&a.comparisons).unwrap(), serde_json::to_string(&b.comparisons).unwrap());
+        assert_eq!(a.id, "predictive-fig9");
+    }
+
+    #[test]
+    fn experiment_ids_are_unique() {
+        let mut ids: Vec<&str> = EXPERIMENTS.iter().map(|e| e.id).collect();
+        ids.sort_unstable();
+        ids.dedup();
+        assert_eq!(ids.len(), EXPERIMENTS.len());
     }
 }

@@ -15,7 +15,14 @@ pub fn list() -> Result<()> {
     Ok(())
 }
 
-pub fn reproduce(ids: &[String], quick: bool, out: Option<PathBuf>, seed: u64, quiet: bool) -> Result<()> {
+pub fn reproduce(
+    ids: &[String],
+    quick: bool,
+    out: Option<PathBuf>,
+    seed: u64,
+    threads: usize,
+    quiet: bool,
+) -> Result<()> {
     let mut todo: Vec<&str> = Vec::new();
     for id in ids {
         if id == "all" {
@@ -39,8 +46,8 @@ pub fn reproduce(ids: &[String], quick: bool, out: Option<PathBuf>, seed: u64, q
         let progress = Progress::new(id, quiet);
         let started = std::time::SystemTime::now();
         let t0 = std::time::Instant::now();
-        let result =
-            experiments::run(id, RunOptions { quick, seed }, &mut |f| progress.set(f)).expect("id checked above");
+        let result = experiments::run(id, RunOptions { quick, seed, threads }, &mut |f| progress.set(f))
+            .expect("id checked above");
         progress.finish();
         let events = result.runs.iter().map(|r| r.events).sum();
         let meta = Meta {
@@ -48,7 +55,7 @@ pub fn reproduce(ids: &[String], quick: bool, out: Option<PathBuf>, seed: u64, q
             seed,
             resolved: None,
             extra: serde_json::Map::from_iter([("quick".to_string(), json!(quick))]),
-            run_info: super::run::run_info(started, t0.elapsed().as_secs_f64(), events, 1),
+            run_info: super::run::run_info(started, t0.elapsed().as_secs_f64(), events, threads),
             seeds: vec![],
         };
         output::write_all(&dir, &result, &meta)?;

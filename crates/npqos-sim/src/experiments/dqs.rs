@@ -184,9 +184,16 @@ fn workloads(opts: RunOptions, out: &mut Output) -> Vec<Workload> {
 }
 
 /// Runs every (workload, slots) point on two threads; results in input order.
-fn sweep(ws: &[Workload], slots: &[u32], record: bool, seed: u64, progress: &mut dyn FnMut(f64)) -> Vec<DqsLinkResult> {
+fn sweep(
+    ws: &[Workload],
+    slots: &[u32],
+    record: bool,
+    opts: RunOptions,
+    progress: &mut dyn FnMut(f64),
+) -> Vec<DqsLinkResult> {
+    let seed = opts.seed;
     let points: Vec<(Workload, u32)> = ws.iter().flat_map(|w| slots.iter().map(move |&m| (w.clone(), m))).collect();
-    super::par_map(&points, |(w, m), prog| w.run(*m, record, seed, prog), progress)
+    super::par_map(opts.threads, &points, |(w, m), prog| w.run(*m, record, seed, prog), progress)
 }
 
 fn params(w: &str, m: u32) -> BTreeMap<String, serde_json::Value> {
@@ -228,10 +235,10 @@ const TABLE2: [[[f64; 3]; 4]; 3] = [
 
 /// dqs Table 2: sub-table lengths, alpha and P(>1) for M = 64, 256, 1024 at load 0.95.
 pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "dqs-table2".into(), ..Default::default() };
+    let mut out = Output::default();
     let ws = workloads(opts, &mut out);
     let ms = [64u32, 256, 1024];
-    let rs = sweep(&ws, &ms, false, opts.seed, progress);
+    let rs = sweep(&ws, &ms, false, opts, progress);
     let mut rows = String::from("| workload | M | mean sub-table length | worst | alpha | P(>1) | paper CERNET / NLANR1 / NLANR2 (mean, worst, alpha, P(1)) |\n|---|---|---|---|---|---|---|\n");
     for (i, r) in rs.iter().enumerate() {
         let (w, mi) = (ws[i / ms.len()].name(), i % ms.len());
@@ -285,9 +292,9 @@ const TABLE3: [[f64; 3]; 4] =
 
 /// dqs Table 3: physical queues needed at load 0.95.
 pub fn table3(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "dqs-table3".into(), ..Default::default() };
+    let mut out = Output::default();
     let ws = workloads(opts, &mut out);
-    let rs = sweep(&ws, &[256], false, opts.seed, progress);
+    let rs = sweep(&ws, &[256], false, opts, progress);
     let mut rows = String::from("| workload | flows | mean rate (Mb/s) | capacity (Mb/s) | peak 10 ms / mean | max queues | mean queues |\n|---|---|---|---|---|---|---|\n");
     for t in 0..3 {
         rows.push_str(&format!(
@@ -339,9 +346,9 @@ const FIG5_SLOTS: [u32; 7] = [16, 32, 64, 128, 256, 512, 1024];
 /// dqs Figs 5-8: search and update cycles vs M beside Theorems 1-2, overall cycles per packet,
 /// and the CDF of cycles at M = 256.
 pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "dqs-fig5-8".into(), ..Default::default() };
+    let mut out = Output::default();
     let ws = workloads(opts, &mut out);
-    let rs = sweep(&ws, &FIG5_SLOTS, false, opts.seed, progress);
+    let rs = sweep(&ws, &FIG5_SLOTS, false, opts, progress);
     let n = FIG5_SLOTS.len();
     let mut rows = String::from("| workload | M | search: measured / Thm 1 as printed / exact per flow | update: measured / Thm 2 bound / exact | overall cycles per packet |\n|---|---|---|---|---|\n");
     let mut f5: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
@@ -517,9 +524,9 @@ const FIG12_SLOTS: [u32; 6] = [16, 32, 64, 128, 256, 1024];
 /// dqs Figs 9-13: normalised throughput and task-queue buffer of SPSQ, MPSQ and MPMQ vs
 /// speedup (M = 64) and vs M (speedup 8).
 pub fn fig9_13(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "dqs-fig9-13".into(), ..Default::default() };
+    let mut out = Output::default();
     let ws = workloads(opts, &mut out);
-    let rs = sweep(&ws, &FIG12_SLOTS, true, opts.seed, progress);
+    let rs = sweep(&ws, &FIG12_SLOTS, true, opts, progress);
     let models = [ProcModel::Spsq, ProcModel::Mpsq, ProcModel::Mpmq];
     let mut rows = String::from("| workload | M | speedup | SPSQ thr / buffer KB | MPSQ | MPMQ (buffer = M x largest queue; peak total) | MPMQ / SPSQ |\n|---|---|---|---|---|---|---|\n");
     for (wi, w) in ws.iter().enumerate() {
@@ -631,7 +638,7 @@ pub fn fig9_13(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 /// dqs-scale: 1e6 in-progress flows (synthetic), of which only the active ones hold queues;
 /// AFM memory (eq 5 and our structure) against a brute-force per-flow queue table.
 pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "dqs-scale".into(), ..Default::default() };
+    let mut out = Output::default();
     let flows: u32 = if opts.quick { 100_000 } else { 1_000_000 };
     let w = SyntheticFlows {
         in_progress: flows,

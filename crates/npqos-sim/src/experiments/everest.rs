@@ -28,6 +28,9 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod tsw;
+pub use tsw::{fig4, fig5};
+
 /// A scheduler of the comparison (everest Table 4 and section 5.1, plus ours).
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub enum Sched {
@@ -231,11 +234,13 @@ fn natpt_t_pkt() -> Vec<Duration> {
 }
 
 /// G^i per (workload, D), computed once per pair.
-fn guarantees(ws: &[Workload], points: &[Point], seed: u64) -> Guarantees {
+fn guarantees(ws: &[Workload], points: &[Point], opts: RunOptions) -> Guarantees {
+    let seed = opts.seed;
     let mut keys: Vec<(usize, u64)> = points.iter().map(|p| (p.w, p.d.as_nanos())).collect();
     keys.sort();
     keys.dedup();
     let res = super::par_map(
+        opts.threads,
         &keys,
         |&(w, d), _| {
             let nm = n_max(
@@ -269,11 +274,13 @@ fn point_run_params(p: &Point, g: &Guarantees) -> EverestParams {
 fn run_points(
     ws: &[Workload],
     points: &[Point],
-    seed: u64,
+    opts: RunOptions,
     progress: &mut dyn FnMut(f64),
 ) -> (Vec<EverestResult>, Guarantees) {
-    let g = guarantees(ws, points, seed);
+    let seed = opts.seed;
+    let g = guarantees(ws, points, opts);
     let rs = super::par_map(
+        opts.threads,
         points,
         |p, prog| {
             let params = point_run_params(p, &g);
@@ -358,7 +365,7 @@ impl Grid {
                 }
             }
         }
-        let (rs, g) = run_points(&ws, &points, opts.seed, progress);
+        let (rs, g) = run_points(&ws, &points, opts, progress);
         out.notes.push(guarantee_note(&ws, &g));
         for (p, r) in points.iter().zip(&rs) {
             out.runs.push(result_run(&ws, p, r));
@@ -559,7 +566,7 @@ fn ms(x: f64) -> Duration {
 
 /// everest Fig. 3(a): percentage of packets later than D vs D (N_p = 16, t_sw = 2 ms).
 pub fn fig3a(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "everest-fig3a".into(), ..Default::default() };
+    let mut out = Output::default();
     let xs = d_values(opts.quick);
     let g = d_sweep(opts, &mut out, &xs, progress);
     g.table_and_plots(
@@ -580,7 +587,7 @@ pub fn fig3a(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 
 /// everest Fig. 3(b): queue-length distribution at D = t_sw = 2 ms, N_p = 16.
 pub fn fig3b(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "everest-fig3b".into(), ..Default::default() };
+    let mut out = Output::default();
     let g = d_sweep(opts, &mut out, &[2.0], progress);
     let bins = queue_bins();
     for w in 0..g.ws.len() {
@@ -634,7 +641,7 @@ pub fn fig3b(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 
 /// everest Fig. 3(c): context switches vs D.
 pub fn fig3c(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "everest-fig3c".into(), ..Default::default() };
+    let mut out = Output::default();
     let xs = d_values(opts.quick);
     let g = d_sweep(opts, &mut out, &xs, progress);
     g.table_and_plots(
@@ -653,7 +660,7 @@ pub fn fig3c(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 
 /// everest Fig. 3(d): percentage late vs N_p (D = t_sw = 2 ms).
 pub fn fig3d(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "everest-fig3d".into(), ..Default::default() };
+    let mut out = Output::default();
     let xs: Vec<f64> = if opts.quick { vec![12.0, 16.0, 24.0] } else { vec![10.0, 12.0, 14.0, 16.0, 20.0, 24.0, 32.0] };
     let g = Grid::new(
         opts,
@@ -677,172 +684,12 @@ pub fn fig3d(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     out
 }
 
-fn ratios(quick: bool) -> Vec<f64> {
-    if quick {
-        vec![0.05, 0.5, 2.0]
-    } else {
-        vec![0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0]
-    }
-}
-
-/// everest Fig. 4: percentage late vs t_sw / D for D = 500 us and 2 ms; where
-/// `everest-adaptive` stands against the better of Everest and Everest-AE.
-pub fn fig4(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "everest-fig4".into(), ..Default::default() };
-    let xs = ratios(opts.quick);
-    let ds = [0.5, 2.0];
-    // One grid per D (the x axis is the ratio).
-    let mut grids = Vec::new();
-    for (k, &d) in ds.iter().enumerate() {
-        let mut sub = Output::default();
-        let g = Grid::new(
-            opts,
-            &mut sub,
-            &xs,
-            &SCHEDS,
-            |w, sched, ratio| Point { w, sched, processors: PROCESSORS, t_sw: ms(d * ratio), d: ms(d) },
-            &mut |x| progress((k as f64 + x) / ds.len() as f64),
-        );
-        let fig = format!("Fig. 4 D={}us", (d * 1000.0) as u64);
-        g.table_and_plots(
-            &mut sub,
-            "late_percent",
-            "%",
-            "t_sw_over_D",
-            &fig,
-            |r, _| r.late_percent(),
-            true,
-            true,
-            &fig,
-        );
-        if k == 0 {
-            out.assumptions = sub.assumptions.clone();
-        }
-        out.runs.extend(sub.runs);
-        out.notes.extend(sub.notes);
-        out.plots.extend(sub.plots);
-        out.comparisons.extend(sub.comparisons);
-        grids.push((d, g));
-    }
-    adaptive_envelope(&mut out, &grids);
-    crossover_rows(&mut out, &grids);
-    out
-}
-
-/// Everest-adaptive against min(Everest, Everest-AE) at every point of both sweeps.
-fn adaptive_envelope(out: &mut Output, grids: &[(f64, Grid)]) {
-    let mut t = String::from("everest-adaptive against the lower envelope of Everest and Everest-AE (percentage late). 'within 10%': adaptive <= 1.1 x best, or within 0.001 percentage points of it when the best is near zero.\n\n| workload | D | t_sw / D | Everest | Everest-AE | adaptive | adaptive / best | within 10% |\n|---|---|---|---|---|---|---|---|\n");
-    let (mut n, mut ok) = (0, 0);
-    for (d, g) in grids {
-        for w in 0..g.ws.len() {
-            for (xi, x) in g.xs.iter().enumerate() {
-                let e = g.get(w, Sched::Everest, xi).late_percent();
-                let a = g.get(w, Sched::EverestAe, xi).late_percent();
-                let ad = g.get(w, Sched::Adaptive, xi).late_percent();
-                let best = e.min(a);
-                let ratio = if best > 0.0 {
-                    ad / best
-                } else if ad == 0.0 {
-                    1.0
-                } else {
-                    f64::INFINITY
-                };
-                let within = ad <= 1.1 * best || ad - best <= 0.001;
-                n += 1;
-                ok += within as usize;
-                t.push_str(&format!(
-                    "| {} | {} us | {x} | {} | {} | {} | {} | {} |\n",
-                    g.ws[w].name,
-                    (d * 1000.0) as u64,
-                    fmt_val(e),
-                    fmt_val(a),
-                    fmt_val(ad),
-                    if ratio.is_finite() { fmt_val(ratio) } else { "inf".into() },
-                    if within { "yes" } else { "**no**" }
-                ));
-                let params = BTreeMap::from([
-                    ("workload".into(), json!(g.ws[w].name)),
-                    ("d_us".into(), json!(d * 1000.0)),
-                    ("t_sw_over_D".into(), json!(x)),
-                ]);
-                out.comparisons.push(Comparison::new(
-                    "adaptive_minus_best_late_percent",
-                    params,
-                    ad - best,
-                    None,
-                    "percentage points",
-                    "section 7 (open problem)",
-                ));
-            }
-        }
-    }
-    t.push_str(&format!("\nWithin 10% at {ok} of {n} points.\n"));
-    out.notes.push(t);
-}
-
-/// Where Everest-AE stops beating Everest (the paper: AE better at small t_sw / D, about 0.1
-/// and below, Everest at large).
-fn crossover_rows(out: &mut Output, grids: &[(f64, Grid)]) {
-    let mut t = String::from("Which of Everest and Everest-AE has fewer late packets (paper: Everest-AE at small t_sw / D, Everest at large).\n\n| workload | D | ");
-    let xs = &grids[0].1.xs;
-    for x in xs {
-        t.push_str(&format!("{x} | "));
-    }
-    t.push_str("\n|---|---|");
-    t.push_str(&"---|".repeat(xs.len()));
-    t.push('\n');
-    for (d, g) in grids {
-        for w in 0..g.ws.len() {
-            t.push_str(&format!("| {} | {} us | ", g.ws[w].name, (d * 1000.0) as u64));
-            for xi in 0..g.xs.len() {
-                let e = g.get(w, Sched::Everest, xi).late;
-                let a = g.get(w, Sched::EverestAe, xi).late;
-                t.push_str(if a < e {
-                    "AE | "
-                } else if e < a {
-                    "Everest | "
-                } else {
-                    "tie | "
-                });
-            }
-            t.push('\n');
-        }
-    }
-    out.notes.push(t);
-}
-
-/// everest Fig. 5: mean delay vs t_sw / D at D = 2 ms.
-pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "everest-fig5".into(), ..Default::default() };
-    let xs = ratios(opts.quick);
-    let g = Grid::new(
-        opts,
-        &mut out,
-        &xs,
-        &SCHEDS,
-        |w, sched, ratio| Point { w, sched, processors: PROCESSORS, t_sw: ms(2.0 * ratio), d: D },
-        progress,
-    );
-    g.table_and_plots(
-        &mut out,
-        "mean_delay",
-        "us",
-        "t_sw_over_D",
-        "Fig. 5",
-        |r, _| r.mean_delay_us(),
-        true,
-        true,
-        "Fig. 5",
-    );
-    out
-}
-
 /// Scale: 60 M packets (the size of the paper's UNC-10 trace, everest Table 3) through 16
 /// processors and 6 services for every scheduler, at UNC-2.5's packet rate (85 s of traffic;
 /// UNC-10's own rate would be 4x what 16 processors can process). Wall-clock time per
 /// scheduler goes to `timings` (run.json and the report; not summary.json).
 pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "everest-scale".into(), ..Default::default() };
+    let mut out = Output::default();
     let packets: f64 = if opts.quick { 1e6 } else { 60e6 };
     let secs = packets / crate::models::everest::UNC25_PPS;
     let s = SyntheticTraffic::unc25_like(Duration::from_nanos((secs * 1e9) as u64), SOURCES);
@@ -857,10 +704,11 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let points: Vec<Point> =
         SCHEDS.iter().map(|&sched| Point { w: 0, sched, processors: PROCESSORS, t_sw: T_SW, d: D }).collect();
     let t0 = std::time::Instant::now();
-    let g = guarantees(&ws, &points, opts.seed);
+    let g = guarantees(&ws, &points, opts);
     let g_secs = t0.elapsed().as_secs_f64();
     out.notes.push(guarantee_note(&ws, &g));
     let rs = super::par_map(
+        opts.threads,
         &points,
         |p, prog| {
             let params = point_run_params(p, &g);

@@ -42,7 +42,7 @@ fn assumptions(quick: bool) -> Vec<String> {
 
 /// kim Fig. 7: read-modify-writes of the periodic-fill baseline in 10 s.
 pub fn fig7(opts: RunOptions) -> Output {
-    let mut out = Output { id: "kim-fig7".into(), ..Default::default() };
+    let mut out = Output::default();
     let horizon = Instant::ZERO + Duration::from_secs(10);
     let mut lines = Vec::new();
     for &p in &PERIODS_US {
@@ -108,10 +108,12 @@ pub fn fig7(opts: RunOptions) -> Output {
 
 /// Runs one simulation per parameter set on two worker threads ([`super::par_map`]); results
 /// come back in input order whatever the scheduling. Point `i` uses seed `seed + i`.
-pub(super) fn run_points(points: &[KimParams], seed: u64, progress: &mut dyn FnMut(f64)) -> Vec<RunResult> {
+pub(super) fn run_points(points: &[KimParams], opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Vec<RunResult> {
+    let seed = opts.seed;
     let items: Vec<(u64, &KimParams)> =
         points.iter().enumerate().map(|(i, p)| (seed.wrapping_add(i as u64), p)).collect();
     super::par_map(
+        opts.threads,
         &items,
         |&(seed, p), prog| {
             let total = p.duration.as_nanos().max(1) as f64;
@@ -130,7 +132,7 @@ fn simulate(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Vec<(u32, RunRes
     let duration = if opts.quick { Duration::from_millis(200) } else { Duration::from_secs(10) };
     let scale = 10.0 / duration.as_secs_f64();
     let points: Vec<KimParams> = ns.iter().map(|&n| KimParams { duration, ..KimParams::paper(n) }).collect();
-    let runs = run_points(&points, opts.seed, progress);
+    let runs = run_points(&points, opts, progress);
     ns.into_iter()
         .zip(runs)
         .map(|(n, mut r)| {
@@ -144,7 +146,7 @@ fn simulate(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Vec<(u32, RunRes
 /// kim Table II (and the reduction factor against periodic fill).
 pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let sims = simulate(opts, progress);
-    let mut out = Output { id: "kim-table2".into(), assumptions: assumptions(opts.quick), ..Default::default() };
+    let mut out = Output { assumptions: assumptions(opts.quick), ..Default::default() };
     let mut lines: Vec<(String, Vec<(f64, f64)>)> =
         ["2KB", "4KB", "8KB"].iter().map(|l| (format!("ours, {l} locked"), vec![])).collect();
     let mut paper_lines: Vec<(String, Vec<(f64, f64)>)> =
@@ -275,7 +277,7 @@ const TABLE2_NOTE: &str = "**Off-chip accesses.** We count a heap access as off 
 /// kim Fig. 8: mean and max heap size per core.
 pub fn fig8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let sims = simulate(opts, progress);
-    let mut out = Output { id: "kim-fig8".into(), assumptions: assumptions(opts.quick), ..Default::default() };
+    let mut out = Output { assumptions: assumptions(opts.quick), ..Default::default() };
     let (mut mean_l, mut max_l) = (vec![], vec![]);
     for (n, r, _) in &sims {
         let (mean, max) = (r.get("heap_mean_per_core").unwrap_or(0.0), r.get("heap_max_per_core").unwrap_or(0.0));
@@ -346,8 +348,8 @@ pub fn table10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             ..KimParams::paper(queues)
         })
         .collect();
-    let runs = run_points(&points, opts.seed, progress);
-    let mut out = Output { id: "kim-table10".into(), ..Default::default() };
+    let runs = run_points(&points, opts, progress);
+    let mut out = Output::default();
     let mut lines: Vec<(String, Vec<(f64, f64)>)> = [
         "uniform sim",
         "uniform model (paper)",
@@ -481,8 +483,8 @@ pub fn fig12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             ..KimParams::paper(queues)
         })
         .collect();
-    let runs = run_points(&points, opts.seed, progress);
-    let mut out = Output { id: "kim-fig12".into(), ..Default::default() };
+    let runs = run_points(&points, opts, progress);
+    let mut out = Output::default();
     let scale = 10.0 / duration.as_secs_f64();
     let (mut resch, mut heap) = (vec![], vec![]);
     for (&a, mut r) in alphas.iter().zip(runs) {

@@ -159,7 +159,7 @@ pub fn table45(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         }
         runs
     };
-    let mut out = Output { id: "kim-table4-5".into(), ..Default::default() };
+    let mut out = Output::default();
     let mut lines_del: Vec<(String, Vec<(f64, f64)>)> =
         overloads.iter().map(|o| (format!("compares per delete, overload {o}"), vec![])).collect();
     let mut lines_ins: Vec<(String, Vec<(f64, f64)>)> =
@@ -271,11 +271,11 @@ pub fn table67(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         cache: Some(CacheGeometry::KIM),
         ..per_core(total)
     };
-    let mut runs = run_points(std::slice::from_ref(&p), opts.seed, progress);
+    let mut runs = run_points(std::slice::from_ref(&p), opts, progress);
     let mut r = runs.pop().expect("one run");
     r.label = format!("N={total} overload=1.29");
     r.params.insert("queues".into(), json!(total));
-    let mut out = Output { id: "kim-table6-7".into(), ..Default::default() };
+    let mut out = Output::default();
     let mut table = String::from("| locked | misses/insert | insert miss rate | misses/delete | delete miss rate | paper insert cycles (Table VI) | paper delete cycles (Table VI) |\n|---|---|---|---|---|---|---|\n");
     let (mut ins, mut del) = (vec![], vec![]);
     for ((l, mi, ri, md, rd), (_, c_ins, c_del)) in TABLE7.iter().zip(TABLE6) {

@@ -47,8 +47,8 @@ pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             });
         }
     }
-    let runs = run_points(&points, opts.seed, progress);
-    let mut out = Output { id: "kim-fig9".into(), ..Default::default() };
+    let runs = run_points(&points, opts, progress);
+    let mut out = Output::default();
     let scale = 100.0 * 10.0 / duration.as_secs_f64(); // one core's share -> 100 cores, 10 s
     let mut resch: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     let mut heap: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
@@ -145,8 +145,8 @@ pub fn fig11(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             ..KimParams::paper(queues)
         })
         .collect();
-    let runs = run_points(&points, opts.seed, progress);
-    let mut out = Output { id: "kim-fig11".into(), ..Default::default() };
+    let runs = run_points(&points, opts, progress);
+    let mut out = Output::default();
     let mut lines = Vec::new();
     let mut summary = String::from("| variant | reschedules per queue, whole run | mean per interval, last 3 s of each overloaded phase |\n|---|---|---|\n");
     for ((name, th), mut r) in variants.iter().zip(runs) {
@@ -248,8 +248,8 @@ pub fn delay(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             });
         }
     }
-    let runs = run_points(&points, opts.seed, progress);
-    let mut out = Output { id: "kim-delay".into(), ..Default::default() };
+    let runs = run_points(&points, opts, progress);
+    let mut out = Output::default();
     let mut bars: Vec<(String, Vec<(f64, f64)>)> = fills.iter().map(|f| (format!("ours, {}", f.0), vec![])).collect();
     let mut table = String::from("| overload | shaper | ours (ms) | paper (ms) |\n|---|---|---|---|\n");
     for (&(o, fname, alpha), mut r) in grid.iter().zip(runs) {

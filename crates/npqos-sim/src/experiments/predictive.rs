@@ -38,6 +38,7 @@ fn fq_runs(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> (Vec<FlowSpec>, V
     let duration_s = if opts.quick { 2.0 } else { 20.0 };
     let record: Vec<usize> = SHOWN.iter().map(|&(_, a, l)| flow_index(&flows, a, l)).collect();
     let rs = super::par_map(
+        opts.threads,
         &DISCS,
         |&d, _| {
             run(&FqParams {
@@ -86,7 +87,7 @@ fn thin(points: &[(f64, f64)], n: usize) -> Vec<(f64, f64)> {
 /// predictive Figs. 5-7: per-packet delays of a forwarding, a CAST-encryption (200 B) and an
 /// FEC flow under SFQ and EFQ (and WF2Q+), with the worst-case misordering bounds (eqs 13, 18).
 pub fn fig5_7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "predictive-fig5-7".into(), ..Default::default() };
+    let mut out = Output::default();
     let (flows, rs, dur) = fq_runs(opts, progress);
     out.assumptions = assumptions(dur);
     let mut table = String::from(
@@ -221,7 +222,7 @@ fn corr(xy: &[(f64, f64)]) -> f64 {
 /// predictive Fig. 8: mean misordering delay per flow against its mean processing time: SFQ
 /// biased towards flows with long packets, EFQ near zero for all.
 pub fn fig8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "predictive-fig8".into(), ..Default::default() };
+    let mut out = Output::default();
     let (flows, rs, dur) = fq_runs(opts, progress);
     out.assumptions = assumptions(dur);
     let mut lines = Vec::new();

@@ -52,7 +52,7 @@ const CHANGE: usize = 10_000;
 /// predictive Fig. 9: processors per application over packets 8,000-12,000, FCFS and LAP,
 /// 3 applications, 16 processors, 64 packets visible; the load changes at packet 10,000.
 pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "predictive-fig9".into(), ..Default::default() };
+    let mut out = Output::default();
     let packets = 14_000;
     let q = 64;
     let mix = Mix::Processing(vec![(0, vec![1.0; 3]), (CHANGE, vec![0.8, 0.1, 0.1])]);
@@ -63,6 +63,7 @@ pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     ));
     let policies = [Policy::Fcfs, Policy::Lap];
     let rs = super::par_map(
+        opts.threads,
         &policies,
         |&pol, _| {
             run(
@@ -148,7 +149,7 @@ struct Point {
 /// predictive Figs. 10-12: throughput relative to T-Opt, cold-cache fraction and delay
 /// variation against the packets visible, 30 applications, 16 processors.
 pub fn fig10_12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "predictive-fig10-12".into(), ..Default::default() };
+    let mut out = Output::default();
     let apps = 30;
     let packets = if opts.quick { 20_000 } else { 100_000 };
     let qs: Vec<usize> = if opts.quick { vec![1, 16, 128, 512] } else { vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512] };
@@ -160,6 +161,7 @@ pub fn fig10_12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         points.push(Point { policy: Policy::Lap, q: Some(q) });
     }
     let rs = super::par_map(
+        opts.threads,
         &points,
         |p, _| run(&LapParams { policy: p.policy, processors: PROCESSORS, apps, visible: p.q, record: 0..0 }, &st),
         progress,
@@ -270,7 +272,7 @@ const SWITCH_HI_NS: f64 = 20e6;
 /// predictive section 6: EFQ, EFQ preferring warm processors, LAP, and the combination that
 /// switches to LAP above a threshold of estimated queued work and back below another.
 pub fn switch(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "predictive-switch".into(), ..Default::default() };
+    let mut out = Output::default();
     let modes = [Mode::Efq, Mode::EfqWarm, Mode::Lap, Mode::Combined { hi_ns: SWITCH_HI_NS, lo_ns: SWITCH_LO_NS }];
     let p0 = switch_params(Mode::Efq, opts.quick, opts.seed);
     out.assumptions = vec![
@@ -280,7 +282,8 @@ pub fn switch(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "Goodput while overloaded = estimated (warm) processing time of the packets completed during overloaded time / that time, in processors' worth (at most 4): the throughput that cold caches take away.".into(),
         "The thresholds, burst pattern and processor count are ours; section 6 gives the policy, not numbers.".into(),
     ];
-    let rs = super::par_map(&modes, |&m, _| efq_lap::run(&switch_params(m, opts.quick, opts.seed)), progress);
+    let rs =
+        super::par_map(opts.threads, &modes, |&m, _| efq_lap::run(&switch_params(m, opts.quick, opts.seed)), progress);
     let mut table = String::from(
         "Delays of the conforming flows (all but compression) by whether the system was calm when they arrived, and what overload costs.\n\n| mode | conforming calm p99 / max (ms) | conforming overloaded p99 / max (ms) | bursting p99 (ms) | cold fraction | overloaded time (ms) | goodput while overloaded (processors) | max backlog (ms) | switches to LAP | time in LAP (ms) |\n|---|---|---|---|---|---|---|---|---|---|\n",
     );

@@ -53,11 +53,13 @@ fn variants() -> Vec<(&'static str, Timing)> {
 /// qcache Table 5: enqueue and dequeue latency on a hit and a miss for each subsystem, derived
 /// from Table 1 by the operation plans of `npqos_core::queues::timing`.
 pub fn table5(_opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "qcache-table5".into(), ..Default::default() };
-    out.assumptions = vec![
+    let mut out = Output {
+        assumptions: vec![
         "Table 1: interconnect round trip 40 ns, memory 40 ns, cache 2.5 ns, CAM 5 ns, instructions 10 ns (nc, dc) / 35 ns (sqc) / 5 ns (qc). Unloaded: no contention, no queueing at the bus or memory.".into(),
         "Plans (Table 2, Figure 4): nc enqueue = read descriptor, then link and descriptor writes in parallel; nc dequeue = read descriptor, read link, write descriptor in sequence. dc: descriptor references go over the interconnect to the cache (memory on a miss). sqc: a miss costs an extra evict-and-load command (interconnect + CAM + memory) before the enqueue/dequeue command (interconnect + CAM + memory for the link + cache). qc: one command (interconnect + CAM + memory for the link + cache), plus the descriptor load on a miss. Dirty write-backs are off the critical path.".into(),
-    ];
+        ],
+        ..Default::default()
+    };
     let t = TABLE1;
     let vars = variants();
     let mut table = String::from(

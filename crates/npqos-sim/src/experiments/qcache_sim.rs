@@ -19,6 +19,9 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod analysis;
+pub use analysis::{fig10, model};
+
 /// Queues of every workload (16-bit queue ids allow 64 K, section 5.6; "a large number").
 pub const QUEUES: u32 = 4096;
 /// The departure server's standing backlog, packets.
@@ -72,8 +75,10 @@ fn every_subsystem_at(workloads: usize, threads: u32) -> Vec<Job> {
 }
 
 /// Runs every job on two worker threads.
-fn simulate(wls: &[Wl], jobs: &[Job], n_ops: u64, seed: u64, progress: &mut dyn FnMut(f64)) -> Vec<SimStats> {
+fn simulate(wls: &[Wl], jobs: &[Job], n_ops: u64, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Vec<SimStats> {
+    let seed = opts.seed;
     par_map(
+        opts.threads,
         jobs,
         |j, p| {
             let w = &wls[j.wl];
@@ -133,7 +138,7 @@ fn thread_sweep(w: &Wl, opts: RunOptions, out: &mut Output, progress: &mut dyn F
     let counts = thread_counts(opts);
     let jobs: Vec<Job> =
         Subsystem::ALL.iter().flat_map(|&sub| counts.iter().map(move |&threads| Job { wl: 0, sub, threads })).collect();
-    let stats = simulate(std::slice::from_ref(w), &jobs, ops(opts), opts.seed, progress);
+    let stats = simulate(std::slice::from_ref(w), &jobs, ops(opts), opts, progress);
     let mut sweep = Sweep::new();
     for (j, st) in jobs.iter().zip(stats) {
         out.runs.push(record(w, j, &st));
@@ -224,7 +229,7 @@ fn common_assumptions(out: &mut Output) {
 
 /// qcache Figure 5: uniformly random traffic, throughput and hit rate vs threads.
 pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "qcache-fig5".into(), ..Default::default() };
+    let mut out = Output::default();
     common_assumptions(&mut out);
     let w = wl(Pattern::R);
     let sweep = thread_sweep(&w, opts, &mut out, progress);
@@ -263,7 +268,7 @@ pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 
 /// qcache Figure 6: SD1_30 vs threads; 32 threads vs the dominating queue's weight.
 pub fn fig6(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "qcache-fig6".into(), ..Default::default() };
+    let mut out = Output::default();
     common_assumptions(&mut out);
     let w = wl(Pattern::Sd { n: 1, percent: 30.0 });
     let sweep = thread_sweep(&w, opts, &mut out, &mut |x| progress(0.5 * x));
@@ -287,7 +292,7 @@ pub fn fig6(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let mut wls: Vec<Wl> = weights.iter().map(|&k| wl(Pattern::Sd { n: 1, percent: k })).collect();
     wls.push(wl(Pattern::R));
     let jobs = every_subsystem_at(wls.len(), 32);
-    let stats = simulate(&wls, &jobs, ops(opts), opts.seed, &mut |x| progress(0.5 + 0.5 * x));
+    let stats = simulate(&wls, &jobs, ops(opts), opts, &mut |x| progress(0.5 + 0.5 * x));
     let mut lines: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     let mut r_level: BTreeMap<&str, f64> = BTreeMap::new();
     for (j, st) in jobs.iter().zip(&stats) {
@@ -340,7 +345,7 @@ pub fn fig6(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 /// qcache Figure 7: SD16_90 vs threads; 32 threads vs the dominating set's size; and the
 /// sensitivity to the standing backlog.
 pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "qcache-fig7".into(), ..Default::default() };
+    let mut out = Output::default();
     common_assumptions(&mut out);
     let w = wl(Pattern::Sd { n: 16, percent: 90.0 });
     let sweep = thread_sweep(&w, opts, &mut out, &mut |x| progress(0.4 * x));
@@ -396,7 +401,7 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         wls.push(x);
     }
     let jobs = every_subsystem_at(wls.len(), 32);
-    let stats = simulate(&wls, &jobs, ops(opts), opts.seed, &mut |x| progress(0.4 + 0.6 * x));
+    let stats = simulate(&wls, &jobs, ops(opts), opts, &mut |x| progress(0.4 + 0.6 * x));
     let mut lines: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     let mut hit_lines: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     let mut sens = String::from("| standing backlog (packets) | nc | dc | sqc | qc |\n|---|---|---|---|---|\n");
@@ -460,7 +465,7 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 
 /// qcache Figure 8: exponentially weighted queues, L1.1 and L1.01.
 pub fn fig8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "qcache-fig8".into(), ..Default::default() };
+    let mut out = Output::default();
     common_assumptions(&mut out);
     for (i, k) in [1.1, 1.01].into_iter().enumerate() {
         let w = wl(Pattern::L { k });
@@ -534,7 +539,7 @@ fn trace_workloads(seed: u64, out: &mut Output) -> Vec<Wl> {
 
 /// qcache Figure 9: the two real-trace workloads vs threads.
 pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "qcache-fig9".into(), ..Default::default() };
+    let mut out = Output::default();
     common_assumptions(&mut out);
     let wls = trace_workloads(opts.seed, &mut out);
     let mut sweeps = Vec::new();
@@ -614,13 +619,13 @@ pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 
 /// qcache section 4.6: every operation on one queue.
 pub fn worstcase(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "qcache-worstcase".into(), ..Default::default() };
+    let mut out = Output::default();
     common_assumptions(&mut out);
     let mut w = wl(Pattern::U);
     w.spec.queues = 1;
     w.label = "one queue".into();
     let jobs = every_subsystem_at(1, 32);
-    let stats = simulate(std::slice::from_ref(&w), &jobs, ops(opts), opts.seed, progress);
+    let stats = simulate(std::slice::from_ref(&w), &jobs, ops(opts), opts, progress);
     let mut th = BTreeMap::new();
     for (j, st) in jobs.iter().zip(&stats) {
         out.runs.push(record(&w, j, st));
@@ -656,211 +661,9 @@ pub fn worstcase(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     out
 }
 
-/// Draws `n` operations of a workload (after its prefill), for the model and Figure 10.
-fn sequence(w: &Wl, seed: u64, n: usize) -> Vec<(Op, u32)> {
-    stream(w, seed).take(n).collect()
-}
-
-/// The workloads of qcache-model and qcache-fig10.
-fn model_workloads(seed: u64, out: &mut Output) -> Vec<Wl> {
-    let mut one = wl(Pattern::U);
-    one.spec.queues = 1;
-    one.label = "one queue".into();
-    let mut v = vec![
-        wl(Pattern::R),
-        wl(Pattern::Sd { n: 1, percent: 30.0 }),
-        wl(Pattern::Sd { n: 8, percent: 90.0 }),
-        wl(Pattern::Sd { n: 16, percent: 90.0 }),
-        wl(Pattern::L { k: 1.1 }),
-        wl(Pattern::L { k: 1.01 }),
-        one,
-    ];
-    v.extend(trace_workloads(seed, out));
-    v
-}
-
-/// qcache section 3.6: the analytical model's throughput beside the simulated one.
-pub fn model(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "qcache-model".into(), ..Default::default() };
-    common_assumptions(&mut out);
-    out.assumptions.push("Model (npqos_core::queues::model): time = Σ T_i / n + T_l with T_i the unloaded latency of each operation on its hit or miss, T_l = Σ max(0, S_prev - t(i)) the time lost waiting for the previous operation on the same queue (held S_prev: the whole operation for nc/dc/sqc, the engine for qc), t(i) from issuing operations in sequence order every T_i / n; throughput = min(N / time, 200 M refs/s / (3 - 2h)). Hits: the sequence replayed through the subsystem's cache. T_s divided by n and the step function read as the text says (docs/qcache.md).".into());
-    let wls = model_workloads(opts.seed, &mut out);
-    let threads = [8u32, 32];
-    let jobs: Vec<Job> = (0..wls.len())
-        .flat_map(|i| {
-            Subsystem::ALL.into_iter().flat_map(move |sub| threads.map(|threads| Job { wl: i, sub, threads }))
-        })
-        .collect();
-    let n_ops = ops(opts);
-    let stats = simulate(&wls, &jobs, n_ops, opts.seed, &mut |x| progress(0.8 * x));
-    // The model sees the measured part of the same stream.
-    let warm = (n_ops / 10) as usize;
-    let seqs: Vec<Vec<(Op, u32)>> = wls.iter().map(|w| sequence(w, opts.seed, warm + n_ops as usize)).collect();
-    let mut table = String::from("| workload | subsystem | threads | simulated (M ops/s) | section 3.6 model | model / simulated | bounds (ours) | bounds / simulated | hit rate sim / model | model: stalled ops, T_l share of time |\n|---|---|---|---|---|---|---|---|---|---|\n");
-    let mut scatter = Vec::new();
-    let mut bounds_pts = Vec::new();
-    for (j, st) in jobs.iter().zip(&stats) {
-        let w = &wls[j.wl];
-        let seq = &seqs[j.wl];
-        let h = hits(j.sub, seq, 32, 128, 2);
-        let p = ModelParams { timing: TABLE1, threads: j.threads, memory_refs_per_ns: MEM_REFS_PER_NS };
-        let e = estimate(j.sub, &seq[warm..], &h[warm..], w.spec.queues, &p);
-        let mut r = record(w, j, st);
-        r.scalar("model_throughput", e.throughput_mops, "M ops/s");
-        r.scalar("bounds_throughput", e.bounds_mops, "M ops/s");
-        r.scalar("model_hit_rate", e.hit_rate, "");
-        r.scalar("model_time_lost_ns", e.time_lost_ns, "ns");
-        r.scalar("model_time_gained_ns", e.time_gained_ns, "ns");
-        out.runs.push(r);
-        let lost_share =
-            e.time_lost_ns / (e.time_lost_ns + e.mean_op_ns * (seq.len() - warm) as f64 / j.threads as f64);
-        table.push_str(&format!(
-            "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.2} | {:.2} / {:.2} | {:.2}, {:.2} |\n",
-            w.label,
-            j.sub.label(),
-            j.threads,
-            st.throughput_mops,
-            e.throughput_mops,
-            e.throughput_mops / st.throughput_mops,
-            e.bounds_mops,
-            e.bounds_mops / st.throughput_mops,
-            st.hit_rate,
-            e.hit_rate,
-            e.stalled_fraction,
-            lost_share
-        ));
-        out.comparisons.push(Comparison::new(
-            "model_over_simulated",
-            params(&[("workload", json!(w.label)), ("subsystem", json!(j.sub.label())), ("threads", json!(j.threads))]),
-            e.throughput_mops / st.throughput_mops,
-            None,
-            "x",
-            "section 3.6 (the paper gives no model numbers)",
-        ));
-        out.comparisons.push(Comparison::new(
-            "bounds_over_simulated",
-            params(&[("workload", json!(w.label)), ("subsystem", json!(j.sub.label())), ("threads", json!(j.threads))]),
-            e.bounds_mops / st.throughput_mops,
-            None,
-            "x",
-            "ours (threads, memory and busiest-queue bounds; not in the paper)",
-        ));
-        if j.threads == 32 {
-            scatter.push((st.throughput_mops, e.throughput_mops));
-            bounds_pts.push((st.throughput_mops, e.bounds_mops));
-        }
-    }
-    progress(1.0);
-    out.notes.push(table);
-    let max = scatter.iter().chain(&bounds_pts).map(|p| p.0.max(p.1)).fold(0.0, f64::max);
-    out.plots.push(plot(
-        "model_vs_simulation",
-        "Section 3.6 model vs simulation, 32 threads (all workloads and subsystems)",
-        "simulated (M ops/s)",
-        "model (M ops/s)",
-        vec![
-            ("section 3.6 model".into(), scatter),
-            ("bounds (ours)".into(), bounds_pts),
-            ("y = x".into(), (0..=60).map(|i| (max * i as f64 / 60.0, max * i as f64 / 60.0)).collect()),
-        ],
-        PlotKind::Points,
-        false,
-    ));
-    out.notes.push("The section 3.6 model is exact where one effect dominates: one queue (pure serialization), uniformly random traffic (pure memory bandwidth, or n / T̄ with few threads). Where several queues are hot it charges every stall in full to the total time (section 3.6 adds T_l to the parallel time), while in the simulation the other threads and the other hot queues keep going during a stall: the model is pessimistic there (down to 0.15-0.3 of the simulation). Our bounds (threads, memory, busiest queue; no queueing) are optimistic; the simulation lies between the two.".into());
-    out
-}
-
-/// qcache Figure 10 / section 5.1: distribution of inter-arrival distances per workload, with
-/// the loss and gain thresholds.
-pub fn fig10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "qcache-fig10".into(), ..Default::default() };
-    out.assumptions.push("Inter-arrival distance of an operation: operations since the previous one on the same queue (section 5.1's 'time elapsed to service all other requests between two requests for the same queue', counted in operations); a queue's first operation is left out. We plot the distribution over operations (the figure's caption speaks of per-queue averages; the text of individual inter-arrival times).".into());
-    out.assumptions.push("Loss threshold at 32 threads: 32 x S̄ / T̄ operations (the queue is still held when fewer operations separate two on it; S̄ the mean hold time, T̄ the mean operation time of the subsystem). Gain threshold: 32 (the entries of the fully associative caches); reuse at a shorter distance is a guaranteed hit.".into());
-    let wls = model_workloads(opts.seed, &mut out);
-    let n = if opts.quick { 50_000 } else { 400_000 };
-    let mut lines = Vec::new();
-    let mut table = String::from("| workload | median distance | below qc loss threshold | below nc loss threshold | below gain threshold (32) |\n|---|---|---|---|---|\n");
-    for (i, w) in wls.iter().enumerate() {
-        let seq = sequence(w, opts.seed, n);
-        let mut g: Vec<u64> = gaps(&seq, w.spec.queues).into_iter().filter(|&d| d > 0).collect();
-        g.sort_unstable();
-        let frac = |x: f64| g.partition_point(|&d| (d as f64) < x) as f64 / g.len().max(1) as f64;
-        let loss = |sub: Subsystem| {
-            let h = hits(sub, &seq, 32, 128, 2);
-            let e = estimate(
-                sub,
-                &seq,
-                &h,
-                w.spec.queues,
-                &ModelParams { timing: TABLE1, threads: 32, memory_refs_per_ns: MEM_REFS_PER_NS },
-            );
-            thresholds(&e, 32, 32).0
-        };
-        let (lq, ln) = (loss(Subsystem::Qc), loss(Subsystem::Nc));
-        let median = g.get(g.len() / 2).copied().unwrap_or(0);
-        table.push_str(&format!(
-            "| {} | {median} | {:.3} (< {lq:.1}) | {:.3} (< {ln:.1}) | {:.3} |\n",
-            w.label,
-            frac(lq),
-            frac(ln),
-            frac(32.0)
-        ));
-        let pr = |m: &str| params(&[("workload", json!(w.label)), ("threshold", json!(m))]);
-        let (p_loss, p_gain, src) = match w.label.as_str() {
-            "SD1_30" => (Some(0.9), None, "section 5.1: 'ninety percent of the inter-arrival times are less than the service time' (single weighted queue)"),
-            "L1.1" | "L1.01" | "edge" => (None, Some(0.5), "section 5.1: exponential and edge traces have 'about 50 percent' below the gain threshold"),
-            _ => (None, None, "Fig. 10 (plotted only)"),
-        };
-        out.comparisons.push(Comparison::new(
-            "fraction_below_loss_threshold_qc",
-            pr("loss qc"),
-            frac(lq),
-            p_loss,
-            "",
-            src,
-        ));
-        out.comparisons.push(Comparison::new(
-            "fraction_below_gain_threshold",
-            pr("gain 32"),
-            frac(32.0),
-            p_gain,
-            "",
-            src,
-        ));
-        // CDF on a log axis: distances 1, 2, 4, ... (ratio 2^(1/4)).
-        let mut pts = Vec::new();
-        let mut x = 1.0f64;
-        let max = *g.last().unwrap_or(&1) as f64;
-        while x <= max * 1.2 {
-            pts.push((x, frac(x + 0.5)));
-            x *= 2f64.powf(0.25);
-        }
-        lines.push((w.label.clone(), pts));
-        let mut r = RunResult { label: w.label.clone(), complete: true, events: n as u64, ..Default::default() };
-        r.params.insert("workload".into(), json!(w.label));
-        r.scalar("median_distance", median as f64, "ops");
-        r.scalar("fraction_below_loss_qc", frac(lq), "");
-        r.scalar("fraction_below_loss_nc", frac(ln), "");
-        r.scalar("fraction_below_gain", frac(32.0), "");
-        out.runs.push(r);
-        progress((i + 1) as f64 / wls.len() as f64);
-    }
-    out.notes.push(table);
-    out.plots.push(plot(
-        "fig10_interarrival_cdf",
-        "Inter-arrival distance (operations since the previous one on the same queue): CDF",
-        "operations",
-        "fraction of operations",
-        lines,
-        PlotKind::Lines,
-        true,
-    ));
-    out
-}
-
 /// The performance target: 32 threads, 1e7 operations, every subsystem (quick: 1e5).
 pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let mut out = Output { id: "qcache-scale".into(), ..Default::default() };
+    let mut out = Output::default();
     common_assumptions(&mut out);
     let n: u64 = if opts.quick { 100_000 } else { 10_000_000 };
     let w = wl(Pattern::R);

@@ -3,6 +3,7 @@
 
 use super::*;
 use crate::experiments::quick;
+use tsw::ratios;
 
 fn scalar(out: &Output, workload: &str, sched: &str, x: (&str, f64), name: &str) -> f64 {
     out.runs

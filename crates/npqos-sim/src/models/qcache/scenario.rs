@@ -496,12 +496,7 @@ mod tests {
         let sc = parse(&example("qcache-small")).unwrap();
         let Spec::Qcache(q) = &sc.spec else { panic!("qcache") };
         let r = run_scenario(&sc, 1, None, &mut |_| {}).unwrap();
-        let out = crate::experiments::run(
-            "qcache-fig5",
-            crate::experiments::RunOptions { quick: true, seed: 1 },
-            &mut |_| {},
-        )
-        .expect("known id");
+        let out = crate::experiments::run("qcache-fig5", crate::experiments::quick(), &mut |_| {}).expect("known id");
         for sub in &q.subsystems {
             let label = match sub {
                 Subsystem::Nc => format!("R.nc/threads={}", q.sim.threads),

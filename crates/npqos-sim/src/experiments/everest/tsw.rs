@@ -1,0 +1,165 @@
+//! everest Figs 4 and 5: the percentage of late packets and the mean delay against t_sw / D,
+//! and where `everest-adaptive` stands against the better of Everest and Everest-AE (the
+//! envelope and crossover tables). The workloads, grid and rendering helpers are in [`super`].
+
+use super::*;
+
+pub(super) fn ratios(quick: bool) -> Vec<f64> {
+    if quick {
+        vec![0.05, 0.5, 2.0]
+    } else {
+        vec![0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 4.0]
+    }
+}
+
+/// everest Fig. 4: percentage late vs t_sw / D for D = 500 us and 2 ms; where
+/// `everest-adaptive` stands against the better of Everest and Everest-AE.
+pub fn fig4(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+    let mut out = Output::default();
+    let xs = ratios(opts.quick);
+    let ds = [0.5, 2.0];
+    // One grid per D (the x axis is the ratio).
+    let mut grids = Vec::new();
+    for (k, &d) in ds.iter().enumerate() {
+        let mut sub = Output::default();
+        let g = Grid::new(
+            opts,
+            &mut sub,
+            &xs,
+            &SCHEDS,
+            |w, sched, ratio| Point { w, sched, processors: PROCESSORS, t_sw: ms(d * ratio), d: ms(d) },
+            &mut |x| progress((k as f64 + x) / ds.len() as f64),
+        );
+        let fig = format!("Fig. 4 D={}us", (d * 1000.0) as u64);
+        g.table_and_plots(
+            &mut sub,
+            "late_percent",
+            "%",
+            "t_sw_over_D",
+            &fig,
+            |r, _| r.late_percent(),
+            true,
+            true,
+            &fig,
+        );
+        if k == 0 {
+            out.assumptions = sub.assumptions.clone();
+        }
+        out.runs.extend(sub.runs);
+        out.notes.extend(sub.notes);
+        out.plots.extend(sub.plots);
+        out.comparisons.extend(sub.comparisons);
+        grids.push((d, g));
+    }
+    adaptive_envelope(&mut out, &grids);
+    crossover_rows(&mut out, &grids);
+    out
+}
+
+/// Everest-adaptive against min(Everest, Everest-AE) at every point of both sweeps.
+fn adaptive_envelope(out: &mut Output, grids: &[(f64, Grid)]) {
+    let mut t = String::from("everest-adaptive against the lower envelope of Everest and Everest-AE (percentage late). 'within 10%': adaptive <= 1.1 x best, or within 0.001 percentage points of it when the best is near zero.\n\n| workload | D | t_sw / D | Everest | Everest-AE | adaptive | adaptive / best | within 10% |\n|---|---|---|---|---|---|---|---|\n");
+    let (mut n, mut ok) = (0, 0);
+    for (d, g) in grids {
+        for w in 0..g.ws.len() {
+            for (xi, x) in g.xs.iter().enumerate() {
+                let e = g.get(w, Sched::Everest, xi).late_percent();
+                let a = g.get(w, Sched::EverestAe, xi).late_percent();
+                let ad = g.get(w, Sched::Adaptive, xi).late_percent();
+                let best = e.min(a);
+                let ratio = if best > 0.0 {
+                    ad / best
+                } else if ad == 0.0 {
+                    1.0
+                } else {
+                    f64::INFINITY
+                };
+                let within = ad <= 1.1 * best || ad - best <= 0.001;
+                n += 1;
+                ok += within as usize;
+                t.push_str(&format!(
+                    "| {} | {} us | {x} | {} | {} | {} | {} | {} |\n",
+                    g.ws[w].name,
+                    (d * 1000.0) as u64,
+                    fmt_val(e),
+                    fmt_val(a),
+                    fmt_val(ad),
+                    if ratio.is_finite() { fmt_val(ratio) } else { "inf".into() },
+                    if within { "yes" } else { "**no**" }
+                ));
+                let params = BTreeMap::from([
+                    ("workload".into(), json!(g.ws[w].name)),
+                    ("d_us".into(), json!(d * 1000.0)),
+                    ("t_sw_over_D".into(), json!(x)),
+                ]);
+                out.comparisons.push(Comparison::new(
+                    "adaptive_minus_best_late_percent",
+                    params,
+                    ad - best,
+                    None,
+                    "percentage points",
+                    "section 7 (open problem)",
+                ));
+            }
+        }
+    }
+    t.push_str(&format!("\nWithin 10% at {ok} of {n} points.\n"));
+    out.notes.push(t);
+}
+
+/// Where Everest-AE stops beating Everest (the paper: AE better at small t_sw / D, about 0.1
+/// and below, Everest at large).
+fn crossover_rows(out: &mut Output, grids: &[(f64, Grid)]) {
+    let mut t = String::from("Which of Everest and Everest-AE has fewer late packets (paper: Everest-AE at small t_sw / D, Everest at large).\n\n| workload | D | ");
+    let xs = &grids[0].1.xs;
+    for x in xs {
+        t.push_str(&format!("{x} | "));
+    }
+    t.push_str("\n|---|---|");
+    t.push_str(&"---|".repeat(xs.len()));
+    t.push('\n');
+    for (d, g) in grids {
+        for w in 0..g.ws.len() {
+            t.push_str(&format!("| {} | {} us | ", g.ws[w].name, (d * 1000.0) as u64));
+            for xi in 0..g.xs.len() {
+                let e = g.get(w, Sched::Everest, xi).late;
+                let a = g.get(w, Sched::EverestAe, xi).late;
+                t.push_str(if a < e {
+                    "AE | "
+                } else if e < a {
+                    "Everest | "
+                } else {
+                    "tie | "
+                });
+            }
+            t.push('\n');
+        }
+    }
+    out.notes.push(t);
+}
+
+/// everest Fig. 5: mean delay vs t_sw / D at D = 2 ms.
+pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+    let mut out = Output::default();
+    let xs = ratios(opts.quick);
+    let g = Grid::new(
+        opts,
+        &mut out,
+        &xs,
+        &SCHEDS,
+        |w, sched, ratio| Point { w, sched, processors: PROCESSORS, t_sw: ms(2.0 * ratio), d: D },
+        progress,
+    );
+    g.table_and_plots(
+        &mut out,
+        "mean_delay",
+        "us",
+        "t_sw_over_D",
+        "Fig. 5",
+        |r, _| r.mean_delay_us(),
+        true,
+        true,
+        "Fig. 5",
+    );
+    out
+}
