@@ -21,12 +21,15 @@ use crate::workload::{mean_gap_for_overload, Arrivals, GapDist, SizeDist};
 use npqos_core::cache::SetAssocCache;
 use npqos_core::queues::pool::{Packet, PacketPool};
 use npqos_core::sched::drr::Drr;
-use npqos_core::shaper::heap::{Observe, OpKind, NODE_BYTES};
+use npqos_core::shaper::heap::{OpKind, NODE_BYTES};
 use npqos_core::shaper::{Adaptive, BucketParams, Decision, EventShaper, PeriodicShaper, ShaperError};
 use npqos_core::{CoreId, Duration, Instant, QueueId, Rate};
 use rand::Rng;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
+
+mod observe;
+use observe::{CoreObs, IndexCounts, MissCounts};
 
 /// Which shaper the queues use.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -227,76 +230,6 @@ impl KimParams {
 
 /// Cache-model address of the bucket-state array (far above any heap array).
 const BUCKET_REGION: u64 = 1 << 40;
-
-/// Counts heap array accesses by index (shared by all cores' heaps: off-chip accesses for a
-/// locked size L are the accesses at index >= L / 8).
-#[derive(Default)]
-struct IndexCounts(Vec<u64>);
-impl Observe for IndexCounts {
-    #[inline(always)]
-    fn access(&mut self, index: usize, _write: bool) {
-        if index >= self.0.len() {
-            self.0.resize(index + 1, 0);
-        }
-        self.0[index] += 1;
-    }
-}
-
-/// The observer of one heap operation: index counts plus the core's caches (one per locked
-/// size; empty when no cache is simulated).
-struct CoreObs<'a> {
-    counts: &'a mut IndexCounts,
-    caches: &'a mut [SetAssocCache],
-    misses: &'a mut MissCounts,
-}
-impl Observe for CoreObs<'_> {
-    #[inline(always)]
-    fn access(&mut self, index: usize, write: bool) {
-        self.counts.access(index, write);
-        if self.caches.is_empty() {
-            return;
-        }
-        let m = &mut *self.misses;
-        match m.phase {
-            OpKind::Insert => m.insert_accesses += 1,
-            OpKind::Delete => m.delete_accesses += 1,
-            OpKind::Peek => m.peek_accesses += 1,
-        }
-        for (k, c) in self.caches.iter_mut().enumerate() {
-            if !c.access(index as u64 * NODE_BYTES, write) {
-                match m.phase {
-                    OpKind::Insert => m.insert_misses[k] += 1,
-                    OpKind::Delete => m.delete_misses[k] += 1,
-                    OpKind::Peek => m.peek_misses[k] += 1,
-                }
-            }
-        }
-    }
-    #[inline(always)]
-    fn begin(&mut self, op: OpKind) {
-        let m = &mut *self.misses;
-        m.phase = op;
-        match op {
-            OpKind::Insert => m.insert_ops += 1,
-            OpKind::Delete => m.delete_ops += 1,
-            OpKind::Peek => {}
-        }
-    }
-}
-
-/// Accesses and cache misses per heap operation kind, per locked size.
-#[derive(Clone)]
-struct MissCounts {
-    phase: OpKind,
-    peek_accesses: u64,
-    peek_misses: Vec<u64>,
-    insert_ops: u64,
-    insert_accesses: u64,
-    delete_ops: u64,
-    delete_accesses: u64,
-    insert_misses: Vec<u64>,
-    delete_misses: Vec<u64>,
-}
 
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
