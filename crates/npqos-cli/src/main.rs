@@ -77,7 +77,7 @@ enum Cmd {
     Trace(TraceCmd),
     /// Analytical models as sizing tools
     #[command(
-        after_help = "Examples:\n  npqos model kim --queues 1000000 --link 100Gbps --overload 1.29\n  npqos model kim --queues 512000 --link 400Gbps --sizes uniform --json\n  npqos model dqs --slots 64,256,1024 --active-flows 256 --in-progress 1e6\n  npqos model qcache --threads 32 --hit-rate 0.9 --json\n  npqos model predictive --scenario scenarios/fq-small.toml\n  npqos model everest --scenario scenarios/everest-small.toml"
+        after_help = "Examples:\n  npqos model kim --queues 1000000 --link 100Gbps --overload 1.29\n  npqos model kim --queues 512000 --link 400Gbps --sizes uniform --json\n  npqos model dqs --slots 64,256,1024 --active-flows 256 --in-progress 1e6\n  npqos model qcache --threads 32 --hit-rate 0.9 --json\n  npqos model qcache --scenario scenarios/qcache-small.toml --hit-rate 0.9\n  npqos model predictive --scenario scenarios/fq-small.toml\n  npqos model everest --scenario scenarios/everest-small.toml"
     )]
     Model {
         /// Paper short name: kim (heap sizes, reschedules, off-chip accesses), dqs (AFM table

@@ -368,6 +368,25 @@ fn model_qcache_sizes_the_subsystems() {
     }
     let bad = run(&["model", "qcache", "--hit-rate", "1.5"]);
     assert_eq!(bad.status.code(), Some(2));
+
+    // A scenario's own timing, threads and memory clock: memory 80 ns instead of 40 adds 80 ns
+    // to nc's enqueue miss (a descriptor read, then the link and descriptor writes in parallel:
+    // two serial memory stages, 40 ns more each).
+    let d = tempfile::tempdir().unwrap();
+    let f = write_scenario(
+        d.path(),
+        "model = \"qcache\"\n[queuing]\nthreads = 8\n[timing]\nmemory = \"80ns\"\nmemory_clock = \"100MHz\"\n",
+    );
+    let o = run(&["model", "qcache", "--scenario", f.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!((v["threads"].as_u64(), v["memory_mhz"].as_f64()), (Some(8), Some(100.0)));
+    let nc = v["subsystems"].as_array().unwrap().iter().find(|x| x["subsystem"] == "nc").unwrap().clone();
+    assert_eq!(nc["latency_ns"]["enqueue_miss"], 250.0);
+    assert!((nc["memory_bound_mops"].as_f64().unwrap() - 100.0 / 3.0).abs() < 1e-9, "100 MHz, 3 refs per operation");
+    let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/demo.toml");
+    let other = run(&["model", "qcache", "--scenario", demo.to_str().unwrap()]);
+    assert_eq!(other.status.code(), Some(2), "a link scenario is bad input here");
 }
 
 /// `npqos model predictive`: the paper's 32 flows give the forwarding flow's 5.1 us estimate,

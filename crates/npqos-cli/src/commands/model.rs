@@ -3,7 +3,7 @@
 //! `dqs` gives eq 5's AFM memory, the expected search costs (Theorems 1-2 and the exact
 //! random-BST values) and the brute-force table it replaces.
 //!
-//! `qcache` gives, per queuing subsystem, Table 5's latencies from Table 1, the memory-bound and
+//! `qcache` gives, per queuing subsystem, Table 5's latencies from Table 1 (or from a qcache scenario's `[timing]`), the memory-bound and
 //! thread-bound rates at a hit rate, the threads needed to reach the memory bound, and the
 //! one-queue (worst-case) rate.
 //!
@@ -80,8 +80,10 @@ pub struct ModelArgs {
     /// qcache: memory clock in MHz (one reference per cycle)
     #[arg(long, default_value_t = 200.0)]
     memory_mhz: f64,
-    /// everest, predictive: the scenario whose services (everest) or flows (fq, efq-lap) to
-    /// size [predictive default: the paper's 32 flows on one processor at load 1]
+    /// everest, predictive, qcache: the scenario whose services (everest), flows (fq, efq-lap)
+    /// or timing, threads and memory clock (qcache; then --threads and --memory-mhz are not
+    /// used) to size [predictive default: the paper's 32 flows on one processor at load 1;
+    /// qcache default: Table 1 and the flags]
     #[arg(long)]
     scenario: Option<std::path::PathBuf>,
     /// everest: seed of the scenario's traffic [default: the scenario's]
@@ -313,8 +315,27 @@ fn qcache(a: &ModelArgs) -> Result<()> {
     if !(a.memory_mhz > 0.0 && a.memory_mhz.is_finite()) {
         return Err(bad(format!("--memory-mhz {}: expected a positive number", a.memory_mhz)));
     }
-    let t = TABLE1;
-    let n = a.threads as f64;
+    // The timing, threads and memory clock: a qcache scenario's, or Table 1 and the flags.
+    let (t, threads, memory_mhz, source) = match &a.scenario {
+        None => (TABLE1, a.threads, a.memory_mhz, "Table 1 timing".to_string()),
+        Some(path) => {
+            let (_, sc) = super::run::load(path)?;
+            let npqos_sim::scenario::Spec::Qcache(q) = &sc.spec else {
+                return Err(bad(format!(
+                    "{}: model = {:?}; npqos model qcache reads the [queuing] and [timing] of a \"qcache\" scenario",
+                    path.display(),
+                    sc.model()
+                )));
+            };
+            (
+                q.sim.timing,
+                q.sim.threads as u64,
+                q.sim.memory_mhz,
+                format!("timing, threads and memory clock of {}", path.display()),
+            )
+        }
+    };
+    let n = threads as f64;
     let mut rows = Vec::new();
     for sub in Subsystem::ALL {
         let h = if sub.cached() { a.hit_rate } else { 0.0 };
@@ -326,7 +347,7 @@ fn qcache(a: &ModelArgs) -> Result<()> {
         let s_one =
             [Op::Enqueue, Op::Dequeue].iter().map(|&op| serial_ns(&t, sub, op, sub.cached())).sum::<f64>() / 2.0;
         let refs = if sub.cached() { 1.0 + 2.0 * (1.0 - h) } else { 3.0 };
-        let memory = a.memory_mhz / refs;
+        let memory = memory_mhz / refs;
         let threads_bound = n / t_op * 1e3;
         rows.push(json!({
             "subsystem": sub.label(),
@@ -348,14 +369,14 @@ fn qcache(a: &ModelArgs) -> Result<()> {
         println!(
             "{}",
             serde_json::to_string_pretty(
-                &json!({"model": "qcache", "threads": a.threads, "memory_mhz": a.memory_mhz, "subsystems": rows})
+                &json!({"model": "qcache", "threads": threads, "memory_mhz": memory_mhz, "timing": source, "subsystems": rows})
             )?
         );
         return Ok(());
     }
     println!(
-        "qcache sizing: {} threads, memory {} MHz (one reference per cycle), hit rate {} (Table 1 timing; docs/qcache.md)",
-        a.threads, a.memory_mhz, a.hit_rate
+        "qcache sizing: {} threads, memory {} MHz (one reference per cycle), hit rate {} ({source}; docs/qcache.md)",
+        threads, memory_mhz, a.hit_rate
     );
     println!(
         " {:<4} {:>22} {:>22} {:>10} {:>9} {:>12} {:>12} {:>14} {:>10} {:>11}",
