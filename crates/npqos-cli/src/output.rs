@@ -375,7 +375,7 @@ fn report_md(out: &Output, meta: &Meta, plots: &[(String, String)]) -> String {
     if !out.notes.is_empty() {
         let _ = writeln!(s, "## Notes\n");
         for n in &out.notes {
-            let _ = writeln!(s, "{n}\n");
+            let _ = writeln!(s, "{}\n", n.markdown());
         }
     }
     if !out.assumptions.is_empty() {

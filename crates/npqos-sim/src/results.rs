@@ -120,11 +120,92 @@ pub struct Output {
     pub comparisons: Vec<Comparison>,
     pub assumptions: Vec<String>,
     pub plots: Vec<PlotSpec>,
-    /// Markdown paragraphs for the report (analysis, differences from the paper).
-    pub notes: Vec<String>,
+    /// The report's notes, in order: paragraphs (analysis, differences from the paper) and
+    /// tables, rendered in one place (`npqos_cli::output`).
+    pub notes: Vec<Note>,
     /// Wall-clock measurements (e.g. ns per heap operation on this machine). Not deterministic,
     /// so they go to `run.json` and the report, never to `summary.json` or `comparison.json`.
     pub timings: Vec<Timing>,
+}
+
+/// A note of a report: a Markdown paragraph or a table.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Note {
+    Text(String),
+    Table(Table),
+}
+
+impl Note {
+    /// The note as Markdown.
+    pub fn markdown(&self) -> String {
+        match self {
+            Note::Text(t) => t.clone(),
+            Note::Table(t) => t.markdown(),
+        }
+    }
+}
+
+impl From<String> for Note {
+    fn from(s: String) -> Self {
+        Note::Text(s)
+    }
+}
+impl From<&str> for Note {
+    fn from(s: &str) -> Self {
+        Note::Text(s.to_string())
+    }
+}
+impl From<Table> for Note {
+    fn from(t: Table) -> Self {
+        Note::Table(t)
+    }
+}
+
+/// A table of a report: a caption, column headers and rows of formatted cells. Experiments
+/// fill tables; how a table is drawn (Markdown in report.md) is decided in one place.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct Table {
+    /// Text above the table (may be empty).
+    pub caption: String,
+    pub columns: Vec<String>,
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    pub fn new<S: Into<String>>(columns: impl IntoIterator<Item = S>) -> Self {
+        Table { caption: String::new(), columns: columns.into_iter().map(Into::into).collect(), rows: Vec::new() }
+    }
+    /// The table with a caption above it.
+    pub fn captioned(mut self, caption: impl Into<String>) -> Self {
+        self.caption = caption.into();
+        self
+    }
+    /// Appends a row of cells (as many as the columns).
+    pub fn row<S: Into<String>>(&mut self, cells: impl IntoIterator<Item = S>) {
+        let r: Vec<String> = cells.into_iter().map(Into::into).collect();
+        debug_assert_eq!(r.len(), self.columns.len(), "a row of {} cells in a table of {:?}", r.len(), self.columns);
+        self.rows.push(r);
+    }
+    pub fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+    /// The table in Markdown: the caption and a blank line if there is one, the header, the
+    /// separator, one line per row.
+    pub fn markdown(&self) -> String {
+        let mut s = String::new();
+        if !self.caption.is_empty() {
+            s.push_str(&self.caption);
+            s.push_str("\n\n");
+        }
+        let line = |cells: &[String]| format!("| {} |\n", cells.join(" | "));
+        s.push_str(&line(&self.columns));
+        s.push_str(&format!("|{}\n", "---|".repeat(self.columns.len())));
+        for r in &self.rows {
+            s.push_str(&line(r));
+        }
+        s
+    }
 }
 
 /// One wall-clock measurement of an experiment.
@@ -178,5 +259,23 @@ pub fn t95(df: usize) -> f64 {
         0 => f64::NAN,
         1..=30 => T[df - 1],
         _ => 1.96 + 2.4 / df as f64,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_table_renders_as_markdown_with_its_caption() {
+        let mut t = Table::new(["scheduler", "late %"]).captioned("Late packets.");
+        t.row(["Everest".to_string(), format!("{:.2}", 1.234)]);
+        t.row(["Static", "7"]);
+        assert_eq!(
+            t.markdown(),
+            "Late packets.\n\n| scheduler | late % |\n|---|---|\n| Everest | 1.23 |\n| Static | 7 |\n"
+        );
+        assert_eq!(Note::from(Table::new(["a"])).markdown(), "| a |\n|---|\n");
+        assert_eq!(Note::from("text").markdown(), "text");
     }
 }

@@ -13,7 +13,7 @@
 
 use super::RunOptions;
 use crate::models::dqs::{process, run_link, DqsLinkParams, DqsLinkResult, ProcModel, SyntheticFlows};
-use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
+use crate::results::{Comparison, Note, Output, PlotKind, PlotSpec, RunResult, Table};
 use crate::rng::RngStreams;
 use crate::trace::corpus::Corpus;
 use crate::workload::SizeDist;
@@ -165,7 +165,7 @@ fn workloads(opts: RunOptions, out: &mut Output) -> Vec<Workload> {
             ));
             w.push(Workload::Ndpi { corpus: Arc::new(c), copies: if opts.quick { 4 } else { NDPI_COPIES } });
         }
-        Some(Err(e)) => out.notes.push(format!("**Real-trace part not run**: the nDPI corpus could not be read: {e}.")),
+        Some(Err(e)) => out.notes.push(Note::from(format!("**Real-trace part not run**: the nDPI corpus could not be read: {e}."))),
         None => out.notes.push(
             "**Real-trace part not run**: no nDPI corpus at `../shared/traces/ndpi` or `$NPQOS_TRACE_DIR`; only the synthetic workload ran."
                 .into(),
@@ -239,7 +239,15 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let ws = workloads(opts, &mut out);
     let ms = [64u32, 256, 1024];
     let rs = sweep(&ws, &ms, false, opts, progress);
-    let mut rows = String::from("| workload | M | mean sub-table length | worst | alpha | P(>1) | paper CERNET / NLANR1 / NLANR2 (mean, worst, alpha, P(1)) |\n|---|---|---|---|---|---|---|\n");
+    let mut rows = Table::new([
+        "workload",
+        "M",
+        "mean sub-table length",
+        "worst",
+        "alpha",
+        "P(>1)",
+        "paper CERNET / NLANR1 / NLANR2 (mean, worst, alpha, P(1))",
+    ]);
     for (i, r) in rs.iter().enumerate() {
         let (w, mi) = (ws[i / ms.len()].name(), i % ms.len());
         let m = ms[mi];
@@ -258,14 +266,15 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 )
             })
             .collect();
-        rows.push_str(&format!(
-            "| {w} | {m} | {:.2} | {} | {:.3} | {:.3} | {} |\n",
-            vals[0].1,
-            vals[1].1,
-            vals[2].1,
-            vals[3].1,
-            paper_cells.join("; ")
-        ));
+        rows.row([
+            w.to_string(),
+            m.to_string(),
+            format!("{:.2}", vals[0].1),
+            vals[1].1.to_string(),
+            format!("{:.3}", vals[2].1),
+            format!("{:.3}", vals[3].1),
+            paper_cells.join("; "),
+        ]);
         for (k, (metric, v, unit)) in vals.iter().enumerate() {
             if w == "ndpi" {
                 for (t, trace) in PAPER_TRACES.iter().enumerate() {
@@ -279,7 +288,7 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         }
         out.runs.push(run);
     }
-    out.notes.push(rows);
+    out.notes.push(rows.into());
     out.notes.push(
         "Sampling: at every packet arrival, before its mapping. Mean sub-table length counts only non-empty slots (as the paper's does); P(>1) is the fraction of all slots holding more than one flow; alpha = mean active flows / M; worst = the longest sub-table at any arrival.".into(),
     );
@@ -295,25 +304,38 @@ pub fn table3(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
     let ws = workloads(opts, &mut out);
     let rs = sweep(&ws, &[256], false, opts, progress);
-    let mut rows = String::from("| workload | flows | mean rate (Mb/s) | capacity (Mb/s) | peak 10 ms / mean | max queues | mean queues |\n|---|---|---|---|---|---|---|\n");
+    let mut rows = Table::new([
+        "workload",
+        "flows",
+        "mean rate (Mb/s)",
+        "capacity (Mb/s)",
+        "peak 10 ms / mean",
+        "max queues",
+        "mean queues",
+    ]);
     for t in 0..3 {
-        rows.push_str(&format!(
-            "| paper {} | n/a | {} | {} | n/a | {} | {} |\n",
-            PAPER_TRACES[t], TABLE3[0][t], TABLE3[1][t], TABLE3[2][t], TABLE3[3][t]
-        ));
+        rows.row([
+            format!("paper {}", PAPER_TRACES[t]),
+            "n/a".to_string(),
+            TABLE3[0][t].to_string(),
+            TABLE3[1][t].to_string(),
+            "n/a".to_string(),
+            TABLE3[2][t].to_string(),
+            TABLE3[3][t].to_string(),
+        ]);
     }
     for (w, r) in ws.iter().zip(&rs) {
         let w = w.name();
         let run = link_run(w.into(), w, 256, r);
-        rows.push_str(&format!(
-            "| ours {w} | {} | {:.2} | {:.2} | {:.1} | {} | {:.1} |\n",
-            r.flows_activated,
-            r.offered_bps / 1e6,
-            r.capacity_bps / 1e6,
-            r.peak_10ms_bps / r.offered_bps,
-            r.max_queues,
-            r.mean_queues
-        ));
+        rows.row([
+            format!("ours {w}"),
+            r.flows_activated.to_string(),
+            format!("{:.2}", r.offered_bps / 1e6),
+            format!("{:.2}", r.capacity_bps / 1e6),
+            format!("{:.1}", r.peak_10ms_bps / r.offered_bps),
+            r.max_queues.to_string(),
+            format!("{:.1}", r.mean_queues),
+        ]);
         let p = BTreeMap::from([("workload".into(), json!(w))]);
         for (k, metric, v) in [(2usize, "max_queues", r.max_queues as f64), (3, "mean_queues", r.mean_queues)] {
             if w == "ndpi" {
@@ -336,7 +358,7 @@ pub fn table3(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         ));
         out.runs.push(run);
     }
-    out.notes.push(rows);
+    out.notes.push(rows.into());
     out.notes.push("Mean queues is the time average of the physical queues in use between the first and the last arrival. Queue numbers do not depend on M (the mapping does not change which packets are buffered).".into());
     out
 }
@@ -350,7 +372,13 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let ws = workloads(opts, &mut out);
     let rs = sweep(&ws, &FIG5_SLOTS, false, opts, progress);
     let n = FIG5_SLOTS.len();
-    let mut rows = String::from("| workload | M | search: measured / Thm 1 as printed / exact per flow | update: measured / Thm 2 bound / exact | overall cycles per packet |\n|---|---|---|---|---|\n");
+    let mut rows = Table::new([
+        "workload",
+        "M",
+        "search: measured / Thm 1 as printed / exact per flow",
+        "update: measured / Thm 2 bound / exact",
+        "overall cycles per packet",
+    ]);
     let mut f5: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     let mut f6: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     let mut f7: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
@@ -368,16 +396,13 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             lines[4].push((x, u.mean_paper()));
             lines[5].push((x, u.mean_exact()));
             lines[6].push((x, r.mean_cycles()));
-            rows.push_str(&format!(
-                "| {w} | {m} | {:.3} / {:.3} / {:.3} | {:.3} / {:.3} / {:.3} | {:.3} |\n",
-                s.mean_measured(),
-                s.mean_paper(),
-                s.mean_exact(),
-                u.mean_measured(),
-                u.mean_paper(),
-                u.mean_exact(),
-                r.mean_cycles()
-            ));
+            rows.row([
+                w.to_string(),
+                m.to_string(),
+                format!("{:.3} / {:.3} / {:.3}", s.mean_measured(), s.mean_paper(), s.mean_exact()),
+                format!("{:.3} / {:.3} / {:.3}", u.mean_measured(), u.mean_paper(), u.mean_exact()),
+                format!("{:.3}", r.mean_cycles()),
+            ]);
             let p = params(w, m);
             out.comparisons.push(Comparison::new(
                 "search_nodes_compared",
@@ -512,7 +537,7 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             log_y: false,
         });
     }
-    out.notes.push(rows);
+    out.notes.push(rows.into());
     out.notes.push("Theorem columns are averaged over the lookups, each at the number of active flows l when it happened. 'Theorem 1 as printed' averages SL_k over slots (empty slots count 0); 'exact per flow' is what a search for a uniformly chosen active flow costs in random BSTs (its slot holds it and Binomial(l-1, 1/M) others). 'Theorem 2' is the paper's height bound; 'exact' the random-BST unsuccessful search length 2(H_{k+1} - 1).".into());
     out.assumptions.push("One cycle for the hash and one per node compared (dqs section 6). A new flow in an empty slot costs the hash cycle only.".into());
     out
@@ -528,7 +553,15 @@ pub fn fig9_13(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let ws = workloads(opts, &mut out);
     let rs = sweep(&ws, &FIG12_SLOTS, true, opts, progress);
     let models = [ProcModel::Spsq, ProcModel::Mpsq, ProcModel::Mpmq];
-    let mut rows = String::from("| workload | M | speedup | SPSQ thr / buffer KB | MPSQ | MPMQ (buffer = M x largest queue; peak total) | MPMQ / SPSQ |\n|---|---|---|---|---|---|---|\n");
+    let mut rows = Table::new([
+        "workload",
+        "M",
+        "speedup",
+        "SPSQ thr / buffer KB",
+        "MPSQ",
+        "MPMQ (buffer = M x largest queue; peak total)",
+        "MPMQ / SPSQ",
+    ]);
     for (wi, w) in ws.iter().enumerate() {
         let w = w.name();
         let mut thr_s: Vec<(String, Vec<(f64, f64)>)> =
@@ -541,7 +574,7 @@ pub fn fig9_13(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                         reqs: &[crate::models::dqs::Request],
                         by_speedup: bool,
                         out: &mut Output,
-                        rows: &mut String| {
+                        rows: &mut Table| {
             let res: Vec<_> = models.iter().map(|&pm| process(pm, reqs, m, sp)).collect();
             for (k, r) in res.iter().enumerate() {
                 let x = if by_speedup { sp } else { m as f64 };
@@ -574,17 +607,20 @@ pub fn fig9_13(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 "ratio",
                 "Fig. 10 (text: MPMQ about 5x SPSQ)",
             ));
-            rows.push_str(&format!(
-                "| {w} | {m} | {sp} | {:.3} / {:.2} | {:.3} / {:.2} | {:.3} / {:.2}; {:.2} | {:.2} |\n",
-                res[0].throughput,
-                res[0].buffer_bytes / 1024.0,
-                res[1].throughput,
-                res[1].buffer_bytes / 1024.0,
-                res[2].throughput,
-                res[2].buffer_bytes / 1024.0,
-                res[2].peak_total_bytes / 1024.0,
-                ratio
-            ));
+            rows.row([
+                w.to_string(),
+                m.to_string(),
+                sp.to_string(),
+                format!("{:.3} / {:.2}", res[0].throughput, res[0].buffer_bytes / 1024.0),
+                format!("{:.3} / {:.2}", res[1].throughput, res[1].buffer_bytes / 1024.0),
+                format!(
+                    "{:.3} / {:.2}; {:.2}",
+                    res[2].throughput,
+                    res[2].buffer_bytes / 1024.0,
+                    res[2].peak_total_bytes / 1024.0
+                ),
+                format!("{:.2}", ratio),
+            ]);
         };
         let i64 = FIG12_SLOTS.iter().position(|&m| m == 64).expect("64 in the sweep");
         for &sp in &SPEEDUPS {
@@ -628,7 +664,7 @@ pub fn fig9_13(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             out.runs.push(link_run(format!("{w} M={m}"), w, m, &rs[wi * FIG12_SLOTS.len() + mi]));
         }
     }
-    out.notes.push(rows);
+    out.notes.push(rows.into());
     out.assumptions.push("Processing models (dqs section 5): time in mapping cycles; request i arrives at i / speedup (speedup = enqueue rate / dequeue rate, one dequeue per cycle); the request sequence (sub-table, nodes compared, new flow) is the one recorded in the load-0.95 DRR run, so the AFM state does not depend on the speedup (the paper's Fig. 9, search time growing with speedup, is not modelled).".into());
     out.assumptions.push("A search occupies its mapping process max(1, nodes compared) cycles; a new flow then takes one cycle of the single queue allocator, granted in request order (the paper: allocation is serial). SPSQ does the allocation in its one process. The hash is pipelined before the task queue.".into());
     out.assumptions.push(format!("A task-queue entry is {} bytes (13-byte 5-tuple, 2-byte sequence tag, 1-byte sub-table id); MPMQ memory is M x the largest task queue, as the paper computes it (peak of the sum also shown). Normalised throughput = (requests / arrival span) / (requests / output span).", crate::models::dqs::REQUEST_BYTES));
@@ -731,7 +767,7 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "bits",
         "ours: per-flow 104-bit key + the head/tail pointers of section 1",
     ));
-    out.notes.push(format!(
+    out.notes.push(Note::from(format!(
         "{flows} flows in progress, {} packets, {} flows started over the run. Active flows (with packets buffered): max {}, mean {:.1}; physical queues max {}, mean {:.1}. AFM memory by eq 5 with l = {l}, N = {n_q}, B = 104: {w_bits} bits ({:.1} KiB); our structure peaked at {} bytes. A brute-force table for {flows} flows: {brute_bits} bits of head/tail pointers alone ({:.1} MiB), {brute_full_bits} bits with keys ({:.1} MiB): {:.0}x eq 5.",
         r.packets,
         r.flows_activated,
@@ -744,7 +780,7 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         brute_bits as f64 / 8.0 / 1048576.0,
         brute_full_bits as f64 / 8.0 / 1048576.0,
         brute_full_bits as f64 / w_bits as f64,
-    ));
+    )));
     out.runs.push(run);
     out
 }

@@ -20,7 +20,7 @@ use crate::models::everest::{
     classify_corpus, n_max, natpt_services, offered_profile, queue_bins, run, EverestParams, EverestResult,
     SyntheticTraffic, Traffic, NATPT_SERVICES,
 };
-use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult, Timing};
+use crate::results::{Comparison, Note, Output, PlotKind, PlotSpec, RunResult, Table, Timing};
 use npqos_core::alloc::guarantee::shares;
 use npqos_core::alloc::Policy;
 use npqos_core::Duration;
@@ -174,7 +174,9 @@ fn workloads(opts: RunOptions, out: &mut Output) -> Vec<Workload> {
     let mut w = vec![syn];
     match ndpi(opts.quick, target) {
         Some(Ok(x)) => w.push(x),
-        Some(Err(e)) => out.notes.push(format!("**Real-trace part not run**: the nDPI corpus could not be read: {e}")),
+        Some(Err(e)) => {
+            out.notes.push(Note::from(format!("**Real-trace part not run**: the nDPI corpus could not be read: {e}")))
+        }
         None => {
             eprintln!(
                 "everest: no nDPI corpus at ../shared/traces/ndpi or $NPQOS_TRACE_DIR; the real-trace part is skipped"
@@ -320,23 +322,19 @@ fn result_run(ws: &[Workload], p: &Point, r: &EverestResult) -> RunResult {
     run
 }
 
-fn guarantee_note(ws: &[Workload], g: &Guarantees) -> String {
-    let mut s = String::from("G^i from trace analysis (eq 7):\n\n| workload | D | ");
-    for (name, _) in NATPT_SERVICES {
-        s.push_str(&format!("{name} N_max (G) | "));
-    }
-    s.push_str("\n|---|---|");
-    s.push_str(&"---|".repeat(6));
-    s.push('\n');
+fn guarantee_note(ws: &[Workload], g: &Guarantees) -> Table {
+    let mut cols = vec!["workload".to_string(), "D".to_string()];
+    cols.extend(NATPT_SERVICES.iter().map(|(name, _)| format!("{name} N_max (G)")));
+    let mut t = Table::new(cols).captioned("G^i from trace analysis (eq 7):");
     for ((w, d), (gs, nm)) in g {
-        s.push_str(&format!("| {} | {} us | ", ws[*w].name, d / 1000));
+        let mut row = vec![ws[*w].name.to_string(), format!("{} us", d / 1000)];
         for i in 0..6 {
             let sat = if nm[i].1 { "+ (saturated)" } else { "" };
-            s.push_str(&format!("{}{sat} ({:.3}; {} pkts) | ", nm[i].0, gs[i], nm[i].2));
+            row.push(format!("{}{sat} ({:.3}; {} pkts)", nm[i].0, gs[i], nm[i].2));
         }
-        s.push('\n');
+        t.row(row);
     }
-    s
+    t
 }
 
 /// A grid of runs: for each workload, `xs` values of one parameter x every scheduler.
@@ -366,7 +364,7 @@ impl Grid {
             }
         }
         let (rs, g) = run_points(&ws, &points, opts, progress);
-        out.notes.push(guarantee_note(&ws, &g));
+        out.notes.push(Note::from(guarantee_note(&ws, &g)));
         for (p, r) in points.iter().zip(&rs) {
             out.runs.push(result_run(&ws, p, r));
         }
@@ -406,34 +404,27 @@ impl Grid {
     ) {
         for w in 0..self.ws.len() {
             let name = self.ws[w].name;
-            let mut t = format!("{fig} ({name}): {metric} ({unit})\n\n| scheduler | ");
-            for x in &self.xs {
-                t.push_str(&format!("{x_name} = {x} | "));
-            }
-            t.push_str("\n|---|");
-            t.push_str(&"---|".repeat(self.xs.len()));
-            t.push('\n');
+            let mut cols = vec!["scheduler".to_string()];
+            cols.extend(self.xs.iter().map(|x| format!("{x_name} = {x}")));
+            let mut t = Table::new(cols).captioned(format!("{fig} ({name}): {metric} ({unit})"));
             let mut lines = Vec::new();
             for s in self.scheds() {
-                t.push_str(&format!("| {} | ", s.label()));
+                let mut row = vec![s.label().to_string()];
                 let mut pts = Vec::new();
                 for xi in 0..self.xs.len() {
                     let i = self.index(w, s, xi);
                     let (p, r) = (&self.points[i], &self.rs[i]);
                     let v = f(r, p);
-                    t.push_str(&format!("{} |", fmt_val(v)));
-                    if xi + 1 < self.xs.len() {
-                        t.push(' ');
-                    }
+                    row.push(fmt_val(v));
                     pts.push((self.xs[xi], v));
                     let mut params = point_params(&self.ws, p);
                     params.insert(x_name.into(), json!(self.xs[xi]));
                     out.comparisons.push(Comparison::new(metric, params, v, None, unit, source));
                 }
-                t.push('\n');
+                t.row(row);
                 lines.push((s.label(), pts));
             }
-            out.notes.push(t);
+            out.notes.push(t.into());
             out.plots.push(PlotSpec {
                 name: format!("{}-{name}", fig.to_lowercase().replace([' ', '.', '(', ')'], "")),
                 title: format!("{fig}: {metric} vs {x_name} ({name})"),
@@ -465,16 +456,16 @@ fn fmt_val(v: f64) -> String {
 fn order_of_magnitude_rows(out: &mut Output, g: &Grid, xi: usize, source: &str) {
     for w in 0..g.ws.len() {
         let ev = g.get(w, Sched::Everest, xi);
-        let mut t = format!(
-            "Late packets relative to Everest ({}; Everest: {} late of {}). The paper: 'more than an order of magnitude' fewer with Everest.\n\n| scheduler | late packets | x Everest |\n|---|---|---|\n",
+        let mut t = Table::new(["scheduler", "late packets", "x Everest"]).captioned(format!(
+            "Late packets relative to Everest ({}; Everest: {} late of {}). The paper: 'more than an order of magnitude' fewer with Everest.",
             g.ws[w].name, ev.late, ev.packets
-        );
+        ));
         for s in
             [Sched::Static, Sched::Quantum(5), Sched::Quantum(20), Sched::CohortE, Sched::EverestLd, Sched::EverestAe]
         {
             let r = g.get(w, s, xi);
             let ratio = r.late as f64 / ev.late.max(1) as f64;
-            t.push_str(&format!("| {} | {} | {} |\n", s.label(), r.late, fmt_val(ratio)));
+            t.row([s.label().to_string(), r.late.to_string(), fmt_val(ratio)]);
             let params = BTreeMap::from([
                 ("workload".into(), json!(g.ws[w].name)),
                 ("scheduler".into(), json!(s.label())),
@@ -490,37 +481,36 @@ fn order_of_magnitude_rows(out: &mut Output, g: &Grid, xi: usize, source: &str) 
                 source,
             ));
         }
-        out.notes.push(t);
-        out.notes.push(late_by_service(g, w, xi));
+        out.notes.push(t.into());
+        let (table, reading) = late_by_service(g, w, xi);
+        out.notes.push(table.into());
+        out.notes.push(reading.into());
     }
 }
 
 /// Where the late packets are, per service, at one grid point: the data behind "why not an
-/// order of magnitude". Ends with a reading that is computed from the numbers, not assumed.
-fn late_by_service(g: &Grid, w: usize, xi: usize) -> String {
-    let mut t = format!(
-        "Late packets by service ({}, D = {} ms): percentage late within each service.\n\n| scheduler |",
+/// order of magnitude", and a reading that is computed from the numbers, not assumed.
+fn late_by_service(g: &Grid, w: usize, xi: usize) -> (Table, String) {
+    let mut cols = vec!["scheduler".to_string()];
+    cols.extend(NATPT_SERVICES.iter().map(|(name, _)| name.to_string()));
+    cols.extend(["hi-priority requests refused".to_string(), "forced releases".to_string()]);
+    let mut table = Table::new(cols).captioned(format!(
+        "Late packets by service ({}, D = {} ms): percentage late within each service.",
         g.ws[w].name, g.xs[xi]
-    );
-    for (name, _) in NATPT_SERVICES {
-        t.push_str(&format!(" {name} |"));
-    }
-    t.push_str(" hi-priority requests refused | forced releases |\n|---|");
-    t.push_str(&"---|".repeat(NATPT_SERVICES.len() + 2));
-    t.push('\n');
+    ));
     for s in g.scheds() {
         let r = g.get(w, s, xi);
-        t.push_str(&format!("| {} |", s.label()));
-        for &(n, late) in &r.per_service {
-            t.push_str(&format!(" {} |", fmt_val(100.0 * late as f64 / n.max(1) as f64)));
-        }
-        t.push_str(&format!(" {} | {} |\n", r.stats.hi_refused, r.stats.forced));
+        let mut row = vec![s.label().to_string()];
+        row.extend(r.per_service.iter().map(|&(n, late)| fmt_val(100.0 * late as f64 / n.max(1) as f64)));
+        row.extend([r.stats.hi_refused.to_string(), r.stats.forced.to_string()]);
+        table.row(row);
     }
+    let mut t = String::new();
     let (ev, st) = (g.get(w, Sched::Everest, xi), g.get(w, Sched::Static, xi));
     let top = (0..NATPT_SERVICES.len()).max_by_key(|&i| (ev.per_service[i].1, i)).expect("six services");
     let (ev_late, st_late) = (ev.per_service[top].1, st.per_service[top].1);
     t.push_str(&format!(
-        "\nReading: {:.0}% of Everest's late packets are in {} ({} late; Static: {}).",
+        "Reading: {:.0}% of Everest's late packets are in {} ({} late; Static: {}).",
         100.0 * ev_late as f64 / ev.late.max(1) as f64,
         NATPT_SERVICES[top].0,
         ev_late,
@@ -537,7 +527,7 @@ fn late_by_service(g: &Grid, w: usize, xi: usize) -> String {
             ev.late, st.late, ev.stats.hi_refused
         ));
     }
-    t
+    (table, t)
 }
 
 /// Every scheduler at each D of `xs` (ms), N_p = 16, t_sw = 2 ms (Fig. 3(a)-(c)).
@@ -593,7 +583,8 @@ pub fn fig3b(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     for w in 0..g.ws.len() {
         let name = g.ws[w].name;
         let mut lines = Vec::new();
-        let mut t = format!("Fig. 3(b) ({name}): queue length seen by the 100 us sampler, all services\n\n| scheduler | P(q = 0) | P(q <= 7) | P(q <= 63) | P(q <= 511) | max |\n|---|---|---|---|---|---|\n");
+        let mut t = Table::new(["scheduler", "P(q = 0)", "P(q <= 7)", "P(q <= 63)", "P(q <= 511)", "max"])
+            .captioned(format!("Fig. 3(b) ({name}): queue length seen by the 100 us sampler, all services"));
         for s in g.scheds() {
             let r = g.get(w, s, 0);
             let n = r.queue_samples.max(1) as f64;
@@ -609,22 +600,21 @@ pub fn fig3b(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 at.insert(edge, cum as f64 / n);
             }
             let p = |e: u64| at.get(&e).copied().unwrap_or(1.0);
-            t.push_str(&format!(
-                "| {} | {:.4} | {:.4} | {:.4} | {:.4} | {} |\n",
-                s.label(),
-                p(0),
-                p(7),
-                p(63),
-                p(511),
-                r.max_queue
-            ));
+            t.row([
+                s.label().to_string(),
+                format!("{:.4}", p(0)),
+                format!("{:.4}", p(7)),
+                format!("{:.4}", p(63)),
+                format!("{:.4}", p(511)),
+                r.max_queue.to_string(),
+            ]);
             for (e, metric) in [(0u64, "p_queue_0"), (63, "p_queue_le_63"), (511, "p_queue_le_511")] {
                 let params = BTreeMap::from([("workload".into(), json!(name)), ("scheduler".into(), json!(s.label()))]);
                 out.comparisons.push(Comparison::new(metric, params, p(e), None, "probability", "Fig. 3(b)"));
             }
             lines.push((s.label(), pts));
         }
-        out.notes.push(t);
+        out.notes.push(t.into());
         out.plots.push(PlotSpec {
             name: format!("fig3b-{name}"),
             title: format!("Fig. 3(b): queue-length CDF, D = t_sw = 2 ms ({name})"),
@@ -706,7 +696,7 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let t0 = std::time::Instant::now();
     let g = guarantees(&ws, &points, opts);
     let g_secs = t0.elapsed().as_secs_f64();
-    out.notes.push(guarantee_note(&ws, &g));
+    out.notes.push(Note::from(guarantee_note(&ws, &g)));
     let rs = super::par_map(
         opts.threads,
         &points,
@@ -718,7 +708,7 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         },
         progress,
     );
-    let mut t = format!("Wall-clock seconds per run on this machine (two runs at a time on 2 cores), and the N_max analysis pass ({g_secs:.1} s for all services).\n\n| scheduler | packets | late % | switches | seconds | ns / packet |\n|---|---|---|---|---|---|\n");
+    let mut t = Table::new(["scheduler", "packets", "late %", "switches", "seconds", "ns / packet"]).captioned(format!("Wall-clock seconds per run on this machine (two runs at a time on 2 cores), and the N_max analysis pass ({g_secs:.1} s for all services)."));
     for (p, (r, secs)) in points.iter().zip(&rs) {
         out.runs.push(result_run(&ws, p, r));
         let params =
@@ -730,17 +720,17 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             value: secs * 1e9 / r.packets.max(1) as f64,
             unit: "ns".into(),
         });
-        t.push_str(&format!(
-            "| {} | {} | {} | {} | {secs:.1} | {:.0} |\n",
-            p.sched.label(),
-            r.packets,
-            fmt_val(r.late_percent()),
-            r.stats.switches,
-            secs * 1e9 / r.packets.max(1) as f64
-        ));
+        t.row([
+            p.sched.label().to_string(),
+            r.packets.to_string(),
+            fmt_val(r.late_percent()).to_string(),
+            r.stats.switches.to_string(),
+            format!("{secs:.1}"),
+            format!("{:.0}", secs * 1e9 / r.packets.max(1) as f64),
+        ]);
     }
     out.timings.push(Timing { name: "n_max_seconds".into(), params: BTreeMap::new(), value: g_secs, unit: "s".into() });
-    out.notes.push(t);
+    out.notes.push(t.into());
     out
 }
 

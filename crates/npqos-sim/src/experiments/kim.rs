@@ -7,7 +7,7 @@
 
 use super::RunOptions;
 use crate::models::kim::{self, KimParams};
-use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
+use crate::results::{Comparison, Note, Output, PlotKind, PlotSpec, RunResult};
 use npqos_core::shaper::{BucketParams, PeriodicShaper};
 use npqos_core::{Duration, Instant, Rate};
 use serde_json::json;
@@ -243,7 +243,7 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         log_x: true,
         log_y: false,
     });
-    out.notes.push(differences_note());
+    out.notes.push(Note::from(differences_note()));
     out.notes.push(TABLE2_NOTE.into());
     out
 }
@@ -306,7 +306,7 @@ pub fn fig8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         log_x: true,
         log_y: false,
     });
-    out.notes.push(differences_note());
+    out.notes.push(Note::from(differences_note()));
     out
 }
 
@@ -450,11 +450,11 @@ pub fn table10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         a.push("--quick: one core with 10,000 queues at 100 kbps each (the full run's queues per core and per-queue rate), 4 simulated seconds, four of the twelve overload values (uniform 7.7 and 1.1, IMIX 5.15 and 1.29).".into());
     }
     out.assumptions = a;
-    out.notes.push(format!(
+    out.notes.push(Note::from(format!(
         "Mean |model - simulation| / simulation over the {} cases: **{mean_err:.2}%** for the paper's model (eqs 8-13 as written; the paper reports 2.73% for its own) and **{mean_err_renewal:.2}%** for our renewal-reward variant. Both are ours: our implementations against our simulation. \
          The paper's eq 11 averages a ratio, E[U / (N T + U)], while the long-run fraction of time in the heap is E[U] / (E[N] T + E[U]); when N varies a lot (overload near 1) the mean of the ratio is larger (Jensen), so the paper's model overestimates the heap there. Eq 9 also takes the unschedulable time as alpha / BW, but a queue is disabled for (alpha - TB_N) / BW with TB_N < 0, so at high overload the paper's model underestimates. The renewal variant corrects both with the same dynamic program; nothing is fitted.",
         errors.len()
-    ));
+    )));
     out
 }
 

@@ -12,7 +12,7 @@
 use super::kim::run_points;
 use super::RunOptions;
 use crate::models::kim::{self, CacheGeometry, HeapOp, KimParams};
-use crate::results::{Comparison, Output, PlotKind, PlotSpec, Timing};
+use crate::results::{Comparison, Output, PlotKind, PlotSpec, Table, Timing};
 use npqos_core::shaper::heap::ReschedHeap;
 use npqos_core::{Duration, Instant, Rate};
 use serde_json::json;
@@ -164,9 +164,19 @@ pub fn table45(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         overloads.iter().map(|o| (format!("compares per delete, overload {o}"), vec![])).collect();
     let mut lines_ins: Vec<(String, Vec<(f64, f64)>)> =
         overloads.iter().map(|o| (format!("compares per insert, overload {o}"), vec![])).collect();
-    let mut table = String::from(
-        "| queues | overload | mean heap | compares/insert | moves/insert | ns/insert (here) | paper insert cycles | compares/delete | moves/delete | ns/delete (here) | paper delete cycles |\n|---|---|---|---|---|---|---|---|---|---|---|\n",
-    );
+    let mut table = Table::new([
+        "queues",
+        "overload",
+        "mean heap",
+        "compares/insert",
+        "moves/insert",
+        "ns/insert (here)",
+        "paper insert cycles",
+        "compares/delete",
+        "moves/delete",
+        "ns/delete (here)",
+        "paper delete cycles",
+    ]);
     for ((&(n, o), mut r), &rp) in grid.iter().zip(runs).zip(&replays) {
         let ci = rp.insert_compares as f64 / rp.inserts.max(1) as f64;
         let mi = rp.insert_moves as f64 / rp.inserts.max(1) as f64;
@@ -211,12 +221,19 @@ pub fn table45(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             unit: "ns".into(),
         });
         out.timings.push(Timing { name: "ns_per_delete".into(), params, value: rp.delete_ns, unit: "ns".into() });
-        table.push_str(&format!(
-            "| {n} | {o} | {:.1} | {ci:.2} | {mi:.2} | {:.1} | {p4} | {cd:.2} | {md:.2} | {:.1} | {p5} |\n",
-            r.get("heap_mean_per_core").unwrap_or(0.0),
-            rp.insert_ns,
-            rp.delete_ns
-        ));
+        table.row([
+            n.to_string(),
+            o.to_string(),
+            format!("{:.1}", r.get("heap_mean_per_core").unwrap_or(0.0)),
+            format!("{ci:.2}"),
+            format!("{mi:.2}"),
+            format!("{:.1}", rp.insert_ns),
+            p4.to_string(),
+            format!("{cd:.2}"),
+            format!("{md:.2}"),
+            format!("{:.1}", rp.delete_ns),
+            p5.to_string(),
+        ]);
         let j = overloads.iter().position(|&x| x == o).expect("overload");
         lines_del[j].1.push((n as f64, cd));
         lines_ins[j].1.push((n as f64, ci));
@@ -234,9 +251,9 @@ pub fn table45(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         log_x: true,
         log_y: false,
     });
-    out.notes.push(format!(
-        "Ours beside the paper's GEM5 cycles (not converted: the paper's cycles are for its own heap code on a simulated core with every heap element pre-fetched; ours are wall-clock ns on this machine with its real caches, timer overhead of {overhead:.1} ns per operation subtracted, median of three replays). The counts are deterministic; the ns are not.\n\n{table}"
-    ));
+    out.notes.push(table.captioned(format!(
+        "Ours beside the paper's GEM5 cycles (not converted: the paper's cycles are for its own heap code on a simulated core with every heap element pre-fetched; ours are wall-clock ns on this machine with its real caches, timer overhead of {overhead:.1} ns per operation subtracted, median of three replays). The counts are deterministic; the ns are not."
+    )).into());
     out.notes.push("The shape to compare: the paper's insertion cost is flat (about 32 cycles) because a new reschedule time is usually later than most in the heap, so it rarely moves up; its deletion cost grows with the heap's height, i.e. with the queue count and the overload. Our comparison and move counts per operation show whether the same holds for our heap; see the table.".into());
     out.assumptions = vec![
         "One core's share of the paper's 100-core system: N / 100 queues on one core, each at 100 Gbps / N (module documentation of kim_heap.rs); N = 100 gives one queue.".into(),
@@ -276,7 +293,15 @@ pub fn table67(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     r.label = format!("N={total} overload=1.29");
     r.params.insert("queues".into(), json!(total));
     let mut out = Output::default();
-    let mut table = String::from("| locked | misses/insert | insert miss rate | misses/delete | delete miss rate | paper insert cycles (Table VI) | paper delete cycles (Table VI) |\n|---|---|---|---|---|---|---|\n");
+    let mut table = Table::new([
+        "locked",
+        "misses/insert",
+        "insert miss rate",
+        "misses/delete",
+        "delete miss rate",
+        "paper insert cycles (Table VI)",
+        "paper delete cycles (Table VI)",
+    ]);
     let (mut ins, mut del) = (vec![], vec![]);
     for ((l, mi, ri, md, rd), (_, c_ins, c_del)) in TABLE7.iter().zip(TABLE6) {
         let kb = l / 1024;
@@ -302,9 +327,15 @@ pub fn table67(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 source: "Table VII".into(),
             });
         }
-        table.push_str(&format!(
-            "| {kb} KB | {ours_mi:.3} | {ours_ri:.2}% | {ours_md:.3} | {ours_rd:.2}% | {c_ins} | {c_del} |\n"
-        ));
+        table.row([
+            format!("{kb} KB"),
+            format!("{ours_mi:.3}"),
+            format!("{ours_ri:.2}%"),
+            format!("{ours_md:.3}"),
+            format!("{ours_rd:.2}%"),
+            c_ins.to_string(),
+            c_del.to_string(),
+        ]);
     }
     out.plots.push(PlotSpec {
         name: "table7".into(),
@@ -316,13 +347,13 @@ pub fn table67(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         log_x: false,
         log_y: false,
     });
-    out.notes.push(format!(
-        "Accesses per operation in our heap: {:.2} per insert, {:.2} per delete (mean heap {:.0} nodes = {:.1} KB per core). The paper's Table VII implies about 18 accesses per insert and 114 per delete (misses / miss rate): its counts come from GEM5 memory traces of its compiled heap code (instructions' loads and stores, locals included), ours are heap-array element reads and writes only. Table VI's cycles are the paper's timing of those runs; we have no cycle model and show them for reference only.\n\n{table}",
+    out.notes.push(table.captioned(format!(
+        "Accesses per operation in our heap: {:.2} per insert, {:.2} per delete (mean heap {:.0} nodes = {:.1} KB per core). The paper's Table VII implies about 18 accesses per insert and 114 per delete (misses / miss rate): its counts come from GEM5 memory traces of its compiled heap code (instructions' loads and stores, locals included), ours are heap-array element reads and writes only. Table VI's cycles are the paper's timing of those runs; we have no cycle model and show them for reference only.",
         r.get("accesses_per_insert").unwrap_or(0.0),
         r.get("accesses_per_delete").unwrap_or(0.0),
         r.get("heap_mean_per_core").unwrap_or(0.0),
         r.get("heap_mean_per_core").unwrap_or(0.0) * 8.0 / 1024.0,
-    ));
+    )).into());
     out.assumptions = vec![
         "One core's share of the paper's 100-core system (N / 100 queues on one core at 100 Gbps / N each); IMIX, exponential, overload 1.29 (Table VI's caption), alpha = cap = 3000 B, arrivals to a disabled queue dropped.".into(),
         "Each core has its own 32 KB, 2-way, 64 B-line LRU write-back data cache holding its heap array (8-byte nodes from address 0) and the bucket state (16 B per queue: tokens and T_lu) that Algorithm 1 reads and writes for every packet the core processes; the first L bytes of the heap are way-locked (always hit, each locked line taking one way of its set). The rest of the packet-processing working set (descriptors, packet data, code's stack) is not modelled, so our cache sees less pressure than the paper's.".into(),

@@ -5,7 +5,7 @@ use super::kim::run_points;
 use super::kim_heap::per_core;
 use super::RunOptions;
 use crate::models::kim::{Fill, KimParams, LinkMode, WhileDisabled};
-use crate::results::{Comparison, Output, PlotKind, PlotSpec};
+use crate::results::{Comparison, Note, Output, PlotKind, PlotSpec, Table};
 use crate::workload::{GapDist, SizeDist};
 use npqos_core::shaper::Adaptive;
 use npqos_core::{Duration, Rate};
@@ -148,7 +148,11 @@ pub fn fig11(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let runs = run_points(&points, opts, progress);
     let mut out = Output::default();
     let mut lines = Vec::new();
-    let mut summary = String::from("| variant | reschedules per queue, whole run | mean per interval, last 3 s of each overloaded phase |\n|---|---|---|\n");
+    let mut summary = Table::new([
+        "variant",
+        "reschedules per queue, whole run",
+        "mean per interval, last 3 s of each overloaded phase",
+    ]);
     for ((name, th), mut r) in variants.iter().zip(runs) {
         let pts = r.series.first().map(|s| s.points.clone()).unwrap_or_default();
         let total_per_queue: f64 = pts.iter().map(|p| p.1).sum();
@@ -167,7 +171,7 @@ pub fn fig11(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         r.params.insert("delta_th".into(), th.map_or(json!(null), |t| json!(t)));
         r.scalar("reschedules_per_queue_total", total_per_queue, "1");
         r.scalar("settled_overload_reschedules_per_interval", settled_mean, "1");
-        summary.push_str(&format!("| {name} | {total_per_queue:.2} | {settled_mean:.2} |\n"));
+        summary.row([name.to_string(), format!("{total_per_queue:.2}"), format!("{settled_mean:.2}")]);
         for (metric, ours) in [
             ("reschedules_per_queue_total", total_per_queue),
             ("settled_overload_reschedules_per_queue_per_interval", settled_mean),
@@ -194,7 +198,8 @@ pub fn fig11(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         log_x: false,
         log_y: false,
     });
-    out.notes.push(format!("{summary}\nThe paper: a lower delta_th reacts more aggressively and gives fewer reschedules overall, and in all cases the loop holds the count near delta_th. The table shows the settled count per interval in the overloaded phases against each delta_th, and the fixed-alpha run shows what the feedback removes."));
+    out.notes.push(summary.into());
+    out.notes.push(Note::from("The paper: a lower delta_th reacts more aggressively and gives fewer reschedules overall, and in all cases the loop holds the count near delta_th. The table shows the settled count per interval in the overloaded phases against each delta_th, and the fixed-alpha run shows what the feedback removes."));
     out.assumptions = vec![
         "One core's share of 1e6 queues on 100 cores (10,000 queues at 100 kbps each); IMIX, exponential gaps; overload 1 for the first phase, 3.85 for the next, alternating (Fig. 11's caption).".into(),
         "The paper does not give gamma, the sampling interval or alpha_min (\"experimentally optimized\"): we use gamma = 2, a 1 s interval, alpha_min = initial alpha = 1500 B (the fixed-alpha run uses 1500 B throughout), and a bucket cap of 48,000 B so that alpha has room to grow (alpha never exceeds the cap).".into(),
@@ -251,7 +256,7 @@ pub fn delay(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let runs = run_points(&points, opts, progress);
     let mut out = Output::default();
     let mut bars: Vec<(String, Vec<(f64, f64)>)> = fills.iter().map(|f| (format!("ours, {}", f.0), vec![])).collect();
-    let mut table = String::from("| overload | shaper | ours (ms) | paper (ms) |\n|---|---|---|---|\n");
+    let mut table = Table::new(["overload", "shaper", "ours (ms)", "paper (ms)"]);
     for (&(o, fname, alpha), mut r) in grid.iter().zip(runs) {
         let ms = r.get("mean_delay").unwrap_or(0.0) / 1e6;
         let row = DELAYS.iter().find(|d| d.0 == o).expect("overload");
@@ -267,10 +272,12 @@ pub fn delay(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         bars[k].1.push((o, ms));
         // The paper's event-driven number is compared with ours at the common alpha (3000 B).
         let compared = (periodic || alpha == 3000) && !opts.quick;
-        table.push_str(&format!(
-            "| {o} | {fname} | {ms:.3} | {} |\n",
-            if periodic || alpha == 3000 { paper.to_string() } else { "—".into() }
-        ));
+        table.row([
+            o.to_string(),
+            fname.to_string(),
+            format!("{ms:.3}"),
+            if periodic || alpha == 3000 { paper.to_string() } else { "—".into() }.to_string(),
+        ]);
         out.comparisons.push(Comparison {
             metric: "mean_delay".into(),
             params: r.params.iter().filter(|(k, _)| *k != "seed").map(|(k, v)| (k.clone(), v.clone())).collect(),
@@ -281,7 +288,8 @@ pub fn delay(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         });
         out.runs.push(r);
     }
-    out.notes.push(format!("{table}\nA queue throttled by the event-driven shaper waits until it has earned alpha plus its deficit ((alpha - TB) / BW, eq 4); the periodic shaper re-enables it at the first 1 ms fill that makes its bucket non-negative. With alpha = 3000 B at 2 Mbps the event-driven wait is at least 12 ms, so its delays are longer than periodic fill's; with a small alpha the event-driven shaper re-enables as soon as the deficit is paid, without the 1 ms rounding. The paper's delays (about 1-4 ms) also reflect its real traces' per-queue rates, which we do not have."));
+    out.notes.push(table.into());
+    out.notes.push(Note::from("A queue throttled by the event-driven shaper waits until it has earned alpha plus its deficit ((alpha - TB) / BW, eq 4); the periodic shaper re-enables it at the first 1 ms fill that makes its bucket non-negative. With alpha = 3000 B at 2 Mbps the event-driven wait is at least 12 ms, so its delays are longer than periodic fill's; with a small alpha the event-driven shaper re-enables as soon as the deficit is paid, without the 1 ms rounding. The paper's delays (about 1-4 ms) also reflect its real traces' per-queue rates, which we do not have."));
     let mut lines = bars;
     for (k, name) in ["paper, event-driven", "paper, periodic 1 ms"].iter().enumerate() {
         lines.push((name.to_string(), DELAYS.iter().map(|d| (d.0, if k == 0 { d.1 } else { d.2 })).collect()));

@@ -3,7 +3,7 @@
 
 use super::RunOptions;
 use crate::models::predictive::{paper_flows, run, FlowSpec, FqParams, FqResult, VARIATION};
-use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
+use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult, Table};
 use npqos_core::sched::estimate::TABLE1;
 use npqos_core::sched::fq::Discipline;
 use serde_json::json;
@@ -90,9 +90,7 @@ pub fn fig5_7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
     let (flows, rs, dur) = fq_runs(opts, progress);
     out.assumptions = assumptions(dur);
-    let mut table = String::from(
-        "Per-flow delays (us). Misordering (paper) = delay - interarrival; vs oracle = delay - the same packet's delay under WF2Q+.\n\n| flow | scheduler | interarrival | mean delay | max delay | max misordering (paper) | max vs oracle | mean vs oracle | bound (eq 13 SFQ / eq 18 EFQ) |\n|---|---|---|---|---|---|---|---|---|\n",
-    );
+    let mut table = Table::new(["flow", "scheduler", "interarrival", "mean delay", "max delay", "max misordering (paper)", "max vs oracle", "mean vs oracle", "bound (eq 13 SFQ / eq 18 EFQ)"]).captioned("Per-flow delays (us). Misordering (paper) = delay - interarrival; vs oracle = delay - the same packet's delay under WF2Q+.");
     let oracle = rs.last().expect("WF2Q+ runs last");
     for (d, r) in DISCS.iter().zip(&rs) {
         let vo = vs_oracle(r, oracle);
@@ -116,17 +114,17 @@ pub fn fig5_7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 Discipline::Efq => Some(b18),
                 Discipline::Wf2qPlus => None,
             };
-            table.push_str(&format!(
-                "| {title} | {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {:.1} | {} |\n",
-                d.label(),
-                st.interarrival_ns * 1e-3,
-                st.mean_delay_ns() * 1e-3,
-                st.max_delay_ns * 1e-3,
-                mis * 1e-3,
-                vo[fi].1,
-                vo[fi].0,
-                bound.map_or("—".into(), |b| format!("{:.1}", b * 1e-3))
-            ));
+            table.row([
+                title.to_string(),
+                d.label().to_string(),
+                format!("{:.1}", st.interarrival_ns * 1e-3),
+                format!("{:.1}", st.mean_delay_ns() * 1e-3),
+                format!("{:.1}", st.max_delay_ns * 1e-3),
+                format!("{:.1}", mis * 1e-3),
+                format!("{:.1}", vo[fi].1),
+                format!("{:.1}", vo[fi].0),
+                bound.map_or("—".into(), |b| format!("{:.1}", b * 1e-3)).to_string(),
+            ]);
             let params = BTreeMap::from([("scheduler".into(), json!(d.label())), ("flow".into(), json!(tag))]);
             out.comparisons.push(Comparison::new(
                 "max_misordering_vs_oracle",
@@ -184,7 +182,7 @@ pub fn fig5_7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             log_y: false,
         });
     }
-    out.notes.push(table);
+    out.notes.push(table.into());
     out
 }
 
@@ -226,15 +224,19 @@ pub fn fig8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let (flows, rs, dur) = fq_runs(opts, progress);
     out.assumptions = assumptions(dur);
     let mut lines = Vec::new();
-    let mut t = String::from(
-        "Mean misordering delay per flow (us): mean over the flow's packets of (delay - the same packet's delay under WF2Q+, the oracle), 32 flows. WF2Q+ is 0 by definition.\n\n| scheduler | min | max | mean |abs| | correlation with t_e |\n|---|---|---|---|---|\n",
-    );
+    let mut t = Table::new(["scheduler", "min", "max", "mean |abs|", "correlation with t_e"]).captioned("Mean misordering delay per flow (us): mean over the flow's packets of (delay - the same packet's delay under WF2Q+, the oracle), 32 flows. WF2Q+ is 0 by definition.");
     for (d, r) in DISCS.iter().zip(&rs) {
         let mut pts = misordering(r, rs.last().expect("WF2Q+ runs last"));
         let c = corr(&pts);
         let (lo, hi) = pts.iter().fold((f64::MAX, f64::MIN), |(a, b), p| (a.min(p.1), b.max(p.1)));
         let mean_abs = pts.iter().map(|p| p.1.abs()).sum::<f64>() / pts.len() as f64;
-        t.push_str(&format!("| {} | {lo:.1} | {hi:.1} | {mean_abs:.1} | {c:.3} |\n", d.label()));
+        t.row([
+            d.label().to_string(),
+            format!("{lo:.1}"),
+            format!("{hi:.1}"),
+            format!("{mean_abs:.1}"),
+            format!("{c:.3}"),
+        ]);
         let mut rr = run_result(*d, r, dur);
         rr.scalar("min_mean_misordering_us", lo, "us");
         rr.scalar("max_mean_misordering_us", hi, "us");
@@ -257,7 +259,7 @@ pub fn fig8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         pts.sort_by(|a, b| a.0.total_cmp(&b.0));
         lines.push((d.label().to_string(), pts));
     }
-    out.notes.push(t);
+    out.notes.push(t.into());
     out.plots.push(PlotSpec {
         name: "fig8".into(),
         title: "Fig. 8: mean misordering delay per flow vs mean processing time".into(),

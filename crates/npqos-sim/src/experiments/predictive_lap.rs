@@ -5,7 +5,7 @@ use super::RunOptions;
 use crate::models::efq_lap::{self, Bursts, Mode, SwitchParams};
 use crate::models::lap::{mean_te_ns, params, run, stream, LapParams, LapResult, Mix, StreamPacket, IMIX};
 use crate::models::predictive::paper_flows;
-use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
+use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult, Table};
 use npqos_core::sched::lap::Policy;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -73,9 +73,16 @@ pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         },
         progress,
     );
-    let mut table = String::from(
-        "Processors per application (group sizes) around the load change at packet 10,000 (dispatch index).\n\n| scheduler | app 1 mean, 8,000-10,000 | app 1 mean, 11,000-12,000 | app 1 std dev, 11,000-12,000 | group changes per 1,000 packets | cold fraction | packets until app 1's 64-packet mean first reaches 90 % of its new level |\n|---|---|---|---|---|---|---|\n",
-    );
+    let mut table = Table::new([
+        "scheduler",
+        "app 1 mean, 8,000-10,000",
+        "app 1 mean, 11,000-12,000",
+        "app 1 std dev, 11,000-12,000",
+        "group changes per 1,000 packets",
+        "cold fraction",
+        "packets until app 1's 64-packet mean first reaches 90 % of its new level",
+    ])
+    .captioned("Processors per application (group sizes) around the load change at packet 10,000 (dispatch index).");
     for (pol, r) in policies.iter().zip(&rs) {
         let g1 = |lo: usize, hi: usize| -> Vec<f64> {
             r.groups.iter().filter(|(k, _)| (lo..hi).contains(k)).map(|(_, g)| g[0] as f64).collect()
@@ -87,11 +94,15 @@ pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         let changes = r.groups.windows(2).filter(|w| w[0].1 != w[1].1).count() as f64 / 4.0;
         let series = g1(CHANGE, 12_000);
         let lag = series.windows(64).position(|w| mean(w) >= 0.9 * ma).map(|i| i as f64).unwrap_or(f64::NAN);
-        table.push_str(&format!(
-            "| {} | {mb:.2} | {ma:.2} | {sd:.2} | {changes:.0} | {:.3} | {lag:.0} |\n",
-            pol.label(),
-            r.cold_fraction()
-        ));
+        table.row([
+            pol.label().to_string(),
+            format!("{mb:.2}"),
+            format!("{ma:.2}"),
+            format!("{sd:.2}"),
+            format!("{changes:.0}"),
+            format!("{:.3}", r.cold_fraction()),
+            format!("{lag:.0}"),
+        ]);
         let mut rr = run_result(pol.label().into(), *pol, Some(q), r);
         rr.scalar("app1_group_mean_before", mb, "processors");
         rr.scalar("app1_group_mean_after", ma, "processors");
@@ -136,7 +147,7 @@ pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             log_y: false,
         });
     }
-    out.notes.push(table);
+    out.notes.push(table.into());
     out
 }
 
@@ -167,20 +178,26 @@ pub fn fig10_12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         progress,
     );
     let topt = rs[0].throughput_gbps();
-    let mut table = String::from(
-        "| scheduler | q | throughput (Gbit/s) | relative to T-Opt | cold fraction | order std dev (packets) |\n|---|---|---|---|---|---|\n",
-    );
+    let mut table = Table::new([
+        "scheduler",
+        "q",
+        "throughput (Gbit/s)",
+        "relative to T-Opt",
+        "cold fraction",
+        "order std dev (packets)",
+    ]);
     let mut lines: BTreeMap<&str, [Vec<(f64, f64)>; 3]> = BTreeMap::new();
     for (p, r) in points.iter().zip(&rs) {
         let rel = r.throughput_gbps() / topt;
         let qs = p.q.map_or("all".to_string(), |q| q.to_string());
-        table.push_str(&format!(
-            "| {} | {qs} | {:.3} | {rel:.4} | {:.4} | {:.1} |\n",
-            p.policy.label(),
-            r.throughput_gbps(),
-            r.cold_fraction(),
-            r.order_std
-        ));
+        table.row([
+            p.policy.label().to_string(),
+            qs.to_string(),
+            format!("{:.3}", r.throughput_gbps()),
+            format!("{rel:.4}"),
+            format!("{:.4}", r.cold_fraction()),
+            format!("{:.1}", r.order_std),
+        ]);
         let label = match p.q {
             Some(q) => format!("{}-q{q}", p.policy.label()),
             None => p.policy.label().to_string(),
@@ -242,7 +259,7 @@ pub fn fig10_12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             log_y: false,
         });
     }
-    out.notes.push(table);
+    out.notes.push(table.into());
     out
 }
 
@@ -284,25 +301,25 @@ pub fn switch(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     ];
     let rs =
         super::par_map(opts.threads, &modes, |&m, _| efq_lap::run(&switch_params(m, opts.quick, opts.seed)), progress);
-    let mut table = String::from(
-        "Delays of the conforming flows (all but compression) by whether the system was calm when they arrived, and what overload costs.\n\n| mode | conforming calm p99 / max (ms) | conforming overloaded p99 / max (ms) | bursting p99 (ms) | cold fraction | overloaded time (ms) | goodput while overloaded (processors) | max backlog (ms) | switches to LAP | time in LAP (ms) |\n|---|---|---|---|---|---|---|---|---|---|\n",
-    );
+    let mut table = Table::new(["mode", "conforming calm p99 / max (ms)", "conforming overloaded p99 / max (ms)", "bursting p99 (ms)", "cold fraction", "overloaded time (ms)", "goodput while overloaded (processors)", "max backlog (ms)", "switches to LAP", "time in LAP (ms)"])
+        .captioned("Delays of the conforming flows (all but compression) by whether the system was calm when they arrived, and what overload costs.");
     for (m, r) in modes.iter().zip(&rs) {
-        table.push_str(&format!(
-            "| {} | {:.2} / {:.2} | {:.2} / {:.2} | {:.2} | {:.3} | {:.0} | {:.3} | {:.1} | {} | {:.0} |\n",
-            m.label(),
-            r.conforming_calm.quantile(0.99) * 1e-6,
-            r.conforming_calm.max() * 1e-6,
-            r.conforming_overloaded.quantile(0.99) * 1e-6,
-            r.conforming_overloaded.max() * 1e-6,
-            r.bursting.quantile(0.99) * 1e-6,
-            r.cold_fraction(),
-            r.overloaded_ns * 1e-6,
-            r.overloaded_goodput(),
-            r.max_backlog_ns * 1e-6,
-            r.switches,
-            r.lap_ns * 1e-6
-        ));
+        table.row([
+            m.label().to_string(),
+            format!("{:.2} / {:.2}", r.conforming_calm.quantile(0.99) * 1e-6, r.conforming_calm.max() * 1e-6),
+            format!(
+                "{:.2} / {:.2}",
+                r.conforming_overloaded.quantile(0.99) * 1e-6,
+                r.conforming_overloaded.max() * 1e-6
+            ),
+            format!("{:.2}", r.bursting.quantile(0.99) * 1e-6),
+            format!("{:.3}", r.cold_fraction()),
+            format!("{:.0}", r.overloaded_ns * 1e-6),
+            format!("{:.3}", r.overloaded_goodput()),
+            format!("{:.1}", r.max_backlog_ns * 1e-6),
+            r.switches.to_string(),
+            format!("{:.0}", r.lap_ns * 1e-6),
+        ]);
         let mut rr = RunResult {
             label: m.label().into(),
             params: BTreeMap::from([("mode".into(), json!(m.label()))]),
@@ -343,7 +360,7 @@ pub fn switch(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             ));
         }
     }
-    out.notes.push(table);
+    out.notes.push(table.into());
     out.plots.push(PlotSpec {
         name: "backlog".into(),
         title: "Estimated queued processing time under bursts".into(),

@@ -10,7 +10,7 @@ use super::dqs::load_ndpi;
 use super::{par_map, RunOptions};
 use crate::models::qcache::sim::{run, SimConfig, SimStats};
 use crate::models::qcache::workload::{OpStream, Pattern, WorkloadSpec};
-use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult, Timing as WallTiming};
+use crate::results::{Comparison, Note, Output, PlotKind, PlotSpec, RunResult, Table, Timing as WallTiming};
 use crate::rng::RngStreams;
 use npqos_core::flowmap::hash::H3;
 use npqos_core::queues::model::{estimate, gaps, hits, thresholds, ModelParams};
@@ -233,17 +233,24 @@ pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     common_assumptions(&mut out);
     let w = wl(Pattern::R);
     let sweep = thread_sweep(&w, opts, &mut out, progress);
-    let mut rows = String::from("| subsystem | peak (M ops/s) | threads to 95% of peak | hit rate at 32 threads | off-chip refs/op |\n|---|---|---|---|---|\n");
+    let mut rows = Table::new([
+        "subsystem",
+        "peak (M ops/s)",
+        "threads to 95% of peak",
+        "hit rate at 32 threads",
+        "off-chip refs/op",
+    ]);
     for sub in Subsystem::ALL {
         let pts = &sweep[sub.label()];
         let (p, n) = peak(pts);
         let s32 = at(pts, 32);
-        rows.push_str(&format!(
-            "| {} | {p:.1} | {n} | {:.3} | {:.2} |\n",
-            sub.label(),
-            s32.hit_rate,
-            s32.offchip_per_op
-        ));
+        rows.row([
+            sub.label().to_string(),
+            format!("{p:.1}"),
+            n.to_string(),
+            format!("{:.3}", s32.hit_rate),
+            format!("{:.2}", s32.offchip_per_op),
+        ]);
         let pr = params(&[("subsystem", json!(sub.label())), ("workload", json!("R"))]);
         out.comparisons.push(Comparison::new(
             "peak_throughput",
@@ -261,7 +268,7 @@ pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         out.comparisons.push(Comparison::new("threads_to_95pct_of_peak", pr, n as f64, paper, "threads", src));
     }
     out.plots = sweep_plots(&w, &sweep, "fig5", "R (uniformly random)");
-    out.notes.push(rows);
+    out.notes.push(rows.into());
     out.notes.push("All four subsystems make three off-chip references per operation at near-zero hit rates, so all saturate the memory port at 200/3 = 66.7 M ops/s; the paper's peak is 'slightly over 80M' — its memory must sustain about 240 M references/s where Table 1's 200 MHz clock gives us 200 M. The queuing cache gets there with the fewest threads because its operation is the shortest (132.5 ns on a miss against 194-212.5 ns for the others).".into());
     out
 }
@@ -305,17 +312,25 @@ pub fn fig6(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             r_level.insert(j.sub.label(), st.throughput_mops);
         }
     }
-    let mut table = String::from("| subsystem | R level | peak over weights (weight) | largest weight still >= R level | at 100% |\n|---|---|---|---|---|\n");
+    let mut table = Table::new([
+        "subsystem",
+        "R level",
+        "peak over weights (weight)",
+        "largest weight still >= R level",
+        "at 100%",
+    ]);
     for sub in Subsystem::ALL {
         let l = &lines[sub.label()];
         let r = r_level[sub.label()];
         let (pw, pv) = l.iter().copied().fold((0.0, 0.0), |a, b| if b.1 > a.1 { b } else { a });
         let keep = l.iter().filter(|p| p.1 >= r).map(|p| p.0).fold(0.0, f64::max);
-        table.push_str(&format!(
-            "| {} | {r:.1} | {pv:.1} ({pw}%) | {keep}% | {:.1} |\n",
-            sub.label(),
-            l.last().expect("weights").1
-        ));
+        table.row([
+            sub.label().to_string(),
+            format!("{r:.1}"),
+            format!("{pv:.1} ({pw}%)"),
+            format!("{keep}%"),
+            format!("{:.1}", l.last().expect("weights").1),
+        ]);
         if sub.cached() {
             let paper = if sub == Subsystem::Qc { 20.0 } else { 10.0 };
             out.comparisons.push(Comparison::new(
@@ -328,7 +343,7 @@ pub fn fig6(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             ));
         }
     }
-    out.notes.push(table);
+    out.notes.push(table.into());
     out.plots.push(plot(
         "fig6b_weight",
         "SD1_k, 32 threads: throughput vs the dominating queue's weight",
@@ -404,7 +419,7 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let stats = simulate(&wls, &jobs, ops(opts), opts, &mut |x| progress(0.4 + 0.6 * x));
     let mut lines: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     let mut hit_lines: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
-    let mut sens = String::from("| standing backlog (packets) | nc | dc | sqc | qc |\n|---|---|---|---|---|\n");
+    let mut sens = Table::new(["standing backlog (packets)", "nc", "dc", "sqc", "qc"]);
     let mut sens_rows: BTreeMap<u32, Vec<f64>> = BTreeMap::new();
     for (j, st) in jobs.iter().zip(&stats) {
         let mut r = record(&wls[j.wl], j, st);
@@ -421,7 +436,13 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         }
     }
     for (b, v) in &sens_rows {
-        sens.push_str(&format!("| {b} | {:.1} | {:.1} | {:.1} | {:.1} |\n", v[0], v[1], v[2], v[3]));
+        sens.row([
+            b.to_string(),
+            format!("{:.1}", v[0]),
+            format!("{:.1}", v[1]),
+            format!("{:.1}", v[2]),
+            format!("{:.1}", v[3]),
+        ]);
     }
     for sub in Subsystem::ALL.into_iter().filter(|s| s.cached()) {
         let l = &lines[sub.label()];
@@ -458,7 +479,7 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         PlotKind::Lines,
         true,
     ));
-    out.notes.push(format!("Sensitivity of SD16_90 at 32 threads to the departure server's standing backlog (M ops/s). A dominating queue holds about 5.6% of the backlog and DRR sends it in one burst, so a larger backlog means longer runs of dequeues on one queue and more serialization; the paper does not give its backlog. The other figures use {BACKLOG}.\n\n{sens}"));
+    out.notes.push(sens.captioned(format!("Sensitivity of SD16_90 at 32 threads to the departure server's standing backlog (M ops/s). A dominating queue holds about 5.6% of the backlog and DRR sends it in one burst, so a larger backlog means longer runs of dequeues on one queue and more serialization; the paper does not give its backlog. The other figures use {BACKLOG}.")).into());
     out.notes.push("Our sqc and dc stay further below qc than the paper's (1.15x and 1.30x): they hold a queue for the whole operation (122.5 and about 154 ns) and with 16 dominating queues each taking 5.6% of the operations, those queues are busy most of the time; qc holds them for 47.5 ns. The paper's numbers imply much weaker serialization in its sqc and dc models.".into());
     out
 }
@@ -496,7 +517,7 @@ fn trace_workloads(seed: u64, out: &mut Output) -> Vec<Wl> {
     let corpus = match load_ndpi() {
         Some(Ok(c)) => c,
         Some(Err(e)) => {
-            out.notes.push(format!("**Trace workloads not run**: the nDPI corpus could not be read: {e}."));
+            out.notes.push(Note::from(format!("**Trace workloads not run**: the nDPI corpus could not be read: {e}.")));
             return Vec::new();
         }
         None => {
@@ -642,7 +663,7 @@ pub fn worstcase(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         ));
     }
     let t = TABLE1;
-    out.notes.push(format!(
+    out.notes.push(Note::from(format!(
         "Throughput (M ops/s): nc {:.2}, dc {:.2}, sqc {:.2}, qc {:.2}. Each equals 1 / (time the queue is held per operation): nc the whole operation (mean of {} + 5 and {} ns; the enqueue's two writes share the memory port), dc a hit ({} / {} ns), sqc a hit ({} ns), qc its engine (CAM {} + memory {} + cache {} = {} ns). The paper's ratios imply the queue is held for about 68 ns in its qc (3.1 x nc's 210 ns), near its 80 ns unloaded latency; ours releases the queue when the engine is done, before the response crosses the interconnect, hence larger ratios.",
         th["nc"],
         th["dc"],
@@ -657,7 +678,7 @@ pub fn worstcase(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         t.memory_ns,
         t.cache_ns,
         t.cam_ns + t.memory_ns + t.cache_ns
-    ));
+    )));
     out
 }
 
@@ -682,7 +703,14 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         value: base,
         unit: "s".into(),
     });
-    let mut table = format!("| subsystem | wall clock (s) | M simulated ops per wall-clock s | throughput (M ops/s) |\n|---|---|---|---|\n| stream only (baseline) | {base:.2} | {:.1} | - |\n", (n + n / 10) as f64 / base / 1e6);
+    let mut table =
+        Table::new(["subsystem", "wall clock (s)", "M simulated ops per wall-clock s", "throughput (M ops/s)"]);
+    table.row([
+        "stream only (baseline)".to_string(),
+        format!("{base:.2}"),
+        format!("{:.1}", (n + n / 10) as f64 / base / 1e6),
+        "-".to_string(),
+    ]);
     for (i, sub) in Subsystem::ALL.into_iter().enumerate() {
         let t0 = std::time::Instant::now();
         let mut s = stream(&w, opts.seed);
@@ -700,14 +728,14 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             value: secs,
             unit: "s".into(),
         });
-        table.push_str(&format!(
-            "| {} | {secs:.2} | {:.1} | {:.1} |\n",
-            sub.label(),
-            (n + n / 10) as f64 / secs / 1e6,
-            st.throughput_mops
-        ));
+        table.row([
+            sub.label().to_string(),
+            format!("{secs:.2}"),
+            format!("{:.1}", (n + n / 10) as f64 / secs / 1e6),
+            format!("{:.1}", st.throughput_mops),
+        ]);
     }
-    out.notes.push(format!("{} measured + {} warm-up operations per subsystem, 32 threads, R over {QUEUES} queues. Wall-clock times (this machine, this run):\n\n{table}", n, n / 10));
+    out.notes.push(table.captioned(format!("{} measured + {} warm-up operations per subsystem, 32 threads, R over {QUEUES} queues. Wall-clock times (this machine, this run):", n, n / 10)).into());
     out
 }
 

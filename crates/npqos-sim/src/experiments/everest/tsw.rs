@@ -3,6 +3,7 @@
 //! envelope and crossover tables). The workloads, grid and rendering helpers are in [`super`].
 
 use super::*;
+use crate::results::Table;
 
 pub(super) fn ratios(quick: bool) -> Vec<f64> {
     if quick {
@@ -58,7 +59,7 @@ pub fn fig4(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 
 /// Everest-adaptive against min(Everest, Everest-AE) at every point of both sweeps.
 fn adaptive_envelope(out: &mut Output, grids: &[(f64, Grid)]) {
-    let mut t = String::from("everest-adaptive against the lower envelope of Everest and Everest-AE (percentage late). 'within 10%': adaptive <= 1.1 x best, or within 0.001 percentage points of it when the best is near zero.\n\n| workload | D | t_sw / D | Everest | Everest-AE | adaptive | adaptive / best | within 10% |\n|---|---|---|---|---|---|---|---|\n");
+    let mut t = Table::new(["workload", "D", "t_sw / D", "Everest", "Everest-AE", "adaptive", "adaptive / best", "within 10%"]).captioned("everest-adaptive against the lower envelope of Everest and Everest-AE (percentage late). 'within 10%': adaptive <= 1.1 x best, or within 0.001 percentage points of it when the best is near zero.");
     let (mut n, mut ok) = (0, 0);
     for (d, g) in grids {
         for w in 0..g.ws.len() {
@@ -77,16 +78,16 @@ fn adaptive_envelope(out: &mut Output, grids: &[(f64, Grid)]) {
                 let within = ad <= 1.1 * best || ad - best <= 0.001;
                 n += 1;
                 ok += within as usize;
-                t.push_str(&format!(
-                    "| {} | {} us | {x} | {} | {} | {} | {} | {} |\n",
-                    g.ws[w].name,
-                    (d * 1000.0) as u64,
-                    fmt_val(e),
-                    fmt_val(a),
-                    fmt_val(ad),
-                    if ratio.is_finite() { fmt_val(ratio) } else { "inf".into() },
-                    if within { "yes" } else { "**no**" }
-                ));
+                t.row([
+                    g.ws[w].name.to_string(),
+                    format!("{} us", (d * 1000.0) as u64),
+                    x.to_string(),
+                    fmt_val(e).to_string(),
+                    fmt_val(a).to_string(),
+                    fmt_val(ad).to_string(),
+                    if ratio.is_finite() { fmt_val(ratio) } else { "inf".into() }.to_string(),
+                    if within { "yes" } else { "**no**" }.to_string(),
+                ]);
                 let params = BTreeMap::from([
                     ("workload".into(), json!(g.ws[w].name)),
                     ("d_us".into(), json!(d * 1000.0)),
@@ -103,39 +104,37 @@ fn adaptive_envelope(out: &mut Output, grids: &[(f64, Grid)]) {
             }
         }
     }
-    t.push_str(&format!("\nWithin 10% at {ok} of {n} points.\n"));
-    out.notes.push(t);
+    out.notes.push(t.into());
+    out.notes.push(format!("Within 10% at {ok} of {n} points.").into());
 }
 
 /// Where Everest-AE stops beating Everest (the paper: AE better at small t_sw / D, about 0.1
 /// and below, Everest at large).
 fn crossover_rows(out: &mut Output, grids: &[(f64, Grid)]) {
-    let mut t = String::from("Which of Everest and Everest-AE has fewer late packets (paper: Everest-AE at small t_sw / D, Everest at large).\n\n| workload | D | ");
-    let xs = &grids[0].1.xs;
-    for x in xs {
-        t.push_str(&format!("{x} | "));
-    }
-    t.push_str("\n|---|---|");
-    t.push_str(&"---|".repeat(xs.len()));
-    t.push('\n');
+    let mut cols = vec!["workload".to_string(), "D".to_string()];
+    cols.extend(grids[0].1.xs.iter().map(|x| x.to_string()));
+    let mut t = Table::new(cols).captioned(
+        "Which of Everest and Everest-AE has fewer late packets (paper: Everest-AE at small t_sw / D, Everest at large).",
+    );
     for (d, g) in grids {
         for w in 0..g.ws.len() {
-            t.push_str(&format!("| {} | {} us | ", g.ws[w].name, (d * 1000.0) as u64));
+            let mut row = vec![g.ws[w].name.to_string(), format!("{} us", (d * 1000.0) as u64)];
             for xi in 0..g.xs.len() {
                 let e = g.get(w, Sched::Everest, xi).late;
                 let a = g.get(w, Sched::EverestAe, xi).late;
-                t.push_str(if a < e {
-                    "AE | "
+                let who = if a < e {
+                    "AE"
                 } else if e < a {
-                    "Everest | "
+                    "Everest"
                 } else {
-                    "tie | "
-                });
+                    "tie"
+                };
+                row.push(who.to_string());
             }
-            t.push('\n');
+            t.row(row);
         }
     }
-    out.notes.push(t);
+    out.notes.push(t.into());
 }
 
 /// everest Fig. 5: mean delay vs t_sw / D at D = 2 ms.

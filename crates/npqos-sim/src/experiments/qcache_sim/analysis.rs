@@ -44,7 +44,18 @@ pub fn model(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     // The model sees the measured part of the same stream.
     let warm = (n_ops / 10) as usize;
     let seqs: Vec<Vec<(Op, u32)>> = wls.iter().map(|w| sequence(w, opts.seed, warm + n_ops as usize)).collect();
-    let mut table = String::from("| workload | subsystem | threads | simulated (M ops/s) | section 3.6 model | model / simulated | bounds (ours) | bounds / simulated | hit rate sim / model | model: stalled ops, T_l share of time |\n|---|---|---|---|---|---|---|---|---|---|\n");
+    let mut table = Table::new([
+        "workload",
+        "subsystem",
+        "threads",
+        "simulated (M ops/s)",
+        "section 3.6 model",
+        "model / simulated",
+        "bounds (ours)",
+        "bounds / simulated",
+        "hit rate sim / model",
+        "model: stalled ops, T_l share of time",
+    ]);
     let mut scatter = Vec::new();
     let mut bounds_pts = Vec::new();
     for (j, st) in jobs.iter().zip(&stats) {
@@ -62,21 +73,18 @@ pub fn model(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         out.runs.push(r);
         let lost_share =
             e.time_lost_ns / (e.time_lost_ns + e.mean_op_ns * (seq.len() - warm) as f64 / j.threads as f64);
-        table.push_str(&format!(
-            "| {} | {} | {} | {:.1} | {:.1} | {:.2} | {:.1} | {:.2} | {:.2} / {:.2} | {:.2}, {:.2} |\n",
-            w.label,
-            j.sub.label(),
-            j.threads,
-            st.throughput_mops,
-            e.throughput_mops,
-            e.throughput_mops / st.throughput_mops,
-            e.bounds_mops,
-            e.bounds_mops / st.throughput_mops,
-            st.hit_rate,
-            e.hit_rate,
-            e.stalled_fraction,
-            lost_share
-        ));
+        table.row([
+            w.label.to_string(),
+            j.sub.label().to_string(),
+            j.threads.to_string(),
+            format!("{:.1}", st.throughput_mops),
+            format!("{:.1}", e.throughput_mops),
+            format!("{:.2}", e.throughput_mops / st.throughput_mops),
+            format!("{:.1}", e.bounds_mops),
+            format!("{:.2}", e.bounds_mops / st.throughput_mops),
+            format!("{:.2} / {:.2}", st.hit_rate, e.hit_rate),
+            format!("{:.2}, {:.2}", e.stalled_fraction, lost_share),
+        ]);
         out.comparisons.push(Comparison::new(
             "model_over_simulated",
             params(&[("workload", json!(w.label)), ("subsystem", json!(j.sub.label())), ("threads", json!(j.threads))]),
@@ -99,7 +107,7 @@ pub fn model(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         }
     }
     progress(1.0);
-    out.notes.push(table);
+    out.notes.push(table.into());
     let max = scatter.iter().chain(&bounds_pts).map(|p| p.0.max(p.1)).fold(0.0, f64::max);
     out.plots.push(plot(
         "model_vs_simulation",
@@ -127,7 +135,13 @@ pub fn fig10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let wls = model_workloads(opts.seed, &mut out);
     let n = if opts.quick { 50_000 } else { 400_000 };
     let mut lines = Vec::new();
-    let mut table = String::from("| workload | median distance | below qc loss threshold | below nc loss threshold | below gain threshold (32) |\n|---|---|---|---|---|\n");
+    let mut table = Table::new([
+        "workload",
+        "median distance",
+        "below qc loss threshold",
+        "below nc loss threshold",
+        "below gain threshold (32)",
+    ]);
     for (i, w) in wls.iter().enumerate() {
         let seq = sequence(w, opts.seed, n);
         let mut g: Vec<u64> = gaps(&seq, w.spec.queues).into_iter().filter(|&d| d > 0).collect();
@@ -146,13 +160,13 @@ pub fn fig10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         };
         let (lq, ln) = (loss(Subsystem::Qc), loss(Subsystem::Nc));
         let median = g.get(g.len() / 2).copied().unwrap_or(0);
-        table.push_str(&format!(
-            "| {} | {median} | {:.3} (< {lq:.1}) | {:.3} (< {ln:.1}) | {:.3} |\n",
-            w.label,
-            frac(lq),
-            frac(ln),
-            frac(32.0)
-        ));
+        table.row([
+            w.label.to_string(),
+            median.to_string(),
+            format!("{:.3} (< {lq:.1})", frac(lq)),
+            format!("{:.3} (< {ln:.1})", frac(ln)),
+            format!("{:.3}", frac(32.0)),
+        ]);
         let pr = |m: &str| params(&[("workload", json!(w.label)), ("threshold", json!(m))]);
         let (p_loss, p_gain, src) = match w.label.as_str() {
             "SD1_30" => (Some(0.9), None, "section 5.1: 'ninety percent of the inter-arrival times are less than the service time' (single weighted queue)"),
@@ -193,7 +207,7 @@ pub fn fig10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         out.runs.push(r);
         progress((i + 1) as f64 / wls.len() as f64);
     }
-    out.notes.push(table);
+    out.notes.push(table.into());
     out.plots.push(plot(
         "fig10_interarrival_cdf",
         "Inter-arrival distance (operations since the previous one on the same queue): CDF",
