@@ -387,6 +387,11 @@ fn model_qcache_sizes_the_subsystems() {
     let demo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/demo.toml");
     let other = run(&["model", "qcache", "--scenario", demo.to_str().unwrap()]);
     assert_eq!(other.status.code(), Some(2), "a link scenario is bad input here");
+    let msg = stderr(&other);
+    assert!(
+        msg.contains("demo.toml") && msg.contains("model = \"link\"") && msg.contains("\"qcache\" scenario"),
+        "{msg}"
+    );
 }
 
 /// `npqos model predictive`: the paper's 32 flows give the forwarding flow's 5.1 us estimate,

@@ -94,6 +94,11 @@ pub struct ModelArgs {
     json: bool,
 }
 
+/// The error of `npqos model TOOL --scenario` given a scenario of a model it does not read.
+fn wrong_model(path: &std::path::Path, model: &str, tool: &str, reads: &str) -> anyhow::Error {
+    bad(format!("{}: model = {model:?}; npqos model {tool} {reads} scenario", path.display()))
+}
+
 fn count(s: &str) -> Result<u64, String> {
     parse_count(s).map_err(|e| e.to_string())
 }
@@ -321,11 +326,12 @@ fn qcache(a: &ModelArgs) -> Result<()> {
         Some(path) => {
             let (_, sc) = super::run::load(path)?;
             let npqos_sim::scenario::Spec::Qcache(q) = &sc.spec else {
-                return Err(bad(format!(
-                    "{}: model = {:?}; npqos model qcache reads the [queuing] and [timing] of a \"qcache\" scenario",
-                    path.display(),
-                    sc.model()
-                )));
+                return Err(wrong_model(
+                    path,
+                    sc.model(),
+                    "qcache",
+                    "reads the [queuing] and [timing] of a \"qcache\"",
+                ));
             };
             (
                 q.sim.timing,
@@ -434,11 +440,7 @@ fn fq_spec(a: &ModelArgs) -> Result<npqos_sim::models::predictive::scenario::FqS
             load: e.calm_load,
             flows: e.flows,
         }),
-        other => Err(bad(format!(
-            "{}: model = {:?}; npqos model predictive sizes the flows of an \"fq\" or \"efq-lap\" scenario",
-            path.display(),
-            other.model()
-        ))),
+        other => Err(wrong_model(path, other.model(), "predictive", "sizes the flows of an \"fq\" or \"efq-lap\"")),
     }
 }
 
@@ -511,11 +513,7 @@ fn everest(a: &ModelArgs) -> Result<()> {
     };
     let (_, sc) = super::run::load(path)?;
     let npqos_sim::scenario::Spec::Everest(e) = &sc.spec else {
-        return Err(bad(format!(
-            "{}: model = {:?}; npqos model everest sizes the services of an \"everest\" scenario",
-            path.display(),
-            sc.model()
-        )));
+        return Err(wrong_model(path, sc.model(), "everest", "sizes the services of an \"everest\""));
     };
     let seed = a.seed.unwrap_or(sc.seed);
     let rows = npqos_sim::models::everest::scenario::sizing(&sc, seed).map_err(|e| bad(e.to_string()))?;

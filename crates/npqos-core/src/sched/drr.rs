@@ -56,14 +56,7 @@ impl Drr {
     /// queue that sends and stays in the round goes to the back at once, so a queue joining
     /// the round during that send lines up behind it.
     pub fn round_robin(queues: u32) -> Self {
-        Drr {
-            quantum: 1,
-            ring: VecDeque::with_capacity(queues as usize),
-            deficit: vec![0; queues as usize],
-            active: vec![false; queues as usize],
-            granted: false,
-            per_packet: true,
-        }
+        Drr { per_packet: true, ..Drr::new(queues, 1).expect("a quantum of one is valid") }
     }
 
     pub fn queues(&self) -> usize {
