@@ -45,8 +45,16 @@ enum Cmd {
         #[arg(long)]
         quiet: bool,
     },
-    /// List the reproducible experiments: id, tab, description
-    List,
+    /// List the reproducible experiments (id, tab, description), or show what experiments
+    /// declare: the grid they sweep (full and --quick) and the numbers their paper states
+    #[command(after_help = "Examples:\n  npqos list\n  npqos list kim-table2\n  npqos list --json > experiments.json")]
+    List {
+        /// Experiment ids to show in full (grid and paper values)
+        ids: Vec<String>,
+        /// Every experiment's declaration as JSON (id, description, grid, paper values)
+        #[arg(long)]
+        json: bool,
+    },
     /// List the scenario models (`model = "<name>"`): name, tab, description
     Models,
     /// Reproduce experiments of the papers side by side with the papers' numbers
@@ -141,7 +149,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let r = match cli.cmd {
         Cmd::Run { scenario, out, seed, threads, quiet } => commands::run::run(&scenario, out, seed, threads, quiet),
-        Cmd::List => commands::reproduce::list(),
+        Cmd::List { ids, json } => commands::reproduce::list(&ids, json),
         Cmd::Models => {
             for (name, what) in npqos_sim::scenario::MODELS {
                 println!("{name}\t{what}");

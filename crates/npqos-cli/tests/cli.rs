@@ -28,6 +28,13 @@ fn version_help_and_list() {
     let out = stdout(&o);
     assert!(out.lines().all(|l| l.split_once('\t').is_some_and(|(id, d)| id.contains('-') && !d.is_empty())), "{out}");
     assert!(out.contains("kim-table1\t"));
+    // `npqos list ID`: the declared grid (full and quick) and the paper's numbers.
+    let o = run(&["list", "kim-table2"]);
+    let out = stdout(&o);
+    assert!(out.contains("queues (queues) = 1000, 10000, 100000, 1000000") && out.contains("2273204"), "{out}");
+    assert!(out.contains("grid with --quick: 2 points") && out.contains("(full runs only)"), "{out}");
+    let o = run(&["list", "kim-nope"]);
+    assert_eq!(o.status.code(), Some(2));
     // `npqos models`: every scenario model, one per line, name tab description; each name is
     // accepted as `model = ...` and an unknown one is refused with the list.
     let o = run(&["models"]);
@@ -168,6 +175,60 @@ fn reproduce_quick_writes_comparison_json() {
     assert!(!c["assumptions"].as_array().unwrap().is_empty());
     let report = std::fs::read_to_string(d.path().join("kim-table1/report.md")).unwrap();
     assert!(report.contains("| imix_percent |") && report.contains("Table I"));
+    check_paper_values_come_from_the_declarations(d.path());
+}
+
+/// Every paper number in the quick reproductions' comparison.json is one an experiment declares
+/// (`npqos list --json`) for that quantity and setting, with its source; every declared value
+/// compared in quick runs is set wherever its setting occurs; and every declared metric occurs
+/// in the quick run, except those of the trace workloads when the nDPI corpus is absent.
+fn check_paper_values_come_from_the_declarations(root: &Path) {
+    let o = run(&["list", "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let decls: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let matches = |p: &serde_json::Value, row: &serde_json::Value| {
+        p["metric"] == row["metric"]
+            && p["at"].as_object().unwrap().iter().all(|(k, v)| {
+                row["params"].get(k).is_some_and(|x| x == v || x.as_f64().is_some() && x.as_f64() == v.as_f64())
+            })
+    };
+    let (mut set, mut declared) = (0, 0);
+    for e in decls.as_array().unwrap() {
+        let id = e["id"].as_str().unwrap();
+        let c: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(root.join(id).join("comparison.json")).unwrap()).unwrap();
+        let rows = c["comparisons"].as_array().unwrap();
+        let paper = e["paper"].as_array().unwrap();
+        for row in rows.iter().filter(|r| !r["paper"].is_null()) {
+            let p = paper
+                .iter()
+                .find(|p| p["compared"] == "always" && matches(p, row))
+                .unwrap_or_else(|| panic!("{id}: a paper number no declaration gives: {row}"));
+            assert_eq!((&row["paper"], &row["source"]), (&p["value"], &p["source"]), "{id}: {row}");
+            set += 1;
+        }
+        for p in paper.iter().filter(|p| p["compared"] != "reference") {
+            declared += 1;
+            let hits: Vec<&serde_json::Value> = rows.iter().filter(|r| matches(p, r)).collect();
+            if p["compared"] == "always" {
+                assert!(hits.iter().all(|r| r["paper"] == p["value"]), "{id}: {p} not set on {hits:?}");
+            }
+            let trace = ["ndpi", "edge", "core"].iter().any(|w| p["at"]["workload"] == *w);
+            if !trace || npqos_sim::experiments::dqs::ndpi_dir().is_some() {
+                // A quantity of that name with every parameter the declaration names (a full-only
+                // value's setting may not occur in a quick run, but its parameter names do).
+                let keys = p["at"].as_object().unwrap();
+                assert!(
+                    rows.iter()
+                        .any(|r| r["metric"] == p["metric"] && keys.keys().all(|k| r["params"].get(k).is_some())),
+                    "{id}: no quantity {} with parameters {:?}",
+                    p["metric"],
+                    keys.keys().collect::<Vec<_>>()
+                );
+            }
+        }
+    }
+    assert!(set > 50 && declared > 150, "{set} paper numbers set, {declared} declared");
 }
 
 #[test]

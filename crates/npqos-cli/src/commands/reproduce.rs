@@ -4,15 +4,93 @@ use crate::error::{bad, Interrupted};
 use crate::output::{self, Meta};
 use crate::progress::Progress;
 use anyhow::Result;
-use npqos_sim::experiments::{self, RunOptions, EXPERIMENTS};
+use npqos_sim::experiments::declare::Compared;
+use npqos_sim::experiments::{self, ExperimentInfo, RunOptions, EXPERIMENTS};
 use serde_json::json;
 use std::path::PathBuf;
 
-pub fn list() -> Result<()> {
-    for e in EXPERIMENTS {
-        println!("{}\t{}", e.id, e.description);
+/// `npqos list [IDS] [--json]`.
+pub fn list(ids: &[String], as_json: bool) -> Result<()> {
+    let mut chosen = Vec::new();
+    for id in ids {
+        chosen.push(experiments::find(id).ok_or_else(|| unknown(id))?);
+    }
+    if as_json {
+        let all: Vec<&ExperimentInfo> = if chosen.is_empty() { EXPERIMENTS.iter().collect() } else { chosen };
+        let v: Vec<serde_json::Value> = all.iter().map(|e| declaration(e)).collect();
+        println!("{}", serde_json::to_string_pretty(&v)?);
+    } else if chosen.is_empty() {
+        for e in EXPERIMENTS {
+            println!("{}\t{}", e.id, e.description);
+        }
+    } else {
+        for e in chosen {
+            print!("{}", describe(e));
+        }
     }
     Ok(())
+}
+
+fn unknown(id: &str) -> anyhow::Error {
+    let known = EXPERIMENTS.iter().map(|e| e.id).collect::<Vec<_>>().join(", ");
+    bad(format!("unknown experiment id {id:?}: expected `all` or one of {known} (see `npqos list`)"))
+}
+
+/// An experiment's declaration as JSON: its grid, full and quick, and its paper values.
+fn declaration(e: &ExperimentInfo) -> serde_json::Value {
+    let grid = |quick: bool| {
+        let g = (e.grid)(quick);
+        json!({ "points": g.points(), "sweeps": g.sweeps })
+    };
+    let paper: Vec<serde_json::Value> = e
+        .paper
+        .iter()
+        .map(|p| json!({ "metric": p.metric, "at": p.at_json(), "value": p.value, "source": p.source, "compared": p.compared }))
+        .collect();
+    json!({ "id": e.id, "description": e.description, "grid": { "full": grid(false), "quick": grid(true) }, "paper": paper })
+}
+
+/// An experiment's declaration for people: the grid (full and --quick) and the paper's numbers.
+fn describe(e: &ExperimentInfo) -> String {
+    let mut s = format!("{}\n  {}\n", e.id, e.description);
+    for (name, quick) in [("grid", false), ("grid with --quick", true)] {
+        let g = (e.grid)(quick);
+        s.push_str(&format!("  {name}: {} points\n", g.points()));
+        for sw in &g.sweeps {
+            let axes: Vec<String> = sw
+                .axes
+                .iter()
+                .map(|a| {
+                    let vals: Vec<String> =
+                        a.values.iter().map(|v| v.as_str().map_or(v.to_string(), String::from)).collect();
+                    let unit = if a.unit.is_empty() { String::new() } else { format!(" ({})", a.unit) };
+                    format!("{}{unit} = {}", a.name, vals.join(", "))
+                })
+                .collect();
+            s.push_str(&format!("    {} [{} points]: {}\n", sw.name, sw.points(), axes.join("; ")));
+        }
+    }
+    if e.paper.is_empty() {
+        s.push_str("  paper values: none (the paper gives curves or text only; see the report's notes)\n");
+    } else {
+        s.push_str(&format!("  paper values ({}):\n", e.paper.len()));
+        for p in e.paper {
+            let at: Vec<String> =
+                p.at.iter()
+                    .map(|(k, a)| {
+                        let v = a.json();
+                        format!("{k}={}", v.as_str().map_or(v.to_string(), String::from))
+                    })
+                    .collect();
+            let when = match p.compared {
+                Compared::Always => "",
+                Compared::FullRuns => "  (full runs only)",
+                Compared::Reference => "  (reference, not compared)",
+            };
+            s.push_str(&format!("    {:<34} {:<40} {:>12}  [{}]{when}\n", p.metric, at.join(" "), p.value, p.source));
+        }
+    }
+    s
 }
 
 pub fn reproduce(
@@ -30,10 +108,7 @@ pub fn reproduce(
         } else if EXPERIMENTS.iter().any(|e| e.id == id) {
             todo.push(id);
         } else {
-            let known = EXPERIMENTS.iter().map(|e| e.id).collect::<Vec<_>>().join(", ");
-            return Err(bad(format!(
-                "unknown experiment id {id:?}: expected `all` or one of {known} (see `npqos list`)"
-            )));
+            return Err(unknown(id));
         }
     }
     todo.dedup();

@@ -11,6 +11,7 @@
 //!
 //! Every run: DRR over the physical queues at offered load 0.95 (dqs section 6).
 
+use super::declare::{stated_at, At, Grid, PaperValue};
 use super::RunOptions;
 use crate::models::dqs::{process, run_link, DqsLinkParams, DqsLinkResult, ProcModel, SyntheticFlows};
 use crate::results::{Comparison, Note, Output, PlotKind, PlotSpec, RunResult, Table};
@@ -154,10 +155,27 @@ pub fn synthetic(quick: bool) -> SyntheticFlows {
     }
 }
 
-/// The workloads of a run: ndpi when the corpus is present (else a note why not), synthetic.
-fn workloads(opts: RunOptions, out: &mut Output) -> Vec<Workload> {
+/// The workloads a grid sweeps: ndpi when the corpus is present, and synthetic.
+fn workload_names() -> Vec<&'static str> {
+    if ndpi_dir().is_some() {
+        vec!["ndpi", "synthetic"]
+    } else {
+        vec!["synthetic"]
+    }
+}
+
+/// A grid of links: the workloads (ndpi when present, synthetic) x AFM slots.
+fn links(slots: &[u32]) -> Grid {
+    Grid::one("links").axis("workload", "", workload_names()).axis("slots", "slots", slots)
+}
+
+/// The workloads of grid `g`'s links: ndpi if the grid has it and the corpus reads (else a
+/// note why not), synthetic.
+fn workloads(opts: RunOptions, g: &Grid, out: &mut Output) -> Vec<Workload> {
     let mut w = Vec::new();
-    match load_ndpi() {
+    let names: Vec<String> = g.values("links", "workload");
+    let ndpi = if names.iter().any(|n| n == "ndpi") { load_ndpi() } else { None };
+    match ndpi {
         Some(Ok(c)) => {
             out.assumptions.push(format!(
                 "ndpi corpus: {} records not IP skipped, {} corrupt records skipped (lenient reading).",
@@ -226,18 +244,237 @@ fn link_run(label: String, w: &str, m: u32, r: &DqsLinkResult) -> RunResult {
     run
 }
 
-/// Paper Table 2 values: [slots index][metric][trace], metrics mean, worst, alpha, P(1).
-const TABLE2: [[[f64; 3]; 4]; 3] = [
-    [[2.65, 2.12, 2.91], [15.0, 13.0, 16.0], [2.28, 1.49, 2.70], [0.531, 0.346, 0.693]],
-    [[1.34, 1.24, 1.42], [8.0, 7.0, 9.0], [0.57, 0.37, 0.68], [0.118, 0.049, 0.149]],
-    [[1.09, 1.03, 1.12], [5.0, 5.0, 7.0], [0.14, 0.09, 0.17], [0.007, 0.003, 0.016]],
+/// dqs Table 2, per AFM size and paper trace: mean and worst sub-table length, alpha and
+/// P(>1), compared with our ndpi corpus (we do not have the paper's traces).
+pub const PAPER_TABLE2: &[PaperValue] = &[
+    PaperValue::new(
+        "mean_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(64)), ("paper_trace", At::Text("CERNET"))],
+        2.65,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "mean_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(64)), ("paper_trace", At::Text("NLANR1"))],
+        2.12,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "mean_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(64)), ("paper_trace", At::Text("NLANR2"))],
+        2.91,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "worst_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(64)), ("paper_trace", At::Text("CERNET"))],
+        15.0,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "worst_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(64)), ("paper_trace", At::Text("NLANR1"))],
+        13.0,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "worst_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(64)), ("paper_trace", At::Text("NLANR2"))],
+        16.0,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "alpha",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(64)), ("paper_trace", At::Text("CERNET"))],
+        2.28,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "alpha",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(64)), ("paper_trace", At::Text("NLANR1"))],
+        1.49,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "alpha",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(64)), ("paper_trace", At::Text("NLANR2"))],
+        2.7,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "p_more_than_1",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(64)), ("paper_trace", At::Text("CERNET"))],
+        0.531,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "p_more_than_1",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(64)), ("paper_trace", At::Text("NLANR1"))],
+        0.346,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "p_more_than_1",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(64)), ("paper_trace", At::Text("NLANR2"))],
+        0.693,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "mean_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(256)), ("paper_trace", At::Text("CERNET"))],
+        1.34,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "mean_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(256)), ("paper_trace", At::Text("NLANR1"))],
+        1.24,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "mean_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(256)), ("paper_trace", At::Text("NLANR2"))],
+        1.42,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "worst_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(256)), ("paper_trace", At::Text("CERNET"))],
+        8.0,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "worst_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(256)), ("paper_trace", At::Text("NLANR1"))],
+        7.0,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "worst_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(256)), ("paper_trace", At::Text("NLANR2"))],
+        9.0,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "alpha",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(256)), ("paper_trace", At::Text("CERNET"))],
+        0.57,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "alpha",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(256)), ("paper_trace", At::Text("NLANR1"))],
+        0.37,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "alpha",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(256)), ("paper_trace", At::Text("NLANR2"))],
+        0.68,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "p_more_than_1",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(256)), ("paper_trace", At::Text("CERNET"))],
+        0.118,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "p_more_than_1",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(256)), ("paper_trace", At::Text("NLANR1"))],
+        0.049,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "p_more_than_1",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(256)), ("paper_trace", At::Text("NLANR2"))],
+        0.149,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "mean_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(1024)), ("paper_trace", At::Text("CERNET"))],
+        1.09,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "mean_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(1024)), ("paper_trace", At::Text("NLANR1"))],
+        1.03,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "mean_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(1024)), ("paper_trace", At::Text("NLANR2"))],
+        1.12,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "worst_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(1024)), ("paper_trace", At::Text("CERNET"))],
+        5.0,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "worst_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(1024)), ("paper_trace", At::Text("NLANR1"))],
+        5.0,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "worst_subtable_length",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(1024)), ("paper_trace", At::Text("NLANR2"))],
+        7.0,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "alpha",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(1024)), ("paper_trace", At::Text("CERNET"))],
+        0.14,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "alpha",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(1024)), ("paper_trace", At::Text("NLANR1"))],
+        0.09,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "alpha",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(1024)), ("paper_trace", At::Text("NLANR2"))],
+        0.17,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "p_more_than_1",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(1024)), ("paper_trace", At::Text("CERNET"))],
+        0.007,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "p_more_than_1",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(1024)), ("paper_trace", At::Text("NLANR1"))],
+        0.003,
+        "Table 2",
+    ),
+    PaperValue::new(
+        "p_more_than_1",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(1024)), ("paper_trace", At::Text("NLANR2"))],
+        0.016,
+        "Table 2",
+    ),
 ];
 
+/// dqs Table 2's grid: the workloads x M = 64, 256, 1024.
+pub fn table2_grid(_quick: bool) -> Grid {
+    links(&[64, 256, 1024])
+}
+
 /// dqs Table 2: sub-table lengths, alpha and P(>1) for M = 64, 256, 1024 at load 0.95.
-pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn table2(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
-    let ws = workloads(opts, &mut out);
-    let ms = [64u32, 256, 1024];
+    let ws = workloads(opts, g, &mut out);
+    let ms: Vec<u32> = g.values("links", "slots");
     let rs = sweep(&ws, &ms, false, opts, progress);
     let mut rows = Table::new([
         "workload",
@@ -249,8 +486,7 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "paper CERNET / NLANR1 / NLANR2 (mean, worst, alpha, P(1))",
     ]);
     for (i, r) in rs.iter().enumerate() {
-        let (w, mi) = (ws[i / ms.len()].name(), i % ms.len());
-        let m = ms[mi];
+        let (w, m) = (ws[i / ms.len()].name(), ms[i % ms.len()]);
         let run = link_run(format!("{w} M={m}"), w, m, r);
         let vals = [
             ("mean_subtable_length", run.get("mean_subtable_length").unwrap_or(0.0), "flows"),
@@ -258,12 +494,15 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             ("alpha", run.get("alpha").unwrap_or(0.0), "flows/slot"),
             ("p_more_than_1", run.get("p_more_than_1").unwrap_or(0.0), "probability"),
         ];
-        let paper_cells: Vec<String> = (0..3)
+        let paper_cells: Vec<String> = PAPER_TRACES
+            .iter()
             .map(|t| {
-                format!(
-                    "{}: {}, {}, {}, {}",
-                    PAPER_TRACES[t], TABLE2[mi][0][t], TABLE2[mi][1][t], TABLE2[mi][2][t], TABLE2[mi][3][t]
-                )
+                let at = [("workload", json!("ndpi")), ("slots", json!(m)), ("paper_trace", json!(t))];
+                let cells: Vec<String> = vals
+                    .iter()
+                    .map(|v| stated_at(PAPER_TABLE2, v.0, &at).map_or("—".into(), |x| x.to_string()))
+                    .collect();
+                format!("{t}: {}", cells.join(", "))
             })
             .collect();
         rows.row([
@@ -275,12 +514,12 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             format!("{:.3}", vals[3].1),
             paper_cells.join("; "),
         ]);
-        for (k, (metric, v, unit)) in vals.iter().enumerate() {
+        for (metric, v, unit) in &vals {
             if w == "ndpi" {
-                for (t, trace) in PAPER_TRACES.iter().enumerate() {
+                for trace in PAPER_TRACES {
                     let mut p = params(w, m);
                     p.insert("paper_trace".into(), json!(trace));
-                    out.comparisons.push(Comparison::new(metric, p, *v, Some(TABLE2[mi][k][t]), unit, "Table 2"));
+                    out.comparisons.push(Comparison::new(metric, p, *v, None, unit, "Table 2"));
                 }
             } else {
                 out.comparisons.push(Comparison::new(metric, params(w, m), *v, None, unit, "Table 2"));
@@ -295,15 +534,64 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     out
 }
 
-/// Paper Table 3: average trace speed, capacity, max and average queues.
-const TABLE3: [[f64; 3]; 4] =
-    [[278.8, 447.4, 662.6], [293.5, 470.9, 697.4], [352.0, 239.0, 385.0], [146.0, 95.0, 173.0]];
+/// dqs Table 3 per paper trace: maximum and mean physical queues (compared with our ndpi corpus),
+/// and the traces' mean rate and link capacity in Mb/s (reference: ours are other traces).
+pub const PAPER_TABLE3: &[PaperValue] = &[
+    PaperValue::new(
+        "max_queues",
+        &[("workload", At::Text("ndpi")), ("paper_trace", At::Text("CERNET"))],
+        352.0,
+        "Table 3",
+    ),
+    PaperValue::new(
+        "max_queues",
+        &[("workload", At::Text("ndpi")), ("paper_trace", At::Text("NLANR1"))],
+        239.0,
+        "Table 3",
+    ),
+    PaperValue::new(
+        "max_queues",
+        &[("workload", At::Text("ndpi")), ("paper_trace", At::Text("NLANR2"))],
+        385.0,
+        "Table 3",
+    ),
+    PaperValue::new(
+        "mean_queues",
+        &[("workload", At::Text("ndpi")), ("paper_trace", At::Text("CERNET"))],
+        146.0,
+        "Table 3",
+    ),
+    PaperValue::new(
+        "mean_queues",
+        &[("workload", At::Text("ndpi")), ("paper_trace", At::Text("NLANR1"))],
+        95.0,
+        "Table 3",
+    ),
+    PaperValue::new(
+        "mean_queues",
+        &[("workload", At::Text("ndpi")), ("paper_trace", At::Text("NLANR2"))],
+        173.0,
+        "Table 3",
+    ),
+    PaperValue::reference("mean_rate_mbps", &[("paper_trace", At::Text("CERNET"))], 278.8, "Table 3"),
+    PaperValue::reference("mean_rate_mbps", &[("paper_trace", At::Text("NLANR1"))], 447.4, "Table 3"),
+    PaperValue::reference("mean_rate_mbps", &[("paper_trace", At::Text("NLANR2"))], 662.6, "Table 3"),
+    PaperValue::reference("capacity_mbps", &[("paper_trace", At::Text("CERNET"))], 293.5, "Table 3"),
+    PaperValue::reference("capacity_mbps", &[("paper_trace", At::Text("NLANR1"))], 470.9, "Table 3"),
+    PaperValue::reference("capacity_mbps", &[("paper_trace", At::Text("NLANR2"))], 697.4, "Table 3"),
+];
+
+/// dqs Table 3's grid: the workloads at M = 256 (queue numbers do not depend on M).
+pub fn table3_grid(_quick: bool) -> Grid {
+    links(&[256])
+}
 
 /// dqs Table 3: physical queues needed at load 0.95.
-pub fn table3(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn table3(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
-    let ws = workloads(opts, &mut out);
-    let rs = sweep(&ws, &[256], false, opts, progress);
+    let ws = workloads(opts, g, &mut out);
+    let m: u32 = g.value("links", "slots");
+    let rs = sweep(&ws, &[m], false, opts, progress);
     let mut rows = Table::new([
         "workload",
         "flows",
@@ -313,20 +601,22 @@ pub fn table3(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "max queues",
         "mean queues",
     ]);
-    for t in 0..3 {
+    for t in PAPER_TRACES {
+        let at = [("workload", json!("ndpi")), ("paper_trace", json!(t))];
+        let cell = |m: &str| stated_at(PAPER_TABLE3, m, &at).map_or("—".into(), |x| x.to_string());
         rows.row([
-            format!("paper {}", PAPER_TRACES[t]),
+            format!("paper {t}"),
             "n/a".to_string(),
-            TABLE3[0][t].to_string(),
-            TABLE3[1][t].to_string(),
+            cell("mean_rate_mbps"),
+            cell("capacity_mbps"),
             "n/a".to_string(),
-            TABLE3[2][t].to_string(),
-            TABLE3[3][t].to_string(),
+            cell("max_queues"),
+            cell("mean_queues"),
         ]);
     }
     for (w, r) in ws.iter().zip(&rs) {
         let w = w.name();
-        let run = link_run(w.into(), w, 256, r);
+        let run = link_run(w.into(), w, m, r);
         rows.row([
             format!("ours {w}"),
             r.flows_activated.to_string(),
@@ -337,12 +627,12 @@ pub fn table3(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             format!("{:.1}", r.mean_queues),
         ]);
         let p = BTreeMap::from([("workload".into(), json!(w))]);
-        for (k, metric, v) in [(2usize, "max_queues", r.max_queues as f64), (3, "mean_queues", r.mean_queues)] {
+        for (metric, v) in [("max_queues", r.max_queues as f64), ("mean_queues", r.mean_queues)] {
             if w == "ndpi" {
-                for (t, trace) in PAPER_TRACES.iter().enumerate() {
+                for trace in PAPER_TRACES {
                     let mut pp = p.clone();
                     pp.insert("paper_trace".into(), json!(trace));
-                    out.comparisons.push(Comparison::new(metric, pp, v, Some(TABLE3[k][t]), "queues", "Table 3"));
+                    out.comparisons.push(Comparison::new(metric, pp, v, None, "queues", "Table 3"));
                 }
             } else {
                 out.comparisons.push(Comparison::new(metric, p.clone(), v, None, "queues", "Table 3"));
@@ -363,15 +653,47 @@ pub fn table3(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     out
 }
 
-const FIG5_SLOTS: [u32; 7] = [16, 32, 64, 128, 256, 512, 1024];
+/// dqs Figs 7-8 as the text states them: about two cycles per packet at M >= 256 (all three
+/// traces; compared with our ndpi corpus) and the NLANR2 CDF at M = 256.
+pub const PAPER_FIG5_8: &[PaperValue] = &[
+    PaperValue::new(
+        "overall_cycles_per_packet",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(256))],
+        2.0,
+        FIG7_SOURCE,
+    ),
+    PaperValue::new(
+        "overall_cycles_per_packet",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(512))],
+        2.0,
+        FIG7_SOURCE,
+    ),
+    PaperValue::new(
+        "overall_cycles_per_packet",
+        &[("workload", At::Text("ndpi")), ("slots", At::Int(1024))],
+        2.0,
+        FIG7_SOURCE,
+    ),
+    PaperValue::new("cdf_cycles_le_1", &[("workload", At::Text("ndpi")), ("slots", At::Int(256))], 0.40, FIG8_SOURCE),
+    PaperValue::new("cdf_cycles_le_2", &[("workload", At::Text("ndpi")), ("slots", At::Int(256))], 0.84, FIG8_SOURCE),
+    PaperValue::new("max_cycles", &[("workload", At::Text("ndpi")), ("slots", At::Int(256))], 6.0, FIG8_SOURCE),
+];
+const FIG7_SOURCE: &str = "Fig. 7 (text: about 2 at M >= 256)";
+const FIG8_SOURCE: &str = "Fig. 8 (NLANR2 text)";
+
+/// dqs Figs 5-8's grid: the workloads x M = 16 .. 1024.
+pub fn fig5_8_grid(_quick: bool) -> Grid {
+    links(&[16, 32, 64, 128, 256, 512, 1024])
+}
 
 /// dqs Figs 5-8: search and update cycles vs M beside Theorems 1-2, overall cycles per packet,
 /// and the CDF of cycles at M = 256.
-pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn fig5_8(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
-    let ws = workloads(opts, &mut out);
-    let rs = sweep(&ws, &FIG5_SLOTS, false, opts, progress);
-    let n = FIG5_SLOTS.len();
+    let ws = workloads(opts, g, &mut out);
+    let slots: Vec<u32> = g.values("links", "slots");
+    let rs = sweep(&ws, &slots, false, opts, progress);
+    let n = slots.len();
     let mut rows = Table::new([
         "workload",
         "M",
@@ -385,7 +707,7 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     for (wi, w) in ws.iter().enumerate() {
         let w = w.name();
         let mut lines: [Vec<(f64, f64)>; 7] = Default::default();
-        for (mi, &m) in FIG5_SLOTS.iter().enumerate() {
+        for (mi, &m) in slots.iter().enumerate() {
             let r = &rs[wi * n + mi];
             let x = m as f64;
             let (s, u) = (&r.search, &r.update);
@@ -452,15 +774,13 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 "nodes",
                 "random-BST unsuccessful search, eq 2",
             ));
-            // Fig. 7: "about two cycles" at M >= 256 (text, all three traces).
-            let paper7 = (m >= 256 && w == "ndpi").then_some(2.0);
             out.comparisons.push(Comparison::new(
                 "overall_cycles_per_packet",
                 p,
                 r.mean_cycles(),
-                paper7,
+                None,
                 "cycles",
-                "Fig. 7 (text: about 2 at M >= 256)",
+                FIG7_SOURCE,
             ));
             out.runs.push(link_run(format!("{w} M={m}"), w, m, r));
         }
@@ -475,7 +795,7 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             }
         }
         // Fig. 8: CDF of cycles at M = 256.
-        let r = &rs[wi * n + FIG5_SLOTS.iter().position(|&m| m == 256).expect("256 in the sweep")];
+        let r = &rs[wi * n + slots.iter().position(|&m| m == 256).expect("256 in the sweep")];
         let total: u64 = r.cycles_hist.iter().sum();
         let mut acc = 0u64;
         let mut cdf = Vec::new();
@@ -485,30 +805,15 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         }
         let frac = |c: usize| cdf.get(c.wrapping_sub(1)).map_or(1.0, |p| p.1);
         let p256 = params(w, 256);
-        let paper = |v: f64| (w == "ndpi").then_some(v);
-        out.comparisons.push(Comparison::new(
-            "cdf_cycles_le_1",
-            p256.clone(),
-            frac(1),
-            paper(0.40),
-            "fraction",
-            "Fig. 8 (NLANR2 text)",
-        ));
-        out.comparisons.push(Comparison::new(
-            "cdf_cycles_le_2",
-            p256.clone(),
-            frac(2),
-            paper(0.84),
-            "fraction",
-            "Fig. 8 (NLANR2 text)",
-        ));
+        out.comparisons.push(Comparison::new("cdf_cycles_le_1", p256.clone(), frac(1), None, "fraction", FIG8_SOURCE));
+        out.comparisons.push(Comparison::new("cdf_cycles_le_2", p256.clone(), frac(2), None, "fraction", FIG8_SOURCE));
         out.comparisons.push(Comparison::new(
             "max_cycles",
             p256,
             (r.cycles_hist.len() - 1) as f64,
-            paper(6.0),
+            None,
             "cycles",
-            "Fig. 8 (NLANR2 text)",
+            FIG8_SOURCE,
         ));
         out.plots.push(PlotSpec {
             name: format!("fig8_{w}"),
@@ -543,15 +848,39 @@ pub fn fig5_8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     out
 }
 
-const SPEEDUPS: [f64; 8] = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0];
-const FIG12_SLOTS: [u32; 6] = [16, 32, 64, 128, 256, 1024];
+/// dqs Fig. 10's text: MPMQ has about five times SPSQ's throughput (compared with our ndpi
+/// corpus at every point).
+pub const PAPER_FIG9_13: &[PaperValue] = &[PaperValue::new(
+    "mpmq_over_spsq_throughput",
+    &[("workload", At::Text("ndpi"))],
+    5.0,
+    "Fig. 10 (text: MPMQ about 5x SPSQ)",
+)];
+
+/// dqs Figs 9-13's grid: the recorded links (workloads x M), then the processing models replayed
+/// on them against the speedup at M = 64 and against M at speedup 8.
+pub fn fig9_13_grid(_quick: bool) -> Grid {
+    let models = ["SPSQ", "MPSQ", "MPMQ"];
+    links(&[16, 32, 64, 128, 256, 1024])
+        .sweep("by speedup")
+        .axis("model", "", models)
+        .axis("speedup", "1", [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
+        .axis("slots", "slots", [64u32])
+        .sweep("by M")
+        .axis("model", "", models)
+        .axis("slots", "slots", [16u32, 32, 64, 128, 256, 1024])
+        .axis("speedup", "1", [8.0])
+}
 
 /// dqs Figs 9-13: normalised throughput and task-queue buffer of SPSQ, MPSQ and MPMQ vs
 /// speedup (M = 64) and vs M (speedup 8).
-pub fn fig9_13(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn fig9_13(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
-    let ws = workloads(opts, &mut out);
-    let rs = sweep(&ws, &FIG12_SLOTS, true, opts, progress);
+    let ws = workloads(opts, g, &mut out);
+    let slots: Vec<u32> = g.values("links", "slots");
+    let rs = sweep(&ws, &slots, true, opts, progress);
+    let speedups: Vec<f64> = g.values("by speedup", "speedup");
+    let (sp_slots, m_speedup): (u32, f64) = (g.value("by speedup", "slots"), g.value("by M", "speedup"));
     let models = [ProcModel::Spsq, ProcModel::Mpsq, ProcModel::Mpmq];
     let mut rows = Table::new([
         "workload",
@@ -598,12 +927,11 @@ pub fn fig9_13(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             let ratio = res[2].throughput / res[0].throughput;
             let mut p = params(w, m);
             p.insert("speedup".into(), json!(sp));
-            let paper = (w == "ndpi").then_some(5.0);
             out.comparisons.push(Comparison::new(
                 "mpmq_over_spsq_throughput",
                 p,
                 ratio,
-                paper,
+                None,
                 "ratio",
                 "Fig. 10 (text: MPMQ about 5x SPSQ)",
             ));
@@ -622,12 +950,13 @@ pub fn fig9_13(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 format!("{:.2}", ratio),
             ]);
         };
-        let i64 = FIG12_SLOTS.iter().position(|&m| m == 64).expect("64 in the sweep");
-        for &sp in &SPEEDUPS {
-            emit(64, sp, &rs[wi * FIG12_SLOTS.len() + i64].requests, true, &mut out, &mut rows);
+        let n = slots.len();
+        let i64 = slots.iter().position(|&m| m == sp_slots).expect("the speedup sweep's M is a recorded link");
+        for &sp in &speedups {
+            emit(sp_slots, sp, &rs[wi * n + i64].requests, true, &mut out, &mut rows);
         }
-        for (mi, &m) in FIG12_SLOTS.iter().enumerate() {
-            emit(m, 8.0, &rs[wi * FIG12_SLOTS.len() + mi].requests, false, &mut out, &mut rows);
+        for (mi, &m) in slots.iter().enumerate() {
+            emit(m, m_speedup, &rs[wi * n + mi].requests, false, &mut out, &mut rows);
         }
         for (name, title, xl, yl, lines, log_x) in [
             (
@@ -660,8 +989,8 @@ pub fn fig9_13(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 log_y: false,
             });
         }
-        for (mi, &m) in FIG12_SLOTS.iter().enumerate() {
-            out.runs.push(link_run(format!("{w} M={m}"), w, m, &rs[wi * FIG12_SLOTS.len() + mi]));
+        for (mi, &m) in slots.iter().enumerate() {
+            out.runs.push(link_run(format!("{w} M={m}"), w, m, &rs[wi * n + mi]));
         }
     }
     out.notes.push(rows.into());
@@ -671,11 +1000,42 @@ pub fn fig9_13(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     out
 }
 
+/// dqs section 6's AFM memory example (M = l = N_q = 256, 32-bit flow ids) and section 1's
+/// brute-force pointer memory for 2^20 flows.
+pub const PAPER_SCALE: &[PaperValue] = &[
+    PaperValue::new(
+        "afm_memory_eq5_paper_example",
+        &[
+            ("slots", At::Int(256)),
+            ("active_flows", At::Int(256)),
+            ("queues", At::Int(256)),
+            ("flow_id_bits", At::Int(32)),
+        ],
+        16_384.0,
+        "section 6 (\"only 16 K bits\")",
+    ),
+    PaperValue::new(
+        "brute_force_pointer_memory",
+        &[("flows", At::Int(1_048_576))],
+        40.0 * 1_048_576.0,
+        "section 1 (2 x 2^20 x 20 = 40 Mbit)",
+    ),
+];
+
+/// dqs-scale's grid: one run of 1e6 in-progress flows (quick: 1e5) at M = 256.
+pub fn scale_grid(quick: bool) -> Grid {
+    Grid::one("run").axis("in_progress_flows", "flows", [if quick { 100_000u32 } else { 1_000_000 }]).axis(
+        "slots",
+        "slots",
+        [256u32],
+    )
+}
+
 /// dqs-scale: 1e6 in-progress flows (synthetic), of which only the active ones hold queues;
 /// AFM memory (eq 5 and our structure) against a brute-force per-flow queue table.
-pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn scale(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
-    let flows: u32 = if opts.quick { 100_000 } else { 1_000_000 };
+    let flows: u32 = g.value("run", "in_progress_flows");
     let w = SyntheticFlows {
         in_progress: flows,
         duration: if opts.quick { Duration::from_millis(500) } else { Duration::from_secs(5) },
@@ -684,7 +1044,7 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     };
     let wl = Workload::Synthetic(w.clone());
     out.assumptions.push(format!("Workload {}", wl.describe()));
-    let m = 256u32;
+    let m: u32 = g.value("run", "slots");
     let r = wl.run(m, false, opts.seed, progress);
     let mut run = link_run(format!("{flows} flows in progress"), "synthetic", m, &r);
     let l = r.max_active;
@@ -739,7 +1099,7 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             ("flow_id_bits".into(), json!(32)),
         ]),
         theory::afm_memory_bits(256, 256, 256, 32) as f64,
-        Some(16_384.0),
+        None,
         "bits",
         "section 6 (\"only 16 K bits\")",
     ));
@@ -755,7 +1115,7 @@ pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "brute_force_pointer_memory",
         BTreeMap::from([("flows".into(), json!(flows))]),
         brute_bits as f64,
-        (flows == 1 << 20).then_some(40.0 * 1048576.0),
+        None,
         "bits",
         "section 1 (2 x 2^20 x 20 = 40 Mbit)",
     ));

@@ -5,6 +5,7 @@
 //! stochastic model). Each queue count is one run; runs go to two worker threads and results are
 //! collected by index, so they do not depend on scheduling.
 
+use super::declare::{stated, At, Grid, PaperValue};
 use super::RunOptions;
 use crate::models::kim::{self, KimParams};
 use crate::results::{Comparison, Note, Output, PlotKind, PlotSpec, RunResult};
@@ -15,14 +16,184 @@ use std::collections::BTreeMap;
 
 /// Queue counts of Table II and Fig. 8.
 const QUEUES: [u32; 4] = [1_000, 10_000, 100_000, 1_000_000];
-/// kim Table II: off-chip accesses in 10 s for 2, 4, 8 KB locked, and reschedules.
-const TABLE2: [(u32, [f64; 3], f64); 4] = [
-    (1_000, [503_500.0, 483_900.0, 414_900.0], 34_063.0),
-    (10_000, [3_896_500.0, 3_475_500.0, 3_255_100.0], 199_075.0),
-    (100_000, [14_232_600.0, 14_233_500.0, 14_274_100.0], 748_836.0),
-    (1_000_000, [60_928_300.0, 53_088_299.0, 45_274_999.0], 2_273_204.0),
-];
 const PERIODS_US: [u64; 3] = [100, 1_000, 10_000];
+
+/// Fig. 7: section 5.1.1 states the 1e6-queue end points in its text.
+pub const PAPER_FIG7: &[PaperValue] = &[
+    PaperValue::new(
+        "periodic_fill_memory_accesses_10s",
+        &[("queues", At::Int(1_000_000)), ("period_us", At::Int(10_000))],
+        2e9,
+        FIG7_SOURCE,
+    ),
+    PaperValue::new(
+        "periodic_fill_memory_accesses_10s",
+        &[("queues", At::Int(1_000_000)), ("period_us", At::Int(100))],
+        2e11,
+        FIG7_SOURCE,
+    ),
+];
+const FIG7_SOURCE: &str = "Fig. 7 / section 5.1.1 text (end points only)";
+
+/// Table II: off-chip accesses in 10 s with 2, 4 and 8 KB locked, and reschedules; section
+/// 5.1.1's reduction factors against periodic fill (1e6 queues).
+pub const PAPER_TABLE2: &[PaperValue] = &[
+    PaperValue::full(
+        "offchip_accesses_10s",
+        &[("queues", At::Int(1_000)), ("locked", At::Text("2KB"))],
+        503_500.0,
+        "Table II",
+    ),
+    PaperValue::full(
+        "offchip_accesses_10s",
+        &[("queues", At::Int(1_000)), ("locked", At::Text("4KB"))],
+        483_900.0,
+        "Table II",
+    ),
+    PaperValue::full(
+        "offchip_accesses_10s",
+        &[("queues", At::Int(1_000)), ("locked", At::Text("8KB"))],
+        414_900.0,
+        "Table II",
+    ),
+    PaperValue::full("reschedules_10s", &[("queues", At::Int(1_000))], 34_063.0, "Table II"),
+    PaperValue::full(
+        "offchip_accesses_10s",
+        &[("queues", At::Int(10_000)), ("locked", At::Text("2KB"))],
+        3_896_500.0,
+        "Table II",
+    ),
+    PaperValue::full(
+        "offchip_accesses_10s",
+        &[("queues", At::Int(10_000)), ("locked", At::Text("4KB"))],
+        3_475_500.0,
+        "Table II",
+    ),
+    PaperValue::full(
+        "offchip_accesses_10s",
+        &[("queues", At::Int(10_000)), ("locked", At::Text("8KB"))],
+        3_255_100.0,
+        "Table II",
+    ),
+    PaperValue::full("reschedules_10s", &[("queues", At::Int(10_000))], 199_075.0, "Table II"),
+    PaperValue::full(
+        "offchip_accesses_10s",
+        &[("queues", At::Int(100_000)), ("locked", At::Text("2KB"))],
+        14_232_600.0,
+        "Table II",
+    ),
+    PaperValue::full(
+        "offchip_accesses_10s",
+        &[("queues", At::Int(100_000)), ("locked", At::Text("4KB"))],
+        14_233_500.0,
+        "Table II",
+    ),
+    PaperValue::full(
+        "offchip_accesses_10s",
+        &[("queues", At::Int(100_000)), ("locked", At::Text("8KB"))],
+        14_274_100.0,
+        "Table II",
+    ),
+    PaperValue::full("reschedules_10s", &[("queues", At::Int(100_000))], 748_836.0, "Table II"),
+    PaperValue::full(
+        "offchip_accesses_10s",
+        &[("queues", At::Int(1_000_000)), ("locked", At::Text("2KB"))],
+        60_928_300.0,
+        "Table II",
+    ),
+    PaperValue::full(
+        "offchip_accesses_10s",
+        &[("queues", At::Int(1_000_000)), ("locked", At::Text("4KB"))],
+        53_088_299.0,
+        "Table II",
+    ),
+    PaperValue::full(
+        "offchip_accesses_10s",
+        &[("queues", At::Int(1_000_000)), ("locked", At::Text("8KB"))],
+        45_274_999.0,
+        "Table II",
+    ),
+    PaperValue::full("reschedules_10s", &[("queues", At::Int(1_000_000))], 2_273_204.0, "Table II"),
+    PaperValue::full(
+        "reduction_vs_periodic_offchip_8KB",
+        &[("queues", At::Int(1_000_000)), ("period_us", At::Int(10_000))],
+        44.17,
+        REDUCTION_SOURCE,
+    ),
+    PaperValue::full(
+        "reduction_vs_periodic_offchip_8KB",
+        &[("queues", At::Int(1_000_000)), ("period_us", At::Int(100))],
+        4417.44,
+        REDUCTION_SOURCE,
+    ),
+];
+const REDUCTION_SOURCE: &str = "section 5.1.1 (2e9 / 45274999 and 2e11 / 45274999)";
+
+/// Fig. 8: the text states the 1e6-queue heap sizes.
+pub const PAPER_FIG8: &[PaperValue] = &[
+    PaperValue::full("heap_mean_per_core", &[("queues", At::Int(1_000_000))], 630.0, FIG8_SOURCE),
+    PaperValue::full("heap_max_per_core", &[("queues", At::Int(1_000_000))], 900.0, FIG8_SOURCE),
+];
+const FIG8_SOURCE: &str = "Fig. 8 / section 5.1.2 text (\"roughly 630 on average, 900 at most\", 1e6 queues only)";
+
+/// Fig. 12 has curves only; the paper gives no numbers.
+pub const PAPER_FIG12: &[PaperValue] = &[];
+
+/// Table X overload factors (uniform 40-1500 B and IMIX sizes), the grid of kim-table10.
+const TABLE_X_UNIFORM: [f64; 7] = [7.7, 3.85, 2.56, 1.93, 1.54, 1.28, 1.1];
+const TABLE_X_IMIX: [f64; 5] = [5.15, 2.57, 1.72, 1.29, 1.1];
+
+/// Table X: the paper's model error (%) per case, and the mean error its text states.
+pub const PAPER_TABLE10: &[PaperValue] = &[
+    PaperValue::new(
+        "model_error_percent",
+        &[("sizes", At::Text("uniform")), ("overload", At::Num(7.7))],
+        1.3,
+        "Table X",
+    ),
+    PaperValue::new(
+        "model_error_percent",
+        &[("sizes", At::Text("uniform")), ("overload", At::Num(3.85))],
+        2.5,
+        "Table X",
+    ),
+    PaperValue::new(
+        "model_error_percent",
+        &[("sizes", At::Text("uniform")), ("overload", At::Num(2.56))],
+        3.3,
+        "Table X",
+    ),
+    PaperValue::new(
+        "model_error_percent",
+        &[("sizes", At::Text("uniform")), ("overload", At::Num(1.93))],
+        4.6,
+        "Table X",
+    ),
+    PaperValue::new(
+        "model_error_percent",
+        &[("sizes", At::Text("uniform")), ("overload", At::Num(1.54))],
+        3.6,
+        "Table X",
+    ),
+    PaperValue::new(
+        "model_error_percent",
+        &[("sizes", At::Text("uniform")), ("overload", At::Num(1.28))],
+        3.0,
+        "Table X",
+    ),
+    PaperValue::new(
+        "model_error_percent",
+        &[("sizes", At::Text("uniform")), ("overload", At::Num(1.1))],
+        1.0,
+        "Table X",
+    ),
+    PaperValue::new("model_error_percent", &[("sizes", At::Text("imix")), ("overload", At::Num(5.15))], 1.3, "Table X"),
+    PaperValue::new("model_error_percent", &[("sizes", At::Text("imix")), ("overload", At::Num(2.57))], 2.2, "Table X"),
+    PaperValue::new("model_error_percent", &[("sizes", At::Text("imix")), ("overload", At::Num(1.72))], 2.5, "Table X"),
+    PaperValue::new("model_error_percent", &[("sizes", At::Text("imix")), ("overload", At::Num(1.29))], 2.7, "Table X"),
+    PaperValue::new("model_error_percent", &[("sizes", At::Text("imix")), ("overload", At::Num(1.1))], 4.8, "Table X"),
+    PaperValue::new("mean_model_error_percent", &[], 2.73, "section 5.2.1 text (\"the mean of errors is only 2.73%\")"),
+];
 
 fn assumptions(quick: bool) -> Vec<String> {
     let mut a = vec![
@@ -40,17 +211,20 @@ fn assumptions(quick: bool) -> Vec<String> {
     a
 }
 
+/// kim Fig. 7's grid: fill periods x queue counts (quick: 1e3 and 1e4 queues).
+pub fn fig7_grid(quick: bool) -> Grid {
+    let queues = QUEUES.iter().filter(|&&n| !quick || n <= 10_000);
+    Grid::one("fills").axis("period_us", "us", PERIODS_US).axis("queues", "queues", queues)
+}
+
 /// kim Fig. 7: read-modify-writes of the periodic-fill baseline in 10 s.
-pub fn fig7(opts: RunOptions) -> Output {
+pub fn fig7(grid: &Grid) -> Output {
     let mut out = Output::default();
     let horizon = Instant::ZERO + Duration::from_secs(10);
     let mut lines = Vec::new();
-    for &p in &PERIODS_US {
+    for p in grid.values::<u64>("fills", "period_us") {
         let mut pts = Vec::new();
-        for &n in &QUEUES {
-            if opts.quick && n > 10_000 {
-                continue;
-            }
+        for n in grid.values::<u32>("fills", "queues") {
             // The shaper's own counter, on a real PeriodicShaper of n queues.
             let share = Rate::gbps(100).share(n as u64);
             let s = PeriodicShaper::new(
@@ -72,19 +246,13 @@ pub fn fig7(opts: RunOptions) -> Output {
             r.scalar("memory_accesses", accesses, "1");
             out.runs.push(r);
             pts.push((n as f64, rmw));
-            // The paper states the 1e6-queue end points in the text (section 5.1.1).
-            let paper = match (n, p) {
-                (1_000_000, 10_000) => Some(2e9),
-                (1_000_000, 100) => Some(2e11),
-                _ => None,
-            };
             out.comparisons.push(Comparison {
                 metric: "periodic_fill_memory_accesses_10s".into(),
                 params: BTreeMap::from([("queues".into(), json!(n)), ("period_us".into(), json!(p))]),
                 ours: accesses,
-                paper,
+                paper: None,
                 unit: "accesses".into(),
-                source: "Fig. 7 / section 5.1.1 text (end points only)".into(),
+                source: FIG7_SOURCE.into(),
             });
         }
         lines.push((format!("period {p} us"), pts));
@@ -126,10 +294,17 @@ pub(super) fn run_points(points: &[KimParams], opts: RunOptions, progress: &mut 
     )
 }
 
+/// The grid of the Table II / Fig. 8 simulations: queue counts, simulated time (quick: 1e3 and
+/// 1e4 queues, 0.2 s).
+pub fn table2_grid(quick: bool) -> Grid {
+    let (ns, ms): (&[u32], u64) = if quick { (&QUEUES[..2], 200) } else { (&QUEUES, 10_000) };
+    Grid::one("runs").axis("queues", "queues", ns).axis("duration_ms", "ms", [ms])
+}
+
 /// The Table II / Fig. 8 simulations, one per queue count: (N, result, factor to 10 s).
-fn simulate(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Vec<(u32, RunResult, f64)> {
-    let ns: Vec<u32> = if opts.quick { vec![1_000, 10_000] } else { QUEUES.to_vec() };
-    let duration = if opts.quick { Duration::from_millis(200) } else { Duration::from_secs(10) };
+fn simulate(grid: &Grid, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Vec<(u32, RunResult, f64)> {
+    let ns: Vec<u32> = grid.values("runs", "queues");
+    let duration = Duration::from_millis(grid.value("runs", "duration_ms"));
     let scale = 10.0 / duration.as_secs_f64();
     let points: Vec<KimParams> = ns.iter().map(|&n| KimParams { duration, ..KimParams::paper(n) }).collect();
     let runs = run_points(&points, opts, progress);
@@ -144,24 +319,26 @@ fn simulate(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Vec<(u32, RunRes
 }
 
 /// kim Table II (and the reduction factor against periodic fill).
-pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let sims = simulate(opts, progress);
+pub fn table2(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
+    let sims = simulate(grid, opts, progress);
     let mut out = Output { assumptions: assumptions(opts.quick), ..Default::default() };
     let mut lines: Vec<(String, Vec<(f64, f64)>)> =
         ["2KB", "4KB", "8KB"].iter().map(|l| (format!("ours, {l} locked"), vec![])).collect();
     let mut paper_lines: Vec<(String, Vec<(f64, f64)>)> =
         ["2KB", "4KB", "8KB"].iter().map(|l| (format!("paper, {l} locked"), vec![])).collect();
     for (n, r, scale) in &sims {
-        let row = TABLE2.iter().find(|t| t.0 == *n).expect("table row");
         for (k, l) in ["2KB", "4KB", "8KB"].iter().enumerate() {
             let ours = r.get(&format!("offchip_{l}")).unwrap_or(0.0) * scale;
+            let params = BTreeMap::from([("queues".into(), json!(n)), ("locked".into(), json!(l))]);
             lines[k].1.push((*n as f64, ours));
-            paper_lines[k].1.push((*n as f64, row.1[k]));
+            if let Some(p) = stated(PAPER_TABLE2, "offchip_accesses_10s", &params) {
+                paper_lines[k].1.push((*n as f64, p));
+            }
             out.comparisons.push(Comparison {
                 metric: "offchip_accesses_10s".into(),
-                params: BTreeMap::from([("queues".into(), json!(n)), ("locked".into(), json!(l))]),
+                params,
                 ours,
-                paper: (!opts.quick).then_some(row.1[k]),
+                paper: None,
                 unit: "accesses".into(),
                 source: "Table II".into(),
             });
@@ -170,7 +347,7 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             metric: "reschedules_10s".into(),
             params: BTreeMap::from([("queues".into(), json!(n))]),
             ours: r.get("reschedules").unwrap_or(0.0) * scale,
-            paper: (!opts.quick).then_some(row.2),
+            paper: None,
             unit: "reschedules".into(),
             source: "Table II".into(),
         });
@@ -207,7 +384,7 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             });
         }
         let off8 = r.get("offchip_8KB").unwrap_or(0.0) * scale;
-        for (period_us, paper) in [(10_000u64, 44.17), (100, 4417.44)] {
+        for period_us in [10_000u64, 100] {
             let fills = 2.0 * *n as f64 * (10_000_000.0 / period_us as f64);
             let params = BTreeMap::from([("queues".into(), json!(n)), ("period_us".into(), json!(period_us))]);
             // The paper's definition: periodic-fill accesses / off-chip heap accesses with 8 KB
@@ -216,9 +393,9 @@ pub fn table2(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 metric: "reduction_vs_periodic_offchip_8KB".into(),
                 params: params.clone(),
                 ours: if off8 > 0.0 { fills / off8 } else { f64::NAN },
-                paper: (*n == 1_000_000 && !opts.quick).then_some(paper),
+                paper: None,
                 unit: "x".into(),
-                source: "section 5.1.1 (2e9 / 45274999 and 2e11 / 45274999)".into(),
+                source: REDUCTION_SOURCE.into(),
             });
             out.comparisons.push(Comparison {
                 metric: "reduction_vs_periodic_all_heap".into(),
@@ -275,23 +452,22 @@ fn model_prediction(n: u32) -> (f64, [f64; 3]) {
 const TABLE2_NOTE: &str = "**Off-chip accesses.** We count a heap access as off chip only when its array index lies beyond the locked region, as the paper's Fig. 4 describes. With 100 cores our heaps stay small at 1e3-1e5 queues (see kim-fig8), entirely inside even 2 KB (256 nodes), so our off-chip counts there are 0. The paper's counts at 1e3 queues (about 500,000, i.e. about 15 accesses per reschedule, nearly the same for 2 and 8 KB) look like all heap accesses rather than off-chip ones; `heap_accesses_10s` gives ours for comparison, and the reduction factor against periodic fill divides by it (conservative).\n\n**Reschedules.** With alpha, the cap and the overload fixed in bytes, the token walk per packet (size minus BW x gap, where BW x gap is exponential with mean 515 B at every queue count) has the same distribution for every N, so reschedules per packet cannot depend on N: ours scale with the packet rate, which is the same at every N (the link rate). The paper's counts imply about 100 packets between reschedules at 1e6 queues but about 7,000 at 1e3 (eq 8 with alpha = 3000 B), so its alpha or bucket cap must grow with the per-queue rate; it does not say how. We keep alpha = cap = 3000 B at every N and report what that gives.";
 
 /// kim Fig. 8: mean and max heap size per core.
-pub fn fig8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let sims = simulate(opts, progress);
+pub fn fig8(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
+    let sims = simulate(grid, opts, progress);
     let mut out = Output { assumptions: assumptions(opts.quick), ..Default::default() };
     let (mut mean_l, mut max_l) = (vec![], vec![]);
     for (n, r, _) in &sims {
         let (mean, max) = (r.get("heap_mean_per_core").unwrap_or(0.0), r.get("heap_max_per_core").unwrap_or(0.0));
         mean_l.push((*n as f64, mean));
         max_l.push((*n as f64, max));
-        let full = *n == 1_000_000 && !opts.quick;
-        for (metric, ours, paper) in [("heap_mean_per_core", mean, 630.0), ("heap_max_per_core", max, 900.0)] {
+        for (metric, ours) in [("heap_mean_per_core", mean), ("heap_max_per_core", max)] {
             out.comparisons.push(Comparison {
                 metric: metric.into(),
                 params: BTreeMap::from([("queues".into(), json!(n)), ("cores".into(), json!(100))]),
                 ours,
-                paper: full.then_some(paper),
+                paper: None,
                 unit: "nodes".into(),
-                source: "Fig. 8 / section 5.1.2 text (\"roughly 630 on average, 900 at most\", 1e6 queues only)".into(),
+                source: FIG8_SOURCE.into(),
             });
         }
         out.runs.push(r.clone());
@@ -310,33 +486,40 @@ pub fn fig8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     out
 }
 
-/// kim Table X: overload factors and the paper's model error (%) for uniform 40-1500 B sizes.
-const TABLE_X_UNIFORM: [(f64, f64); 7] =
-    [(7.7, 1.3), (3.85, 2.5), (2.56, 3.3), (1.93, 4.6), (1.54, 3.6), (1.28, 3.0), (1.1, 1.0)];
-/// kim Table X for IMIX sizes.
-const TABLE_X_IMIX: [(f64, f64); 5] = [(5.15, 1.3), (2.57, 2.2), (1.72, 2.5), (1.29, 2.7), (1.1, 4.8)];
+/// kim Table X's grid: one sweep per size distribution over its overload factors (quick:
+/// uniform 7.7 and 1.1, IMIX 5.15 and 1.29), with the queues, cores and simulated time.
+pub fn table10_grid(quick: bool) -> Grid {
+    let keep = |d: &str, o: f64| !quick || ([7.7, 1.1, 5.15, 1.29].contains(&o) && !(d == "imix" && o == 1.1));
+    // Full: the paper's 1e6 queues on 100 cores. Quick: one core with the same 10,000 queues per
+    // core at the same per-queue rate (100 kbps), so the expected heap per core is the same.
+    let (queues, cores, secs) = if quick { (10_000u32, 1u32, 4u64) } else { (1_000_000, 100, 3) };
+    let mut g = Grid::default();
+    for (d, os) in [("uniform", &TABLE_X_UNIFORM[..]), ("imix", &TABLE_X_IMIX[..])] {
+        g = g
+            .sweep(d)
+            .axis("overload", "1", os.iter().filter(|&&o| keep(d, o)))
+            .axis("queues", "queues", [queues])
+            .axis("cores", "cores", [cores])
+            .axis("duration_s", "s", [secs]);
+    }
+    g
+}
 
 /// kim Table X (Fig. 10): the stochastic model's mean heap size per core against our simulation,
 /// constant inter-arrival times, 1e6 queues on 100 cores.
-pub fn table10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn table10(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     use crate::workload::{mean_gap_for_overload, GapDist, SizeDist};
     use npqos_core::model::kim::{solve_queue, Gaps, HeapSize, QueueModel};
-    let mut cases: Vec<(&str, f64, f64)> = TABLE_X_UNIFORM.iter().map(|&(o, e)| ("uniform", o, e)).collect();
-    cases.extend(TABLE_X_IMIX.iter().map(|&(o, e)| ("imix", o, e)));
-    if opts.quick {
-        cases.retain(|c| [7.7, 1.1, 5.15, 1.29].contains(&c.1) && !(c.0 == "imix" && c.1 == 1.1));
-    }
-    // Full: the paper's 1e6 queues on 100 cores. Quick: one core with the same 10,000 queues per
-    // core at the same per-queue rate (100 kbps), so the expected heap per core is the same.
-    let (queues, cores, duration, warmup) = if opts.quick {
-        (10_000u32, 1u32, Duration::from_secs(4), Duration::from_secs(1))
-    } else {
-        (1_000_000, 100, Duration::from_secs(3), Duration::from_secs(1))
-    };
+    let cases: Vec<(&str, f64)> = ["uniform", "imix"]
+        .into_iter()
+        .flat_map(|d| grid.values::<f64>(d, "overload").into_iter().map(move |o| (d, o)))
+        .collect();
+    let (queues, cores): (u32, u32) = (grid.value("uniform", "queues"), grid.value("uniform", "cores"));
+    let (duration, warmup) = (Duration::from_secs(grid.value("uniform", "duration_s")), Duration::from_secs(1));
     let link = Rate::from_bits_per_sec(100_000 * queues as u64);
     let points: Vec<KimParams> = cases
         .iter()
-        .map(|&(d, o, _)| KimParams {
+        .map(|&(d, o)| KimParams {
             queues,
             cores,
             link,
@@ -362,7 +545,7 @@ pub fn table10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     .map(|l| (l.to_string(), vec![]))
     .collect();
     let mut errors = Vec::new();
-    for ((d, o, paper_err), (p, mut r)) in cases.iter().zip(points.iter().zip(runs)) {
+    for ((d, o), (p, mut r)) in cases.iter().zip(points.iter().zip(runs)) {
         let share = p.link.share(p.queues as u64);
         let gap = mean_gap_for_overload(p.sizes.mean(), share, p.overload).expect("positive overload");
         let sizes = p.sizes.to_runs();
@@ -392,18 +575,18 @@ pub fn table10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         r.scalar("renewal_heap_mean_per_core", renewal.mean, "nodes");
         r.scalar("renewal_error_percent", err_renewal, "%");
         let params = BTreeMap::from([("sizes".into(), json!(d)), ("overload".into(), json!(o))]);
-        for (metric, ours, paper, source) in [
-            ("heap_mean_per_core_sim", sim, None, "Fig. 10 (bars only; no numbers)"),
-            ("heap_mean_per_core_model", model.mean, None, "Fig. 10 (bars only; no numbers)"),
-            ("model_error_percent", err, Some(*paper_err), "Table X"),
-            ("heap_mean_per_core_renewal_model", renewal.mean, None, "not in the paper: our renewal-reward variant"),
-            ("renewal_model_error_percent", err_renewal, None, "not in the paper: our renewal-reward variant"),
+        for (metric, ours, source) in [
+            ("heap_mean_per_core_sim", sim, "Fig. 10 (bars only; no numbers)"),
+            ("heap_mean_per_core_model", model.mean, "Fig. 10 (bars only; no numbers)"),
+            ("model_error_percent", err, "Table X"),
+            ("heap_mean_per_core_renewal_model", renewal.mean, "not in the paper: our renewal-reward variant"),
+            ("renewal_model_error_percent", err_renewal, "not in the paper: our renewal-reward variant"),
         ] {
             out.comparisons.push(Comparison {
                 metric: metric.into(),
                 params: params.clone(),
                 ours,
-                paper,
+                paper: None,
                 unit: if metric.ends_with("percent") { "%".into() } else { "nodes".into() },
                 source: source.into(),
             });
@@ -420,9 +603,9 @@ pub fn table10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         metric: "mean_model_error_percent".into(),
         params: BTreeMap::new(),
         ours: mean_err,
-        paper: Some(2.73),
+        paper: None,
         unit: "%".into(),
-        source: "section 5.2.1 text (\"the mean of errors is only 2.73%\")".into(),
+        source: "section 5.2.1 text".into(),
     });
     out.comparisons.push(Comparison {
         metric: "mean_renewal_model_error_percent".into(),
@@ -460,15 +643,23 @@ pub fn table10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 
 /// kim Fig. 12: reschedules per queue in 10 s and mean heap size per core against the
 /// reschedule threshold alpha (500..4500 B) at overload 1.29.
-pub fn fig12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let alphas: Vec<u64> = if opts.quick { vec![500, 1500, 4500] } else { (500..=4500).step_by(500).collect() };
-    // Full: 1e6 queues on 100 cores, 10 s. Quick: one core with the same 10,000 queues per core
-    // at the same per-queue rate, 3 s with 1 s of warm-up; per-queue counts scaled to 10 s.
-    let (queues, cores, duration, warmup) = if opts.quick {
-        (10_000u32, 1u32, Duration::from_secs(3), Duration::from_secs(1))
-    } else {
-        (1_000_000, 100, Duration::from_secs(10), Duration::from_secs(1))
-    };
+/// kim Fig. 12's grid: the reschedule threshold alpha (quick: 500, 1500, 4500 B), with the
+/// queues, cores and simulated time. Full: 1e6 queues on 100 cores, 10 s. Quick: one core with
+/// the same 10,000 queues per core at the same per-queue rate, 3 s; counts scaled to 10 s.
+pub fn fig12_grid(quick: bool) -> Grid {
+    let alphas: Vec<u64> = if quick { vec![500, 1500, 4500] } else { (500..=4500).step_by(500).collect() };
+    let (queues, cores, secs) = if quick { (10_000u32, 1u32, 3u64) } else { (1_000_000, 100, 10) };
+    Grid::one("runs")
+        .axis("alpha_bytes", "B", alphas)
+        .axis("queues", "queues", [queues])
+        .axis("cores", "cores", [cores])
+        .axis("duration_s", "s", [secs])
+}
+
+pub fn fig12(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
+    let alphas: Vec<u64> = grid.values("runs", "alpha_bytes");
+    let (queues, cores): (u32, u32) = (grid.value("runs", "queues"), grid.value("runs", "cores"));
+    let (duration, warmup) = (Duration::from_secs(grid.value("runs", "duration_s")), Duration::from_secs(1));
     let points: Vec<KimParams> = alphas
         .iter()
         .map(|&a| KimParams {
@@ -543,7 +734,7 @@ fn differences_note() -> String {
 mod tests {
     use super::*;
 
-    use crate::experiments::quick;
+    use crate::experiments::{quick, run};
     fn row<'a>(o: &'a Output, metric: &str, key: &str, val: serde_json::Value) -> &'a Comparison {
         o.comparisons.iter().find(|c| c.metric == metric && c.params.get(key) == Some(&val)).expect("row present")
     }
@@ -554,7 +745,7 @@ mod tests {
     /// underestimates it at high overload (no overshoot); heaps shrink as the overload falls.
     #[test]
     fn table10_quick_model_error_bound() {
-        let o = table10(quick(), &mut |_| {});
+        let o = run("kim-table10", quick(), &mut |_| {}).unwrap();
         let get = |m: &str| o.comparisons.iter().find(|c| c.metric == m).unwrap().ours;
         let renewal = get("mean_renewal_model_error_percent");
         assert!(renewal <= 5.0, "renewal model error {renewal}%");
@@ -581,7 +772,7 @@ mod tests {
     /// smaller mean heap (the paper's Fig. 12 shape).
     #[test]
     fn fig12_quick_fewer_reschedules_with_larger_alpha() {
-        let o = fig12(quick(), &mut |_| {});
+        let o = run("kim-fig12", quick(), &mut |_| {}).unwrap();
         let r: Vec<f64> =
             o.comparisons.iter().filter(|c| c.metric == "reschedules_per_queue_10s").map(|c| c.ours).collect();
         assert!(r.windows(2).all(|w| w[0] > w[1]), "{r:?}");
@@ -591,7 +782,7 @@ mod tests {
 
     #[test]
     fn fig7_counts_two_accesses_per_queue_per_fill() {
-        let o = fig7(quick());
+        let o = fig7(&fig7_grid(true));
         for c in &o.comparisons {
             let n = c.params["queues"].as_f64().unwrap();
             let p = c.params["period_us"].as_f64().unwrap();
@@ -607,7 +798,7 @@ mod tests {
     /// paper's off-chip reduction factor is undefined (NaN); heaps grow with the queues.
     #[test]
     fn table2_and_fig8_quick_trends() {
-        let t = table2(quick(), &mut |_| {});
+        let t = run("kim-table2", quick(), &mut |_| {}).unwrap();
         let all_heap = |n: u64, period: u64| {
             t.comparisons
                 .iter()
@@ -634,7 +825,7 @@ mod tests {
         for r in &t.runs {
             assert!(r.get("rate_ratio").unwrap() < 1.05, "shaping holds the rate");
         }
-        let f = fig8(quick(), &mut |_| {});
+        let f = run("kim-fig8", quick(), &mut |_| {}).unwrap();
         let m3 = row(&f, "heap_mean_per_core", "queues", json!(1_000)).ours;
         let m4 = row(&f, "heap_mean_per_core", "queues", json!(10_000)).ours;
         let x4 = row(&f, "heap_max_per_core", "queues", json!(10_000)).ours;

@@ -9,6 +9,7 @@
 //! random core; here all go to the one core. Mean heap sizes agree in expectation; kim-fig8 and
 //! kim-table10 run the full 100 cores.)
 
+use super::declare::{stated_at, At, Grid, PaperValue};
 use super::kim::run_points;
 use super::RunOptions;
 use crate::models::kim::{self, CacheGeometry, HeapOp, KimParams};
@@ -27,21 +28,310 @@ pub(super) fn per_core(total_queues: u32) -> KimParams {
 
 const T45_QUEUES: [u32; 5] = [100, 1_000, 10_000, 100_000, 1_000_000];
 const T45_OVERLOADS: [f64; 5] = [5.15, 2.58, 1.72, 1.29, 1.03];
-/// kim Table IV: insertion cycles (rows: queues as above; columns: overloads as above).
-const TABLE4: [[f64; 5]; 5] = [
-    [32.00, 32.00, 32.00, 32.00, 32.01],
-    [32.01, 32.01, 32.01, 32.04, 32.14],
-    [32.02, 32.02, 32.02, 32.02, 32.03],
-    [32.02, 32.02, 32.02, 32.02, 32.02],
-    [32.28, 32.34, 32.33, 32.21, 32.03],
-];
-/// kim Table V: deletion cycles.
-const TABLE5: [[f64; 5]; 5] = [
-    [48.00, 48.00, 48.00, 48.00, 48.00],
-    [78.55, 74.37, 73.90, 68.07, 49.60],
-    [118.12, 114.63, 107.92, 102.91, 74.65],
-    [153.26, 151.27, 147.20, 140.44, 110.99],
-    [214.32, 208.45, 198.04, 179.00, 156.03],
+/// kim Tables IV-V: GEM5 cycles per heap insert and delete at each queue count and overload.
+/// We count comparisons and moves and time ns on this machine instead, so the cycles are shown
+/// beside ours for reference, never compared.
+pub const PAPER_TABLE45: &[PaperValue] = &[
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(100)), ("overload", At::Num(5.15))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(100)), ("overload", At::Num(2.58))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(100)), ("overload", At::Num(1.72))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(100)), ("overload", At::Num(1.29))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(100)), ("overload", At::Num(1.03))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(1_000)), ("overload", At::Num(5.15))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(1_000)), ("overload", At::Num(2.58))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(1_000)), ("overload", At::Num(1.72))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(1_000)), ("overload", At::Num(1.29))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(1_000)), ("overload", At::Num(1.03))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(10_000)), ("overload", At::Num(5.15))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(10_000)), ("overload", At::Num(2.58))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(10_000)), ("overload", At::Num(1.72))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(10_000)), ("overload", At::Num(1.29))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(10_000)), ("overload", At::Num(1.03))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(100_000)), ("overload", At::Num(5.15))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(100_000)), ("overload", At::Num(2.58))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(100_000)), ("overload", At::Num(1.72))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(100_000)), ("overload", At::Num(1.29))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(100_000)), ("overload", At::Num(1.03))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(1_000_000)), ("overload", At::Num(5.15))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(1_000_000)), ("overload", At::Num(2.58))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(1_000_000)), ("overload", At::Num(1.72))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(1_000_000)), ("overload", At::Num(1.29))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "insert_cycles",
+        &[("queues", At::Int(1_000_000)), ("overload", At::Num(1.03))],
+        3.2e+01,
+        "Table IV (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(100)), ("overload", At::Num(5.15))],
+        4.8e+01,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(100)), ("overload", At::Num(2.58))],
+        4.8e+01,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(100)), ("overload", At::Num(1.72))],
+        4.8e+01,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(100)), ("overload", At::Num(1.29))],
+        4.8e+01,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(100)), ("overload", At::Num(1.03))],
+        4.8e+01,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(1_000)), ("overload", At::Num(5.15))],
+        7.9e+01,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(1_000)), ("overload", At::Num(2.58))],
+        7.4e+01,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(1_000)), ("overload", At::Num(1.72))],
+        7.4e+01,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(1_000)), ("overload", At::Num(1.29))],
+        6.8e+01,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(1_000)), ("overload", At::Num(1.03))],
+        5e+01,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(10_000)), ("overload", At::Num(5.15))],
+        1.2e+02,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(10_000)), ("overload", At::Num(2.58))],
+        1.1e+02,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(10_000)), ("overload", At::Num(1.72))],
+        1.1e+02,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(10_000)), ("overload", At::Num(1.29))],
+        1e+02,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(10_000)), ("overload", At::Num(1.03))],
+        7.5e+01,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(100_000)), ("overload", At::Num(5.15))],
+        1.5e+02,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(100_000)), ("overload", At::Num(2.58))],
+        1.5e+02,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(100_000)), ("overload", At::Num(1.72))],
+        1.5e+02,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(100_000)), ("overload", At::Num(1.29))],
+        1.4e+02,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(100_000)), ("overload", At::Num(1.03))],
+        1.1e+02,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(1_000_000)), ("overload", At::Num(5.15))],
+        2.1e+02,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(1_000_000)), ("overload", At::Num(2.58))],
+        2.1e+02,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(1_000_000)), ("overload", At::Num(1.72))],
+        2e+02,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(1_000_000)), ("overload", At::Num(1.29))],
+        1.8e+02,
+        "Table V (GEM5 cycles)",
+    ),
+    PaperValue::reference(
+        "delete_cycles",
+        &[("queues", At::Int(1_000_000)), ("overload", At::Num(1.03))],
+        1.6e+02,
+        "Table V (GEM5 cycles)",
+    ),
 ];
 
 /// Counts and wall-clock cost of replayed heap operations.
@@ -117,18 +407,23 @@ fn replay(log: &[HeapOp], from: Instant, overhead_ns: f64) -> Replay {
     r
 }
 
+/// kim Tables IV-V's grid: queue counts x overload factors (quick: 1e3 and 1e5 queues,
+/// overloads 5.15 and 1.29), with the simulated time and warm-up.
+pub fn table45_grid(quick: bool) -> Grid {
+    let (queues, overloads, secs, warm): (&[u32], &[f64], u64, u64) =
+        if quick { (&[1_000, 100_000], &[5.15, 1.29], 3, 1) } else { (&T45_QUEUES, &T45_OVERLOADS, 10, 2) };
+    Grid::one("runs")
+        .axis("queues", "queues", queues)
+        .axis("overload", "1", overloads)
+        .axis("duration_s", "s", [secs])
+        .axis("warmup_s", "s", [warm])
+}
+
 /// kim Tables IV-V: heap insert and delete cost against queue count and overload factor.
-pub fn table45(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let (queues, overloads): (Vec<u32>, Vec<f64>) = if opts.quick {
-        (vec![1_000, 100_000], vec![5.15, 1.29])
-    } else {
-        (T45_QUEUES.to_vec(), T45_OVERLOADS.to_vec())
-    };
-    let (duration, warmup) = if opts.quick {
-        (Duration::from_secs(3), Duration::from_secs(1))
-    } else {
-        (Duration::from_secs(10), Duration::from_secs(2))
-    };
+pub fn table45(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
+    let (queues, overloads): (Vec<u32>, Vec<f64>) = (g.values("runs", "queues"), g.values("runs", "overload"));
+    let duration = Duration::from_secs(g.value("runs", "duration_s"));
+    let warmup = Duration::from_secs(g.value("runs", "warmup_s"));
     let mut grid = Vec::new();
     for &n in &queues {
         for &o in &overloads {
@@ -182,11 +477,9 @@ pub fn table45(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         let mi = rp.insert_moves as f64 / rp.inserts.max(1) as f64;
         let cd = rp.delete_compares as f64 / rp.deletes.max(1) as f64;
         let md = rp.delete_moves as f64 / rp.deletes.max(1) as f64;
-        let (qi, oi) = (
-            T45_QUEUES.iter().position(|&x| x == n).expect("row"),
-            T45_OVERLOADS.iter().position(|&x| x == o).expect("column"),
-        );
-        let (p4, p5) = (TABLE4[qi][oi], TABLE5[qi][oi]);
+        let at = [("queues", json!(n)), ("overload", json!(o))];
+        let cycles = |m: &str| stated_at(PAPER_TABLE45, m, &at).expect("the paper's table covers the grid");
+        let (p4, p5) = (cycles("insert_cycles"), cycles("delete_cycles"));
         r.label = format!("N={n} overload={o}");
         r.params.insert("queues".into(), json!(n));
         r.params.insert("overload".into(), json!(o));
@@ -268,19 +561,46 @@ pub fn table45(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     out
 }
 
-/// kim Table VII: misses per insert and per delete (Table VI's cycles are the paper's
-/// GEM5 timing of the same runs; we report the misses and accesses behind them).
-const TABLE7: [(u64, f64, f64, f64, f64); 3] =
-    [(2048, 10.17, 55.51, 13.91, 12.23), (4096, 10.18, 55.52, 11.94, 10.47), (8192, 10.18, 55.48, 9.94, 8.72)];
-const TABLE6: [(u64, f64, f64); 3] =
-    [(2048, 446.7803, 879.8279), (4096, 448.5005, 787.4605), (8192, 449.1315, 655.7430)];
+/// kim Table VII: misses and miss rates per insert and per delete with 2/4/8 KB locked, 1e6
+/// queues; Table VI's cycles are the paper's GEM5 timing of the same runs (we have no cycle
+/// model: reference only).
+pub const PAPER_TABLE67: &[PaperValue] = &[
+    PaperValue::full("misses_per_insert", &[("locked", At::Text("2KB"))], 10.17, "Table VII"),
+    PaperValue::full("insert_miss_rate", &[("locked", At::Text("2KB"))], 55.51, "Table VII"),
+    PaperValue::full("misses_per_delete", &[("locked", At::Text("2KB"))], 13.91, "Table VII"),
+    PaperValue::full("delete_miss_rate", &[("locked", At::Text("2KB"))], 12.23, "Table VII"),
+    PaperValue::reference("insert_cycles", &[("locked", At::Text("2KB"))], 446.7803, "Table VI (GEM5 cycles)"),
+    PaperValue::reference("delete_cycles", &[("locked", At::Text("2KB"))], 879.8279, "Table VI (GEM5 cycles)"),
+    PaperValue::full("misses_per_insert", &[("locked", At::Text("4KB"))], 10.18, "Table VII"),
+    PaperValue::full("insert_miss_rate", &[("locked", At::Text("4KB"))], 55.52, "Table VII"),
+    PaperValue::full("misses_per_delete", &[("locked", At::Text("4KB"))], 11.94, "Table VII"),
+    PaperValue::full("delete_miss_rate", &[("locked", At::Text("4KB"))], 10.47, "Table VII"),
+    PaperValue::reference("insert_cycles", &[("locked", At::Text("4KB"))], 448.5005, "Table VI (GEM5 cycles)"),
+    PaperValue::reference("delete_cycles", &[("locked", At::Text("4KB"))], 787.4605, "Table VI (GEM5 cycles)"),
+    PaperValue::full("misses_per_insert", &[("locked", At::Text("8KB"))], 10.18, "Table VII"),
+    PaperValue::full("insert_miss_rate", &[("locked", At::Text("8KB"))], 55.48, "Table VII"),
+    PaperValue::full("misses_per_delete", &[("locked", At::Text("8KB"))], 9.94, "Table VII"),
+    PaperValue::full("delete_miss_rate", &[("locked", At::Text("8KB"))], 8.72, "Table VII"),
+    PaperValue::reference("insert_cycles", &[("locked", At::Text("8KB"))], 449.1315, "Table VI (GEM5 cycles)"),
+    PaperValue::reference("delete_cycles", &[("locked", At::Text("8KB"))], 655.743, "Table VI (GEM5 cycles)"),
+];
+
+/// kim Tables VI-VII's grid: one run (1e6 queues, one core's share) measured with 2, 4 and 8 KB
+/// locked; quick keeps the full per-core scale (10,000 queues on the core) and simulates 2.5 s
+/// instead of 10 s.
+pub fn table67_grid(quick: bool) -> Grid {
+    Grid::one("run").axis("queues", "queues", [1_000_000u32]).axis("locked_kb", "KB", [2u64, 4, 8]).axis(
+        "duration_ms",
+        "ms",
+        [if quick { 2_500u64 } else { 10_000 }],
+    )
+}
 
 /// kim Tables VI-VII: data-cache misses per heap insert and delete with 2/4/8 KB locked,
 /// 1e6 queues, overload 1.29.
-pub fn table67(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    // Quick keeps the full per-core scale (10,000 queues on the core) and simulates less time.
-    let total = 1_000_000u32;
-    let duration = if opts.quick { Duration::from_millis(2500) } else { Duration::from_secs(10) };
+pub fn table67(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
+    let total: u32 = g.value("run", "queues");
+    let duration = Duration::from_millis(g.value("run", "duration_ms"));
     let p = KimParams {
         overload: 1.29,
         duration,
@@ -303,26 +623,28 @@ pub fn table67(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "paper delete cycles (Table VI)",
     ]);
     let (mut ins, mut del) = (vec![], vec![]);
-    for ((l, mi, ri, md, rd), (_, c_ins, c_del)) in TABLE7.iter().zip(TABLE6) {
-        let kb = l / 1024;
+    for kb in g.values::<u64>("run", "locked_kb") {
+        let l = &(kb * 1024);
+        let at = [("locked", json!(format!("{kb}KB")))];
+        let cycles = |m: &str| stated_at(PAPER_TABLE67, m, &at).expect("Table VI covers 2, 4, 8 KB");
+        let (c_ins, c_del) = (cycles("insert_cycles"), cycles("delete_cycles"));
         let ours_mi = r.get(&format!("misses_per_insert_{kb}KB")).unwrap_or(f64::NAN);
         let ours_ri = r.get(&format!("insert_miss_rate_{kb}KB")).unwrap_or(f64::NAN) * 100.0;
         let ours_md = r.get(&format!("misses_per_delete_{kb}KB")).unwrap_or(f64::NAN);
         let ours_rd = r.get(&format!("delete_miss_rate_{kb}KB")).unwrap_or(f64::NAN) * 100.0;
         ins.push((*l as f64 / 1024.0, ours_mi));
         del.push((*l as f64 / 1024.0, ours_md));
-        let full = !opts.quick;
-        for (metric, ours, paper, unit) in [
-            ("misses_per_insert", ours_mi, *mi, "misses"),
-            ("insert_miss_rate", ours_ri, *ri, "%"),
-            ("misses_per_delete", ours_md, *md, "misses"),
-            ("delete_miss_rate", ours_rd, *rd, "%"),
+        for (metric, ours, unit) in [
+            ("misses_per_insert", ours_mi, "misses"),
+            ("insert_miss_rate", ours_ri, "%"),
+            ("misses_per_delete", ours_md, "misses"),
+            ("delete_miss_rate", ours_rd, "%"),
         ] {
             out.comparisons.push(Comparison {
                 metric: metric.into(),
                 params: BTreeMap::from([("locked".into(), json!(format!("{kb}KB"))), ("queues".into(), json!(total))]),
                 ours,
-                paper: full.then_some(paper),
+                paper: None,
                 unit: unit.into(),
                 source: "Table VII".into(),
             });
@@ -379,7 +701,7 @@ mod tests {
     /// with more queues (a taller heap); insertions stay nearly flat.
     #[test]
     fn table45_quick_delete_cost_grows_with_queues() {
-        let o = table45(quick(), &mut |_| {});
+        let o = crate::experiments::run("kim-table4-5", quick(), &mut |_| {}).unwrap();
         let get = |n: u32, o_: f64, m: &str| {
             o.runs
                 .iter()
@@ -399,7 +721,7 @@ mod tests {
     /// Tables VI-VII, qualitatively: more locked cache, fewer misses per delete.
     #[test]
     fn table67_quick_locking_reduces_delete_misses() {
-        let o = table67(quick(), &mut |_| {});
+        let o = crate::experiments::run("kim-table6-7", quick(), &mut |_| {}).unwrap();
         let m = |kb: u64| o.runs[0].get(&format!("misses_per_delete_{kb}KB")).unwrap();
         assert!(m(2) > m(4) && m(4) > m(8), "{} {} {}", m(2), m(4), m(8));
         assert!(o.runs[0].get("cache_delete_ops").unwrap() > 1000.0);

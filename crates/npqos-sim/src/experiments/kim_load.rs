@@ -1,6 +1,7 @@
 //! kim reproductions under load: Fig. 9 (all queues oversubscribed), Fig. 11 (adaptive
 //! threshold under periodic overload) and the delay comparison of section 5.2.3.
 
+use super::declare::{stated_at, At, Grid, PaperValue};
 use super::kim::run_points;
 use super::kim_heap::per_core;
 use super::RunOptions;
@@ -14,6 +15,22 @@ use std::collections::BTreeMap;
 
 const FIG9_OVERLOADS: [f64; 7] = [1.03, 1.29, 1.72, 2.58, 3.85, 5.15, 7.7];
 
+/// kim Fig. 9's grid: the four size x arrival combinations, each over the overload factors
+/// (quick: 1.29, 2.58, 5.15), for one core's share of `queues` on 100 cores.
+pub fn fig9_grid(quick: bool) -> Grid {
+    let (overloads, total, secs): (&[f64], u32, u64) =
+        if quick { (&[1.29, 2.58, 5.15], 100_000, 3) } else { (&FIG9_OVERLOADS, 1_000_000, 10) };
+    let mut g = Grid::default();
+    for (sn, _, an, _) in combos() {
+        g = g.sweep(&format!("{sn} {an}")).axis("overload", "1", overloads).axis("queues", "queues", [total]).axis(
+            "duration_s",
+            "s",
+            [secs],
+        );
+    }
+    g
+}
+
 fn combos() -> [(&'static str, SizeDist, &'static str, GapDist); 4] {
     [
         ("imix", SizeDist::kim_imix(), "exponential", GapDist::Exponential),
@@ -25,17 +42,14 @@ fn combos() -> [(&'static str, SizeDist, &'static str, GapDist); 4] {
 
 /// kim Fig. 9: total reschedules (all 100 cores, 10 s) and mean heap size per core against the
 /// overload factor, every queue oversubscribed.
-pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    let overloads: Vec<f64> = if opts.quick { vec![1.29, 2.58, 5.15] } else { FIG9_OVERLOADS.to_vec() };
-    let (total, duration, warmup) = if opts.quick {
-        (100_000u32, Duration::from_secs(3), Duration::from_secs(1))
-    } else {
-        (1_000_000, Duration::from_secs(10), Duration::from_secs(1))
-    };
+pub fn fig9(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut grid = Vec::new();
     let mut points = Vec::new();
     for (sn, sd, an, ad) in combos() {
-        for &o in &overloads {
+        let sweep = format!("{sn} {an}");
+        let total: u32 = g.value(&sweep, "queues");
+        let (duration, warmup) = (Duration::from_secs(g.value(&sweep, "duration_s")), Duration::from_secs(1));
+        for o in g.values::<f64>(&sweep, "overload") {
             grid.push((sn, an, o));
             points.push(KimParams {
                 sizes: sd.clone(),
@@ -47,6 +61,7 @@ pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             });
         }
     }
+    let (duration, warmup) = (points[0].duration, points[0].warmup);
     let runs = run_points(&points, opts, progress);
     let mut out = Output::default();
     let scale = 100.0 * 10.0 / duration.as_secs_f64(); // one core's share -> 100 cores, 10 s
@@ -113,22 +128,29 @@ pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     out
 }
 
+/// kim Fig. 11's grid: the adaptive threshold delta_th (none: alpha fixed), for one core's share
+/// of 1e6 queues on 100 cores, 10,000 queues at 100 kbps (quick: 1,000, 6 s phases).
+pub fn fig11_grid(quick: bool) -> Grid {
+    let (queues, phase, secs) = if quick { (1_000u32, 6u64, 24u64) } else { (10_000, 10, 40) };
+    Grid::one("runs")
+        .axis("delta_th", "1", [None, Some(2u32), Some(3), Some(4)])
+        .axis("queues", "queues", [queues])
+        .axis("phase_s", "s", [phase])
+        .axis("duration_s", "s", [secs])
+}
+
 /// kim Fig. 11: reschedules per queue per sampling interval, overload alternating between 1 and
 /// 3.85 every 10 s, adaptive alpha with delta_th = 2, 3, 4 (and a fixed alpha for reference).
-pub fn fig11(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    // One core's share of 1e6 queues on 100 cores: 10,000 queues at 100 kbps (quick: 1,000).
-    let (queues, phase, duration) = if opts.quick {
-        (1_000u32, Duration::from_secs(6), Duration::from_secs(24))
-    } else {
-        (10_000, Duration::from_secs(10), Duration::from_secs(40))
-    };
+pub fn fig11(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
+    let queues: u32 = g.value("runs", "queues");
+    let phase = Duration::from_secs(g.value("runs", "phase_s"));
+    let duration = Duration::from_secs(g.value("runs", "duration_s"));
     let interval = Duration::from_secs(1);
-    let variants: [(String, Option<u32>); 4] = [
-        ("fixed alpha".into(), None),
-        ("delta_th=2".into(), Some(2)),
-        ("delta_th=3".into(), Some(3)),
-        ("delta_th=4".into(), Some(4)),
-    ];
+    let variants: Vec<(String, Option<u32>)> = g
+        .values::<Option<u32>>("runs", "delta_th")
+        .into_iter()
+        .map(|th| (th.map_or("fixed alpha".into(), |t| format!("delta_th={t}")), th))
+        .collect();
     let points: Vec<KimParams> = variants
         .iter()
         .map(|(_, th)| KimParams {
@@ -212,31 +234,56 @@ pub fn fig11(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     out
 }
 
-/// The paper's section 5.2.3 delays: (overload, event-driven ms, periodic ms).
-const DELAYS: [(f64, f64, f64); 2] = [(0.9, 0.861, 1.06), (0.95, 3.05, 3.60)];
+/// kim section 5.2.3: the paper's mean delays (ms), event-driven (compared with ours at the
+/// alpha of the other experiments, 3000 B) and periodic 1 ms fill.
+pub const PAPER_DELAY: &[PaperValue] = &[
+    PaperValue::full(
+        "mean_delay",
+        &[("fill", At::Text("event")), ("overload", At::Num(0.9)), ("alpha_bytes", At::Int(3000))],
+        0.861,
+        DELAY_SOURCE,
+    ),
+    PaperValue::full("mean_delay", &[("fill", At::Text("periodic")), ("overload", At::Num(0.9))], 1.06, DELAY_SOURCE),
+    PaperValue::full(
+        "mean_delay",
+        &[("fill", At::Text("event")), ("overload", At::Num(0.95)), ("alpha_bytes", At::Int(3000))],
+        3.05,
+        DELAY_SOURCE,
+    ),
+    PaperValue::full("mean_delay", &[("fill", At::Text("periodic")), ("overload", At::Num(0.95))], 3.60, DELAY_SOURCE),
+];
+const DELAY_SOURCE: &str = "section 5.2.3 text";
+
+/// kim section 5.2.3's grid: overload x shaper (event-driven at three alphas, periodic 1 ms);
+/// 2 Mbps queues, the mean rate of the paper's CAIDA flows (Table XI: 2.01-2.28 Mbps), the basis
+/// of its queue count. Full: 50,000 such queues fill 100 Gbps; quick: 500.
+pub fn delay_grid(quick: bool) -> Grid {
+    Grid::one("runs")
+        .axis("overload", "1", [0.9, 0.95])
+        .axis("alpha_bytes", "B (0: periodic 1 ms fill)", [3000u64, 1500, 500, 0])
+        .axis("queues", "queues", [if quick { 500u32 } else { 50_000 }])
+}
 
 /// kim section 5.2.3: mean packet delay, event-driven vs periodic fill with a 1 ms period.
-pub fn delay(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
-    // Per-queue rate 2 Mbps: the mean rate of the paper's CAIDA flows (Table XI: 2.01-2.28 Mbps),
-    // the basis of its queue count. Full: 50,000 such queues fill 100 Gbps.
-    let (queues, duration, warmup) = if opts.quick {
-        (500u32, Duration::from_secs(4), Duration::from_secs(1))
-    } else {
-        (50_000, Duration::from_secs(4), Duration::from_secs(1))
-    };
+pub fn delay(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
+    let queues: u32 = g.value("runs", "queues");
+    let overloads: Vec<f64> = g.values("runs", "overload");
+    let (duration, warmup) = (Duration::from_secs(4), Duration::from_secs(1));
     let link = Rate::from_bits_per_sec(2_000_000 * queues as u64);
     // The event-driven shaper at the alpha of the other experiments and two smaller ones (the
     // paper does not give its alpha here; alpha sets how long a throttled queue waits).
-    let fills: [(&str, Fill, u64); 4] = [
-        ("event-driven alpha=3000B", Fill::EventDriven, 3000),
-        ("event-driven alpha=1500B", Fill::EventDriven, 1500),
-        ("event-driven alpha=500B", Fill::EventDriven, 500),
-        ("periodic 1 ms", Fill::Periodic(Duration::from_millis(1)), 0),
-    ];
+    let fills: Vec<(String, Fill, u64)> = g
+        .values::<u64>("runs", "alpha_bytes")
+        .into_iter()
+        .map(|a| match a {
+            0 => ("periodic 1 ms".to_string(), Fill::Periodic(Duration::from_millis(1)), 0),
+            a => (format!("event-driven alpha={a}B"), Fill::EventDriven, a),
+        })
+        .collect();
     let mut grid = Vec::new();
     let mut points = Vec::new();
-    for &(o, _, _) in &DELAYS {
-        for (fname, f, alpha) in fills {
+    for &o in &overloads {
+        for (fname, f, alpha) in fills.iter().cloned() {
             grid.push((o, fname, alpha));
             points.push(KimParams {
                 queues,
@@ -257,32 +304,26 @@ pub fn delay(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
     let mut bars: Vec<(String, Vec<(f64, f64)>)> = fills.iter().map(|f| (format!("ours, {}", f.0), vec![])).collect();
     let mut table = Table::new(["overload", "shaper", "ours (ms)", "paper (ms)"]);
-    for (&(o, fname, alpha), mut r) in grid.iter().zip(runs) {
+    for (&(o, ref fname, alpha), mut r) in grid.iter().zip(runs) {
         let ms = r.get("mean_delay").unwrap_or(0.0) / 1e6;
-        let row = DELAYS.iter().find(|d| d.0 == o).expect("overload");
         let periodic = fname.starts_with("periodic");
-        let paper = if periodic { row.2 } else { row.1 };
         r.label = format!("{fname} overload={o}");
         r.params.insert("fill".into(), json!(if periodic { "periodic" } else { "event" }));
         r.params.insert("overload".into(), json!(o));
         if !periodic {
             r.params.insert("alpha_bytes".into(), json!(alpha));
         }
-        let k = fills.iter().position(|f| f.0 == fname).expect("fill");
+        let k = fills.iter().position(|f| &f.0 == fname).expect("fill");
         bars[k].1.push((o, ms));
-        // The paper's event-driven number is compared with ours at the common alpha (3000 B).
-        let compared = (periodic || alpha == 3000) && !opts.quick;
-        table.row([
-            o.to_string(),
-            fname.to_string(),
-            format!("{ms:.3}"),
-            if periodic || alpha == 3000 { paper.to_string() } else { "—".into() }.to_string(),
-        ]);
+        let params: BTreeMap<String, serde_json::Value> =
+            r.params.iter().filter(|(k, _)| *k != "seed").map(|(k, v)| (k.clone(), v.clone())).collect();
+        let paper = super::declare::stated(PAPER_DELAY, "mean_delay", &params);
+        table.row([o.to_string(), fname.to_string(), format!("{ms:.3}"), paper.map_or("—".into(), |p| p.to_string())]);
         out.comparisons.push(Comparison {
             metric: "mean_delay".into(),
-            params: r.params.iter().filter(|(k, _)| *k != "seed").map(|(k, v)| (k.clone(), v.clone())).collect(),
+            params,
             ours: ms,
-            paper: compared.then_some(paper),
+            paper: None,
             unit: "ms".into(),
             source: "section 5.2.3 text".into(),
         });
@@ -291,8 +332,18 @@ pub fn delay(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     out.notes.push(table.into());
     out.notes.push(Note::from("A queue throttled by the event-driven shaper waits until it has earned alpha plus its deficit ((alpha - TB) / BW, eq 4); the periodic shaper re-enables it at the first 1 ms fill that makes its bucket non-negative. With alpha = 3000 B at 2 Mbps the event-driven wait is at least 12 ms, so its delays are longer than periodic fill's; with a small alpha the event-driven shaper re-enables as soon as the deficit is paid, without the 1 ms rounding. The paper's delays (about 1-4 ms) also reflect its real traces' per-queue rates, which we do not have."));
     let mut lines = bars;
-    for (k, name) in ["paper, event-driven", "paper, periodic 1 ms"].iter().enumerate() {
-        lines.push((name.to_string(), DELAYS.iter().map(|d| (d.0, if k == 0 { d.1 } else { d.2 })).collect()));
+    for (name, at) in [
+        ("paper, event-driven", vec![("fill", json!("event")), ("alpha_bytes", json!(3000))]),
+        ("paper, periodic 1 ms", vec![("fill", json!("periodic"))]),
+    ] {
+        let pts = overloads
+            .iter()
+            .filter_map(|&o| {
+                let at: Vec<(&str, serde_json::Value)> = at.iter().cloned().chain([("overload", json!(o))]).collect();
+                stated_at(PAPER_DELAY, "mean_delay", &at).map(|p| (o, p))
+            })
+            .collect();
+        lines.push((name.to_string(), pts));
     }
     out.plots.push(PlotSpec {
         name: "delay".into(),
@@ -321,14 +372,13 @@ pub fn delay(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
 
     use crate::experiments::quick;
 
     /// Fig. 9: reschedules and heap size grow with the overload for every combination.
     #[test]
     fn fig9_quick_grows_with_overload() {
-        let o = fig9(quick(), &mut |_| {});
+        let o = crate::experiments::run("kim-fig9", quick(), &mut |_| {}).unwrap();
         for line in &o.plots[0].lines {
             assert!(line.1.windows(2).all(|w| w[1].1 > w[0].1), "reschedules {}: {:?}", line.0, line.1);
         }
@@ -341,7 +391,7 @@ mod tests {
     /// fewer reschedules overall.
     #[test]
     fn fig11_quick_feedback_bounds_reschedules() {
-        let o = fig11(quick(), &mut |_| {});
+        let o = crate::experiments::run("kim-fig11", quick(), &mut |_| {}).unwrap();
         let get = |i: usize, m: &str| o.runs[i].get(m).unwrap();
         let fixed = get(0, "settled_overload_reschedules_per_interval");
         for (i, th) in [(1, 2.0), (2, 3.0), (3, 4.0)] {
@@ -356,7 +406,7 @@ mod tests {
     /// Delay: every shaper's delay grows with the overload, and the event-driven delay with alpha.
     #[test]
     fn delay_quick_grows_with_overload() {
-        let o = delay(quick(), &mut |_| {});
+        let o = crate::experiments::run("kim-delay", quick(), &mut |_| {}).unwrap();
         let d = |label: &str| o.runs.iter().find(|r| r.label == label).unwrap().get("mean_delay").unwrap();
         for fill in ["event-driven alpha=3000B", "event-driven alpha=500B", "periodic 1 ms"] {
             let (a, b) = (d(&format!("{fill} overload=0.9")), d(&format!("{fill} overload=0.95")));

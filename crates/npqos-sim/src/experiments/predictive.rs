@@ -1,6 +1,7 @@
 //! Reproductions of the predictive paper (section 4.2: EFQ against SFQ, with WF2Q+ as the
 //! oracle). Section 5 (LAP, FCFS, T-Opt) and section 6 are in [`super::predictive_lap`].
 
+use super::declare::{At, Grid, PaperValue};
 use super::RunOptions;
 use crate::models::predictive::{paper_flows, run, FlowSpec, FqParams, FqResult, VARIATION};
 use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult, Table};
@@ -14,6 +15,45 @@ const DISCS: [Discipline; 3] = [Discipline::Sfq, Discipline::Efq, Discipline::Wf
 /// The three flows of Figures 5-7: (title, application, packet size).
 const SHOWN: [(&str, usize, u32); 3] =
     [("Fig. 5: IP forwarding", 0, 64), ("Fig. 6: CAST encryption, 200 B", 1, 200), ("Fig. 7: FEC", 3, 1024)];
+
+/// Section 4.2.2 on the forwarding flow (Fig. 5): the worst misordering delay observed under SFQ
+/// and EFQ, and the worst case the paper computes from eq 13 (SFQ) and eq 18 (EFQ).
+pub const PAPER_FIG5_7: &[PaperValue] = &[
+    PaperValue::new(
+        "max_misordering_delay",
+        &[("scheduler", At::Text("sfq")), ("flow", At::Text("ip-forwarding_64B"))],
+        5937.0,
+        "section 4.2.2, Fig. 5",
+    ),
+    PaperValue::new(
+        "max_misordering_delay",
+        &[("scheduler", At::Text("efq")), ("flow", At::Text("ip-forwarding_64B"))],
+        737.0,
+        "section 4.2.2, Fig. 5",
+    ),
+    PaperValue::new(
+        "misordering_bound",
+        &[("scheduler", At::Text("sfq")), ("flow", At::Text("ip-forwarding_64B"))],
+        8218.0,
+        "eq 13",
+    ),
+    PaperValue::new(
+        "misordering_bound",
+        &[("scheduler", At::Text("efq")), ("flow", At::Text("ip-forwarding_64B"))],
+        1312.0,
+        "eq 18",
+    ),
+];
+
+/// The grid of Figs. 5-8: the three disciplines (WF2Q+ is the oracle) over the 32 flows, 20 s
+/// simulated (quick: 2 s).
+pub fn fq_grid(quick: bool) -> Grid {
+    Grid::one("runs").axis("scheduler", "", DISCS.iter().map(|d| d.label())).axis(
+        "duration_s",
+        "s",
+        [if quick { 2.0 } else { 20.0 }],
+    )
+}
 
 /// Offered load per flow, as a fraction of its share.
 const LOAD: f64 = 1.0;
@@ -33,9 +73,9 @@ fn assumptions(duration_s: f64) -> Vec<String> {
     ]
 }
 
-fn fq_runs(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> (Vec<FlowSpec>, Vec<FqResult>, f64) {
+fn fq_runs(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> (Vec<FlowSpec>, Vec<FqResult>, f64) {
     let flows = paper_flows();
-    let duration_s = if opts.quick { 2.0 } else { 20.0 };
+    let duration_s: f64 = g.value("runs", "duration_s");
     let record: Vec<usize> = SHOWN.iter().map(|&(_, a, l)| flow_index(&flows, a, l)).collect();
     let rs = super::par_map(
         opts.threads,
@@ -86,9 +126,9 @@ fn thin(points: &[(f64, f64)], n: usize) -> Vec<(f64, f64)> {
 
 /// predictive Figs. 5-7: per-packet delays of a forwarding, a CAST-encryption (200 B) and an
 /// FEC flow under SFQ and EFQ (and WF2Q+), with the worst-case misordering bounds (eqs 13, 18).
-pub fn fig5_7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn fig5_7(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
-    let (flows, rs, dur) = fq_runs(opts, progress);
+    let (flows, rs, dur) = fq_runs(opts, g, progress);
     out.assumptions = assumptions(dur);
     let mut table = Table::new(["flow", "scheduler", "interarrival", "mean delay", "max delay", "max misordering (paper)", "max vs oracle", "mean vs oracle", "bound (eq 13 SFQ / eq 18 EFQ)"]).captioned("Per-flow delays (us). Misordering (paper) = delay - interarrival; vs oracle = delay - the same packet's delay under WF2Q+.");
     let oracle = rs.last().expect("WF2Q+ runs last");
@@ -135,16 +175,11 @@ pub fn fig5_7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                 "eq 7 against WF2Q+",
             ));
             if a == 0 {
-                let (paper_obs, paper_bound) = match d {
-                    Discipline::Sfq => (Some(5937.0), Some(8218.0)),
-                    Discipline::Efq => (Some(737.0), Some(1312.0)),
-                    Discipline::Wf2qPlus => (None, None),
-                };
                 out.comparisons.push(Comparison::new(
                     "max_misordering_delay",
                     params.clone(),
                     mis * 1e-3,
-                    paper_obs,
+                    None,
                     "us",
                     "section 4.2.2, Fig. 5",
                 ));
@@ -153,7 +188,7 @@ pub fn fig5_7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                         "misordering_bound",
                         params.clone(),
                         b * 1e-3,
-                        paper_bound,
+                        None,
                         "us",
                         if *d == Discipline::Sfq { "eq 13" } else { "eq 18" },
                     ));
@@ -219,9 +254,9 @@ fn corr(xy: &[(f64, f64)]) -> f64 {
 
 /// predictive Fig. 8: mean misordering delay per flow against its mean processing time: SFQ
 /// biased towards flows with long packets, EFQ near zero for all.
-pub fn fig8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn fig8(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
-    let (flows, rs, dur) = fq_runs(opts, progress);
+    let (flows, rs, dur) = fq_runs(opts, g, progress);
     out.assumptions = assumptions(dur);
     let mut lines = Vec::new();
     let mut t = Table::new(["scheduler", "min", "max", "mean |abs|", "correlation with t_e"]).captioned("Mean misordering delay per flow (us): mean over the flow's packets of (delay - the same packet's delay under WF2Q+, the oracle), 32 flows. WF2Q+ is 0 by definition.");
@@ -284,7 +319,7 @@ mod tests {
 
     #[test]
     fn fig5_7_quick_efq_misorders_far_less_than_sfq_and_tracks_the_oracle() {
-        let out = fig5_7(quick(), &mut |_| {});
+        let out = crate::experiments::run("predictive-fig5-7", quick(), &mut |_| {}).unwrap();
         let fwd = "ip-forwarding_64B";
         let (s, e) = (
             scalar(&out, "sfq", &format!("max_vs_oracle_us_{fwd}")),
@@ -315,7 +350,7 @@ mod tests {
 
     #[test]
     fn fig8_quick_sfq_is_biased_by_processing_time_efq_is_not() {
-        let out = fig8(quick(), &mut |_| {});
+        let out = crate::experiments::run("predictive-fig8", quick(), &mut |_| {}).unwrap();
         let c = |s: &str| scalar(&out, s, "correlation_with_t_e");
         let m = |s: &str| scalar(&out, s, "mean_abs_misordering_us");
         assert!(c("sfq") < -0.9, "sfq correlation {}", c("sfq"));

@@ -1,6 +1,7 @@
 //! Reproductions of the predictive paper's section 5: LAP against FCFS and T-Opt on processors
 //! whose instruction cache holds one application (Figures 9-12).
 
+use super::declare::{At, Grid, PaperValue};
 use super::RunOptions;
 use crate::models::efq_lap::{self, Bursts, Mode, SwitchParams};
 use crate::models::lap::{mean_te_ns, params, run, stream, LapParams, LapResult, Mix, StreamPacket, IMIX};
@@ -51,17 +52,26 @@ const CHANGE: usize = 10_000;
 
 /// predictive Fig. 9: processors per application over packets 8,000-12,000, FCFS and LAP,
 /// 3 applications, 16 processors, 64 packets visible; the load changes at packet 10,000.
-pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+/// Fig. 9's grid: FCFS and LAP, 14,000 packets with 64 visible.
+pub fn fig9_grid(_quick: bool) -> Grid {
+    Grid::one("runs").axis("scheduler", "", ["fcfs", "lap"]).axis("packets", "packets", [14_000usize]).axis(
+        "q",
+        "packets",
+        [64usize],
+    )
+}
+
+pub fn fig9(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
-    let packets = 14_000;
-    let q = 64;
+    let packets: usize = g.value("runs", "packets");
+    let q: usize = g.value("runs", "q");
     let mix = Mix::Processing(vec![(0, vec![1.0; 3]), (CHANGE, vec![0.8, 0.1, 0.1])]);
     let st = stream(3, packets, &mix, opts.seed);
     out.assumptions = assumptions(3, packets);
     out.assumptions.push(format!(
         "Figure 9 load: equal processing for the 3 applications, then 80/10/10 from packet {CHANGE}; an application is drawn with probability proportional to share / mean t_e. The 'offered' line is share x {PROCESSORS}."
     ));
-    let policies = [Policy::Fcfs, Policy::Lap];
+    let policies: Vec<Policy> = g.values::<String>("runs", "scheduler").iter().map(|s| policy(s)).collect();
     let rs = super::par_map(
         opts.threads,
         &policies,
@@ -157,19 +167,55 @@ struct Point {
     q: Option<usize>,
 }
 
+/// The policy of a grid's scheduler label.
+fn policy(label: &str) -> Policy {
+    [Policy::TOpt, Policy::Fcfs, Policy::Lap].into_iter().find(|p| p.label() == label).expect("a LAP-model policy")
+}
+
+/// Sections 5.2.4-5.2.5 on FCFS, at every q: throughput about 85% of T-Opt (Fig. 10) and about
+/// 96% of packets on a cold cache (Fig. 11).
+pub const PAPER_FIG10_12: &[PaperValue] = &[
+    PaperValue::new(
+        "throughput_vs_topt",
+        &[("scheduler", At::Text("fcfs"))],
+        0.85,
+        "section 5.2.4, Fig. 10 (FCFS 'about 85%')",
+    ),
+    PaperValue::new(
+        "cold_fraction",
+        &[("scheduler", At::Text("fcfs"))],
+        0.96,
+        "section 5.2.5, Fig. 11 (FCFS 'about 96%')",
+    ),
+];
+
+/// Figs. 10-12's grid: T-Opt once, then FCFS and LAP at each number of visible packets q, over
+/// 100,000 packets of 30 applications (quick: 20,000 packets, four q).
+pub fn fig10_12_grid(quick: bool) -> Grid {
+    let (packets, qs): (usize, Vec<usize>) =
+        if quick { (20_000, vec![1, 16, 128, 512]) } else { (100_000, vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512]) };
+    Grid::one("oracle")
+        .axis("scheduler", "", ["t-opt"])
+        .axis("packets", "packets", [packets])
+        .sweep("by q")
+        .axis("q", "packets", qs)
+        .axis("scheduler", "", ["fcfs", "lap"])
+        .axis("packets", "packets", [packets])
+}
+
 /// predictive Figs. 10-12: throughput relative to T-Opt, cold-cache fraction and delay
 /// variation against the packets visible, 30 applications, 16 processors.
-pub fn fig10_12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn fig10_12(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
     let apps = 30;
-    let packets = if opts.quick { 20_000 } else { 100_000 };
-    let qs: Vec<usize> = if opts.quick { vec![1, 16, 128, 512] } else { vec![1, 2, 4, 8, 16, 32, 64, 128, 256, 512] };
+    let packets: usize = g.value("by q", "packets");
+    let qs: Vec<usize> = g.values("by q", "q");
+    let by_q: Vec<Policy> = g.values::<String>("by q", "scheduler").iter().map(|s| policy(s)).collect();
     let st: Vec<StreamPacket> = stream(apps, packets, &Mix::EqualBandwidth, opts.seed);
     out.assumptions = assumptions(apps, packets);
-    let mut points = vec![Point { policy: Policy::TOpt, q: None }];
+    let mut points = vec![Point { policy: policy(&g.value::<String>("oracle", "scheduler")), q: None }];
     for &q in &qs {
-        points.push(Point { policy: Policy::Fcfs, q: Some(q) });
-        points.push(Point { policy: Policy::Lap, q: Some(q) });
+        points.extend(by_q.iter().map(|&policy| Point { policy, q: Some(q) }));
     }
     let rs = super::par_map(
         opts.threads,
@@ -211,15 +257,11 @@ pub fn fig10_12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         l[1].push((q as f64, r.cold_fraction()));
         l[2].push((q as f64, r.order_std));
         let params = BTreeMap::from([("scheduler".into(), json!(p.policy.label())), ("q".into(), json!(q))]);
-        let (paper_rel, paper_cold) = match p.policy {
-            Policy::Fcfs => (Some(0.85), Some(0.96)),
-            _ => (None, None),
-        };
         out.comparisons.push(Comparison::new(
             "throughput_vs_topt",
             params.clone(),
             rel,
-            paper_rel,
+            None,
             "fraction",
             "section 5.2.4, Fig. 10 (FCFS 'about 85%')",
         ));
@@ -227,7 +269,7 @@ pub fn fig10_12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             "cold_fraction",
             params.clone(),
             r.cold_fraction(),
-            paper_cold,
+            None,
             "fraction",
             "section 5.2.5, Fig. 11 (FCFS 'about 96%')",
         ));
@@ -264,14 +306,14 @@ pub fn fig10_12(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 }
 
 /// The section 6 scenario's parameters.
-fn switch_params(mode: Mode, quick: bool, seed: u64) -> SwitchParams {
+fn switch_params(mode: Mode, secs: u64, seed: u64) -> SwitchParams {
     SwitchParams {
         mode,
         processors: SWITCH_PROCESSORS,
         flows: paper_flows(),
         calm_load: SWITCH_CALM,
         bursts: Bursts { apps: vec![2], factor: SWITCH_BURST, every_ns: 1_500_000_000, len_ns: 200_000_000 },
-        duration_ns: if quick { 3_000_000_000 } else { 12_000_000_000 },
+        duration_ns: secs * 1_000_000_000,
         calm_below_ns: SWITCH_LO_NS,
         seed,
     }
@@ -288,10 +330,27 @@ const SWITCH_HI_NS: f64 = 20e6;
 
 /// predictive section 6: EFQ, EFQ preferring warm processors, LAP, and the combination that
 /// switches to LAP above a threshold of estimated queued work and back below another.
-pub fn switch(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+/// Section 6's grid: the four modes, 12 s of arrivals (quick: 3 s).
+pub fn switch_grid(quick: bool) -> Grid {
+    Grid::one("runs").axis("mode", "", SWITCH_MODES.iter().map(|m| m.label())).axis(
+        "duration_s",
+        "s",
+        [if quick { 3u64 } else { 12 }],
+    )
+}
+
+const SWITCH_MODES: [Mode; 4] =
+    [Mode::Efq, Mode::EfqWarm, Mode::Lap, Mode::Combined { hi_ns: SWITCH_HI_NS, lo_ns: SWITCH_LO_NS }];
+
+pub fn switch(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
-    let modes = [Mode::Efq, Mode::EfqWarm, Mode::Lap, Mode::Combined { hi_ns: SWITCH_HI_NS, lo_ns: SWITCH_LO_NS }];
-    let p0 = switch_params(Mode::Efq, opts.quick, opts.seed);
+    let modes: Vec<Mode> = g
+        .values::<String>("runs", "mode")
+        .iter()
+        .map(|l| *SWITCH_MODES.iter().find(|m| m.label() == l).expect("a section 6 mode"))
+        .collect();
+    let secs: u64 = g.value("runs", "duration_s");
+    let p0 = switch_params(Mode::Efq, secs, opts.seed);
     out.assumptions = vec![
         format!("The 32 reserved flows of section 4.2.1 (4 applications x 8 sizes, 1/32 each) on {SWITCH_PROCESSORS} processors at 2 GHz (Table 1 / 10) with one-application instruction caches: a packet on a processor that last ran another application takes pi_a / 10 longer. Variation as in section 4.2."),
         format!("Load: every flow periodic at {SWITCH_CALM} of its reservation; the 8 compression flows at {SWITCH_BURST}x theirs for 200 ms every 1.5 s; arrivals for {} s, then the backlog drains.", p0.duration_ns as f64 * 1e-9),
@@ -299,8 +358,7 @@ pub fn switch(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "Goodput while overloaded = estimated (warm) processing time of the packets completed during overloaded time / that time, in processors' worth (at most 4): the throughput that cold caches take away.".into(),
         "The thresholds, burst pattern and processor count are ours; section 6 gives the policy, not numbers.".into(),
     ];
-    let rs =
-        super::par_map(opts.threads, &modes, |&m, _| efq_lap::run(&switch_params(m, opts.quick, opts.seed)), progress);
+    let rs = super::par_map(opts.threads, &modes, |&m, _| efq_lap::run(&switch_params(m, secs, opts.seed)), progress);
     let mut table = Table::new(["mode", "conforming calm p99 / max (ms)", "conforming overloaded p99 / max (ms)", "bursting p99 (ms)", "cold fraction", "overloaded time (ms)", "goodput while overloaded (processors)", "max backlog (ms)", "switches to LAP", "time in LAP (ms)"])
         .captioned("Delays of the conforming flows (all but compression) by whether the system was calm when they arrived, and what overload costs.");
     for (m, r) in modes.iter().zip(&rs) {
@@ -385,7 +443,7 @@ mod tests {
 
     #[test]
     fn fig9_quick_lap_follows_the_load_change_smoothly() {
-        let out = fig9(quick(), &mut |_| {});
+        let out = crate::experiments::run("predictive-fig9", quick(), &mut |_| {}).unwrap();
         let s = |p: &str, n: &str| scalar(&out, p, n);
         // Both end up giving application 1 most processors (80 % of the work)...
         for p in ["fcfs", "lap"] {
@@ -402,7 +460,7 @@ mod tests {
 
     #[test]
     fn fig10_12_quick_lap_between_fcfs_and_topt_and_converging() {
-        let out = fig10_12(quick(), &mut |_| {});
+        let out = crate::experiments::run("predictive-fig10-12", quick(), &mut |_| {}).unwrap();
         let s = |l: &str, n: &str| scalar(&out, l, n);
         // FCFS: locality-blind, nearly every cache cold (1 in 30 warm), well below T-Opt.
         assert!(s("fcfs-q128", "cold_fraction") > 0.9);
@@ -420,7 +478,7 @@ mod tests {
 
     #[test]
     fn switch_quick_combination_keeps_efq_when_calm_and_drains_overload_faster() {
-        let out = switch(quick(), &mut |_| {});
+        let out = crate::experiments::run("predictive-switch", quick(), &mut |_| {}).unwrap();
         let s = |l: &str, n: &str| scalar(&out, l, n);
         // Calm: the combination serves as EFQ does; LAP alone does not isolate the flows.
         let efq = s("efq", "conforming_calm_p99_ms");

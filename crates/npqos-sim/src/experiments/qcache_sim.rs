@@ -6,6 +6,7 @@
 //! gives neither; docs/qcache.md). All four subsystems of a point see the same operation stream
 //! (one RNG stream per workload).
 
+use super::declare::{At, Grid, PaperValue};
 use super::dqs::load_ndpi;
 use super::{par_map, RunOptions};
 use crate::models::qcache::sim::{run, SimConfig, SimStats};
@@ -20,7 +21,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 mod analysis;
-pub use analysis::{fig10, model};
+pub use analysis::{fig10, fig10_grid, model, model_grid, PAPER_FIG10};
 
 /// Queues of every workload (16-bit queue ids allow 64 K, section 5.6; "a large number").
 pub const QUEUES: u32 = 4096;
@@ -29,19 +30,37 @@ pub const BACKLOG: u32 = 64;
 /// Memory references per ns (200 MHz, one per cycle).
 const MEM_REFS_PER_NS: f64 = 0.2;
 
-fn ops(opts: RunOptions) -> u64 {
-    if opts.quick {
+fn ops(quick: bool) -> u64 {
+    if quick {
         20_000
     } else {
         200_000
     }
 }
 
-fn thread_counts(opts: RunOptions) -> Vec<u32> {
-    if opts.quick {
+fn thread_counts(quick: bool) -> Vec<u32> {
+    if quick {
         vec![1, 4, 8, 12, 16, 20, 24, 32]
     } else {
         (1..=32).collect()
+    }
+}
+
+/// A grid of `workloads` x every subsystem x the thread counts, with the operations per run.
+fn threads_grid(quick: bool, workloads: &[&str]) -> Grid {
+    Grid::one("threads")
+        .axis("workload", "", workloads)
+        .axis("subsystem", "", Subsystem::ALL.map(|s| s.label()))
+        .axis("threads", "threads", thread_counts(quick))
+        .axis("ops", "operations", [ops(quick)])
+}
+
+/// The trace workloads, when the nDPI corpus is present.
+fn trace_names() -> Vec<&'static str> {
+    if super::dqs::ndpi_dir().is_some() {
+        vec!["edge", "core"]
+    } else {
+        vec![]
     }
 }
 
@@ -134,11 +153,11 @@ fn record(w: &Wl, j: &Job, st: &SimStats) -> RunResult {
 type Sweep = BTreeMap<&'static str, Vec<(u32, SimStats)>>;
 
 /// Runs workload `w` for every subsystem and thread count; records the runs.
-fn thread_sweep(w: &Wl, opts: RunOptions, out: &mut Output, progress: &mut dyn FnMut(f64)) -> Sweep {
-    let counts = thread_counts(opts);
+fn thread_sweep(w: &Wl, opts: RunOptions, g: &Grid, out: &mut Output, progress: &mut dyn FnMut(f64)) -> Sweep {
+    let counts: Vec<u32> = g.values("threads", "threads");
     let jobs: Vec<Job> =
         Subsystem::ALL.iter().flat_map(|&sub| counts.iter().map(move |&threads| Job { wl: 0, sub, threads })).collect();
-    let stats = simulate(std::slice::from_ref(w), &jobs, ops(opts), opts, progress);
+    let stats = simulate(std::slice::from_ref(w), &jobs, g.value("threads", "ops"), opts, progress);
     let mut sweep = Sweep::new();
     for (j, st) in jobs.iter().zip(stats) {
         out.runs.push(record(w, j, &st));
@@ -227,12 +246,169 @@ fn common_assumptions(out: &mut Output) {
     ]);
 }
 
+/// qcache Fig. 5 / section 4.2 on R: every subsystem peaks "slightly over 80M" operations per
+/// second; qc peaks with 12 threads (18-20 for the others: a range, not compared).
+pub const PAPER_FIG5: &[PaperValue] = &[
+    PaperValue::new(
+        "peak_throughput",
+        &[("workload", At::Text("R"))],
+        80.0,
+        "Fig. 5 / section 4.2 ('slightly over 80M')",
+    ),
+    PaperValue::new(
+        "threads_to_95pct_of_peak",
+        &[("workload", At::Text("R")), ("subsystem", At::Text("qc"))],
+        12.0,
+        "section 4.2: qc peaks with 12 threads",
+    ),
+];
+
+/// qcache section 4.3.1 on SD1_30: hit rates around 30%; locality stops helping qc beyond a 20%
+/// weight, the others at around 10%.
+pub const PAPER_FIG6: &[PaperValue] = &[
+    PaperValue::new(
+        "hit_rate",
+        &[("workload", At::Text("SD1_30")), ("threads", At::Int(32))],
+        0.30,
+        "section 4.3.1 ('hit rates, around 30%')",
+    ),
+    PaperValue::new("largest_weight_at_or_above_R_throughput", &[("subsystem", At::Text("qc"))], 20.0, FIG6_LOCALITY),
+    PaperValue::new("largest_weight_at_or_above_R_throughput", &[("subsystem", At::Text("sqc"))], 10.0, FIG6_LOCALITY),
+    PaperValue::new("largest_weight_at_or_above_R_throughput", &[("subsystem", At::Text("dc"))], 10.0, FIG6_LOCALITY),
+];
+const FIG6_LOCALITY: &str = "section 4.3.1: locality stops helping qc beyond 20%, the others at around 10%";
+
+/// qcache section 4.3.2 on SD16_90 at 32 threads: qc reaches 150 M ops/s, 1.15x sqc and 1.30x dc;
+/// throughput rises with the dominating set until the cache capacity (32; the data cache 64).
+pub const PAPER_FIG7: &[PaperValue] = &[
+    PaperValue::new(
+        "throughput",
+        &[("workload", At::Text("SD16_90")), ("subsystem", At::Text("qc")), ("threads", At::Int(32))],
+        150.0,
+        "section 4.3.2",
+    ),
+    PaperValue::new("qc_over_sqc", &[("workload", At::Text("SD16_90"))], 1.15, "section 4.3.2"),
+    PaperValue::new("qc_over_dc", &[("workload", At::Text("SD16_90"))], 1.30, "section 4.3.2"),
+    PaperValue::new("dominating_set_size_at_peak", &[("subsystem", At::Text("dc"))], 64.0, FIG7_SET),
+    PaperValue::new("dominating_set_size_at_peak", &[("subsystem", At::Text("sqc"))], 32.0, FIG7_SET),
+    PaperValue::new("dominating_set_size_at_peak", &[("subsystem", At::Text("qc"))], 32.0, FIG7_SET),
+];
+const FIG7_SET: &str =
+    "section 4.3.2: throughput rises until the cache capacity (32 entries; the data cache declines from 64)";
+
+/// qcache section 4.4 and the abstract on the real traces: qc at 130 M ops/s on the edge trace,
+/// 1.3x sqc, 1.75x dc, 2.6x nc; on the core trace qc needs 17 threads to peak, dc and sqc 25.
+pub const PAPER_FIG9: &[PaperValue] = &[
+    PaperValue::new(
+        "throughput",
+        &[("workload", At::Text("edge")), ("subsystem", At::Text("qc")), ("threads", At::Int(32))],
+        130.0,
+        "section 4.4 (NLANR edge trace)",
+    ),
+    PaperValue::new("qc_over_sqc", &[("workload", At::Text("edge"))], 1.3, "section 4.4"),
+    PaperValue::new("qc_over_dc", &[("workload", At::Text("edge"))], 1.75, "section 4.4"),
+    PaperValue::new("qc_over_nc", &[("workload", At::Text("edge"))], 2.6, "abstract / section 6"),
+    PaperValue::new(
+        "threads_to_95pct_of_peak",
+        &[("workload", At::Text("core")), ("subsystem", At::Text("qc"))],
+        17.0,
+        "section 4.4",
+    ),
+    PaperValue::new(
+        "threads_to_95pct_of_peak",
+        &[("workload", At::Text("core")), ("subsystem", At::Text("dc"))],
+        25.0,
+        "section 4.4",
+    ),
+    PaperValue::new(
+        "threads_to_95pct_of_peak",
+        &[("workload", At::Text("core")), ("subsystem", At::Text("sqc"))],
+        25.0,
+        "section 4.4",
+    ),
+];
+
+/// qcache section 4.6 and the abstract: with every operation on one queue, qc is 3.1x nc, 1.5x sqc
+/// and 2.1x dc.
+pub const PAPER_WORSTCASE: &[PaperValue] = &[
+    PaperValue::new("qc_over_nc", &[], 3.1, "section 4.6 / abstract"),
+    PaperValue::new("qc_over_sqc", &[], 1.5, "section 4.6 / abstract"),
+    PaperValue::new("qc_over_dc", &[], 2.1, "section 4.6 / abstract"),
+];
+
+/// Fig. 5's grid: R x every subsystem x threads.
+pub fn fig5_grid(quick: bool) -> Grid {
+    threads_grid(quick, &["R"])
+}
+
+/// Fig. 6's grid: SD1_30 x every subsystem x threads; then, at 32 threads, the dominating queue's
+/// weight (and R, the no-locality reference).
+pub fn fig6_grid(quick: bool) -> Grid {
+    let weights: Vec<f64> = if quick {
+        vec![5.0, 10.0, 20.0, 30.0, 60.0, 100.0]
+    } else {
+        vec![5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0]
+    };
+    let mut g = threads_grid(quick, &["SD1_30"]);
+    g = g
+        .sweep("weights")
+        .axis("weight_percent", "%", weights)
+        .axis("subsystem", "", Subsystem::ALL.map(|s| s.label()))
+        .axis("threads", "threads", [32u32])
+        .axis("ops", "operations", [ops(quick)]);
+    g
+}
+
+/// Fig. 7's grid: SD16_90 x every subsystem x threads; then, at 32 threads, the size of the
+/// dominating set, and SD16_90's sensitivity to the standing backlog.
+pub fn fig7_grid(quick: bool) -> Grid {
+    let sizes: Vec<u32> =
+        if quick { vec![1, 4, 16, 32, 64, 256] } else { vec![1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256] };
+    threads_grid(quick, &["SD16_90"])
+        .sweep("set sizes")
+        .axis("dominating_queues", "queues", sizes)
+        .axis("subsystem", "", Subsystem::ALL.map(|s| s.label()))
+        .axis("threads", "threads", [32u32])
+        .axis("ops", "operations", [ops(quick)])
+        .sweep("backlog")
+        .axis("backlog", "packets", [16u32, 64, 256, 1024])
+        .axis("subsystem", "", Subsystem::ALL.map(|s| s.label()))
+        .axis("threads", "threads", [32u32])
+}
+
+/// Fig. 8's grid: L1.1 and L1.01 x every subsystem x threads.
+pub fn fig8_grid(quick: bool) -> Grid {
+    threads_grid(quick, &["L1.1", "L1.01"])
+}
+
+/// Fig. 9's grid: the trace workloads (when the corpus is present) x every subsystem x threads.
+pub fn fig9_grid(quick: bool) -> Grid {
+    threads_grid(quick, &trace_names())
+}
+
+/// Section 4.6's grid: one queue, every subsystem at 32 threads.
+pub fn worstcase_grid(quick: bool) -> Grid {
+    Grid::one("one queue")
+        .axis("subsystem", "", Subsystem::ALL.map(|s| s.label()))
+        .axis("threads", "threads", [32u32])
+        .axis("ops", "operations", [ops(quick)])
+}
+
+/// qcache-scale's grid: R, every subsystem at 32 threads, 1e7 operations (quick: 1e5).
+pub fn scale_grid(quick: bool) -> Grid {
+    Grid::one("run").axis("subsystem", "", Subsystem::ALL.map(|s| s.label())).axis("threads", "threads", [32u32]).axis(
+        "ops",
+        "operations",
+        [if quick { 100_000u64 } else { 10_000_000 }],
+    )
+}
+
 /// qcache Figure 5: uniformly random traffic, throughput and hit rate vs threads.
-pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn fig5(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
     common_assumptions(&mut out);
     let w = wl(Pattern::R);
-    let sweep = thread_sweep(&w, opts, &mut out, progress);
+    let sweep = thread_sweep(&w, opts, g, &mut out, progress);
     let mut rows = Table::new([
         "subsystem",
         "peak (M ops/s)",
@@ -256,12 +432,12 @@ pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             "peak_throughput",
             pr.clone(),
             p,
-            Some(80.0),
+            None,
             "M ops/s",
             "Fig. 5 / section 4.2 ('slightly over 80M')",
         ));
         let (paper, src) = if sub == Subsystem::Qc {
-            (Some(12.0), "section 4.2: qc peaks with 12 threads")
+            (None, "section 4.2: qc peaks with 12 threads")
         } else {
             (None, "section 4.2: 18-20 threads for nc, dc, sqc (a range, no single number)")
         };
@@ -274,32 +450,28 @@ pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 }
 
 /// qcache Figure 6: SD1_30 vs threads; 32 threads vs the dominating queue's weight.
-pub fn fig6(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn fig6(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
     common_assumptions(&mut out);
     let w = wl(Pattern::Sd { n: 1, percent: 30.0 });
-    let sweep = thread_sweep(&w, opts, &mut out, &mut |x| progress(0.5 * x));
+    let sweep = thread_sweep(&w, opts, g, &mut out, &mut |x| progress(0.5 * x));
     out.plots = sweep_plots(&w, &sweep, "fig6a", "SD1_30");
     for sub in Subsystem::ALL.into_iter().filter(|s| s.cached()) {
         out.comparisons.push(Comparison::new(
             "hit_rate",
             params(&[("subsystem", json!(sub.label())), ("workload", json!("SD1_30")), ("threads", json!(32))]),
             at(&sweep[sub.label()], 32).hit_rate,
-            Some(0.30),
+            None,
             "",
             "section 4.3.1 ('hit rates, around 30%')",
         ));
     }
     // (b) weight sweep at 32 threads, with R as the no-locality reference.
-    let weights: Vec<f64> = if opts.quick {
-        vec![5.0, 10.0, 20.0, 30.0, 60.0, 100.0]
-    } else {
-        vec![5.0, 10.0, 15.0, 20.0, 25.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0]
-    };
+    let weights: Vec<f64> = g.values("weights", "weight_percent");
     let mut wls: Vec<Wl> = weights.iter().map(|&k| wl(Pattern::Sd { n: 1, percent: k })).collect();
     wls.push(wl(Pattern::R));
     let jobs = every_subsystem_at(wls.len(), 32);
-    let stats = simulate(&wls, &jobs, ops(opts), opts, &mut |x| progress(0.5 + 0.5 * x));
+    let stats = simulate(&wls, &jobs, g.value("weights", "ops"), opts, &mut |x| progress(0.5 + 0.5 * x));
     let mut lines: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     let mut r_level: BTreeMap<&str, f64> = BTreeMap::new();
     for (j, st) in jobs.iter().zip(&stats) {
@@ -332,12 +504,11 @@ pub fn fig6(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             format!("{:.1}", l.last().expect("weights").1),
         ]);
         if sub.cached() {
-            let paper = if sub == Subsystem::Qc { 20.0 } else { 10.0 };
             out.comparisons.push(Comparison::new(
                 "largest_weight_at_or_above_R_throughput",
                 params(&[("subsystem", json!(sub.label())), ("threads", json!(32))]),
                 keep,
-                Some(paper),
+                None,
                 "%",
                 "section 4.3.1: locality stops helping qc beyond 20%, the others at around 10%",
             ));
@@ -359,11 +530,11 @@ pub fn fig6(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 
 /// qcache Figure 7: SD16_90 vs threads; 32 threads vs the dominating set's size; and the
 /// sensitivity to the standing backlog.
-pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn fig7(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
     common_assumptions(&mut out);
     let w = wl(Pattern::Sd { n: 16, percent: 90.0 });
-    let sweep = thread_sweep(&w, opts, &mut out, &mut |x| progress(0.4 * x));
+    let sweep = thread_sweep(&w, opts, g, &mut out, &mut |x| progress(0.4 * x));
     out.plots = sweep_plots(&w, &sweep, "fig7a", "SD16_90");
     let th = |sub: Subsystem| at(&sweep[sub.label()], 32).throughput_mops;
     let p32 = |sub: Subsystem| {
@@ -373,7 +544,7 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "throughput",
         p32(Subsystem::Qc),
         th(Subsystem::Qc),
-        Some(150.0),
+        None,
         "M ops/s",
         "section 4.3.2",
     ));
@@ -381,7 +552,7 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "qc_over_sqc",
         p32(Subsystem::Sqc),
         th(Subsystem::Qc) / th(Subsystem::Sqc),
-        Some(1.15),
+        None,
         "x",
         "section 4.3.2",
     ));
@@ -389,7 +560,7 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         "qc_over_dc",
         p32(Subsystem::Dc),
         th(Subsystem::Qc) / th(Subsystem::Dc),
-        Some(1.30),
+        None,
         "x",
         "section 4.3.2",
     ));
@@ -404,11 +575,10 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         ));
     }
     // (b) dominating-set size at 32 threads.
-    let sizes: Vec<u32> =
-        if opts.quick { vec![1, 4, 16, 32, 64, 256] } else { vec![1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 128, 192, 256] };
+    let sizes: Vec<u32> = g.values("set sizes", "dominating_queues");
     let mut wls: Vec<Wl> = sizes.iter().map(|&n| wl(Pattern::Sd { n, percent: 90.0 })).collect();
     // Backlog sensitivity of SD16_90.
-    let backlogs: Vec<u32> = vec![16, 64, 256, 1024];
+    let backlogs: Vec<u32> = g.values("backlog", "backlog");
     for &b in &backlogs {
         let mut x = wl(Pattern::Sd { n: 16, percent: 90.0 });
         x.spec.backlog = b;
@@ -416,7 +586,7 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
         wls.push(x);
     }
     let jobs = every_subsystem_at(wls.len(), 32);
-    let stats = simulate(&wls, &jobs, ops(opts), opts, &mut |x| progress(0.4 + 0.6 * x));
+    let stats = simulate(&wls, &jobs, g.value("set sizes", "ops"), opts, &mut |x| progress(0.4 + 0.6 * x));
     let mut lines: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     let mut hit_lines: BTreeMap<&str, Vec<(f64, f64)>> = BTreeMap::new();
     let mut sens = Table::new(["standing backlog (packets)", "nc", "dc", "sqc", "qc"]);
@@ -447,12 +617,11 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
     for sub in Subsystem::ALL.into_iter().filter(|s| s.cached()) {
         let l = &lines[sub.label()];
         let best = l.iter().copied().fold((0.0, 0.0), |a, b| if b.1 > a.1 { b } else { a });
-        let paper = if sub == Subsystem::Dc { 64.0 } else { 32.0 };
         out.comparisons.push(Comparison::new(
             "dominating_set_size_at_peak",
             params(&[("subsystem", json!(sub.label())), ("threads", json!(32))]),
             best.0,
-            Some(paper),
+            None,
             "queues",
             "section 4.3.2: throughput rises until the cache capacity (32 entries; the data cache declines from 64)",
         ));
@@ -485,12 +654,17 @@ pub fn fig7(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 }
 
 /// qcache Figure 8: exponentially weighted queues, L1.1 and L1.01.
-pub fn fig8(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn fig8(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
     common_assumptions(&mut out);
-    for (i, k) in [1.1, 1.01].into_iter().enumerate() {
+    let ks: Vec<f64> = g
+        .values::<String>("threads", "workload")
+        .iter()
+        .map(|l| l.strip_prefix('L').and_then(|k| k.parse().ok()).expect("an L workload"))
+        .collect();
+    for (i, k) in ks.into_iter().enumerate() {
         let w = wl(Pattern::L { k });
-        let sweep = thread_sweep(&w, opts, &mut out, &mut |x| progress(0.5 * (i as f64 + x)));
+        let sweep = thread_sweep(&w, opts, g, &mut out, &mut |x| progress(0.5 * (i as f64 + x)));
         out.plots.extend(sweep_plots(&w, &sweep, &format!("fig8{}", ["a", "b"][i]), &w.label));
         for sub in Subsystem::ALL {
             let s = at(&sweep[sub.label()], 32);
@@ -559,13 +733,13 @@ fn trace_workloads(seed: u64, out: &mut Output) -> Vec<Wl> {
 }
 
 /// qcache Figure 9: the two real-trace workloads vs threads.
-pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn fig9(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
     common_assumptions(&mut out);
     let wls = trace_workloads(opts.seed, &mut out);
     let mut sweeps = Vec::new();
     for (i, w) in wls.iter().enumerate() {
-        let sweep = thread_sweep(w, opts, &mut out, &mut |x| progress((i as f64 + x) / wls.len() as f64));
+        let sweep = thread_sweep(w, opts, g, &mut out, &mut |x| progress((i as f64 + x) / wls.len() as f64));
         out.plots.extend(sweep_plots(
             w,
             &sweep,
@@ -584,20 +758,18 @@ pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             "throughput",
             pe(Subsystem::Qc),
             e(Subsystem::Qc),
-            Some(130.0),
+            None,
             "M ops/s",
             "section 4.4 (NLANR edge trace)",
         ));
-        for (sub, paper, src) in [
-            (Subsystem::Sqc, 1.3, "section 4.4"),
-            (Subsystem::Dc, 1.75, "section 4.4"),
-            (Subsystem::Nc, 2.6, "abstract / section 6"),
-        ] {
+        for (sub, src) in
+            [(Subsystem::Sqc, "section 4.4"), (Subsystem::Dc, "section 4.4"), (Subsystem::Nc, "abstract / section 6")]
+        {
             out.comparisons.push(Comparison::new(
                 &format!("qc_over_{}", sub.label()),
                 pe(sub),
                 e(Subsystem::Qc) / e(sub),
-                Some(paper),
+                None,
                 "x",
                 src,
             ));
@@ -615,12 +787,8 @@ pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
                     "section 4.4: cached models converge at 90-95 M ops/s on the CAIDA core trace",
                 ));
             }
-            let (paper, src) = match sub {
-                Subsystem::Qc => (Some(17.0), "section 4.4"),
-                Subsystem::Nc => (None, "section 4.4 gives no nc number"),
-                _ => (Some(25.0), "section 4.4"),
-            };
-            out.comparisons.push(Comparison::new("threads_to_95pct_of_peak", pc, n as f64, paper, "threads", src));
+            let src = if sub == Subsystem::Nc { "section 4.4 gives no nc number" } else { "section 4.4" };
+            out.comparisons.push(Comparison::new("threads_to_95pct_of_peak", pc, n as f64, None, "threads", src));
         }
         for (name, sw) in [("edge", edge), ("core", core)] {
             for sub in Subsystem::ALL.into_iter().filter(|s| s.cached()) {
@@ -639,25 +807,25 @@ pub fn fig9(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 }
 
 /// qcache section 4.6: every operation on one queue.
-pub fn worstcase(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn worstcase(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
     common_assumptions(&mut out);
     let mut w = wl(Pattern::U);
     w.spec.queues = 1;
     w.label = "one queue".into();
     let jobs = every_subsystem_at(1, 32);
-    let stats = simulate(std::slice::from_ref(&w), &jobs, ops(opts), opts, progress);
+    let stats = simulate(std::slice::from_ref(&w), &jobs, g.value("one queue", "ops"), opts, progress);
     let mut th = BTreeMap::new();
     for (j, st) in jobs.iter().zip(&stats) {
         out.runs.push(record(&w, j, st));
         th.insert(j.sub.label(), st.throughput_mops);
     }
-    for (sub, paper) in [(Subsystem::Nc, 3.1), (Subsystem::Sqc, 1.5), (Subsystem::Dc, 2.1)] {
+    for sub in [Subsystem::Nc, Subsystem::Sqc, Subsystem::Dc] {
         out.comparisons.push(Comparison::new(
             &format!("qc_over_{}", sub.label()),
             params(&[("subsystem", json!(sub.label())), ("threads", json!(32))]),
             th["qc"] / th[sub.label()],
-            Some(paper),
+            None,
             "x",
             "section 4.6 / abstract",
         ));
@@ -683,10 +851,10 @@ pub fn worstcase(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 }
 
 /// The performance target: 32 threads, 1e7 operations, every subsystem (quick: 1e5).
-pub fn scale(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn scale(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
     common_assumptions(&mut out);
-    let n: u64 = if opts.quick { 100_000 } else { 10_000_000 };
+    let n: u64 = g.value("run", "ops");
     let w = wl(Pattern::R);
     // Baseline in the same run: drawing the stream alone.
     let t0 = std::time::Instant::now();

@@ -18,7 +18,7 @@ fn get(out: &Output, label: &str, name: &str) -> f64 {
 
 #[test]
 fn table2_quick_more_slots_shorter_subtables() {
-    let out = table2(quick(), &mut |_| {});
+    let out = crate::experiments::run("dqs-table2", quick(), &mut |_| {}).unwrap();
     let ws: Vec<&str> = if has_ndpi(&out) { vec!["ndpi", "synthetic"] } else { vec!["synthetic"] };
     for w in ws {
         let v = |m: u32, n: &str| get(&out, &format!("{w} M={m}"), n);
@@ -32,7 +32,7 @@ fn table2_quick_more_slots_shorter_subtables() {
 
 #[test]
 fn table3_quick_queues_are_few() {
-    let out = table3(quick(), &mut |_| {});
+    let out = crate::experiments::run("dqs-table3", quick(), &mut |_| {}).unwrap();
     for r in &out.runs {
         let (maxq, flows) = (r.get("max_queues").unwrap(), r.get("flows_activated").unwrap());
         // Hundreds of queues, not one per flow.
@@ -44,7 +44,7 @@ fn table3_quick_queues_are_few() {
 
 #[test]
 fn fig5_8_quick_cycles_fall_with_slots_and_track_the_exact_model() {
-    let out = fig5_8(quick(), &mut |_| {});
+    let out = crate::experiments::run("dqs-fig5-8", quick(), &mut |_| {}).unwrap();
     let present = has_ndpi(&out);
     for w in ["ndpi", "synthetic"] {
         if w == "ndpi" && !present {
@@ -71,7 +71,7 @@ fn fig5_8_quick_cycles_fall_with_slots_and_track_the_exact_model() {
 
 #[test]
 fn fig9_13_quick_mpmq_beats_spsq() {
-    let out = fig9_13(quick(), &mut |_| {});
+    let out = crate::experiments::run("dqs-fig9-13", quick(), &mut |_| {}).unwrap();
     let present = has_ndpi(&out);
     let ratio = |w: &str| {
         out.comparisons
@@ -113,7 +113,7 @@ fn fig9_13_quick_mpmq_beats_spsq() {
 
 #[test]
 fn scale_quick_holds_queues_only_for_active_flows() {
-    let out = scale(quick(), &mut |_| {});
+    let out = crate::experiments::run("dqs-scale", quick(), &mut |_| {}).unwrap();
     let r = &out.runs[0];
     assert!(r.get("max_queues").unwrap() < 1000.0, "{:?}", r.get("max_queues"));
     assert!(r.get("afm_memory_eq5").unwrap() * 100.0 < r.get("brute_force_pointers").unwrap());

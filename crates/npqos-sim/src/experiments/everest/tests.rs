@@ -36,7 +36,7 @@ const PAPER_SCHEDS: [&str; 7] =
 
 #[test]
 fn fig3a_quick_everest_has_the_fewest_late_packets_at_d_equal_t_sw() {
-    let out = fig3a(quick(), &mut |_| {});
+    let out = crate::experiments::run("everest-fig3a", quick(), &mut |_| {}).unwrap();
     assert!(out.complete());
     for w in workload_names(&out) {
         let late = |s: &str| scalar(&out, &w, s, ("d_us", 2000.0), "late_percent");
@@ -55,7 +55,7 @@ fn fig3a_quick_everest_has_the_fewest_late_packets_at_d_equal_t_sw() {
 
 #[test]
 fn fig3b_quick_everest_keeps_shorter_queues_than_the_eager_schedulers() {
-    let out = fig3b(quick(), &mut |_| {});
+    let out = crate::experiments::run("everest-fig3b", quick(), &mut |_| {}).unwrap();
     for w in workload_names(&out) {
         let p63 = |s: &str| {
             out.comparisons
@@ -74,7 +74,7 @@ fn fig3b_quick_everest_keeps_shorter_queues_than_the_eager_schedulers() {
 
 #[test]
 fn fig3c_quick_everest_switches_an_order_of_magnitude_less() {
-    let out = fig3c(quick(), &mut |_| {});
+    let out = crate::experiments::run("everest-fig3c", quick(), &mut |_| {}).unwrap();
     for w in workload_names(&out) {
         for d in d_values(true) {
             let sw = |s: &str| scalar(&out, &w, s, ("d_us", d * 1000.0), "context_switches_per_s");
@@ -88,7 +88,7 @@ fn fig3c_quick_everest_switches_an_order_of_magnitude_less() {
 
 #[test]
 fn fig3d_quick_more_processors_fewer_late_packets() {
-    let out = fig3d(quick(), &mut |_| {});
+    let out = crate::experiments::run("everest-fig3d", quick(), &mut |_| {}).unwrap();
     for w in workload_names(&out) {
         let late = |s: &str, np: f64| scalar(&out, &w, s, ("processors", np), "late_percent");
         assert!(late("everest", 24.0) < late("everest", 16.0) && late("everest", 16.0) < late("everest", 12.0), "{w}");
@@ -100,7 +100,7 @@ fn fig3d_quick_more_processors_fewer_late_packets() {
 
 #[test]
 fn fig4_quick_everest_ae_wins_at_small_t_sw_over_d_everest_at_large() {
-    let out = fig4(quick(), &mut |_| {});
+    let out = crate::experiments::run("everest-fig4", quick(), &mut |_| {}).unwrap();
     let late = |w: &str, s: &str, d: f64, x: f64| {
         out.runs
             .iter()
@@ -145,7 +145,7 @@ fn fig4_quick_everest_ae_wins_at_small_t_sw_over_d_everest_at_large() {
 
 #[test]
 fn fig5_quick_eager_schedulers_delay_grows_with_t_sw() {
-    let out = fig5(quick(), &mut |_| {});
+    let out = crate::experiments::run("everest-fig5", quick(), &mut |_| {}).unwrap();
     for w in workload_names(&out) {
         let delay = |s: &str, x: f64| scalar(&out, &w, s, ("t_sw_us", 2000.0 * x), "mean_delay");
         for s in ["cohort-e", "everest-ae", "quantum-5tsw"] {
@@ -157,7 +157,7 @@ fn fig5_quick_eager_schedulers_delay_grows_with_t_sw() {
 
 #[test]
 fn scale_quick_runs_every_scheduler_on_the_same_packets() {
-    let out = scale(quick(), &mut |_| {});
+    let out = crate::experiments::run("everest-scale", quick(), &mut |_| {}).unwrap();
     assert_eq!(out.runs.len(), SCHEDS.len());
     let n = out.runs[0].get("packets").unwrap();
     assert!((0.8e6..1.2e6).contains(&n), "{n}");

@@ -13,17 +13,34 @@ pub(super) fn ratios(quick: bool) -> Vec<f64> {
     }
 }
 
+/// Fig. 4's grid: one sweep per D (500 us, 2 ms), each the workloads x t_sw / D x every scheduler.
+pub fn fig4_grid(quick: bool) -> Grid {
+    let mut g = Grid::default();
+    for d in ["D=0.5ms", "D=2ms"] {
+        g.sweeps.extend(sweep_grid("t_sw_over_D", "1", ratios(quick)).sweeps.into_iter().map(|mut s| {
+            s.name = d.into();
+            s
+        }));
+    }
+    g
+}
+
+/// Fig. 5's grid: the workloads x t_sw / D x every scheduler at D = 2 ms.
+pub fn fig5_grid(quick: bool) -> Grid {
+    sweep_grid("t_sw_over_D", "1", ratios(quick))
+}
+
 /// everest Fig. 4: percentage late vs t_sw / D for D = 500 us and 2 ms; where
 /// `everest-adaptive` stands against the better of Everest and Everest-AE.
-pub fn fig4(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn fig4(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
-    let xs = ratios(opts.quick);
     let ds = [0.5, 2.0];
     // One grid per D (the x axis is the ratio).
     let mut grids = Vec::new();
     for (k, &d) in ds.iter().enumerate() {
+        let xs: Vec<f64> = grid.values(&format!("D={d}ms"), "t_sw_over_D");
         let mut sub = Output::default();
-        let g = Grid::new(
+        let g = Runs::new(
             opts,
             &mut sub,
             &xs,
@@ -58,7 +75,7 @@ pub fn fig4(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 }
 
 /// Everest-adaptive against min(Everest, Everest-AE) at every point of both sweeps.
-fn adaptive_envelope(out: &mut Output, grids: &[(f64, Grid)]) {
+fn adaptive_envelope(out: &mut Output, grids: &[(f64, Runs)]) {
     let mut t = Table::new(["workload", "D", "t_sw / D", "Everest", "Everest-AE", "adaptive", "adaptive / best", "within 10%"]).captioned("everest-adaptive against the lower envelope of Everest and Everest-AE (percentage late). 'within 10%': adaptive <= 1.1 x best, or within 0.001 percentage points of it when the best is near zero.");
     let (mut n, mut ok) = (0, 0);
     for (d, g) in grids {
@@ -110,7 +127,7 @@ fn adaptive_envelope(out: &mut Output, grids: &[(f64, Grid)]) {
 
 /// Where Everest-AE stops beating Everest (the paper: AE better at small t_sw / D, about 0.1
 /// and below, Everest at large).
-fn crossover_rows(out: &mut Output, grids: &[(f64, Grid)]) {
+fn crossover_rows(out: &mut Output, grids: &[(f64, Runs)]) {
     let mut cols = vec!["workload".to_string(), "D".to_string()];
     cols.extend(grids[0].1.xs.iter().map(|x| x.to_string()));
     let mut t = Table::new(cols).captioned(
@@ -138,10 +155,10 @@ fn crossover_rows(out: &mut Output, grids: &[(f64, Grid)]) {
 }
 
 /// everest Fig. 5: mean delay vs t_sw / D at D = 2 ms.
-pub fn fig5(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn fig5(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
-    let xs = ratios(opts.quick);
-    let g = Grid::new(
+    let xs: Vec<f64> = grid.values("runs", "t_sw_over_D");
+    let g = Runs::new(
         opts,
         &mut out,
         &xs,

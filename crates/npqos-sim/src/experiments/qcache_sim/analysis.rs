@@ -28,18 +28,59 @@ fn model_workloads(seed: u64, out: &mut Output) -> Vec<Wl> {
 }
 
 /// qcache section 3.6: the analytical model's throughput beside the simulated one.
-pub fn model(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+/// The workload names of qcache-model and qcache-fig10 (the traces when the corpus is present).
+fn model_workload_names() -> Vec<&'static str> {
+    let mut v = vec!["R", "SD1_30", "SD8_90", "SD16_90", "L1.1", "L1.01", "one queue"];
+    v.extend(trace_names());
+    v
+}
+
+/// Section 3.6's grid: every workload x subsystem at 8 and 32 threads.
+pub fn model_grid(quick: bool) -> Grid {
+    Grid::one("runs")
+        .axis("workload", "", model_workload_names())
+        .axis("subsystem", "", Subsystem::ALL.map(|s| s.label()))
+        .axis("threads", "threads", [8u32, 32])
+        .axis("ops", "operations", [ops(quick)])
+}
+
+/// Section 5.1 says ninety percent of SD1_30's inter-arrival times are below the service time
+/// (qc's loss threshold), and about half of the exponential and edge traces' below the gain
+/// threshold.
+pub const PAPER_FIG10: &[PaperValue] = &[
+    PaperValue::new("fraction_below_loss_threshold_qc", &[("workload", At::Text("SD1_30"))], 0.9, FIG10_LOSS),
+    PaperValue::new("fraction_below_gain_threshold", &[("workload", At::Text("L1.1"))], 0.5, FIG10_GAIN),
+    PaperValue::new("fraction_below_gain_threshold", &[("workload", At::Text("L1.01"))], 0.5, FIG10_GAIN),
+    PaperValue::new("fraction_below_gain_threshold", &[("workload", At::Text("edge"))], 0.5, FIG10_GAIN),
+];
+const FIG10_LOSS: &str =
+    "section 5.1: 'ninety percent of the inter-arrival times are less than the service time' (single weighted queue)";
+const FIG10_GAIN: &str = "section 5.1: exponential and edge traces have 'about 50 percent' below the gain threshold";
+
+/// Fig. 10's grid: the inter-arrival distances of every workload over 400,000 operations (quick: 50,000).
+pub fn fig10_grid(quick: bool) -> Grid {
+    Grid::one("distances").axis("workload", "", model_workload_names()).axis(
+        "ops",
+        "operations",
+        [if quick { 50_000usize } else { 400_000 }],
+    )
+}
+
+pub fn model(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
     common_assumptions(&mut out);
     out.assumptions.push("Model (npqos_core::queues::model): time = Σ T_i / n + T_l with T_i the unloaded latency of each operation on its hit or miss, T_l = Σ max(0, S_prev - t(i)) the time lost waiting for the previous operation on the same queue (held S_prev: the whole operation for nc/dc/sqc, the engine for qc), t(i) from issuing operations in sequence order every T_i / n; throughput = min(N / time, 200 M refs/s / (3 - 2h)). Hits: the sequence replayed through the subsystem's cache. T_s divided by n and the step function read as the text says (docs/qcache.md).".into());
     let wls = model_workloads(opts.seed, &mut out);
-    let threads = [8u32, 32];
+    let threads: Vec<u32> = g.values("runs", "threads");
     let jobs: Vec<Job> = (0..wls.len())
         .flat_map(|i| {
-            Subsystem::ALL.into_iter().flat_map(move |sub| threads.map(|threads| Job { wl: i, sub, threads }))
+            let threads = threads.clone();
+            Subsystem::ALL
+                .into_iter()
+                .flat_map(move |sub| threads.clone().into_iter().map(move |threads| Job { wl: i, sub, threads }))
         })
         .collect();
-    let n_ops = ops(opts);
+    let n_ops: u64 = g.value("runs", "ops");
     let stats = simulate(&wls, &jobs, n_ops, opts, &mut |x| progress(0.8 * x));
     // The model sees the measured part of the same stream.
     let warm = (n_ops / 10) as usize;
@@ -128,12 +169,12 @@ pub fn model(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
 
 /// qcache Figure 10 / section 5.1: distribution of inter-arrival distances per workload, with
 /// the loss and gain thresholds.
-pub fn fig10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
+pub fn fig10(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Output {
     let mut out = Output::default();
     out.assumptions.push("Inter-arrival distance of an operation: operations since the previous one on the same queue (section 5.1's 'time elapsed to service all other requests between two requests for the same queue', counted in operations); a queue's first operation is left out. We plot the distribution over operations (the figure's caption speaks of per-queue averages; the text of individual inter-arrival times).".into());
     out.assumptions.push("Loss threshold at 32 threads: 32 x S̄ / T̄ operations (the queue is still held when fewer operations separate two on it; S̄ the mean hold time, T̄ the mean operation time of the subsystem). Gain threshold: 32 (the entries of the fully associative caches); reuse at a shorter distance is a guaranteed hit.".into());
     let wls = model_workloads(opts.seed, &mut out);
-    let n = if opts.quick { 50_000 } else { 400_000 };
+    let n: usize = grid.value("distances", "ops");
     let mut lines = Vec::new();
     let mut table = Table::new([
         "workload",
@@ -168,16 +209,16 @@ pub fn fig10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             format!("{:.3}", frac(32.0)),
         ]);
         let pr = |m: &str| params(&[("workload", json!(w.label)), ("threshold", json!(m))]);
-        let (p_loss, p_gain, src) = match w.label.as_str() {
-            "SD1_30" => (Some(0.9), None, "section 5.1: 'ninety percent of the inter-arrival times are less than the service time' (single weighted queue)"),
-            "L1.1" | "L1.01" | "edge" => (None, Some(0.5), "section 5.1: exponential and edge traces have 'about 50 percent' below the gain threshold"),
-            _ => (None, None, "Fig. 10 (plotted only)"),
+        let src = match w.label.as_str() {
+            "SD1_30" => FIG10_LOSS,
+            "L1.1" | "L1.01" | "edge" => FIG10_GAIN,
+            _ => "Fig. 10 (plotted only)",
         };
         out.comparisons.push(Comparison::new(
             "fraction_below_loss_threshold_qc",
             pr("loss qc"),
             frac(lq),
-            p_loss,
+            None,
             "",
             src,
         ));
@@ -185,7 +226,7 @@ pub fn fig10(opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Output {
             "fraction_below_gain_threshold",
             pr("gain 32"),
             frac(32.0),
-            p_gain,
+            None,
             "",
             src,
         ));

@@ -20,7 +20,7 @@ fn cmp(out: &Output, metric: &str, sub: &str) -> f64 {
 /// Figure 5: all subsystems saturate at the same memory bound; qc needs the fewest threads.
 #[test]
 fn fig5_same_peak_qc_fewest_threads() {
-    let out = fig5(quick(), &mut |_| {});
+    let out = crate::experiments::run("qcache-fig5", quick(), &mut |_| {}).unwrap();
     let peaks: Vec<f64> = Subsystem::ALL.iter().map(|s| cmp(&out, "peak_throughput", s.label())).collect();
     let (lo, hi) = peaks.iter().fold((f64::MAX, 0.0f64), |a, &p| (a.0.min(p), a.1.max(p)));
     assert!(hi / lo < 1.03, "peaks {peaks:?}");
@@ -45,7 +45,7 @@ fn fig5_same_peak_qc_fewest_threads() {
 /// order is qc > sqc > dc > nc.
 #[test]
 fn fig6_single_dominating_queue() {
-    let out = fig6(quick(), &mut |_| {});
+    let out = crate::experiments::run("qcache-fig6", quick(), &mut |_| {}).unwrap();
     let t = |s| thr(&out, "SD1_30", s, 32);
     assert!(
         t(Subsystem::Qc) > t(Subsystem::Sqc)
@@ -72,7 +72,7 @@ fn fig6_single_dominating_queue() {
 /// all fall back toward the random level at 256.
 #[test]
 fn fig7_dominating_set() {
-    let out = fig7(quick(), &mut |_| {});
+    let out = crate::experiments::run("qcache-fig7", quick(), &mut |_| {}).unwrap();
     let t = |s| thr(&out, "SD16_90", s, 32);
     assert!(t(Subsystem::Qc) > 1.5 * 200.0 / 3.0, "qc {}", t(Subsystem::Qc));
     assert!(
@@ -90,7 +90,7 @@ fn fig7_dominating_set() {
 /// Figure 8: L1.1 has more locality than L1.01: higher hit rates, and a higher qc peak.
 #[test]
 fn fig8_narrow_beats_wide() {
-    let out = fig8(quick(), &mut |_| {});
+    let out = crate::experiments::run("qcache-fig8", quick(), &mut |_| {}).unwrap();
     for s in [Subsystem::Dc, Subsystem::Sqc, Subsystem::Qc] {
         let h = |wl: &str| out.run_scalar(&format!("{}/threads=32", curve(wl, s)), "hit_rate").unwrap();
         assert!(h("L1.1") > h("L1.01") + 0.2, "{s:?}: {} vs {}", h("L1.1"), h("L1.01"));
@@ -101,7 +101,7 @@ fn fig8_narrow_beats_wide() {
 /// Figure 9: the edge stand-in has more locality than the core one; qc is the best on both.
 #[test]
 fn fig9_edge_and_core() {
-    let out = fig9(quick(), &mut |_| {});
+    let out = crate::experiments::run("qcache-fig9", quick(), &mut |_| {}).unwrap();
     if out.runs.is_empty() {
         crate::testkit::skip("experiments::qcache_sim::tests::fig9_edge_and_core", crate::testkit::NO_NDPI);
         return;
@@ -118,7 +118,7 @@ fn fig9_edge_and_core() {
 /// Section 4.6: with one queue, qc > sqc > dc > nc and qc is several times nc.
 #[test]
 fn worstcase_order() {
-    let out = worstcase(quick(), &mut |_| {});
+    let out = crate::experiments::run("qcache-worstcase", quick(), &mut |_| {}).unwrap();
     let r = |s: &str| cmp(&out, &format!("qc_over_{s}"), s);
     assert!(r("nc") > r("dc") && r("dc") > r("sqc") && r("sqc") > 1.0, "{} {} {}", r("nc"), r("dc"), r("sqc"));
     assert!(r("nc") > 3.0);
@@ -128,7 +128,7 @@ fn worstcase_order() {
 /// every point the simulation lies between the paper's model and our bounds.
 #[test]
 fn model_matches_the_pure_cases() {
-    let out = model(quick(), &mut |_| {});
+    let out = crate::experiments::run("qcache-model", quick(), &mut |_| {}).unwrap();
     for c in out.comparisons.iter().filter(|c| c.metric == "model_over_simulated") {
         assert!(c.ours < 1.2, "model above the simulation: {:?} {}", c.params, c.ours);
     }
@@ -156,7 +156,7 @@ fn model_matches_the_pure_cases() {
 /// threshold, random traffic the fewest below the gain threshold.
 #[test]
 fn fig10_thresholds_order_the_workloads() {
-    let out = fig10(quick(), &mut |_| {});
+    let out = crate::experiments::run("qcache-fig10", quick(), &mut |_| {}).unwrap();
     let f = |wl: &str, k: &str| out.run_scalar(wl, k).unwrap();
     assert!(f("SD1_30", "fraction_below_loss_nc") > f("R", "fraction_below_loss_nc") + 0.2);
     assert!(f("L1.1", "fraction_below_gain") > f("L1.01", "fraction_below_gain"));
@@ -166,7 +166,7 @@ fn fig10_thresholds_order_the_workloads() {
 
 #[test]
 fn scale_quick_runs_every_subsystem() {
-    let out = scale(quick(), &mut |_| {});
+    let out = crate::experiments::run("qcache-scale", quick(), &mut |_| {}).unwrap();
     assert_eq!(out.runs.len(), 4);
     assert_eq!(out.timings.len(), 5);
 }
