@@ -390,6 +390,7 @@ pub(crate) fn par_map<T: Sync, R: Send>(
 
 /// kim Table I's IMIX ratios (%), and Table X's IMIX overload factors, which our generator is
 /// asked for (eqs 15-16) and measured against.
+#[rustfmt::skip]
 pub const PAPER_KIM_TABLE1: &[PaperValue] = &[
     PaperValue::new("imix_percent", &[("size_bytes", At::Int(28))], 1.2, "Table I"),
     PaperValue::new("imix_percent", &[("size_bytes", At::Int(40))], 35.5, "Table I"),
@@ -403,30 +404,10 @@ pub const PAPER_KIM_TABLE1: &[PaperValue] = &[
     PaperValue::new("imix_percent", &[("size_bytes", At::Int(1420))], 3.0, "Table I"),
     PaperValue::new("imix_percent", &[("size_bytes", At::Int(1500))], 10.0, "Table I"),
     PaperValue::new("overload_factor", &[("overload", At::Num(1.1))], 1.1, "Table X (IMIX overload values), eqs 15-16"),
-    PaperValue::new(
-        "overload_factor",
-        &[("overload", At::Num(1.29))],
-        1.29,
-        "Table X (IMIX overload values), eqs 15-16",
-    ),
-    PaperValue::new(
-        "overload_factor",
-        &[("overload", At::Num(1.72))],
-        1.72,
-        "Table X (IMIX overload values), eqs 15-16",
-    ),
-    PaperValue::new(
-        "overload_factor",
-        &[("overload", At::Num(2.57))],
-        2.57,
-        "Table X (IMIX overload values), eqs 15-16",
-    ),
-    PaperValue::new(
-        "overload_factor",
-        &[("overload", At::Num(5.15))],
-        5.15,
-        "Table X (IMIX overload values), eqs 15-16",
-    ),
+    PaperValue::new("overload_factor", &[("overload", At::Num(1.29))], 1.29, "Table X (IMIX overload values), eqs 15-16"),
+    PaperValue::new("overload_factor", &[("overload", At::Num(1.72))], 1.72, "Table X (IMIX overload values), eqs 15-16"),
+    PaperValue::new("overload_factor", &[("overload", At::Num(2.57))], 2.57, "Table X (IMIX overload values), eqs 15-16"),
+    PaperValue::new("overload_factor", &[("overload", At::Num(5.15))], 5.15, "Table X (IMIX overload values), eqs 15-16"),
 ];
 
 /// kim Table I's grid: packet sizes drawn, and the overload factors of Table X's IMIX column.

@@ -586,6 +586,7 @@ pub fn fig3d_grid(quick: bool) -> Grid {
 
 /// The paper's claim (abstract; section 5.2): Everest has more than an order of magnitude fewer
 /// late packets than Static, Quantum and Cohort-E at t_sw = D = 2 ms (a lower bound: "at least").
+#[rustfmt::skip]
 pub const PAPER_FIG3A: &[PaperValue] = &[
     PaperValue::new("late_packets_over_everest", &[("scheduler", At::Text("static"))], 10.0, FIG3A_SOURCE),
     PaperValue::new("late_packets_over_everest", &[("scheduler", At::Text("quantum-5tsw"))], 10.0, FIG3A_SOURCE),

@@ -19,117 +19,40 @@ const QUEUES: [u32; 4] = [1_000, 10_000, 100_000, 1_000_000];
 const PERIODS_US: [u64; 3] = [100, 1_000, 10_000];
 
 /// Fig. 7: section 5.1.1 states the 1e6-queue end points in its text.
+#[rustfmt::skip]
 pub const PAPER_FIG7: &[PaperValue] = &[
-    PaperValue::new(
-        "periodic_fill_memory_accesses_10s",
-        &[("queues", At::Int(1_000_000)), ("period_us", At::Int(10_000))],
-        2e9,
-        FIG7_SOURCE,
-    ),
-    PaperValue::new(
-        "periodic_fill_memory_accesses_10s",
-        &[("queues", At::Int(1_000_000)), ("period_us", At::Int(100))],
-        2e11,
-        FIG7_SOURCE,
-    ),
+    PaperValue::new("periodic_fill_memory_accesses_10s", &[("queues", At::Int(1_000_000)), ("period_us", At::Int(10_000))], 2e9, FIG7_SOURCE),
+    PaperValue::new("periodic_fill_memory_accesses_10s", &[("queues", At::Int(1_000_000)), ("period_us", At::Int(100))], 2e11, FIG7_SOURCE),
 ];
 const FIG7_SOURCE: &str = "Fig. 7 / section 5.1.1 text (end points only)";
 
 /// Table II: off-chip accesses in 10 s with 2, 4 and 8 KB locked, and reschedules; section
 /// 5.1.1's reduction factors against periodic fill (1e6 queues).
+#[rustfmt::skip]
 pub const PAPER_TABLE2: &[PaperValue] = &[
-    PaperValue::full(
-        "offchip_accesses_10s",
-        &[("queues", At::Int(1_000)), ("locked", At::Text("2KB"))],
-        503_500.0,
-        "Table II",
-    ),
-    PaperValue::full(
-        "offchip_accesses_10s",
-        &[("queues", At::Int(1_000)), ("locked", At::Text("4KB"))],
-        483_900.0,
-        "Table II",
-    ),
-    PaperValue::full(
-        "offchip_accesses_10s",
-        &[("queues", At::Int(1_000)), ("locked", At::Text("8KB"))],
-        414_900.0,
-        "Table II",
-    ),
+    PaperValue::full("offchip_accesses_10s", &[("queues", At::Int(1_000)), ("locked", At::Text("2KB"))], 503_500.0, "Table II"),
+    PaperValue::full("offchip_accesses_10s", &[("queues", At::Int(1_000)), ("locked", At::Text("4KB"))], 483_900.0, "Table II"),
+    PaperValue::full("offchip_accesses_10s", &[("queues", At::Int(1_000)), ("locked", At::Text("8KB"))], 414_900.0, "Table II"),
     PaperValue::full("reschedules_10s", &[("queues", At::Int(1_000))], 34_063.0, "Table II"),
-    PaperValue::full(
-        "offchip_accesses_10s",
-        &[("queues", At::Int(10_000)), ("locked", At::Text("2KB"))],
-        3_896_500.0,
-        "Table II",
-    ),
-    PaperValue::full(
-        "offchip_accesses_10s",
-        &[("queues", At::Int(10_000)), ("locked", At::Text("4KB"))],
-        3_475_500.0,
-        "Table II",
-    ),
-    PaperValue::full(
-        "offchip_accesses_10s",
-        &[("queues", At::Int(10_000)), ("locked", At::Text("8KB"))],
-        3_255_100.0,
-        "Table II",
-    ),
+    PaperValue::full("offchip_accesses_10s", &[("queues", At::Int(10_000)), ("locked", At::Text("2KB"))], 3_896_500.0, "Table II"),
+    PaperValue::full("offchip_accesses_10s", &[("queues", At::Int(10_000)), ("locked", At::Text("4KB"))], 3_475_500.0, "Table II"),
+    PaperValue::full("offchip_accesses_10s", &[("queues", At::Int(10_000)), ("locked", At::Text("8KB"))], 3_255_100.0, "Table II"),
     PaperValue::full("reschedules_10s", &[("queues", At::Int(10_000))], 199_075.0, "Table II"),
-    PaperValue::full(
-        "offchip_accesses_10s",
-        &[("queues", At::Int(100_000)), ("locked", At::Text("2KB"))],
-        14_232_600.0,
-        "Table II",
-    ),
-    PaperValue::full(
-        "offchip_accesses_10s",
-        &[("queues", At::Int(100_000)), ("locked", At::Text("4KB"))],
-        14_233_500.0,
-        "Table II",
-    ),
-    PaperValue::full(
-        "offchip_accesses_10s",
-        &[("queues", At::Int(100_000)), ("locked", At::Text("8KB"))],
-        14_274_100.0,
-        "Table II",
-    ),
+    PaperValue::full("offchip_accesses_10s", &[("queues", At::Int(100_000)), ("locked", At::Text("2KB"))], 14_232_600.0, "Table II"),
+    PaperValue::full("offchip_accesses_10s", &[("queues", At::Int(100_000)), ("locked", At::Text("4KB"))], 14_233_500.0, "Table II"),
+    PaperValue::full("offchip_accesses_10s", &[("queues", At::Int(100_000)), ("locked", At::Text("8KB"))], 14_274_100.0, "Table II"),
     PaperValue::full("reschedules_10s", &[("queues", At::Int(100_000))], 748_836.0, "Table II"),
-    PaperValue::full(
-        "offchip_accesses_10s",
-        &[("queues", At::Int(1_000_000)), ("locked", At::Text("2KB"))],
-        60_928_300.0,
-        "Table II",
-    ),
-    PaperValue::full(
-        "offchip_accesses_10s",
-        &[("queues", At::Int(1_000_000)), ("locked", At::Text("4KB"))],
-        53_088_299.0,
-        "Table II",
-    ),
-    PaperValue::full(
-        "offchip_accesses_10s",
-        &[("queues", At::Int(1_000_000)), ("locked", At::Text("8KB"))],
-        45_274_999.0,
-        "Table II",
-    ),
+    PaperValue::full("offchip_accesses_10s", &[("queues", At::Int(1_000_000)), ("locked", At::Text("2KB"))], 60_928_300.0, "Table II"),
+    PaperValue::full("offchip_accesses_10s", &[("queues", At::Int(1_000_000)), ("locked", At::Text("4KB"))], 53_088_299.0, "Table II"),
+    PaperValue::full("offchip_accesses_10s", &[("queues", At::Int(1_000_000)), ("locked", At::Text("8KB"))], 45_274_999.0, "Table II"),
     PaperValue::full("reschedules_10s", &[("queues", At::Int(1_000_000))], 2_273_204.0, "Table II"),
-    PaperValue::full(
-        "reduction_vs_periodic_offchip_8KB",
-        &[("queues", At::Int(1_000_000)), ("period_us", At::Int(10_000))],
-        44.17,
-        REDUCTION_SOURCE,
-    ),
-    PaperValue::full(
-        "reduction_vs_periodic_offchip_8KB",
-        &[("queues", At::Int(1_000_000)), ("period_us", At::Int(100))],
-        4417.44,
-        REDUCTION_SOURCE,
-    ),
+    PaperValue::full("reduction_vs_periodic_offchip_8KB", &[("queues", At::Int(1_000_000)), ("period_us", At::Int(10_000))], 44.17, REDUCTION_SOURCE),
+    PaperValue::full("reduction_vs_periodic_offchip_8KB", &[("queues", At::Int(1_000_000)), ("period_us", At::Int(100))], 4417.44, REDUCTION_SOURCE),
 ];
 const REDUCTION_SOURCE: &str = "section 5.1.1 (2e9 / 45274999 and 2e11 / 45274999)";
 
 /// Fig. 8: the text states the 1e6-queue heap sizes.
+#[rustfmt::skip]
 pub const PAPER_FIG8: &[PaperValue] = &[
     PaperValue::full("heap_mean_per_core", &[("queues", At::Int(1_000_000))], 630.0, FIG8_SOURCE),
     PaperValue::full("heap_max_per_core", &[("queues", At::Int(1_000_000))], 900.0, FIG8_SOURCE),
@@ -137,56 +60,24 @@ pub const PAPER_FIG8: &[PaperValue] = &[
 const FIG8_SOURCE: &str = "Fig. 8 / section 5.1.2 text (\"roughly 630 on average, 900 at most\", 1e6 queues only)";
 
 /// Fig. 12 has curves only; the paper gives no numbers.
-pub const PAPER_FIG12: &[PaperValue] = &[];
+#[rustfmt::skip]
+pub const PAPER_FIG12: &[PaperValue] = &[
+];
 
 /// Table X overload factors (uniform 40-1500 B and IMIX sizes), the grid of kim-table10.
 const TABLE_X_UNIFORM: [f64; 7] = [7.7, 3.85, 2.56, 1.93, 1.54, 1.28, 1.1];
 const TABLE_X_IMIX: [f64; 5] = [5.15, 2.57, 1.72, 1.29, 1.1];
 
 /// Table X: the paper's model error (%) per case, and the mean error its text states.
+#[rustfmt::skip]
 pub const PAPER_TABLE10: &[PaperValue] = &[
-    PaperValue::new(
-        "model_error_percent",
-        &[("sizes", At::Text("uniform")), ("overload", At::Num(7.7))],
-        1.3,
-        "Table X",
-    ),
-    PaperValue::new(
-        "model_error_percent",
-        &[("sizes", At::Text("uniform")), ("overload", At::Num(3.85))],
-        2.5,
-        "Table X",
-    ),
-    PaperValue::new(
-        "model_error_percent",
-        &[("sizes", At::Text("uniform")), ("overload", At::Num(2.56))],
-        3.3,
-        "Table X",
-    ),
-    PaperValue::new(
-        "model_error_percent",
-        &[("sizes", At::Text("uniform")), ("overload", At::Num(1.93))],
-        4.6,
-        "Table X",
-    ),
-    PaperValue::new(
-        "model_error_percent",
-        &[("sizes", At::Text("uniform")), ("overload", At::Num(1.54))],
-        3.6,
-        "Table X",
-    ),
-    PaperValue::new(
-        "model_error_percent",
-        &[("sizes", At::Text("uniform")), ("overload", At::Num(1.28))],
-        3.0,
-        "Table X",
-    ),
-    PaperValue::new(
-        "model_error_percent",
-        &[("sizes", At::Text("uniform")), ("overload", At::Num(1.1))],
-        1.0,
-        "Table X",
-    ),
+    PaperValue::new("model_error_percent", &[("sizes", At::Text("uniform")), ("overload", At::Num(7.7))], 1.3, "Table X"),
+    PaperValue::new("model_error_percent", &[("sizes", At::Text("uniform")), ("overload", At::Num(3.85))], 2.5, "Table X"),
+    PaperValue::new("model_error_percent", &[("sizes", At::Text("uniform")), ("overload", At::Num(2.56))], 3.3, "Table X"),
+    PaperValue::new("model_error_percent", &[("sizes", At::Text("uniform")), ("overload", At::Num(1.93))], 4.6, "Table X"),
+    PaperValue::new("model_error_percent", &[("sizes", At::Text("uniform")), ("overload", At::Num(1.54))], 3.6, "Table X"),
+    PaperValue::new("model_error_percent", &[("sizes", At::Text("uniform")), ("overload", At::Num(1.28))], 3.0, "Table X"),
+    PaperValue::new("model_error_percent", &[("sizes", At::Text("uniform")), ("overload", At::Num(1.1))], 1.0, "Table X"),
     PaperValue::new("model_error_percent", &[("sizes", At::Text("imix")), ("overload", At::Num(5.15))], 1.3, "Table X"),
     PaperValue::new("model_error_percent", &[("sizes", At::Text("imix")), ("overload", At::Num(2.57))], 2.2, "Table X"),
     PaperValue::new("model_error_percent", &[("sizes", At::Text("imix")), ("overload", At::Num(1.72))], 2.5, "Table X"),

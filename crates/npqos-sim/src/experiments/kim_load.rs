@@ -236,20 +236,11 @@ pub fn fig11(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outpu
 
 /// kim section 5.2.3: the paper's mean delays (ms), event-driven (compared with ours at the
 /// alpha of the other experiments, 3000 B) and periodic 1 ms fill.
+#[rustfmt::skip]
 pub const PAPER_DELAY: &[PaperValue] = &[
-    PaperValue::full(
-        "mean_delay",
-        &[("fill", At::Text("event")), ("overload", At::Num(0.9)), ("alpha_bytes", At::Int(3000))],
-        0.861,
-        DELAY_SOURCE,
-    ),
+    PaperValue::full("mean_delay", &[("fill", At::Text("event")), ("overload", At::Num(0.9)), ("alpha_bytes", At::Int(3000))], 0.861, DELAY_SOURCE),
     PaperValue::full("mean_delay", &[("fill", At::Text("periodic")), ("overload", At::Num(0.9))], 1.06, DELAY_SOURCE),
-    PaperValue::full(
-        "mean_delay",
-        &[("fill", At::Text("event")), ("overload", At::Num(0.95)), ("alpha_bytes", At::Int(3000))],
-        3.05,
-        DELAY_SOURCE,
-    ),
+    PaperValue::full("mean_delay", &[("fill", At::Text("event")), ("overload", At::Num(0.95)), ("alpha_bytes", At::Int(3000))], 3.05, DELAY_SOURCE),
     PaperValue::full("mean_delay", &[("fill", At::Text("periodic")), ("overload", At::Num(0.95))], 3.60, DELAY_SOURCE),
 ];
 const DELAY_SOURCE: &str = "section 5.2.3 text";

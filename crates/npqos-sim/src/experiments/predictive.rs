@@ -18,31 +18,12 @@ const SHOWN: [(&str, usize, u32); 3] =
 
 /// Section 4.2.2 on the forwarding flow (Fig. 5): the worst misordering delay observed under SFQ
 /// and EFQ, and the worst case the paper computes from eq 13 (SFQ) and eq 18 (EFQ).
+#[rustfmt::skip]
 pub const PAPER_FIG5_7: &[PaperValue] = &[
-    PaperValue::new(
-        "max_misordering_delay",
-        &[("scheduler", At::Text("sfq")), ("flow", At::Text("ip-forwarding_64B"))],
-        5937.0,
-        "section 4.2.2, Fig. 5",
-    ),
-    PaperValue::new(
-        "max_misordering_delay",
-        &[("scheduler", At::Text("efq")), ("flow", At::Text("ip-forwarding_64B"))],
-        737.0,
-        "section 4.2.2, Fig. 5",
-    ),
-    PaperValue::new(
-        "misordering_bound",
-        &[("scheduler", At::Text("sfq")), ("flow", At::Text("ip-forwarding_64B"))],
-        8218.0,
-        "eq 13",
-    ),
-    PaperValue::new(
-        "misordering_bound",
-        &[("scheduler", At::Text("efq")), ("flow", At::Text("ip-forwarding_64B"))],
-        1312.0,
-        "eq 18",
-    ),
+    PaperValue::new("max_misordering_delay", &[("scheduler", At::Text("sfq")), ("flow", At::Text("ip-forwarding_64B"))], 5937.0, "section 4.2.2, Fig. 5"),
+    PaperValue::new("max_misordering_delay", &[("scheduler", At::Text("efq")), ("flow", At::Text("ip-forwarding_64B"))], 737.0, "section 4.2.2, Fig. 5"),
+    PaperValue::new("misordering_bound", &[("scheduler", At::Text("sfq")), ("flow", At::Text("ip-forwarding_64B"))], 8218.0, "eq 13"),
+    PaperValue::new("misordering_bound", &[("scheduler", At::Text("efq")), ("flow", At::Text("ip-forwarding_64B"))], 1312.0, "eq 18"),
 ];
 
 /// The grid of Figs. 5-8: the three disciplines (WF2Q+ is the oracle) over the 32 flows, 20 s

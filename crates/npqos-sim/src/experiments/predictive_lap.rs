@@ -174,19 +174,10 @@ fn policy(label: &str) -> Policy {
 
 /// Sections 5.2.4-5.2.5 on FCFS, at every q: throughput about 85% of T-Opt (Fig. 10) and about
 /// 96% of packets on a cold cache (Fig. 11).
+#[rustfmt::skip]
 pub const PAPER_FIG10_12: &[PaperValue] = &[
-    PaperValue::new(
-        "throughput_vs_topt",
-        &[("scheduler", At::Text("fcfs"))],
-        0.85,
-        "section 5.2.4, Fig. 10 (FCFS 'about 85%')",
-    ),
-    PaperValue::new(
-        "cold_fraction",
-        &[("scheduler", At::Text("fcfs"))],
-        0.96,
-        "section 5.2.5, Fig. 11 (FCFS 'about 96%')",
-    ),
+    PaperValue::new("throughput_vs_topt", &[("scheduler", At::Text("fcfs"))], 0.85, "section 5.2.4, Fig. 10 (FCFS 'about 85%')"),
+    PaperValue::new("cold_fraction", &[("scheduler", At::Text("fcfs"))], 0.96, "section 5.2.5, Fig. 11 (FCFS 'about 96%')"),
 ];
 
 /// Figs. 10-12's grid: T-Opt once, then FCFS and LAP at each number of visible packets q, over

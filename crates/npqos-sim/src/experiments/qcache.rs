@@ -10,91 +10,22 @@ use std::collections::BTreeMap;
 /// Table 5's latencies, ns: (subsystem, op, hit, miss); nc has one value.
 /// qcache Table 5: unloaded enqueue and dequeue latency (ns) per subsystem, on a hit and a miss
 /// (nc has no cache: one number).
+#[rustfmt::skip]
 pub const PAPER_TABLE5: &[PaperValue] = &[
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("qc")), ("operation", At::Text("enqueue")), ("case", At::Text("hit"))],
-        80.0,
-        "Table 5",
-    ),
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("qc")), ("operation", At::Text("enqueue")), ("case", At::Text("miss"))],
-        120.0,
-        "Table 5",
-    ),
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("qc")), ("operation", At::Text("dequeue")), ("case", At::Text("hit"))],
-        80.0,
-        "Table 5",
-    ),
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("qc")), ("operation", At::Text("dequeue")), ("case", At::Text("miss"))],
-        120.0,
-        "Table 5",
-    ),
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("sqc")), ("operation", At::Text("enqueue")), ("case", At::Text("hit"))],
-        120.0,
-        "Table 5",
-    ),
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("sqc")), ("operation", At::Text("enqueue")), ("case", At::Text("miss"))],
-        200.0,
-        "Table 5",
-    ),
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("sqc")), ("operation", At::Text("dequeue")), ("case", At::Text("hit"))],
-        120.0,
-        "Table 5",
-    ),
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("sqc")), ("operation", At::Text("dequeue")), ("case", At::Text("miss"))],
-        200.0,
-        "Table 5",
-    ),
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("dc")), ("operation", At::Text("enqueue")), ("case", At::Text("hit"))],
-        130.0,
-        "Table 5",
-    ),
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("dc")), ("operation", At::Text("enqueue")), ("case", At::Text("miss"))],
-        170.0,
-        "Table 5",
-    ),
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("dc")), ("operation", At::Text("dequeue")), ("case", At::Text("hit"))],
-        170.0,
-        "Table 5",
-    ),
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("dc")), ("operation", At::Text("dequeue")), ("case", At::Text("miss"))],
-        210.0,
-        "Table 5",
-    ),
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("nc")), ("operation", At::Text("enqueue")), ("case", At::Text("any"))],
-        170.0,
-        "Table 5",
-    ),
-    PaperValue::new(
-        "latency",
-        &[("subsystem", At::Text("nc")), ("operation", At::Text("dequeue")), ("case", At::Text("any"))],
-        250.0,
-        "Table 5",
-    ),
+    PaperValue::new("latency", &[("subsystem", At::Text("qc")), ("operation", At::Text("enqueue")), ("case", At::Text("hit"))], 80.0, "Table 5"),
+    PaperValue::new("latency", &[("subsystem", At::Text("qc")), ("operation", At::Text("enqueue")), ("case", At::Text("miss"))], 120.0, "Table 5"),
+    PaperValue::new("latency", &[("subsystem", At::Text("qc")), ("operation", At::Text("dequeue")), ("case", At::Text("hit"))], 80.0, "Table 5"),
+    PaperValue::new("latency", &[("subsystem", At::Text("qc")), ("operation", At::Text("dequeue")), ("case", At::Text("miss"))], 120.0, "Table 5"),
+    PaperValue::new("latency", &[("subsystem", At::Text("sqc")), ("operation", At::Text("enqueue")), ("case", At::Text("hit"))], 120.0, "Table 5"),
+    PaperValue::new("latency", &[("subsystem", At::Text("sqc")), ("operation", At::Text("enqueue")), ("case", At::Text("miss"))], 200.0, "Table 5"),
+    PaperValue::new("latency", &[("subsystem", At::Text("sqc")), ("operation", At::Text("dequeue")), ("case", At::Text("hit"))], 120.0, "Table 5"),
+    PaperValue::new("latency", &[("subsystem", At::Text("sqc")), ("operation", At::Text("dequeue")), ("case", At::Text("miss"))], 200.0, "Table 5"),
+    PaperValue::new("latency", &[("subsystem", At::Text("dc")), ("operation", At::Text("enqueue")), ("case", At::Text("hit"))], 130.0, "Table 5"),
+    PaperValue::new("latency", &[("subsystem", At::Text("dc")), ("operation", At::Text("enqueue")), ("case", At::Text("miss"))], 170.0, "Table 5"),
+    PaperValue::new("latency", &[("subsystem", At::Text("dc")), ("operation", At::Text("dequeue")), ("case", At::Text("hit"))], 170.0, "Table 5"),
+    PaperValue::new("latency", &[("subsystem", At::Text("dc")), ("operation", At::Text("dequeue")), ("case", At::Text("miss"))], 210.0, "Table 5"),
+    PaperValue::new("latency", &[("subsystem", At::Text("nc")), ("operation", At::Text("enqueue")), ("case", At::Text("any"))], 170.0, "Table 5"),
+    PaperValue::new("latency", &[("subsystem", At::Text("nc")), ("operation", At::Text("dequeue")), ("case", At::Text("any"))], 250.0, "Table 5"),
 ];
 
 const SUBSYSTEMS: [Subsystem; 4] = [Subsystem::Qc, Subsystem::Sqc, Subsystem::Dc, Subsystem::Nc];

@@ -3,6 +3,7 @@
 //! read the same workloads (the synthetic patterns, one queue, and the nDPI corpus).
 
 use super::*;
+use crate::experiments::declare::{At, PaperValue};
 
 /// Draws `n` operations of a workload (after its prefill), for the model and Figure 10.
 fn sequence(w: &Wl, seed: u64, n: usize) -> Vec<(Op, u32)> {
@@ -47,6 +48,7 @@ pub fn model_grid(quick: bool) -> Grid {
 /// Section 5.1 says ninety percent of SD1_30's inter-arrival times are below the service time
 /// (qc's loss threshold), and about half of the exponential and edge traces' below the gain
 /// threshold.
+#[rustfmt::skip]
 pub const PAPER_FIG10: &[PaperValue] = &[
     PaperValue::new("fraction_below_loss_threshold_qc", &[("workload", At::Text("SD1_30"))], 0.9, FIG10_LOSS),
     PaperValue::new("fraction_below_gain_threshold", &[("workload", At::Text("L1.1"))], 0.5, FIG10_GAIN),
