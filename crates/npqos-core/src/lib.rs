@@ -8,7 +8,8 @@
 //!
 //! ## How a packet flows through the mechanisms
 //!
-//! A packet arrives and is classified to a [`flow::FlowKey`] (the unidirectional 5-tuple). The
+//! A packet arrives and is classified to a [`flow::FlowKey`] (the unidirectional 5-tuple) and a
+//! service ([`classify`]). The
 //! flow is mapped to one of a few hundred physical queues on demand (dynamic queue sharing,
 //! paper `dqs`); the services that process it are given processors by an allocator (Everest,
 //! paper `everest`); within a service, the next packet a core runs is chosen by a fair or
@@ -23,6 +24,8 @@
 //! * [`time`]: [`Instant`] and [`Duration`], integer nanoseconds.
 //! * [`rate`]: [`Rate`] in bits/s and the drift-free [`rate::Serializer`].
 //! * [`flow`]: the 5-tuple [`flow::FlowKey`].
+//! * [`classify`]: packets into services by ordered rules (protocol, ports, direction against
+//!   inside prefixes), the composed router's first stage.
 //! * [`flowmap`]: dynamic queue sharing (paper `dqs`): the AFM table (hashed slots of binary
 //!   search trees), on-demand physical queues, the block buffer and DRR.
 //! * [`shaper`]: token-bucket rate limiting (paper `kim`): the event-driven shaper on per-core
@@ -48,6 +51,7 @@
 
 pub mod alloc;
 pub mod cache;
+pub mod classify;
 pub mod error;
 pub mod flow;
 pub mod flowmap;
