@@ -585,7 +585,10 @@ mod tests {
         for e in EXPERIMENTS {
             for quick in [false, true] {
                 let g = (e.grid)(quick);
-                assert!(g.points() > 0, "{} (quick {quick}) declares no points", e.id);
+                // Only a grid of trace workloads is empty, and only without the corpus (qcache-fig9).
+                let no_traces = dqs::ndpi_dir().is_none()
+                    && g.sweeps.iter().all(|s| s.axes.iter().any(|a| a.name == "workload" && a.values.is_empty()));
+                assert!(g.points() > 0 || no_traces, "{} (quick {quick}) declares no points", e.id);
                 for s in &g.sweeps {
                     let mut names: Vec<&str> = s.axes.iter().map(|a| a.name.as_str()).collect();
                     names.sort_unstable();
