@@ -100,6 +100,17 @@ impl Prefix {
     }
 }
 
+impl core::fmt::Display for Prefix {
+    /// `10.0.0.0/8` for an IPv4 prefix (held IPv4-mapped), `2001:db8::/32` otherwise.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        let v6 = core::net::Ipv6Addr::from(self.addr);
+        match v6.to_ipv4_mapped() {
+            Some(v4) if self.len >= 96 => write!(f, "{v4}/{}", self.len - 96),
+            _ => write!(f, "{v6}/{}", self.len),
+        }
+    }
+}
+
 /// The direction of a packet relative to the inside prefixes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub enum Direction {
@@ -232,6 +243,11 @@ mod tests {
         assert!(Prefix::parse("0.0.0.0/0").unwrap().contains(&key("8.8.8.8", "1.1.1.1", 6, 1, 1).src));
         assert!(!Prefix::parse("0.0.0.0/0").unwrap().contains(&key("::2", "::1", 6, 1, 1).src));
         assert!(Prefix::parse("10.0.0.1").unwrap().contains(&key("10.0.0.1", "1.1.1.1", 6, 1, 1).src));
+        for s in ["10.1.0.0/16", "0.0.0.0/0", "2001:db8::/32", "::/0", "192.168.4.0/22"] {
+            assert_eq!(Prefix::parse(s).unwrap().to_string(), s, "written back as read");
+            assert_eq!(Prefix::parse(&Prefix::parse(s).unwrap().to_string()).unwrap(), Prefix::parse(s).unwrap());
+        }
+        assert_eq!(Prefix::parse("10.1.2.3/16").unwrap().to_string(), "10.1.0.0/16", "host bits cleared");
         for bad in ["10.0.0.0/33", "::/129", "10.0.0/8", "x/8", "10.0.0.0/-1"] {
             assert!(Prefix::parse(bad).is_err(), "{bad}");
         }

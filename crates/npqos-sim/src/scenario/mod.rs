@@ -106,6 +106,7 @@ impl std::error::Error for Problems {}
 pub use link::{LinkSpec, ShaperSpec, SizeSpec, Traffic, DEFAULT_MAX_GAP};
 pub(crate) use reader::{no_run_length, show, Reader};
 
+pub(crate) mod classify;
 mod link;
 mod reader;
 

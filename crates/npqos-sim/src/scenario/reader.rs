@@ -247,6 +247,10 @@ impl<'a> Reader<'a> {
         }
         files
     }
+    /// The raw value of `key`, marked as read (for values a caller parses itself).
+    pub(crate) fn value(&mut self, key: &str) -> Option<&'a toml::Value> {
+        self.raw(key)
+    }
     pub(crate) fn present(&self, key: &str) -> bool {
         self.table.is_some_and(|t| t.contains_key(key))
     }

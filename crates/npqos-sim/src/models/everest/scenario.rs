@@ -21,19 +21,27 @@
 //! # or a trace: source = "trace", files = ["dir-or.pcap"], flow_multiply = 1 (overlaid copies,
 //! # each rotated in time, flows kept apart), time_scale = 1.0, max_gap = "1s", lenient = true,
 //! # classify = "natpt" (the six NAT-PT services by protocol and direction; the default with the
-//! # default services) or "share" (each flow to a service by a hash weighted by the shares)
+//! # default services), "share" (each flow to a service by a hash weighted by the shares) or
+//! # "rules" (each flow to the first service whose match keys it meets; inside = ["10.0.0.0/8"]
+//! # says what inbound and outbound mean)
 //! [[services]]                     # default: everest Table 2's six NAT-PT services
 //! name = "v4-v6-tcp"               # letters, digits, '-', '_'
 //! t_pkt = "18.22us"                # processing time per packet
 //! tolerance = "2ms"                # D: delay tolerance
 //! share = 0.425                    # fraction of the packets (the shares must sum to 1)
 //! guarantee = 0.3                  # G^i (eq 1, 7); default for every service: eq 7 from N_max
+//! # with classify = "rules" (share then optional): protocols = ["tcp"], ports = [80, "8000-8099"],
+//! # src_ports, dst_ports, direction = "inbound" | "outbound" | "any"; the last service has no
+//! # match keys and takes every flow no earlier service matched
 //! ```
 
 use super::{SyntheticTraffic, NATPT_SERVICES, UNC25_PPS};
+use crate::scenario::classify::{has_criteria, read_prefixes, read_rule, write_prefixes, write_rule, RULE_KEYS};
 use crate::scenario::{show, Problem, Reader};
 use crate::trace::corpus::Corpus;
 use npqos_core::alloc::Policy;
+use npqos_core::classify::{Classifier, Direction, Prefix, Rule};
+use npqos_core::id::ServiceId;
 use npqos_core::Duration;
 use std::path::{Path, PathBuf};
 
@@ -56,9 +64,10 @@ pub struct TraceTraffic {
     pub time_scale: f64,
     pub max_gap: Duration,
     pub lenient: bool,
-    /// true: the six NAT-PT services by protocol and direction (everest Table 2); false: each
-    /// flow to a service by a hash of its 5-tuple weighted by the services' shares.
-    pub natpt: bool,
+    /// How a flow gets its service.
+    pub classify: Classify,
+    /// Inside prefixes: what inbound and outbound mean for `direction` rules.
+    pub inside: Vec<Prefix>,
 }
 
 /// `[traffic]` of an everest scenario.
@@ -73,6 +82,27 @@ pub struct TrafficSpec {
     pub trace: Option<TraceTraffic>,
 }
 
+/// How an everest trace's flows get their services.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Classify {
+    /// The six NAT-PT services by protocol and direction (everest Table 2).
+    Natpt,
+    /// A hash of the 5-tuple weighted by the services' shares.
+    Share,
+    /// The first service whose match keys the flow meets (`npqos_core::classify`).
+    Rules,
+}
+
+impl Classify {
+    fn name(self) -> &'static str {
+        match self {
+            Classify::Natpt => "natpt",
+            Classify::Share => "share",
+            Classify::Rules => "rules",
+        }
+    }
+}
+
 /// One `[[services]]` entry.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ServiceSpec {
@@ -82,6 +112,8 @@ pub struct ServiceSpec {
     pub share: f64,
     /// `None`: eq 7 from N_max on the traffic (all services or none give one).
     pub guarantee: Option<f64>,
+    /// The match keys (with `classify = "rules"`; empty otherwise).
+    pub rule: Rule,
 }
 
 /// Policy names as `processors.policy` takes them (everest Table 4, and ours).
@@ -134,7 +166,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let mut t = Reader::new(root, "traffic", probs);
     let source = t.choice("source", "synthetic", &["synthetic", "trace"], probs);
     const SYNTHETIC: [&str; 5] = ["packets_per_second", "sources", "on_mean", "off_mean", "pareto_shape"];
-    const TRACE: [&str; 6] = ["files", "flow_multiply", "time_scale", "max_gap", "lenient", "classify"];
+    const TRACE: [&str; 7] = ["files", "flow_multiply", "time_scale", "max_gap", "lenient", "classify", "inside"];
     let other: &[&str] = if source == "trace" { &SYNTHETIC } else { &TRACE };
     for k in other {
         t.consume(k);
@@ -154,7 +186,12 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
             time_scale: t.float("time_scale", 1.0, probs, |v| v > 0.0 && v <= 1e6, "greater than 0"),
             max_gap: t.positive_duration("max_gap", crate::scenario::DEFAULT_MAX_GAP, probs),
             lenient: t.boolean("lenient", true, probs),
-            natpt: t.choice("classify", default_classify, &["natpt", "share"], probs) == "natpt",
+            classify: match t.choice("classify", default_classify, &["natpt", "share", "rules"], probs).as_str() {
+                "natpt" => Classify::Natpt,
+                "share" => Classify::Share,
+                _ => Classify::Rules,
+            },
+            inside: read_prefixes(&mut t, "inside", probs),
         }
     });
     let packets_per_second =
@@ -165,6 +202,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let shape = t.float("pareto_shape", 1.5, probs, |v| v > 1.0, "greater than 1 (a finite mean)");
     t.finish(probs);
     let traffic = TrafficSpec { packets_per_second, sources, on_mean, off_mean, shape, trace };
+    let rules = traffic.trace.as_ref().is_some_and(|t| t.classify == Classify::Rules);
 
     let services = match root.get("services") {
         None => {
@@ -179,11 +217,12 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
                     tolerance: Duration::from_millis(2),
                     share,
                     guarantee: None,
+                    rule: Rule::default(),
                 })
                 .collect()
         }
         Some(toml::Value::Array(a)) if !a.is_empty() => {
-            a.iter().enumerate().map(|(i, v)| read_service(i, v, probs)).collect()
+            a.iter().enumerate().map(|(i, v)| read_service(i, v, rules, probs)).collect()
         }
         Some(v) => {
             probs.push(Problem {
@@ -194,8 +233,11 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
             Vec::new()
         }
     };
-    check_services(&services, probs);
-    if traffic.trace.as_ref().is_some_and(|t| t.natpt) && services.len() != NATPT_SERVICES.len() {
+    check_services(&services, rules, probs);
+    if rules {
+        check_rules(&services, traffic.trace.as_ref().map_or(&[][..], |t| &t.inside), probs);
+    }
+    if traffic.trace.as_ref().is_some_and(|t| t.classify == Classify::Natpt) && services.len() != NATPT_SERVICES.len() {
         probs.push(Problem {
             key: "traffic.classify".into(),
             value: Some("\"natpt\"".into()),
@@ -209,7 +251,39 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     EverestSpec { processors, policy, t_sw, delta, traffic, services }
 }
 
-fn read_service(i: usize, v: &toml::Value, probs: &mut Vec<Problem>) -> ServiceSpec {
+/// With `classify = "rules"`: only the last service may match every flow (one before it would
+/// leave the later ones nothing), the last must (so every flow has a service), and a direction
+/// rule needs inside prefixes.
+fn check_rules(s: &[ServiceSpec], inside: &[Prefix], probs: &mut Vec<Problem>) {
+    let n = s.len();
+    for (i, x) in s.iter().enumerate() {
+        let catch_all = !has_criteria(&x.rule);
+        if catch_all && i + 1 < n {
+            probs.push(Problem {
+                key: format!("services[{i}]"),
+                value: None,
+                message: format!("has no match keys, so it takes every flow and services[{}..] get none (only the last service may have none)", i + 1),
+            });
+        }
+        if !catch_all && i + 1 == n {
+            probs.push(Problem {
+                key: format!("services[{i}]"),
+                value: None,
+                message: "the last service must have no match keys: it takes every flow no earlier service matched"
+                    .into(),
+            });
+        }
+        if x.rule.direction != Direction::Any && inside.is_empty() {
+            probs.push(Problem {
+                key: format!("services[{i}].direction"),
+                value: None,
+                message: "needs traffic.inside (the prefixes that say what inbound and outbound mean)".into(),
+            });
+        }
+    }
+}
+
+fn read_service(i: usize, v: &toml::Value, rules: bool, probs: &mut Vec<Problem>) -> ServiceSpec {
     let prefix = format!("services[{i}]");
     let Some(tb) = v.as_table() else {
         probs.push(Problem { key: prefix, value: Some(show(v)), message: "expected a table ([[services]])".into() });
@@ -219,6 +293,7 @@ fn read_service(i: usize, v: &toml::Value, probs: &mut Vec<Problem>) -> ServiceS
             tolerance: Duration::ZERO,
             share: 0.0,
             guarantee: None,
+            rule: Rule::default(),
         };
     };
     let mut r = Reader::from_table(tb, prefix.clone());
@@ -233,7 +308,7 @@ fn read_service(i: usize, v: &toml::Value, probs: &mut Vec<Problem>) -> ServiceS
     let t_pkt = r.positive_duration("t_pkt", Duration::from_micros(10), probs);
     let tolerance = r.duration("tolerance", Duration::from_millis(2), probs);
     let share = r.float("share", 0.0, probs, |v| (0.0..=1.0).contains(&v), "in 0..1");
-    if !r.present("share") {
+    if !r.present("share") && !rules {
         probs.push(Problem {
             key: format!("{prefix}.share"),
             value: None,
@@ -242,16 +317,32 @@ fn read_service(i: usize, v: &toml::Value, probs: &mut Vec<Problem>) -> ServiceS
     }
     let guarantee =
         r.present("guarantee").then(|| r.float("guarantee", 0.0, probs, |v| (0.0..=1.0).contains(&v), "in 0..1"));
+    let rule = if rules {
+        read_rule(&mut r, ServiceId::from_index(i), probs)
+    } else {
+        let given: Vec<&str> = RULE_KEYS.into_iter().filter(|k| r.present(k)).collect();
+        for k in given {
+            r.consume(k);
+            probs.push(Problem {
+                key: format!("{prefix}.{k}"),
+                value: None,
+                message: "a match key: only applies with traffic.classify = \"rules\"".into(),
+            });
+        }
+        Rule::default()
+    };
     r.finish(probs);
-    ServiceSpec { name, t_pkt, tolerance, share, guarantee }
+    ServiceSpec { name, t_pkt, tolerance, share, guarantee, rule }
 }
 
-fn check_services(s: &[ServiceSpec], probs: &mut Vec<Problem>) {
+fn check_services(s: &[ServiceSpec], rules: bool, probs: &mut Vec<Problem>) {
     if s.is_empty() {
         return;
     }
     let sum: f64 = s.iter().map(|x| x.share).sum();
-    if (sum - 1.0).abs() > 1e-6 {
+    // With rules the shares are optional and unused (the trace decides).
+    let given = !rules || s.iter().any(|x| x.share > 0.0);
+    if given && (sum - 1.0).abs() > 1e-6 {
         probs.push(Problem {
             key: "services.share".into(),
             value: Some(format!("{sum}")),
@@ -359,7 +450,10 @@ impl EverestSpec {
                 t.insert("time_scale".into(), tr.time_scale.into());
                 t.insert("max_gap".into(), tr.max_gap.to_string().into());
                 t.insert("lenient".into(), tr.lenient.into());
-                t.insert("classify".into(), if tr.natpt { "natpt" } else { "share" }.into());
+                t.insert("classify".into(), tr.classify.name().into());
+                if !tr.inside.is_empty() {
+                    t.insert("inside".into(), write_prefixes(&tr.inside));
+                }
             }
         }
         root.insert("traffic".into(), t.into());
@@ -375,6 +469,7 @@ impl EverestSpec {
                 if let Some(g) = s.guarantee {
                     x.insert("guarantee".into(), g.into());
                 }
+                write_rule(&s.rule, &mut x);
                 x.into()
             })
             .collect();
@@ -392,8 +487,18 @@ pub fn traffic(e: &EverestSpec, duration: Duration) -> Result<(super::Traffic, u
         return Ok((super::Traffic::Synthetic(e.synthetic(duration)), expected));
     };
     let corpus = Corpus::load(&tr.files, tr.lenient, tr.max_gap)?;
-    let classes = if tr.natpt {
+    let classes = if tr.classify == Classify::Natpt {
         super::classify_corpus(&corpus)
+    } else if tr.classify == Classify::Rules {
+        let rules = e.services.iter().map(|s| s.rule.clone()).collect();
+        let c = Classifier::new(e.services.len(), rules, tr.inside.clone(), None).expect("rules checked when read");
+        let mut map = std::collections::HashMap::new();
+        for p in &corpus.packets {
+            let mut k = p.flow;
+            k.zone = 0;
+            map.entry(k).or_insert_with(|| c.classify(&k).expect("the last service matches every flow").index() as u8);
+        }
+        map
     } else {
         // Each flow (both directions apart) to a service by a hash weighted by the shares.
         let total: f64 = e.services.iter().map(|s| s.share).sum::<f64>().max(f64::MIN_POSITIVE);
@@ -640,5 +745,66 @@ mod tests {
         let frac = s[0].packets as f64 / (s[0].packets + s[1].packets) as f64;
         // By flow, not by packet: heavy flows make the packet split coarser than the shares.
         assert!(frac > 0.6 && frac < 1.0, "{frac}");
+        // classify = "rules": each service gets exactly the packets its match keys select, counted
+        // here from the corpus by the rule text (one copy, the whole corpus inside the run).
+        let text = example("everest-rules").replace("flow_multiply = 20", "flow_multiply = 1");
+        let mut sc3 = Scenario::parse(&text, "t", Path::new(dir)).unwrap();
+        assert_eq!(Scenario::from_table(&sc3.to_toml(), "r", Path::new(dir)).unwrap(), sc3);
+        sc3.duration = npqos_core::Duration::from_secs(3600);
+        let s = super::sizing(&sc3, 1).unwrap();
+        let crate::scenario::Spec::Everest(e) = &sc3.spec else { panic!("an everest spec") };
+        let tr = e.traffic.trace.as_ref().unwrap();
+        let corpus = crate::trace::corpus::Corpus::load(&tr.files, tr.lenient, tr.max_gap).unwrap();
+        let mut want = [0u64; 3];
+        for p in &corpus.packets {
+            let k = p.flow;
+            let either = |ports: &[u16]| ports.contains(&k.src_port) || ports.contains(&k.dst_port);
+            want[if k.proto == 6 && either(&[80, 443]) {
+                0
+            } else if k.proto == 17 && either(&[53]) {
+                1
+            } else {
+                2
+            }] += 1;
+        }
+        let got: Vec<u64> = s.iter().map(|x| x.packets).collect();
+        assert_eq!(got, want, "packets per service (web, dns, other)");
+        assert!(want.iter().all(|&n| n > 0), "{want:?}");
+    }
+
+    /// classify = "rules": match keys are read with their key paths, refused without it, and
+    /// the services must end with exactly one that has no match keys.
+    #[test]
+    fn rules_are_checked() {
+        // A committed capture (empty: parsing only needs the file to exist).
+        let file = concat!(env!("CARGO_MANIFEST_DIR"), "/../npqos-cli/tests/corpus/traces/empty.pcap");
+        let head =
+            format!("model = \"everest\"\n[traffic]\nsource = \"trace\"\nfiles = [{file:?}]\nclassify = \"rules\"\n");
+        let ok = format!("{head}inside = [\"10.0.0.0/8\"]\n[[services]]\nname = \"web\"\nprotocols = [\"tcp\", 17]\nports = [80, \"8000-8099\"]\ndirection = \"inbound\"\n[[services]]\nname = \"rest\"\n");
+        let sc = parse(&ok).unwrap();
+        let crate::scenario::Spec::Everest(e) = &sc.spec else { panic!("an everest spec") };
+        let r = &e.services[0].rule;
+        assert_eq!(r.protocols, vec![6, 17]);
+        assert_eq!(
+            r.ports,
+            vec![npqos_core::classify::PortRange::one(80), npqos_core::classify::PortRange { lo: 8000, hi: 8099 }]
+        );
+        assert_round_trips([ok.clone()]);
+        assert_names(
+            &format!("{head}[[services]]\nname = \"a\"\nports = [\"80-x\", 70000]\nprotocols = [\"sctp\"]\ndirection = \"up\"\n[[services]]\nname = \"b\"\n[[services]]\nname = \"c\"\nsrc_ports = 53\n"),
+            &["services[0].ports[0]", "services[0].ports[1]", "services[0].protocols[0]", "services[0].direction", "services[1]", "services[2].src_ports", "services[2]"],
+        );
+        let e = parse(&format!("{head}[[services]]\nname = \"a\"\n[[services]]\nname = \"b\"\nports = [80]\n"))
+            .unwrap_err();
+        assert!(e.contains("`services[0]`: has no match keys, so it takes every flow"), "{e}");
+        assert!(e.contains("`services[1]`: the last service must have no match keys"), "{e}");
+        assert_names(
+            &format!("{head}[[services]]\nname = \"a\"\ndirection = \"outbound\"\n[[services]]\nname = \"b\"\n"),
+            &["services[0].direction"],
+        );
+        assert_names(
+            "model = \"everest\"\n[traffic]\nsource = \"trace\"\nfiles = []\nclassify = \"share\"\ninside = [\"10.0.0.0/33\"]\n[[services]]\nname = \"a\"\nshare = 1.0\nports = [80]\n",
+            &["traffic.inside[0]", "services[0].ports"],
+        );
     }
 }
