@@ -187,7 +187,7 @@ fn workloads(opts: RunOptions, g: &Grid, out: &mut Output) -> Vec<Workload> {
     w
 }
 
-/// Runs every (workload, slots) point on two threads; results in input order.
+/// Runs every (workload, slots) point on the worker threads (`--threads`); results in input order.
 fn sweep(
     ws: &[Workload],
     slots: &[u32],

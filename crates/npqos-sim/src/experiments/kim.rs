@@ -2,8 +2,8 @@
 //!
 //! Table II and Fig. 8 come from the same simulations (event-driven shaper, `ideal` link mode:
 //! queues independent, shaping alone decides when packets leave, the setting of the paper's
-//! stochastic model). Each queue count is one run; runs go to two worker threads and results are
-//! collected by index, so they do not depend on scheduling.
+//! stochastic model). Each queue count is one run; runs go to the worker threads (`--threads`)
+//! and results are collected by index, so they do not depend on scheduling.
 
 use super::declare::{stated, At, Grid, PaperValue};
 use super::RunOptions;
@@ -165,7 +165,7 @@ pub fn fig7(grid: &Grid) -> Output {
     out
 }
 
-/// Runs one simulation per parameter set on two worker threads ([`super::par_map`]); results
+/// Runs one simulation per parameter set on the worker threads ([`super::par_map`]); results
 /// come back in input order whatever the scheduling. Point `i` uses seed `seed + i`.
 pub(super) fn run_points(points: &[KimParams], opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Vec<RunResult> {
     let seed = opts.seed;

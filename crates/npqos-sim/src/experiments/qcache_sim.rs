@@ -78,7 +78,7 @@ fn every_subsystem_at(workloads: usize, threads: u32) -> Vec<Job> {
     (0..workloads).flat_map(|wl| Subsystem::ALL.into_iter().map(move |sub| Job { wl, sub, threads })).collect()
 }
 
-/// Runs every job on two worker threads.
+/// Runs every job on the worker threads (`--threads`), results in input order.
 fn simulate(wls: &[Wl], jobs: &[Job], n_ops: u64, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Vec<SimStats> {
     let seed = opts.seed;
     par_map(
