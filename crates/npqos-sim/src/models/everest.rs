@@ -314,6 +314,10 @@ pub enum EverestError {
     /// The scenario's trace could not be read.
     #[error(transparent)]
     Trace(#[from] crate::trace::TraceError),
+    /// The services' match rules cannot classify the trace (a spec built without the scenario
+    /// reader's checks: a bad rule, or a flow no rule matches).
+    #[error("classification rules: {0}")]
+    Rules(String),
 }
 
 /// What a run measured.

@@ -491,12 +491,20 @@ pub fn traffic(e: &EverestSpec, duration: Duration) -> Result<(super::Traffic, u
         super::classify_corpus(&corpus)
     } else if tr.classify == Classify::Rules {
         let rules = e.services.iter().map(|s| s.rule.clone()).collect();
-        let c = Classifier::new(e.services.len(), rules, tr.inside.clone(), None).expect("rules checked when read");
+        let c = Classifier::new(e.services.len(), rules, tr.inside.clone(), None)
+            .map_err(|err| super::EverestError::Rules(err.to_string()))?;
         let mut map = std::collections::HashMap::new();
         for p in &corpus.packets {
             let mut k = p.flow;
             k.zone = 0;
-            map.entry(k).or_insert_with(|| c.classify(&k).expect("the last service matches every flow").index() as u8);
+            if let std::collections::hash_map::Entry::Vacant(v) = map.entry(k) {
+                let s = c.classify(&k).ok_or_else(|| {
+                    super::EverestError::Rules(format!(
+                        "flow {k} matches no service (give the last [[services]] no match keys)"
+                    ))
+                })?;
+                v.insert(s.index() as u8);
+            }
         }
         map
     } else {
@@ -770,6 +778,17 @@ mod tests {
         let got: Vec<u64> = s.iter().map(|x| x.packets).collect();
         assert_eq!(got, want, "packets per service (web, dns, other)");
         assert!(want.iter().all(|&n| n > 0), "{want:?}");
+        // A spec built around the reader's checks is an error, not a panic.
+        let broken = |f: &dyn Fn(&mut super::EverestSpec)| {
+            let mut b = sc3.clone();
+            let crate::scenario::Spec::Everest(e) = &mut b.spec else { unreachable!() };
+            f(e);
+            super::sizing(&b, 1).unwrap_err().to_string()
+        };
+        let e1 = broken(&|e| e.services[2].rule.ports = vec![npqos_core::classify::PortRange::one(1)]);
+        assert!(e1.contains("matches no service"), "{e1}");
+        let e2 = broken(&|e| e.services[0].rule.direction = npqos_core::classify::Direction::Inbound);
+        assert!(e2.contains("classification rules") && e2.contains("direction"), "{e2}");
     }
 
     /// classify = "rules": match keys are read with their key paths, refused without it, and
