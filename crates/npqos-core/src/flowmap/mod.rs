@@ -75,6 +75,10 @@ pub struct DqsConfig {
     pub store_payload: bool,
     /// Check every invariant after every operation (slow: for tests and debugging).
     pub check_invariants: bool,
+    /// The caller chooses which queue to serve ([`Dqs::dequeue_queue`]): the table keeps no
+    /// DRR round and [`Dqs::dequeue`] returns nothing. The composed router's per-service
+    /// schedulers serve dqs queues so (docs/router.md).
+    pub caller_schedules: bool,
 }
 
 impl Default for DqsConfig {
@@ -90,6 +94,7 @@ impl Default for DqsConfig {
             delete_rule: DeleteRule::Paper,
             store_payload: false,
             check_invariants: false,
+            caller_schedules: false,
         }
     }
 }
@@ -219,7 +224,7 @@ impl Dqs {
     }
     /// Packets in the buffer.
     pub fn is_empty(&self) -> bool {
-        self.drr.active_queues() == 0
+        self.counters.enqueued == self.counters.dequeued
     }
     /// The id of the shared overflow queue, if the policy has one.
     pub fn shared_queue(&self) -> Option<QueueId> {
@@ -238,7 +243,9 @@ impl Dqs {
             Find::Found { node, value, compares } => {
                 if self.buf.push(value, len, node, payload) {
                     self.flow_packets[node as usize] += 1;
-                    self.drr.enqueued(QueueId(value)).expect("pooled queue ids are in range");
+                    if !self.cfg.caller_schedules {
+                        self.drr.enqueued(QueueId(value)).expect("pooled queue ids are in range");
+                    }
                     let shared = Some(QueueId(value)) == self.shared_queue();
                     Enqueue::Queued(Queued { queue: QueueId(value), new_flow: false, shared, compares, slot })
                 } else {
@@ -270,7 +277,9 @@ impl Dqs {
                             let pushed = self.buf.push(q, len, node, payload);
                             debug_assert!(pushed, "blocks were checked");
                             self.flow_packets[node as usize] = 1;
-                            self.drr.enqueued(QueueId(q)).expect("pooled queue ids are in range");
+                            if !self.cfg.caller_schedules {
+                                self.drr.enqueued(QueueId(q)).expect("pooled queue ids are in range");
+                            }
                             self.counters.flows_activated += 1;
                             self.counters.flows_shared += shared as u64;
                             Enqueue::Queued(Queued { queue: QueueId(q), new_flow: true, shared, compares, slot })
@@ -288,11 +297,34 @@ impl Dqs {
 
     /// The next packet by DRR (dqs Fig. 1b): its blocks go back to the free stack; a flow with
     /// no more packets leaves the AFM table, and an emptied queue goes back to the pool.
+    /// Nothing when the caller schedules ([`DqsConfig::caller_schedules`]).
     pub fn dequeue(&mut self, out: Option<&mut Vec<u8>>) -> Option<Dequeued> {
+        if self.cfg.caller_schedules {
+            return None;
+        }
         let buf = &self.buf;
         let q = self.drr.select(|q| buf.head_len(q.0).expect("DRR round holds only non-empty queues") as u64)?.0;
         let p = self.buf.pop(q, out).expect("selected queue is non-empty");
         self.drr.dequeued(QueueId(q), p.emptied).expect("the queue select() named");
+        Some(self.popped(q, p))
+    }
+
+    /// The head packet of `queue`, for a caller that schedules the queues itself
+    /// ([`DqsConfig::caller_schedules`]); `None` if the queue is empty. The same bookkeeping as
+    /// [`Dqs::dequeue`].
+    ///
+    /// Errors (no effect): the table runs its own DRR, or an unknown queue.
+    pub fn dequeue_queue(&mut self, queue: QueueId, out: Option<&mut Vec<u8>>) -> Result<Option<Dequeued>, Error> {
+        if !self.cfg.caller_schedules {
+            return Err(Error::NotAllowed("dqs: dequeue_queue() needs caller_schedules (the table runs its DRR)"));
+        }
+        let nq = self.cfg.queues + self.shared_queue().is_some() as u32;
+        let q = crate::id::check(QueueId::KIND, queue.0, nq as usize)? as u32;
+        let Some(p) = self.buf.pop(q, out) else { return Ok(None) };
+        Ok(Some(self.popped(q, p)))
+    }
+
+    fn popped(&mut self, q: u32, p: buffer::Popped) -> Dequeued {
         let node = p.tag;
         let fp = &mut self.flow_packets[node as usize];
         *fp -= 1;
@@ -308,7 +340,7 @@ impl Dqs {
         }
         self.counters.dequeued += 1;
         self.maybe_check();
-        Some(Dequeued { queue: QueueId(q), len: p.len, flow_released, queue_released, delete_steps })
+        Dequeued { queue: QueueId(q), len: p.len, flow_released, queue_released, delete_steps }
     }
 
     fn maybe_check(&self) {
@@ -378,6 +410,33 @@ mod tests {
 
     fn key(i: u32) -> FlowKey {
         FlowKey::new(std::net::Ipv4Addr::from(i).into(), std::net::Ipv4Addr::from(1).into(), PROTO_TCP, 1, 2)
+    }
+
+    /// A caller that schedules the queues takes any queue's head; the same mapping and release
+    /// as under the table's own DRR, and no DRR round kept.
+    #[test]
+    fn caller_scheduled_queues() {
+        let cfg = DqsConfig { queues: 4, check_invariants: true, caller_schedules: true, ..Default::default() };
+        let mut d = Dqs::new(cfg).unwrap();
+        let Enqueue::Queued(a) = d.enqueue(&key(1), 100, None) else { panic!() };
+        let Enqueue::Queued(b) = d.enqueue(&key(2), 200, None) else { panic!() };
+        let Enqueue::Queued(b2) = d.enqueue(&key(2), 300, None) else { panic!() };
+        assert_eq!(b.queue, b2.queue);
+        assert_eq!(d.dequeue(None), None, "no DRR when the caller schedules");
+        // Flow 2's queue first, out of DRR order.
+        let x = d.dequeue_queue(b.queue, None).unwrap().unwrap();
+        assert_eq!((x.len, x.flow_released, x.queue_released), (200, false, false));
+        let y = d.dequeue_queue(b.queue, None).unwrap().unwrap();
+        assert_eq!((y.len, y.flow_released, y.queue_released), (300, true, true));
+        assert_eq!(d.dequeue_queue(b.queue, None).unwrap(), None);
+        assert!(!d.is_empty());
+        assert!(d.dequeue_queue(a.queue, None).unwrap().unwrap().queue_released);
+        assert!(d.is_empty());
+        assert!(d.dequeue_queue(QueueId(4), None).is_err(), "unknown queue");
+        let mut own = Dqs::new(DqsConfig { queues: 4, ..Default::default() }).unwrap();
+        own.enqueue(&key(1), 100, None);
+        assert!(own.dequeue_queue(QueueId(0), None).is_err(), "the table runs its own DRR");
+        assert_eq!(own.counters().dequeued, 0);
     }
 
     #[test]

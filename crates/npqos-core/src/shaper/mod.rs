@@ -291,6 +291,60 @@ impl EventShaper {
         Decision::Throttled { until: Instant::from_nanos(t_resch) }
     }
 
+    /// Wait-for-tokens conformance, as Linux tbf and ns-3's TbfQueueDisc shape: the packet of
+    /// `bytes` at the head of `queue` is sent at `now` only if the bucket holds its size, and
+    /// then paid for (the bucket never goes negative). Otherwise it is not sent: the queue is
+    /// disabled until the bucket will hold it and goes into `core`'s heap, as a reschedule;
+    /// the caller keeps the packet and offers it again once [`Self::on_wakeup`] or
+    /// [`Self::poll_core`] names the queue. The reschedule threshold (alpha) plays no part.
+    /// A disabled queue is refused without a change.
+    ///
+    /// Errors (no effect): an unknown queue or core, `now` before a time already given, or a
+    /// packet larger than the bucket's cap (it could never conform; tbf drops such packets).
+    pub fn try_send_on<O: Observe>(
+        &mut self,
+        core: CoreId,
+        queue: QueueId,
+        bytes: u64,
+        now: Instant,
+        obs: &mut O,
+    ) -> Result<Decision, Error> {
+        let q = id::check(QueueId::KIND, queue.0, self.hot.len())?;
+        let core = id::check(CoreId::KIND, core.0, self.heaps.len())?;
+        if units(bytes) > self.hot[q].cap {
+            return Err(Error::BadParameter {
+                parameter: "packet size",
+                value: format!("{bytes} B"),
+                expected: "at most the bucket's cap",
+            });
+        }
+        self.clock.advance(now)?;
+        if self.disabled[q] {
+            return Ok(Decision::Throttled { until: Instant::from_nanos(self.hot[q].t_lu) });
+        }
+        let now_ns = now.as_nanos();
+        self.counters.bucket_accesses += 2;
+        let h = self.hot[q];
+        let earned = (h.tokens as i128 + (now_ns as i128 - h.t_lu as i128) * h.cir as i128).min(h.cap as i128);
+        let need = units(bytes) as i128;
+        if earned >= need {
+            self.counters.sends += 1;
+            self.hot[q].tokens = (earned - need) as i64;
+            self.hot[q].t_lu = now_ns;
+            return Ok(Decision::Eligible);
+        }
+        // The first nanosecond at which the bucket holds the packet; the level then is kept as
+        // (tokens, T_lu) in the future, as Algorithm 1 keeps a disabled queue's.
+        let wait_ns = ((need - earned) as u128).div_ceil(h.cir as u128) as u64;
+        let t_wake = now_ns.saturating_add(wait_ns);
+        self.hot[q].tokens = (earned + wait_ns as i128 * h.cir as i128).min(h.cap as i128) as i64;
+        self.hot[q].t_lu = t_wake;
+        self.counters.reschedules += 1;
+        self.disabled[q] = true;
+        self.heaps[core].insert(q as u32, Instant::from_nanos(t_wake), now, obs);
+        Ok(Decision::Throttled { until: Instant::from_nanos(t_wake) })
+    }
+
     /// Eq 14, applied lazily at a reschedule: closes the intervals that ended since the queue's
     /// last reschedule (the last with its count, the empty ones with a count of 0), then counts
     /// this reschedule. Returns the alpha to use.
@@ -500,6 +554,45 @@ impl PeriodicShaper {
             self.disabled += 1;
         }
         self.until_fill[q] = fill;
+        Ok(Decision::Throttled { until: Instant::from_nanos(fill.saturating_mul(self.period_ns)) })
+    }
+
+    /// Wait-for-tokens conformance (Linux tbf, ns-3's TbfQueueDisc) with periodic fill: the
+    /// packet of `bytes` at the head of `queue` is sent at `now` only if the bucket holds its
+    /// size; otherwise it is not sent and the queue waits for the fill that makes the bucket
+    /// hold it ([`Self::eligible_at`], [`Self::poll_queue`]). A queue still waiting is refused
+    /// without a change.
+    ///
+    /// Errors (no effect): an unknown queue, `now` before a time already given, or a packet
+    /// larger than the bucket's cap.
+    pub fn try_send(&mut self, queue: QueueId, bytes: u64, now: Instant) -> Result<Decision, Error> {
+        let q = id::check(QueueId::KIND, queue.0, self.tokens.len())?;
+        if units(bytes) > self.cap[q] {
+            return Err(Error::BadParameter {
+                parameter: "packet size",
+                value: format!("{bytes} B"),
+                expected: "at most the bucket's cap",
+            });
+        }
+        self.clock.advance(now)?;
+        self.poll_checked(q, now);
+        if self.until_fill[q] != u64::MAX {
+            return Ok(Decision::Throttled {
+                until: Instant::from_nanos(self.until_fill[q].saturating_mul(self.period_ns)),
+            });
+        }
+        self.catch_up(q, now.as_nanos());
+        let need = units(bytes);
+        if self.tokens[q] >= need {
+            self.counters.sends += 1;
+            self.tokens[q] -= need;
+            return Ok(Decision::Eligible);
+        }
+        self.counters.throttles += 1;
+        let fills = ((need - self.tokens[q]) as u128).div_ceil(self.per_fill[q] as u128);
+        let fill = self.fill_of[q].saturating_add(u64::try_from(fills).unwrap_or(u64::MAX));
+        self.until_fill[q] = fill;
+        self.disabled += 1;
         Ok(Decision::Throttled { until: Instant::from_nanos(fill.saturating_mul(self.period_ns)) })
     }
 

@@ -96,6 +96,102 @@ proptest! {
     }
 }
 
+/// Sends `sizes` (with `gaps` after each) through a wait-for-tokens shaper: a refused packet is
+/// offered again when `retry` says, and must then be sent. Returns (time, bytes) of the sends.
+fn waiting(
+    sizes: &[u32],
+    gaps: &[u64],
+    mut try_send: impl FnMut(u64, u64) -> Decision,
+    mut retry: impl FnMut(u64) -> u64,
+) -> Vec<(u64, u64)> {
+    let mut t = 0u64;
+    let mut log = Vec::new();
+    for (i, &s) in sizes.iter().enumerate() {
+        if let Decision::Throttled { until } = try_send(t, s as u64) {
+            t = retry(until.as_nanos());
+            assert_eq!(try_send(t, s as u64), Decision::Eligible, "refused again at its wake-up");
+        }
+        log.push((t, s as u64));
+        t += gaps[i % gaps.len()];
+    }
+    log
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 64, rng_seed: proptest::test_runner::RngSeed::Fixed(0x746266), ..ProptestConfig::default() })]
+
+    /// Wait-for-tokens conformance (tbf): in any window of length T a queue sends at most
+    /// cap + CIR x T, with no packet of excess (Algorithm 1 allows one), under both fills (the
+    /// periodic one plus its fill quantum); and a refused packet conforms when the shaper
+    /// wakes the queue, never earlier (the event-driven wake-up is the first nanosecond it
+    /// conforms, rounded up to the heap's tick).
+    #[test]
+    fn wait_for_tokens_conformance(
+        cir in 8_000u64..10_000_000_000,
+        cap in 1_500u64..64_000,
+        sizes in prop::collection::vec(40u32..1500, 50..400),
+        gaps in prop::collection::vec(prop_oneof![Just(0u64), 0u64..2_000_000], 1..20),
+    ) {
+        let ev = std::cell::RefCell::new(EventShaper::new(&[params(cir, cap, 0)], 1, 0, 6).unwrap());
+        let log = waiting(
+            &sizes,
+            &gaps,
+            |t, s| ev.borrow_mut().try_send_on(CoreId(0), Q0, s, Instant::from_nanos(t), &mut ()).unwrap(),
+            |until| {
+                let mut ev = ev.borrow_mut();
+                let mut enabled = false;
+                poll(&mut ev, 0, Instant::from_nanos(until - 1), |_| enabled = true);
+                assert!(!enabled, "woken before the bucket holds the packet");
+                let pop_at = ev.heap(CoreId(0)).unwrap().peek_time().expect("queued").as_nanos();
+                assert!(pop_at >= until && pop_at - until < 64, "wake-up {pop_at} vs {until}");
+                poll(&mut ev, 0, Instant::from_nanos(pop_at), |_| enabled = true);
+                assert!(enabled);
+                pop_at
+            },
+        );
+        prop_assert!(worst_excess(&log, cir, cap, 1e-6) <= 1e-6, "event-driven wait-for-tokens exceeds the bound");
+
+        let period = Duration::from_micros(100);
+        let quantum = cir as f64 / 8.0 * period.as_secs_f64();
+        let pe = std::cell::RefCell::new(PeriodicShaper::new(&[params(cir, cap, 0)], period).unwrap());
+        let log = waiting(
+            &sizes,
+            &gaps,
+            |t, s| pe.borrow_mut().try_send(Q0, s, Instant::from_nanos(t)).unwrap(),
+            |until| {
+                let mut pe = pe.borrow_mut();
+                assert!(!pe.poll_queue(Q0, Instant::from_nanos(until - 1)).unwrap());
+                assert!(pe.poll_queue(Q0, Instant::from_nanos(until)).unwrap());
+                until
+            },
+        );
+        prop_assert!(worst_excess(&log, cir, cap, quantum) <= 1e-6, "periodic wait-for-tokens exceeds the bound");
+    }
+}
+
+/// A packet larger than the cap is an error and changes nothing; a refused queue is refused
+/// again without a second heap node.
+#[test]
+fn wait_for_tokens_errors_and_repeats() {
+    let mut ev = EventShaper::new(&[params(8_000_000, 2_000, 0)], 1, 0, 0).unwrap();
+    assert!(ev.try_send_on(CoreId(0), Q0, 2_001, Instant::ZERO, &mut ()).is_err());
+    assert_eq!(ev.counters().sends, 0);
+    let t = Instant::ZERO;
+    assert_eq!(ev.try_send_on(CoreId(0), Q0, 1_500, t, &mut ()).unwrap(), Decision::Eligible);
+    // 500 B left; 1,500 B needs 1,000 B more at 1 MB/s: 1 ms.
+    let d = ev.try_send_on(CoreId(0), Q0, 1_500, t, &mut ()).unwrap();
+    assert_eq!(d, Decision::Throttled { until: Instant::from_nanos(1_000_000) });
+    assert_eq!(ev.try_send_on(CoreId(0), Q0, 1_500, Instant::from_nanos(10), &mut ()).unwrap(), d);
+    assert_eq!(ev.heap(CoreId(0)).unwrap().len(), 1);
+    ev.check_invariants().unwrap();
+    let mut pe = PeriodicShaper::new(&[params(8_000_000, 2_000, 0)], Duration::from_micros(100)).unwrap();
+    assert!(pe.try_send(Q0, 2_001, Instant::ZERO).is_err());
+    assert_eq!(pe.try_send(Q0, 1_500, t).unwrap(), Decision::Eligible);
+    // 1,000 B more at 100 B per fill: the 10th fill.
+    assert_eq!(pe.try_send(Q0, 1_500, t).unwrap(), Decision::Throttled { until: Instant::from_nanos(1_000_000) });
+    pe.check_invariants().unwrap();
+}
+
 /// A backlogged queue sent through each shaper for 10 simulated seconds gets CIR in the long run
 /// (both within 0.5% from the second second on, after the initial full-bucket burst), i.e. the
 /// event-driven and periodic shapers have the same long-run rate.
