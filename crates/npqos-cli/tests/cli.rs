@@ -557,7 +557,7 @@ fn scalar(v: &serde_json::Value, name: &str) -> f64 {
     v["scalars"][name]["value"].as_f64().unwrap_or_else(|| panic!("{name} in {v}"))
 }
 
-/// The predictive models' examples (fq, lap, efq-lap), dqs's, qcache's and kim's: two replications give
+/// The predictive models' examples (fq, lap, efq-lap), dqs's, qcache's, kim's and the router's: two replications give
 /// byte-identical summary.json with one and two threads; an unknown table or key is bad input
 /// naming it; each predictive setting and qcache show their paper's qualitative result.
 #[test]
@@ -574,6 +574,7 @@ fn predictive_scenarios_run_deterministically_show_their_results_and_refuse_unkn
         ("dqs-small", "dqs"),
         ("qcache-small", "qcache"),
         ("kim-small", "kim"),
+        ("router-synthetic", "router"),
     ] {
         let text = example(name)
             .replace("[run]\n", "[run]\nreplications = 2\n")

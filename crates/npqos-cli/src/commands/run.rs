@@ -4,7 +4,7 @@ use crate::error::{bad, from_trace, Interrupted};
 use crate::output::{self, Meta};
 use crate::progress::Progress;
 use anyhow::Result;
-use npqos_sim::models::{dqs, everest, kim, link, predictive, qcache};
+use npqos_sim::models::{dqs, everest, kim, link, predictive, qcache, router};
 use npqos_sim::results::{Output, RunResult};
 use npqos_sim::scenario::{human_bytes, Scenario};
 use serde_json::json;
@@ -67,6 +67,11 @@ fn run_one(
         "qcache" => qcache::scenario::run_scenario(sc, seed, flag, report).map_err(|e| match e {
             qcache::scenario::QcacheRunError::Trace(t) => from_trace(t),
             other => bad(format!("{id}: {other}")),
+        }),
+        "router" => router::scenario::run_scenario(sc, seed, flag, report).map_err(|e| match e {
+            router::RouterError::Trace(t) => from_trace(t),
+            router::RouterError::Config(c) => bad(format!("{id}: {c}")),
+            other => anyhow::Error::new(other),
         }),
         _ => link::run(sc, seed, flag, report).map_err(from_trace),
     }

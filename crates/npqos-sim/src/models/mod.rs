@@ -13,6 +13,8 @@
 //!   under EFQ, EFQ preferring warm processors, LAP, and the switching combination (section 6).
 //! * [`qcache`]: threads enqueueing and dequeueing through nc / dc / sqc / qc on the Table 1
 //!   chip multiprocessor, under the Table 4 workloads or a trace hashed to queues.
+//! * [`router`]: the five mechanisms in one pipeline (classification, dqs ingress, everest
+//!   allocation with fair queuing, qcache queue memory, kim shaping, a DRR link).
 
 pub mod dqs;
 pub mod efq_lap;
@@ -22,3 +24,4 @@ pub mod lap;
 pub mod link;
 pub mod predictive;
 pub mod qcache;
+pub mod router;

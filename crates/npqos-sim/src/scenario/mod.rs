@@ -147,6 +147,10 @@ pub const MODELS: &[(&str, &str)] = &[
         "everest",
         "processors shared by services under an allocation policy (Everest, -LD, -AE, adaptive, Static, Quantum, Cohort-E) with context-switch cost; bursty synthetic traffic (docs/everest.md)",
     ),
+    (
+        "router",
+        "the five mechanisms in one pipeline: classification into services, dqs / per-flow / hashed ingress queues, processors allocated by an everest policy with EFQ / SFQ / WF2Q+ / FCFS within a service, a qcache queue memory, kim or periodic egress shaping, a DRR link; synthetic or trace traffic (docs/router.md)",
+    ),
 ];
 
 /// A validated scenario with every default filled in: the `[run]` table, common to every
@@ -182,6 +186,8 @@ pub enum Spec {
     EfqLap(predictive::SwitchSpec),
     /// `model = "qcache"`: queuing subsystems, Table 1 timing and an operation workload.
     Qcache(crate::models::qcache::scenario::QcacheSpec),
+    /// `model = "router"`: the composed pipeline, its services and traffic.
+    Router(Box<crate::models::router::scenario::RouterSpec>),
 }
 
 impl Spec {
@@ -196,6 +202,7 @@ impl Spec {
             Spec::Lap(_) => "lap",
             Spec::EfqLap(_) => "efq-lap",
             Spec::Qcache(_) => "qcache",
+            Spec::Router(_) => "router",
         }
     }
 
@@ -208,6 +215,18 @@ impl Spec {
             "dqs" => &["model", "run", "table", "link", "traffic"],
             "lap" => &["model", "run", "processors", "traffic"],
             "qcache" => &["model", "run", "queuing", "timing", "workload"],
+            "router" => &[
+                "model",
+                "run",
+                "router",
+                "traffic",
+                "ingress",
+                "processing",
+                "queue_memory",
+                "shaping",
+                "link",
+                "services",
+            ],
             _ => &["model", "run", "link", "queues", "traffic"],
         }
     }
@@ -221,6 +240,7 @@ impl Spec {
             "lap" => Spec::Lap(predictive::read_lap(root, probs)),
             "efq-lap" => Spec::EfqLap(predictive::read_switch(root, probs)),
             "qcache" => Spec::Qcache(crate::models::qcache::scenario::read(root, base_dir, probs)),
+            "router" => Spec::Router(Box::new(crate::models::router::scenario::read(root, base_dir, probs))),
             _ => match link::read(root, model, base_dir, probs) {
                 (l, Some(sh)) => Spec::Kim(l, sh),
                 (l, None) => Spec::Link(l),
@@ -287,6 +307,13 @@ impl Spec {
                 "per queue, per operation the model replays, a trace's queue ids",
                 "lower workload.operations or set queuing.model = false",
             ),
+            Spec::Router(r) => (
+                r.estimate_memory(),
+                "ingress.queues",
+                format!("{:?}", r.params.ingress),
+                "per ingress queue its scheduler state in every service, per output queue its bucket and FIFO, the block buffer, the flows or the trace",
+                "lower ingress.queues, shaping.flow_queues or ingress.blocks",
+            ),
         }
     }
 
@@ -307,6 +334,7 @@ impl Spec {
             Spec::Lap(l) => l.to_toml(root),
             Spec::EfqLap(e) => e.to_toml(root),
             Spec::Qcache(q) => q.to_toml(root),
+            Spec::Router(r) => r.to_toml(root),
         }
     }
 }

@@ -1,0 +1,219 @@
+//! The composed router (issue #17, docs/router.md): the five papers' mechanisms in one
+//! pipeline on one packet stream, each stage swappable for its baseline.
+//!
+//! 1. traffic: a synthetic flow population ([`RouterTraffic::Synthetic`]) or a capture corpus;
+//! 2. classification into services (`npqos_core::classify::Classifier`);
+//! 3. ingress queueing ([`stages::Ingress`]): dqs, a per-flow table or hashed queues, over one
+//!    block buffer;
+//! 4. processing: `N_p` processors allocated among services by an everest `Allocator`, within
+//!    a service the next packet by EFQ, SFQ, WF2Q+ (`FairQueue` over the ingress queues) or
+//!    FCFS, on predicted costs `alpha + beta x length`, actual costs drawn around them;
+//! 5. queue memory ([`stages::Qmem`]): every descriptor enqueue and dequeue through one
+//!    qcache subsystem, or an ideal one;
+//! 6. egress shaping: kim's event-driven shaper on the processors' heaps, periodic fill or
+//!    none; Algorithm 1's send-then-pay or tbf's wait-for-tokens;
+//! 7. the link: DRR over the eligible output queues at the link rate.
+//!
+//! [`run`] drives them on the engine ([`sim`]) and checks conservation at the end.
+
+mod output;
+pub mod scenario;
+mod sim;
+pub mod stages;
+#[cfg(test)]
+mod tests;
+
+use crate::results::RunResult;
+use crate::trace::corpus::Corpus;
+use crate::workload::SizeDist;
+use npqos_core::alloc::Policy;
+use npqos_core::classify::{Prefix, Rule};
+use npqos_core::sched::fq::Discipline;
+use npqos_core::shaper::Adaptive;
+use npqos_core::{Duration, Rate};
+pub use stages::{IngressKind, QmemParams};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// One service: its match rule, delay tolerance, processing cost and output rate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceParams {
+    pub name: String,
+    pub rule: Rule,
+    /// D: a packet whose processing ends more than D after its arrival is late.
+    pub tolerance: Duration,
+    /// Predicted processing time `alpha + beta x length` (predictive Table 1), ns and ns/B.
+    pub cost_alpha_ns: f64,
+    pub cost_beta_ns: f64,
+    /// Actual time = predicted x (1 + variation x U(-1, 1)).
+    pub variation: f64,
+    /// G^i of everest eq 7 (the share of the processors the service keeps in overload).
+    pub guarantee: f64,
+    /// Shaped output rate; `None`: not shaped.
+    pub rate: Option<Rate>,
+    /// The rate is per flow (one bucket per flow) rather than for the whole service.
+    pub per_flow: bool,
+}
+
+/// Processing (stage 4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProcessingParams {
+    pub processors: u32,
+    pub policy: Policy,
+    pub t_sw: Duration,
+    pub delta: Duration,
+    /// `None`: FCFS within a service.
+    pub discipline: Option<Discipline>,
+    /// Drop late packets at the end of processing instead of forwarding them.
+    pub late_drop: bool,
+}
+
+/// Egress shaping (stage 6).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ShaperKind {
+    None,
+    /// kim's Algorithm 1 on one heap per processor.
+    Event {
+        alpha_bytes: u64,
+        locked_bytes: u64,
+        tick_shift: u32,
+        adaptive: Option<Adaptive>,
+    },
+    Periodic {
+        period: Duration,
+    },
+}
+
+/// How a shaped queue's packet conforms.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Conformance {
+    /// kim Algorithm 1: send, then pay (the bucket may go negative, the queue is throttled).
+    SendThenPay,
+    /// Linux tbf, ns-3 TbfQueueDisc: the packet waits until the bucket holds its size.
+    WaitForTokens,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ShapingParams {
+    pub kind: ShaperKind,
+    pub conformance: Conformance,
+    /// Bucket cap, bytes.
+    pub cap_bytes: u64,
+    /// Output queues (buckets) of each per-flow-shaped service; a flow's queue is its first-seen
+    /// index modulo this.
+    pub flow_queues: u32,
+    /// Bytes the output queues may hold together.
+    pub buffer_bytes: u64,
+}
+
+/// Everything but the traffic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RouterParams {
+    pub services: Vec<ServiceParams>,
+    /// Prefixes that say what inbound and outbound mean to the match rules.
+    pub inside: Vec<Prefix>,
+    pub ingress: IngressKind,
+    /// The ingress block buffer: blocks and bytes per block.
+    pub blocks: u32,
+    pub block_size: u32,
+    pub processing: ProcessingParams,
+    pub qmem: QmemParams,
+    pub shaping: ShapingParams,
+    pub link_rate: Rate,
+    /// DRR quantum of the link, bytes.
+    pub quantum: u32,
+    /// Arrivals stop at `duration`; the run goes on for `drain` to let packets out.
+    pub duration: Duration,
+    pub drain: Duration,
+    pub sample_every: Duration,
+}
+
+/// One entry of the synthetic traffic mix: flows of this protocol to this port, this share of
+/// the flows.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct MixEntry {
+    pub protocol: u8,
+    pub port: u16,
+    pub share: f64,
+}
+
+/// Where packets come from.
+#[derive(Clone)]
+pub enum RouterTraffic {
+    /// dqs's synthetic flow population (flows in progress, Pareto packets per flow,
+    /// exponential gaps), each flow's protocol and destination port drawn from `mix` by a hash
+    /// of its 5-tuple.
+    Synthetic { flows: crate::models::dqs::SyntheticFlows, mix: Vec<MixEntry> },
+    /// `copies` overlaid copies of a corpus, `time_scale` times faster.
+    Corpus { corpus: Arc<Corpus>, copies: u32, time_scale: f64 },
+}
+
+impl RouterTraffic {
+    /// Mean packet length, bytes.
+    pub fn mean_len(&self) -> f64 {
+        match self {
+            RouterTraffic::Synthetic { flows, .. } => flows.sizes.mean(),
+            RouterTraffic::Corpus { corpus, .. } => corpus.bytes() as f64 / corpus.packets.len().max(1) as f64,
+        }
+    }
+    /// Mean offered rate, bits/s.
+    pub fn mean_rate_bps(&self) -> f64 {
+        match self {
+            RouterTraffic::Synthetic { flows, .. } => flows.mean_rate_bps(),
+            RouterTraffic::Corpus { corpus, copies, time_scale } => corpus.mean_rate_bps(*copies, *time_scale),
+        }
+    }
+    /// Synthetic IMIX traffic of `flows` flows in progress with the given mix.
+    pub fn synthetic(flows: u32, mean_gap: Duration, duration: Duration, mix: Vec<MixEntry>) -> Self {
+        RouterTraffic::Synthetic {
+            flows: crate::models::dqs::SyntheticFlows {
+                in_progress: flows,
+                mean_packets: 10.0,
+                pareto_shape: 1.2,
+                mean_gap,
+                sizes: SizeDist::kim_imix(),
+                duration,
+            },
+            mix,
+        }
+    }
+}
+
+/// Why a run failed.
+#[derive(Debug, thiserror::Error)]
+pub enum RouterError {
+    #[error("router configuration: {0}")]
+    Config(String),
+    /// A mechanism refused a call: a defect in the pipeline, reported rather than hidden.
+    #[error("at {at} ns, {stage}: {msg}")]
+    Mechanism { at: u64, stage: &'static str, msg: String },
+    /// Offered packets are not all delivered, dropped or in flight: a defect.
+    #[error(
+        "conservation broken: offered {offered} != delivered {delivered} + dropped {dropped} + in flight {in_flight}"
+    )]
+    Conservation { offered: u64, delivered: u64, dropped: u64, in_flight: u64 },
+    #[error(transparent)]
+    Trace(#[from] crate::trace::TraceError),
+}
+
+/// Runs the router on `traffic` with `seed`; `progress` gets the fraction of arrivals done.
+pub fn run(
+    p: &RouterParams,
+    traffic: &RouterTraffic,
+    seed: u64,
+    interrupt: Option<Arc<AtomicBool>>,
+    progress: &mut dyn FnMut(f64),
+) -> Result<RunResult, RouterError> {
+    sim::run(p, traffic, seed, interrupt, progress)
+}
+
+/// Per-packet outcome, for the equivalence tests: (arrival ns, service, dispatch ns, done ns,
+/// delivered ns or None if dropped) in arrival order.
+#[cfg(test)]
+pub(crate) fn run_traced(
+    p: &RouterParams,
+    traffic: &RouterTraffic,
+    seed: u64,
+) -> Result<(RunResult, Vec<sim::Trace>), RouterError> {
+    sim::run_traced(p, traffic, seed)
+}

@@ -1,0 +1,115 @@
+//! What a router run reports (docs/router.md, "Outputs"), and the conservation check.
+
+use super::sim::{DROPS, STAGES};
+use super::RouterError;
+use crate::engine::StopReason;
+use crate::results::{Histogram, RunResult, Series};
+
+/// Everything a finished run hands to [`finish`].
+pub(super) struct Outcome {
+    pub names: Vec<String>,
+    pub offered: Vec<u64>,
+    pub delivered: Vec<u64>,
+    pub delivered_bytes: u64,
+    pub last_delivery_ns: u64,
+    pub late: Vec<u64>,
+    pub drops: [u64; 6],
+    pub drops_by_service: Vec<u64>,
+    pub unclassified: u64,
+    pub in_flight: u64,
+    pub hist: Vec<[hdrhistogram::Histogram<u64>; 4]>,
+    pub sim_ns: u64,
+    pub events: u64,
+    pub link_bps: f64,
+    pub processors: u32,
+    /// (name, value, unit) of the stages' own counters and state.
+    pub stage_scalars: Vec<(String, f64, &'static str)>,
+    pub series: Vec<Series>,
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub trace: Option<Vec<super::sim::Trace>>,
+}
+
+/// Checks conservation and writes the result.
+pub(super) fn finish(o: Outcome, stop: StopReason) -> Result<RunResult, RouterError> {
+    let offered = o.offered.iter().sum::<u64>() + o.unclassified;
+    let delivered: u64 = o.delivered.iter().sum();
+    let dropped: u64 = o.drops.iter().sum();
+    if offered != delivered + dropped + o.in_flight {
+        return Err(RouterError::Conservation { offered, delivered, dropped, in_flight: o.in_flight });
+    }
+    let mut run = RunResult {
+        complete: matches!(stop, StopReason::Drained | StopReason::EndTime),
+        stop_reason: format!("{stop:?}").to_lowercase(),
+        sim_time_ns: o.sim_ns,
+        events: o.events,
+        ..Default::default()
+    };
+    run.scalar("offered_packets", offered as f64, "packets");
+    run.scalar("delivered_packets", delivered as f64, "packets");
+    run.scalar("dropped_packets", dropped as f64, "packets");
+    run.scalar("in_flight_packets", o.in_flight as f64, "packets");
+    for (i, r) in DROPS.iter().enumerate() {
+        run.scalar(&format!("dropped_{r}"), o.drops[i] as f64, "packets");
+    }
+    let late: u64 = o.late.iter().sum();
+    let processed: u64 = o.hist.iter().map(|h| h[1].len()).sum();
+    run.scalar("late_packets", late as f64, "packets");
+    run.scalar("late_percent", 100.0 * late as f64 / processed.max(1) as f64, "%");
+    // Over the time from 0 to the last delivery (the drain after it is idle by construction).
+    let busy = o.last_delivery_ns.max(1) as f64 * 1e-9;
+    run.scalar("throughput", o.delivered_bytes as f64 * 8.0 / busy * 1e-9, "Gbps");
+    run.scalar("link_utilization", o.delivered_bytes as f64 * 8.0 / busy / o.link_bps, "fraction");
+    let mut all = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds");
+    for h in &o.hist {
+        all.add(&h[3]).expect("same bounds");
+    }
+    for (q, label) in [(0.5, "p50"), (0.99, "p99"), (0.999, "p999")] {
+        run.scalar(&format!("e2e_{label}"), quantile_us(&all, q), "us");
+    }
+    for (s, n) in o.names.iter().enumerate() {
+        let h = &o.hist[s];
+        run.scalar(&format!("offered_packets.{n}"), o.offered[s] as f64, "packets");
+        run.scalar(&format!("delivered_packets.{n}"), o.delivered[s] as f64, "packets");
+        run.scalar(&format!("dropped_packets.{n}"), o.drops_by_service[s] as f64, "packets");
+        run.scalar(&format!("late_percent.{n}"), 100.0 * o.late[s] as f64 / h[1].len().max(1) as f64, "%");
+        for (q, label) in [(0.5, "p50"), (0.99, "p99"), (0.999, "p999")] {
+            run.scalar(&format!("e2e_{label}.{n}"), quantile_us(&h[3], q), "us");
+        }
+        for (i, stage) in STAGES[..3].iter().enumerate() {
+            run.scalar(&format!("{stage}_p99.{n}"), quantile_us(&h[i], 0.99), "us");
+        }
+        run.histograms.push(log_bins(&format!("e2e.{n}"), &h[3]));
+    }
+    run.scalar("processors", o.processors as f64, "processors");
+    for (name, v, unit) in o.stage_scalars {
+        run.scalar(&name, v, unit);
+    }
+    run.series = o.series;
+    Ok(run)
+}
+
+fn quantile_us(h: &hdrhistogram::Histogram<u64>, q: f64) -> f64 {
+    if h.is_empty() {
+        0.0
+    } else {
+        h.value_at_quantile(q) as f64 / 1e3
+    }
+}
+
+/// A latency histogram in power-of-two bins of microseconds.
+fn log_bins(name: &str, h: &hdrhistogram::Histogram<u64>) -> Histogram {
+    let mut bins = Vec::new();
+    if !h.is_empty() {
+        let mut lo = 0u64;
+        let mut hi = 1_000u64;
+        while lo <= h.max() {
+            let n = h.count_between(lo, hi - 1);
+            if n > 0 {
+                bins.push((lo as f64 / 1e3, hi as f64 / 1e3, n));
+            }
+            lo = hi;
+            hi *= 2;
+        }
+    }
+    Histogram { name: name.into(), unit: "us".into(), bins }
+}

@@ -1,0 +1,631 @@
+//! `model = "router"` scenarios: the composed router (docs/router.md, "Scenario files").
+//!
+//! ```toml
+//! model = "router"
+//! [run]                       # seed, duration (arrivals stop), replications, sample_interval
+//! [router]
+//! inside = ["10.0.0.0/8"]     # what inbound and outbound mean to the match rules
+//! drain = "50ms"              # run on after arrivals stop, to let packets out
+//! [traffic]                   # as a dqs scenario's: synthetic flows or a trace corpus
+//! source = "synthetic"        # flows, mean_packets, pareto_shape, mean_gap, sizes, size
+//! mix = [{ protocol = "tcp", port = 443, share = 0.7 }, { protocol = "udp", port = 53, share = 0.3 }]
+//! # source = "trace": files, flow_multiply, time_scale, max_gap, lenient
+//! [ingress]
+//! kind = "dqs"                # "dqs", "per-flow" (a table entry per flow) or "hashed" (K per service)
+//! queues = 4096               # dqs's pool; per-flow: flows with packets at once; hashed: K
+//! slots = 256                 # dqs: AFM slots
+//! hash = "h3"                 # dqs: "h3" or "foldhash"
+//! blocks = 262144             # the shared block buffer
+//! block_size = "64B"
+//! [processing]
+//! processors = 16
+//! policy = "everest"          # as an everest scenario's: static, quantum, cohort-e, everest, ...
+//! t_sw = "10us"
+//! delta = "10us"              # default t_sw
+//! quantum = "100us"           # policy = "quantum" only
+//! scheduler = "efq"           # within a service: "efq", "sfq", "wf2q+" or "fcfs"
+//! late_drop = false
+//! [queue_memory]
+//! subsystem = "qc"            # "qc", "sqc", "dc", "nc" or "ideal"
+//! entries = 16                # sqc / qc descriptor entries
+//! dc_lines = 128
+//! dc_ways = 2
+//! memory_refs_per_ns = 0.2
+//! [shaping]
+//! shaper = "event"            # "event" (kim Algorithm 1), "periodic" or "none"
+//! conformance = "send-then-pay"   # or "wait-for-tokens" (Linux tbf)
+//! cap = "16KB"
+//! alpha = "1500B"             # event: reschedule threshold
+//! locked = "0B"               # event: locked cache per heap
+//! tick_shift = 6              # event: heap ticks of 2^6 ns
+//! period = "1ms"              # periodic: fill period
+//! flow_queues = 65536         # buckets per per-flow-shaped service
+//! buffer = "64MB"             # output queues together
+//! [link]
+//! rate = "10Gbps"
+//! quantum = "1536B"
+//! [[services]]                # default: one service "all"; the last without match keys takes the rest
+//! name = "web"
+//! ports = [80, 443]           # match keys as everest's: protocols, src_ports, dst_ports, ports, direction
+//! tolerance = "2ms"           # D
+//! cost_alpha = "2us"          # predicted processing time alpha + beta x length
+//! cost_beta = "1ns"           # per byte
+//! variation = 0.2             # actual = predicted x (1 + variation x U(-1, 1))
+//! guarantee = 0.5             # G (everest eq 7; default 1 / services)
+//! rate = "100Mbps"            # shaped output rate (absent: not shaped)
+//! rate_per = "flow"           # or "class"
+//! ```
+
+use super::{
+    Conformance, IngressKind, MixEntry, ProcessingParams, QmemParams, RouterParams, RouterTraffic, ServiceParams,
+    ShaperKind, ShapingParams,
+};
+use crate::results::RunResult;
+use crate::scenario::classify::{has_criteria, read_prefixes, read_rule, write_prefixes, write_rule};
+use crate::scenario::{show, Problem, Reader, Scenario, Spec};
+use crate::trace::corpus::Corpus;
+use crate::units::{fmt_fine_duration, fmt_size};
+use npqos_core::alloc::Policy;
+use npqos_core::flowmap::HashKind;
+use npqos_core::id::ServiceId;
+use npqos_core::queues::timing::{Subsystem, TABLE1};
+use npqos_core::sched::fq::Discipline;
+use npqos_core::{Duration, Instant, Rate};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+/// The router part of a scenario: the pipeline (its `duration` and `sample_every` come from
+/// `[run]` when it runs) and the traffic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RouterSpec {
+    pub params: RouterParams,
+    pub traffic: TrafficSpec,
+}
+
+/// `[traffic]`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum TrafficSpec {
+    Synthetic {
+        flows: u32,
+        mean_packets: f64,
+        pareto_shape: f64,
+        mean_gap: Duration,
+        size: Option<u32>,
+        mix: Vec<MixEntry>,
+    },
+    Trace {
+        files: Vec<PathBuf>,
+        flow_multiply: u32,
+        time_scale: f64,
+        max_gap: Duration,
+        lenient: bool,
+    },
+}
+
+const POLICIES: [&str; 7] =
+    ["static", "quantum", "cohort-e", "everest", "everest-ld", "everest-ae", "everest-adaptive"];
+const SCHEDULERS: [&str; 4] = ["efq", "sfq", "wf2q+", "fcfs"];
+const SUBSYSTEMS: [&str; 5] = ["qc", "sqc", "dc", "nc", "ideal"];
+const SYNTHETIC_KEYS: [&str; 7] = ["flows", "mean_packets", "pareto_shape", "mean_gap", "sizes", "size", "mix"];
+const TRACE_KEYS: [&str; 5] = ["files", "flow_multiply", "time_scale", "max_gap", "lenient"];
+
+fn problem(probs: &mut Vec<Problem>, key: &str, value: Option<String>, message: &str) {
+    probs.push(Problem { key: key.into(), value, message: message.into() });
+}
+
+/// Reads every router table, recording every problem.
+pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> RouterSpec {
+    let mut r = Reader::new(root, "router", probs);
+    let inside = read_prefixes(&mut r, "inside", probs);
+    let drain = r.duration("drain", Duration::from_millis(50), probs);
+    r.finish(probs);
+    let traffic = read_traffic(root, base_dir, probs);
+
+    let mut g = Reader::new(root, "ingress", probs);
+    let kind = g.choice("kind", "dqs", &["dqs", "per-flow", "hashed"], probs);
+    let queues = g.int("queues", 4096, 1, 1 << 24, probs) as u32;
+    for k in ["slots", "hash"] {
+        if kind != "dqs" && g.present(k) {
+            problem(probs, &format!("ingress.{k}"), None, "only applies with kind = \"dqs\"");
+        }
+    }
+    let slots = g.int("slots", 256, 1, 1 << 24, probs) as u32;
+    let hash = g.choice("hash", "h3", &["h3", "foldhash"], probs);
+    let blocks = g.int("blocks", 1 << 18, 1, 1 << 30, probs) as u32;
+    let block_size = g.size("block_size", 64, probs);
+    if !(16..=65_536).contains(&block_size) {
+        problem(probs, "ingress.block_size", Some(format!("\"{block_size}B\"")), "expected a size from 16B to 65536B");
+    }
+    g.finish(probs);
+    let hash = if hash == "foldhash" { HashKind::Fast { seed: 0 } } else { HashKind::H3 { seed: 0 } };
+    let ingress = match kind.as_str() {
+        "per-flow" => IngressKind::PerFlow { queues },
+        "hashed" => IngressKind::Hashed { queues },
+        _ => IngressKind::Dqs { slots, queues, hash },
+    };
+
+    let mut p = Reader::new(root, "processing", probs);
+    let processors = p.int("processors", 16, 1, 1 << 16, probs) as u32;
+    let policy = p.choice("policy", "everest", &POLICIES, probs);
+    let t_sw = p.duration("t_sw", Duration::from_micros(10), probs);
+    let delta = p.duration("delta", t_sw, probs);
+    if delta.is_zero() {
+        problem(
+            probs,
+            "processing.delta",
+            Some(format!("\"{delta}\"")),
+            "expected a positive duration (it defaults to t_sw)",
+        );
+    }
+    if policy != "quantum" && p.present("quantum") {
+        problem(probs, "processing.quantum", None, "only applies with policy = \"quantum\"");
+    }
+    let quantum = p.positive_duration("quantum", Duration::from_micros(100), probs);
+    let scheduler = p.choice("scheduler", "efq", &SCHEDULERS, probs);
+    let late_drop = p.boolean("late_drop", false, probs);
+    p.finish(probs);
+    let policy = match policy.as_str() {
+        "static" => Policy::Static,
+        "quantum" => Policy::Quantum { quantum },
+        "cohort-e" => Policy::CohortE,
+        "everest-ld" => Policy::EverestLd,
+        "everest-ae" => Policy::EverestAe,
+        "everest-adaptive" => Policy::Adaptive,
+        _ => Policy::Everest,
+    };
+    let discipline = match scheduler.as_str() {
+        "sfq" => Some(Discipline::Sfq),
+        "wf2q+" => Some(Discipline::Wf2qPlus),
+        "fcfs" => None,
+        _ => Some(Discipline::Efq),
+    };
+
+    let mut q = Reader::new(root, "queue_memory", probs);
+    let sub = q.choice("subsystem", "qc", &SUBSYSTEMS, probs);
+    let entries = q.int("entries", 16, 1, 1 << 20, probs) as u32;
+    let dc_lines = q.int("dc_lines", 128, 1, 1 << 24, probs) as u32;
+    let dc_ways = q.int("dc_ways", 2, 1, 64, probs) as u32;
+    let refs = q.float("memory_refs_per_ns", 0.2, probs, |v| v > 0.0 && v <= 100.0, "greater than 0 and at most 100");
+    q.finish(probs);
+    let subsystem = match sub.as_str() {
+        "nc" => Some(Subsystem::Nc),
+        "dc" => Some(Subsystem::Dc),
+        "sqc" => Some(Subsystem::Sqc),
+        "ideal" => None,
+        _ => Some(Subsystem::Qc),
+    };
+
+    let mut s = Reader::new(root, "shaping", probs);
+    let shaper = s.choice("shaper", "event", &["event", "periodic", "none"], probs);
+    let conformance = s.choice("conformance", "send-then-pay", &["send-then-pay", "wait-for-tokens"], probs);
+    let cap = s.size("cap", 16_000, probs);
+    let alpha = s.size("alpha", 1_500, probs);
+    let locked = s.size("locked", 0, probs);
+    let tick_shift = s.int("tick_shift", 6, 0, npqos_core::shaper::heap::MAX_TICK_SHIFT as i64, probs) as u32;
+    let period = s.positive_duration("period", Duration::from_millis(1), probs);
+    let flow_queues = s.int("flow_queues", 65_536, 1, 1 << 24, probs) as u32;
+    let buffer = s.size("buffer", 64 << 20, probs);
+    for (k, applies) in [("alpha", "event"), ("locked", "event"), ("tick_shift", "event"), ("period", "periodic")] {
+        if shaper != applies && s.present(k) {
+            problem(probs, &format!("shaping.{k}"), None, &format!("only applies with shaper = \"{applies}\""));
+        }
+    }
+    if cap == 0 || cap > npqos_core::shaper::MAX_BUCKET_BYTES {
+        problem(probs, "shaping.cap", Some(format!("\"{cap}B\"")), "expected a positive size of at most 1GB");
+    }
+    if alpha > cap {
+        problem(probs, "shaping.alpha", Some(format!("\"{alpha}B\"")), "expected at most the cap");
+    }
+    s.finish(probs);
+    let kind = match shaper.as_str() {
+        "none" => ShaperKind::None,
+        "periodic" => ShaperKind::Periodic { period },
+        _ => ShaperKind::Event { alpha_bytes: alpha, locked_bytes: locked, tick_shift, adaptive: None },
+    };
+    let shaping = ShapingParams {
+        kind,
+        conformance: if conformance == "wait-for-tokens" {
+            Conformance::WaitForTokens
+        } else {
+            Conformance::SendThenPay
+        },
+        cap_bytes: cap.clamp(1, npqos_core::shaper::MAX_BUCKET_BYTES),
+        flow_queues,
+        buffer_bytes: buffer,
+    };
+
+    let mut l = Reader::new(root, "link", probs);
+    let link_rate = l.rate("rate", Rate::gbps(10), probs);
+    if link_rate.is_zero() {
+        problem(probs, "link.rate", Some(format!("\"{link_rate}\"")), "expected a positive rate");
+    }
+    let lq = l.size("quantum", 1536, probs);
+    if !(1..=1 << 24).contains(&lq) {
+        problem(probs, "link.quantum", Some(format!("\"{lq}B\"")), "expected a size from 1B to 16MB");
+    }
+    l.finish(probs);
+
+    let services = read_services(root, &inside, probs);
+    RouterSpec {
+        params: RouterParams {
+            services,
+            inside,
+            ingress,
+            blocks,
+            block_size: block_size.clamp(16, 65_536) as u32,
+            processing: ProcessingParams { processors, policy, t_sw, delta, discipline, late_drop },
+            qmem: QmemParams { subsystem, timing: TABLE1, entries, dc_lines, dc_ways, memory_refs_per_ns: refs },
+            shaping,
+            link_rate: if link_rate.is_zero() { Rate::gbps(10) } else { link_rate },
+            quantum: lq.clamp(1, 1 << 24) as u32,
+            duration: Duration::ZERO,
+            drain,
+            sample_every: Duration::ZERO,
+        },
+        traffic,
+    }
+}
+
+fn read_traffic(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> TrafficSpec {
+    let mut r = Reader::new(root, "traffic", probs);
+    let source = r.choice("source", "synthetic", &["synthetic", "trace"], probs);
+    let other: &[&str] = if source == "trace" { &SYNTHETIC_KEYS } else { &TRACE_KEYS };
+    for k in other {
+        r.consume(k);
+        if r.present(k) {
+            problem(probs, &format!("traffic.{k}"), None, &format!("does not apply to source = {source:?}"));
+        }
+    }
+    let t = if source == "trace" {
+        let files = r.files("files", base_dir, probs);
+        let flow_multiply = r.int("flow_multiply", 1, 1, 65_535, probs) as u32;
+        let time_scale = r.float("time_scale", 1.0, probs, |v| v > 0.0 && v <= 1e6, "greater than 0");
+        let max_gap = r.positive_duration("max_gap", crate::scenario::DEFAULT_MAX_GAP, probs);
+        let lenient = r.boolean("lenient", true, probs);
+        TrafficSpec::Trace { files, flow_multiply, time_scale, max_gap, lenient }
+    } else {
+        let flows = r.int("flows", 2_000, 1, 1 << 26, probs) as u32;
+        let mean_packets = r.float("mean_packets", 10.0, probs, |v| (1.0..=1e9).contains(&v), "from 1 to 1e9");
+        let pareto_shape = r.float("pareto_shape", 1.2, probs, |v| v > 1.0 && v <= 100.0, "greater than 1");
+        let mean_gap = r.positive_duration("mean_gap", Duration::from_millis(10), probs);
+        let sizes = r.choice("sizes", "imix", &["imix", "constant"], probs);
+        let size = r.size("size", 1500, probs);
+        if sizes != "constant" && r.present("size") {
+            problem(probs, "traffic.size", None, "only applies with sizes = \"constant\"");
+        }
+        if !(1..=65_535).contains(&size) {
+            problem(probs, "traffic.size", Some(format!("\"{size}B\"")), "expected a packet size from 1B to 65535B");
+        }
+        let mix = read_mix(&mut r, probs);
+        TrafficSpec::Synthetic {
+            flows,
+            mean_packets,
+            pareto_shape,
+            mean_gap,
+            size: (sizes == "constant").then_some(size.clamp(1, 65_535) as u32),
+            mix,
+        }
+    };
+    r.finish(probs);
+    t
+}
+
+/// `traffic.mix`: an array of { protocol, port, share } (default: all TCP to port 443).
+fn read_mix(r: &mut Reader, probs: &mut Vec<Problem>) -> Vec<MixEntry> {
+    let default = vec![MixEntry { protocol: 6, port: 443, share: 1.0 }];
+    let Some(v) = r.value("mix") else { return default };
+    let Some(a) = v.as_array().filter(|a| !a.is_empty()) else {
+        problem(probs, "traffic.mix", Some(show(v)), "expected an array of { protocol, port, share } tables");
+        return default;
+    };
+    let mut out = Vec::new();
+    for (i, e) in a.iter().enumerate() {
+        let key = format!("traffic.mix[{i}]");
+        let Some(t) = e.as_table() else {
+            problem(probs, &key, Some(show(e)), "expected a table { protocol, port, share }");
+            continue;
+        };
+        let mut m = Reader::from_table(t, key.clone());
+        let proto = m.choice("protocol", "tcp", &["tcp", "udp"], probs);
+        let port = m.int("port", 443, 0, 65_535, probs) as u16;
+        let share = m.float("share", 1.0, probs, |v| v > 0.0 && v.is_finite(), "a positive weight");
+        m.finish(probs);
+        out.push(MixEntry { protocol: if proto == "udp" { 17 } else { 6 }, port, share });
+    }
+    if out.is_empty() {
+        default
+    } else {
+        out
+    }
+}
+
+fn read_services(
+    root: &toml::Table,
+    inside: &[npqos_core::classify::Prefix],
+    probs: &mut Vec<Problem>,
+) -> Vec<ServiceParams> {
+    let Some(v) = root.get("services") else {
+        // One service that takes every packet, with the defaults of a [[services]] table.
+        let t = toml::Table::from_iter([("name".to_string(), toml::Value::from("all"))]);
+        return read_services(
+            &toml::Table::from_iter([("services".to_string(), toml::Value::Array(vec![t.into()]))]),
+            inside,
+            probs,
+        );
+    };
+    let Some(a) = v.as_array().filter(|a| !a.is_empty()) else {
+        problem(probs, "services", Some(show(v)), "expected one or more [[services]] tables");
+        return Vec::new();
+    };
+    let n = a.len();
+    let mut out = Vec::with_capacity(n);
+    for (i, v) in a.iter().enumerate() {
+        let prefix = format!("services[{i}]");
+        let Some(tb) = v.as_table() else {
+            problem(probs, &prefix, Some(show(v)), "expected a table ([[services]])");
+            continue;
+        };
+        let mut r = Reader::from_table(tb, prefix.clone());
+        let name = r.string("name", &format!("s{i}"), probs);
+        if name.is_empty() || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_') {
+            problem(
+                probs,
+                &format!("{prefix}.name"),
+                Some(format!("{name:?}")),
+                "expected letters, digits, '-' or '_' (it names result columns)",
+            );
+        }
+        let tolerance = r.positive_duration("tolerance", Duration::from_millis(2), probs);
+        let cost_alpha_ns = r.fine_duration("cost_alpha", 2_000.0, probs);
+        let cost_beta_ns = r.fine_duration("cost_beta", 1.0, probs);
+        let variation = r.float("variation", 0.0, probs, |v| (0.0..=1.0).contains(&v), "in 0..1");
+        let guarantee = r.float("guarantee", 1.0 / n as f64, probs, |v| (0.0..=1.0).contains(&v), "in 0..1");
+        let rate = r.present("rate").then(|| r.rate("rate", Rate::gbps(1), probs));
+        if rate.is_some_and(|x| x.is_zero()) {
+            problem(
+                probs,
+                &format!("{prefix}.rate"),
+                Some("\"0bps\"".into()),
+                "expected a positive rate (leave it out for no shaping)",
+            );
+        }
+        let per = r.choice("rate_per", "flow", &["flow", "class"], probs);
+        let rule = read_rule(&mut r, ServiceId::from_index(i), probs);
+        if !has_criteria(&rule) && i + 1 < n {
+            problem(
+                probs,
+                &prefix,
+                None,
+                &format!("has no match keys, so it takes every flow and services[{}..] get none (only the last service may have none)", i + 1),
+            );
+        }
+        if rule.direction != npqos_core::classify::Direction::Any && inside.is_empty() {
+            problem(
+                probs,
+                &format!("{prefix}.direction"),
+                None,
+                "needs router.inside (the prefixes that say what inbound and outbound mean)",
+            );
+        }
+        r.finish(probs);
+        out.push(ServiceParams {
+            name,
+            rule,
+            tolerance,
+            cost_alpha_ns,
+            cost_beta_ns,
+            variation,
+            guarantee,
+            rate: rate.filter(|x| !x.is_zero()),
+            per_flow: per == "flow",
+        });
+    }
+    if !out.is_empty() && out.iter().map(|s| s.guarantee).sum::<f64>() > 1.0 + 1e-9 {
+        problem(probs, "services.guarantee", None, "expected the guarantees to sum to at most 1");
+    }
+    out
+}
+
+impl RouterSpec {
+    /// The traffic of one replication for `duration` of arrivals.
+    pub fn traffic(&self, duration: Duration) -> Result<RouterTraffic, crate::trace::TraceError> {
+        Ok(match &self.traffic {
+            TrafficSpec::Synthetic { flows, mean_packets, pareto_shape, mean_gap, size, mix } => {
+                RouterTraffic::Synthetic {
+                    flows: crate::models::dqs::SyntheticFlows {
+                        in_progress: *flows,
+                        mean_packets: *mean_packets,
+                        pareto_shape: *pareto_shape,
+                        mean_gap: *mean_gap,
+                        sizes: size
+                            .map_or_else(crate::workload::SizeDist::kim_imix, crate::workload::SizeDist::Constant),
+                        duration,
+                    },
+                    mix: mix.clone(),
+                }
+            }
+            TrafficSpec::Trace { files, flow_multiply, time_scale, max_gap, lenient } => RouterTraffic::Corpus {
+                corpus: Arc::new(Corpus::load(files, *lenient, *max_gap)?),
+                copies: *flow_multiply,
+                time_scale: *time_scale,
+            },
+        })
+    }
+
+    /// Upper estimate of one replication's memory (docs/router.md): per ingress queue its
+    /// scheduler state in every service (80 B), per output queue its bucket, FIFO and DRR
+    /// state (96 B), the ingress buffer's block links (8 B per block), the flows (100 B each
+    /// for synthetic flows in progress) or the corpus (twice its files), and the in-flight
+    /// packets (64 B per 64 B block).
+    pub fn estimate_memory(&self) -> u128 {
+        let p = &self.params;
+        let nqi = match p.ingress {
+            IngressKind::Dqs { queues, .. } | IngressKind::PerFlow { queues } => queues as u128,
+            IngressKind::Hashed { queues } => queues as u128 * p.services.len() as u128,
+        };
+        let flow_services = p.services.iter().filter(|s| s.per_flow && s.rate.is_some()).count() as u128;
+        let nqe = p.services.len() as u128 + flow_services * p.shaping.flow_queues as u128;
+        let traffic = match &self.traffic {
+            TrafficSpec::Synthetic { flows, .. } => *flows as u128 * 100,
+            TrafficSpec::Trace { files, .. } => {
+                files.iter().map(|f| std::fs::metadata(f).map_or(0, |m| m.len()) as u128).sum::<u128>() * 2
+            }
+        };
+        nqi * 80 * p.services.len() as u128 + nqe * 96 + p.blocks as u128 * 72 + traffic + (8 << 20)
+    }
+
+    pub(crate) fn to_toml(&self, root: &mut toml::Table) {
+        let p = &self.params;
+        let mut r = toml::Table::new();
+        r.insert("inside".into(), write_prefixes(&p.inside));
+        r.insert("drain".into(), p.drain.to_string().into());
+        root.insert("router".into(), r.into());
+        let mut t = toml::Table::new();
+        match &self.traffic {
+            TrafficSpec::Synthetic { flows, mean_packets, pareto_shape, mean_gap, size, mix } => {
+                t.insert("source".into(), "synthetic".into());
+                t.insert("flows".into(), (*flows as i64).into());
+                t.insert("mean_packets".into(), (*mean_packets).into());
+                t.insert("pareto_shape".into(), (*pareto_shape).into());
+                t.insert("mean_gap".into(), mean_gap.to_string().into());
+                match size {
+                    Some(s) => {
+                        t.insert("sizes".into(), "constant".into());
+                        t.insert("size".into(), fmt_size(*s as u64).into());
+                    }
+                    None => {
+                        t.insert("sizes".into(), "imix".into());
+                    }
+                }
+                let m = mix
+                    .iter()
+                    .map(|m| {
+                        let mut e = toml::Table::new();
+                        e.insert("protocol".into(), if m.protocol == 17 { "udp" } else { "tcp" }.into());
+                        e.insert("port".into(), (m.port as i64).into());
+                        e.insert("share".into(), m.share.into());
+                        toml::Value::Table(e)
+                    })
+                    .collect();
+                t.insert("mix".into(), toml::Value::Array(m));
+            }
+            TrafficSpec::Trace { files, flow_multiply, time_scale, max_gap, lenient } => {
+                t.insert("source".into(), "trace".into());
+                t.insert(
+                    "files".into(),
+                    toml::Value::Array(files.iter().map(|f| f.display().to_string().into()).collect()),
+                );
+                t.insert("flow_multiply".into(), (*flow_multiply as i64).into());
+                t.insert("time_scale".into(), (*time_scale).into());
+                t.insert("max_gap".into(), max_gap.to_string().into());
+                t.insert("lenient".into(), (*lenient).into());
+            }
+        }
+        root.insert("traffic".into(), t.into());
+        let mut g = toml::Table::new();
+        match p.ingress {
+            IngressKind::Dqs { slots, queues, hash } => {
+                g.insert("kind".into(), "dqs".into());
+                g.insert("queues".into(), (queues as i64).into());
+                g.insert("slots".into(), (slots as i64).into());
+                g.insert("hash".into(), if matches!(hash, HashKind::Fast { .. }) { "foldhash" } else { "h3" }.into());
+            }
+            IngressKind::PerFlow { queues } | IngressKind::Hashed { queues } => {
+                g.insert("kind".into(), p.ingress.label().into());
+                g.insert("queues".into(), (queues as i64).into());
+            }
+        }
+        g.insert("blocks".into(), (p.blocks as i64).into());
+        g.insert("block_size".into(), fmt_size(p.block_size as u64).into());
+        root.insert("ingress".into(), g.into());
+        let pr = &p.processing;
+        let mut x = toml::Table::new();
+        x.insert("processors".into(), (pr.processors as i64).into());
+        x.insert("policy".into(), pr.policy.name().into());
+        if let Policy::Quantum { quantum } = pr.policy {
+            x.insert("quantum".into(), quantum.to_string().into());
+        }
+        x.insert("t_sw".into(), pr.t_sw.to_string().into());
+        x.insert("delta".into(), pr.delta.to_string().into());
+        let sched = match pr.discipline {
+            None => "fcfs",
+            Some(d) => d.label(),
+        };
+        x.insert("scheduler".into(), sched.into());
+        x.insert("late_drop".into(), pr.late_drop.into());
+        root.insert("processing".into(), x.into());
+        let mut q = toml::Table::new();
+        q.insert("subsystem".into(), p.qmem.subsystem.map_or("ideal", |s| s.label()).into());
+        q.insert("entries".into(), (p.qmem.entries as i64).into());
+        q.insert("dc_lines".into(), (p.qmem.dc_lines as i64).into());
+        q.insert("dc_ways".into(), (p.qmem.dc_ways as i64).into());
+        q.insert("memory_refs_per_ns".into(), p.qmem.memory_refs_per_ns.into());
+        root.insert("queue_memory".into(), q.into());
+        let sh = &p.shaping;
+        let mut s = toml::Table::new();
+        match sh.kind {
+            ShaperKind::None => {
+                s.insert("shaper".into(), "none".into());
+            }
+            ShaperKind::Event { alpha_bytes, locked_bytes, tick_shift, .. } => {
+                s.insert("shaper".into(), "event".into());
+                s.insert("alpha".into(), fmt_size(alpha_bytes).into());
+                s.insert("locked".into(), fmt_size(locked_bytes).into());
+                s.insert("tick_shift".into(), (tick_shift as i64).into());
+            }
+            ShaperKind::Periodic { period } => {
+                s.insert("shaper".into(), "periodic".into());
+                s.insert("period".into(), period.to_string().into());
+            }
+        }
+        let conf = if sh.conformance == Conformance::WaitForTokens { "wait-for-tokens" } else { "send-then-pay" };
+        s.insert("conformance".into(), conf.into());
+        s.insert("cap".into(), fmt_size(sh.cap_bytes).into());
+        s.insert("flow_queues".into(), (sh.flow_queues as i64).into());
+        s.insert("buffer".into(), fmt_size(sh.buffer_bytes).into());
+        root.insert("shaping".into(), s.into());
+        let mut l = toml::Table::new();
+        l.insert("rate".into(), p.link_rate.to_string().into());
+        l.insert("quantum".into(), fmt_size(p.quantum as u64).into());
+        root.insert("link".into(), l.into());
+        let services = p
+            .services
+            .iter()
+            .map(|s| {
+                let mut t = toml::Table::new();
+                t.insert("name".into(), s.name.clone().into());
+                write_rule(&s.rule, &mut t);
+                t.insert("tolerance".into(), s.tolerance.to_string().into());
+                t.insert("cost_alpha".into(), fmt_fine_duration(s.cost_alpha_ns).into());
+                t.insert("cost_beta".into(), fmt_fine_duration(s.cost_beta_ns).into());
+                t.insert("variation".into(), s.variation.into());
+                t.insert("guarantee".into(), s.guarantee.into());
+                if let Some(r) = s.rate {
+                    t.insert("rate".into(), r.to_string().into());
+                    t.insert("rate_per".into(), if s.per_flow { "flow" } else { "class" }.into());
+                }
+                toml::Value::Table(t)
+            })
+            .collect();
+        root.insert("services".into(), toml::Value::Array(services));
+    }
+}
+
+/// Runs one replication of a `model = "router"` scenario with `seed`.
+pub fn run_scenario(
+    sc: &Scenario,
+    seed: u64,
+    interrupt: Option<Arc<AtomicBool>>,
+    progress: &mut dyn FnMut(Instant),
+) -> Result<RunResult, super::RouterError> {
+    let Spec::Router(r) = &sc.spec else {
+        return Err(super::RouterError::Config("not a model = \"router\" scenario".into()));
+    };
+    let mut params = r.params.clone();
+    params.duration = sc.duration;
+    params.sample_every = sc.sample_every();
+    let traffic = r.traffic(sc.duration)?;
+    let end = sc.duration.as_nanos() as f64;
+    super::run(&params, &traffic, seed, interrupt, &mut |f| progress(Instant::from_nanos((f * end) as u64)))
+}

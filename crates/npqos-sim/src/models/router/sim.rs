@@ -1,0 +1,898 @@
+//! The router on the engine. Events at one instant run in this order (engine classes):
+//! processor events (0), queue-memory completions (1), link events (2), periodic-fill
+//! re-enables (3), then the sources: the allocator's timer (4), the event shaper's wake-up (5),
+//! the next arrival (6); samples (7) last.
+
+use super::output::Outcome;
+use super::stages::{Ingress, IngressDrop, Qmem};
+use super::{Conformance, RouterError, RouterParams, RouterTraffic, ShaperKind};
+use crate::engine::{Engine, Model, RunLimits, StopReason};
+use crate::results::RunResult;
+use crate::results::Series;
+use crate::rng::{RngStreams, StreamRng};
+use crate::trace::corpus::Overlay;
+use npqos_core::alloc::{Action, AllocConfig, Allocator, ServiceSpec};
+use npqos_core::classify::Classifier;
+use npqos_core::flow::FlowKey;
+use npqos_core::queues::timing::Op;
+use npqos_core::rate::Serializer;
+use npqos_core::sched::drr::Drr;
+use npqos_core::sched::fq::{FairQueue, FqPacket};
+use npqos_core::shaper::{BucketParams, Decision, EventShaper, PeriodicShaper};
+use npqos_core::{AppId, CoreId, Duration, FlowId, Instant, ProcessorId, QueueId, ServiceId};
+use rand::Rng;
+use std::collections::{HashMap, VecDeque};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+const C_PROC: u8 = 0;
+const C_QMEM: u8 = 1;
+const C_LINK: u8 = 2;
+const C_REENABLE: u8 = 3;
+const C_TIMER: u8 = 4;
+const C_SHAPER: u8 = 5;
+const C_ARRIVAL: u8 = 6;
+const C_SAMPLE: u8 = 7;
+
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Ev {
+    ProcDone(u32),
+    SwitchDone(u32),
+    /// The packet's ingress enqueue completed: its service's scheduler sees it.
+    Visible(u32),
+    /// The packet's egress enqueue completed: it is in its output queue.
+    EgressVisible(u32),
+    TxStart(u32),
+    Delivered(u32),
+    /// A periodically filled queue's fill has come.
+    Reenable(u32),
+    Sample,
+}
+
+/// Drop reasons, in the order of their scalars.
+pub(super) const DROPS: [&str; 6] =
+    ["unclassified", "ingress_buffer_full", "ingress_no_queue", "late", "exceeds_bucket", "egress_buffer_full"];
+const D_UNCLASSIFIED: usize = 0;
+const D_BUFFER: usize = 1;
+const D_NO_QUEUE: usize = 2;
+const D_LATE: usize = 3;
+const D_BUCKET: usize = 4;
+const D_EGRESS: usize = 5;
+
+/// Stages of a packet's latency, in the order of their scalars.
+pub(super) const STAGES: [&str; 4] = ["ingress", "processing", "egress", "e2e"];
+
+#[derive(Clone, Copy, Debug, Default)]
+struct Pkt {
+    arrival: u64,
+    len: u32,
+    service: u16,
+    core: u16,
+    iq: u32,
+    eq: u32,
+    dispatch: u64,
+    done: u64,
+    /// When its last bit leaves the link.
+    left: u64,
+    est: f64,
+    actual: f64,
+}
+
+/// One packet's fate, for the equivalence tests.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Trace {
+    pub arrival: u64,
+    pub service: u16,
+    pub dispatch: u64,
+    pub done: u64,
+    pub delivered: Option<u64>,
+    pub drop: Option<&'static str>,
+}
+
+enum Within {
+    Fifo(Vec<VecDeque<u32>>),
+    Fair(Vec<FairQueue>),
+}
+
+enum Shaper {
+    None,
+    Event(EventShaper),
+    Periodic(PeriodicShaper),
+}
+
+/// The packet stream: (time ns, length, flow key).
+enum Stream<'a> {
+    Synthetic(Box<crate::models::dqs::FlowGen>, &'a [super::MixEntry]),
+    Corpus(Overlay<'a>),
+}
+
+impl Iterator for Stream<'_> {
+    type Item = (u64, u32, FlowKey);
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Stream::Synthetic(g, mix) => {
+                let a = g.next()?;
+                let mut k = a.flow;
+                if let Some(m) = pick(mix, &k) {
+                    k.proto = m.protocol;
+                    k.dst_port = m.port;
+                }
+                Some((a.ts, a.len, k))
+            }
+            Stream::Corpus(o) => o.next().map(|c| (c.ts, c.len, c.flow)),
+        }
+    }
+}
+
+/// The mix entry of a synthetic flow: a hash of its source (unique per flow) against the
+/// cumulative shares, so every packet of the flow gets the same one.
+fn pick<'m>(mix: &'m [super::MixEntry], k: &FlowKey) -> Option<&'m super::MixEntry> {
+    let mut x = u64::from_le_bytes(k.src[8..16].try_into().expect("8 bytes")) ^ ((k.src_port as u64) << 48);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    let total: f64 = mix.iter().map(|m| m.share).sum();
+    let u = (x >> 11) as f64 / (1u64 << 53) as f64 * total;
+    let mut acc = 0.0;
+    mix.iter()
+        .find(|m| {
+            acc += m.share;
+            u < acc
+        })
+        .or(mix.last())
+}
+
+struct Sim<'a> {
+    p: &'a RouterParams,
+    stream: std::iter::Peekable<Stream<'a>>,
+    end: u64,
+    classifier: Classifier,
+    ingress: Ingress,
+    qmem: Qmem,
+    /// Ingress queues (the queue memory's egress ids start here).
+    nqi: u32,
+    alloc: Allocator,
+    within: Within,
+    current: Vec<u32>,
+    actions: Vec<Action>,
+    cost_rng: StreamRng,
+    shaper: Shaper,
+    shaper_wake: Option<Instant>,
+    wake_buf: Vec<QueueId>,
+    /// Per egress queue: shaped, its FIFO.
+    shaped: Vec<bool>,
+    fifo: Vec<VecDeque<u32>>,
+    /// First egress queue of each service.
+    eq_base: Vec<u32>,
+    flows: HashMap<FlowKey, u32>,
+    flow_queue_reuse: u64,
+    egress_bytes: u64,
+    drr: Drr,
+    link: Serializer,
+    link_pending: bool,
+    pkts: Vec<Pkt>,
+    free: Vec<u32>,
+    // Measurements.
+    offered: Vec<u64>,
+    delivered: Vec<u64>,
+    delivered_bytes: u64,
+    last_delivery: u64,
+    late: Vec<u64>,
+    drops: [u64; 6],
+    drops_by_service: Vec<u64>,
+    hist: Vec<[hdrhistogram::Histogram<u64>; 4]>,
+    samples: Samples,
+    error: Option<RouterError>,
+    trace: Option<Vec<Trace>>,
+    trace_of: Vec<u32>,
+    progress_every: u64,
+    arrivals: u64,
+    progress: &'a mut dyn FnMut(f64),
+}
+
+#[derive(Default)]
+struct Samples {
+    t: Vec<f64>,
+    ingress_in_use: Vec<f64>,
+    processors: Vec<Vec<f64>>,
+    heap_total: Vec<f64>,
+    heap_max_core: u64,
+    egress_backlog: Vec<f64>,
+}
+
+impl<'a> Sim<'a> {
+    fn new(
+        p: &'a RouterParams,
+        traffic: &'a RouterTraffic,
+        seed: u64,
+        trace: bool,
+        progress: &'a mut dyn FnMut(f64),
+    ) -> Result<Self, RouterError> {
+        let cfg = |e: String| RouterError::Config(e);
+        let streams = RngStreams::new(seed);
+        let s_count = p.services.len();
+        if s_count == 0 || s_count > u16::MAX as usize {
+            return Err(cfg(format!("{s_count} services: from 1 to 65535")));
+        }
+        // A service's rule names the service by its place in the list.
+        let rules = p
+            .services
+            .iter()
+            .enumerate()
+            .map(|(i, s)| npqos_core::classify::Rule { service: ServiceId(i as u32), ..s.rule.clone() })
+            .collect();
+        let classifier = Classifier::new(s_count, rules, p.inside.clone(), None).map_err(|e| cfg(e.to_string()))?;
+        let ingress =
+            Ingress::new(p.ingress, p.blocks, p.block_size, s_count, streams.stream("router.hash", 0).random())
+                .map_err(cfg)?;
+        let nqi = ingress.queues();
+        // Egress queues: one per service, then each per-flow service's flow queues.
+        let mut eq_base = Vec::with_capacity(s_count);
+        let mut next = s_count as u64;
+        for s in &p.services {
+            if s.per_flow && s.rate.is_some() {
+                eq_base.push(next as u32);
+                next += p.shaping.flow_queues as u64;
+            } else {
+                eq_base.push(0);
+            }
+        }
+        if next + nqi as u64 >= u32::MAX as u64 {
+            return Err(cfg(format!("{next} output queues and {nqi} ingress queues: too many")));
+        }
+        let nqe = next as usize;
+        let mut buckets = Vec::with_capacity(nqe);
+        let mut shaped = Vec::with_capacity(nqe);
+        for q in 0..nqe {
+            let s = if q < s_count {
+                q
+            } else {
+                eq_base.iter().rposition(|&b| b != 0 && b as usize <= q).expect("a flow queue has its service")
+            };
+            let rate = p.services[s].rate.filter(|_| !matches!(p.shaping.kind, ShaperKind::None));
+            shaped.push(rate.is_some() && (q >= s_count || !p.services[s].per_flow));
+            let alpha = match p.shaping.kind {
+                ShaperKind::Event { alpha_bytes, .. } => alpha_bytes.min(p.shaping.cap_bytes),
+                _ => 0,
+            };
+            buckets.push(BucketParams {
+                cir: rate.unwrap_or(p.link_rate),
+                cap_bytes: p.shaping.cap_bytes,
+                alpha_bytes: alpha,
+            });
+        }
+        let shaper = match p.shaping.kind {
+            ShaperKind::None => Shaper::None,
+            ShaperKind::Event { locked_bytes, tick_shift, adaptive, .. } => {
+                let mut e =
+                    EventShaper::new(&buckets, p.processing.processors.max(1) as usize, locked_bytes, tick_shift)
+                        .map_err(|e| cfg(e.to_string()))?;
+                if let Some(a) = adaptive {
+                    e = e.with_adaptive(a).map_err(|e| cfg(e.to_string()))?;
+                }
+                Shaper::Event(e)
+            }
+            ShaperKind::Periodic { period } => {
+                Shaper::Periodic(PeriodicShaper::new(&buckets, period).map_err(|e| cfg(e.to_string()))?)
+            }
+        };
+        let mean_len = traffic.mean_len();
+        let alloc_services = p
+            .services
+            .iter()
+            .map(|s| ServiceSpec {
+                name: s.name.clone(),
+                t_pkt: Duration::from_nanos((s.cost_alpha_ns + s.cost_beta_ns * mean_len).round().max(1.0) as u64),
+                tolerance: s.tolerance,
+                guarantee: s.guarantee,
+            })
+            .collect();
+        let alloc = Allocator::new(&AllocConfig {
+            processors: p.processing.processors,
+            t_sw: p.processing.t_sw,
+            delta: p.processing.delta,
+            services: alloc_services,
+            policy: p.processing.policy,
+        })
+        .map_err(|e| cfg(e.to_string()))?;
+        let within = match p.processing.discipline {
+            None => Within::Fifo(vec![VecDeque::new(); s_count]),
+            Some(d) => {
+                let shares = vec![1.0 / nqi as f64; nqi as usize];
+                let fq = FairQueue::new(d, p.processing.processors, &shares).map_err(|e| cfg(e.to_string()))?;
+                Within::Fair(vec![fq; s_count])
+            }
+        };
+        let qmem = Qmem::new(p.qmem, nqi + nqe as u32).map_err(cfg)?;
+        let stream = match traffic {
+            RouterTraffic::Synthetic { flows, mix } => {
+                Stream::Synthetic(Box::new(flows.generator(streams.stream("router.flows", 0))), mix.as_slice())
+            }
+            RouterTraffic::Corpus { corpus, copies, time_scale } => {
+                let mut rng = streams.stream("router.overlay", 0);
+                Stream::Corpus(corpus.overlay(*copies, *time_scale, &mut rng))
+            }
+        };
+        let hist = || {
+            std::array::from_fn(|_| {
+                hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds")
+            })
+        };
+        let expected = (traffic.mean_rate_bps() / 8.0 / mean_len.max(1.0) * p.duration.as_secs_f64()) as u64;
+        Ok(Sim {
+            p,
+            stream: stream.peekable(),
+            end: p.duration.as_nanos(),
+            classifier,
+            ingress,
+            qmem,
+            nqi,
+            alloc,
+            within,
+            current: vec![u32::MAX; p.processing.processors as usize],
+            actions: Vec::new(),
+            cost_rng: streams.stream("router.cost", 0),
+            shaper,
+            shaper_wake: None,
+            wake_buf: Vec::new(),
+            shaped,
+            fifo: vec![VecDeque::new(); nqe],
+            eq_base,
+            flows: HashMap::new(),
+            flow_queue_reuse: 0,
+            egress_bytes: 0,
+            drr: Drr::new(nqe as u32, p.quantum as u64).map_err(|e| cfg(e.to_string()))?,
+            link: Serializer::new(p.link_rate),
+            link_pending: false,
+            pkts: Vec::new(),
+            free: Vec::new(),
+            offered: vec![0; s_count],
+            delivered: vec![0; s_count],
+            delivered_bytes: 0,
+            last_delivery: 0,
+            late: vec![0; s_count],
+            drops: [0; 6],
+            drops_by_service: vec![0; s_count],
+            hist: (0..s_count).map(|_| hist()).collect(),
+            samples: Samples { processors: vec![Vec::new(); s_count], ..Default::default() },
+            error: None,
+            trace: trace.then(Vec::new),
+            trace_of: Vec::new(),
+            progress_every: (expected / 200).max(1 << 12),
+            arrivals: 0,
+            progress,
+        })
+    }
+
+    fn fail(&mut self, now: u64, stage: &'static str, e: impl std::fmt::Display, engine: &mut Engine<Ev>) {
+        if self.error.is_none() {
+            self.error = Some(RouterError::Mechanism { at: now, stage, msg: e.to_string() });
+        }
+        engine.halt();
+    }
+
+    fn new_pkt(&mut self, p: Pkt) -> u32 {
+        if let Some(i) = self.free.pop() {
+            self.pkts[i as usize] = p;
+            i
+        } else {
+            self.pkts.push(p);
+            self.pkts.len() as u32 - 1
+        }
+    }
+
+    fn drop_pkt(&mut self, id: Option<u32>, service: Option<usize>, reason: usize) {
+        self.drops[reason] += 1;
+        if let Some(s) = service {
+            self.drops_by_service[s] += 1;
+        }
+        if let Some(id) = id {
+            self.free.push(id);
+            if let Some(t) = &mut self.trace {
+                t[self.trace_of[id as usize] as usize].drop = Some(DROPS[reason]);
+            }
+        }
+    }
+
+    fn arrival(&mut self, now: u64, len: u32, key: FlowKey, engine: &mut Engine<Ev>) {
+        self.arrivals += 1;
+        if self.arrivals.is_multiple_of(self.progress_every) {
+            (self.progress)((now as f64 / self.end.max(1) as f64).min(1.0));
+        }
+        let Some(s) = self.classifier.classify(&key).map(|s| s.index()) else {
+            if let Some(t) = &mut self.trace {
+                t.push(Trace {
+                    arrival: now,
+                    service: u16::MAX,
+                    dispatch: 0,
+                    done: 0,
+                    delivered: None,
+                    drop: Some(DROPS[0]),
+                });
+            }
+            return self.drop_pkt(None, None, D_UNCLASSIFIED);
+        };
+        self.offered[s] += 1;
+        let svc = &self.p.services[s];
+        let est = svc.cost_alpha_ns + svc.cost_beta_ns * len as f64;
+        let u: f64 = self.cost_rng.random();
+        let actual = (est * (1.0 + svc.variation * (2.0 * u - 1.0))).max(0.0);
+        let eq = if self.eq_base[s] != 0 {
+            let n = self.flows.len() as u32;
+            let f = *self.flows.entry(key).or_insert(n);
+            if f >= self.p.shaping.flow_queues && f == n {
+                self.flow_queue_reuse += 1;
+            }
+            self.eq_base[s] + f % self.p.shaping.flow_queues
+        } else {
+            s as u32
+        };
+        let iq = self.ingress.enqueue(&key, s, len);
+        let pkt = Pkt { arrival: now, len, service: s as u16, eq, est, actual, ..Default::default() };
+        let id = self.new_pkt(pkt);
+        if let Some(t) = &mut self.trace {
+            if self.trace_of.len() <= id as usize {
+                self.trace_of.resize(id as usize + 1, 0);
+            }
+            self.trace_of[id as usize] = t.len() as u32;
+            t.push(Trace { arrival: now, service: s as u16, dispatch: 0, done: 0, delivered: None, drop: None });
+        }
+        let iq = match iq {
+            Ok(q) => q,
+            Err(IngressDrop::BufferFull) => return self.drop_pkt(Some(id), Some(s), D_BUFFER),
+            Err(IngressDrop::NoQueue) => return self.drop_pkt(Some(id), Some(s), D_NO_QUEUE),
+        };
+        self.pkts[id as usize].iq = iq.0;
+        let t = self.qmem.op(now, iq.0, Op::Enqueue);
+        if t == now {
+            self.visible(now, id, engine);
+        } else {
+            engine.schedule_class(Instant::from_nanos(t), C_QMEM, Ev::Visible(id));
+        }
+    }
+
+    fn visible(&mut self, now: u64, id: u32, engine: &mut Engine<Ev>) {
+        let pk = self.pkts[id as usize];
+        let s = pk.service as usize;
+        match &mut self.within {
+            Within::Fifo(q) => q[s].push_back(id),
+            Within::Fair(f) => {
+                if let Err(e) = f[s].enqueue(Instant::from_nanos(now), fq_packet(id, &pk)) {
+                    return self.fail(now, "processing (fair queue)", e, engine);
+                }
+            }
+        }
+        match self.alloc.arrival(Instant::from_nanos(now), ServiceId(s as u32), &mut self.actions) {
+            Ok(_) => self.apply(now, engine),
+            Err(e) => self.fail(now, "processing (allocator)", e, engine),
+        }
+    }
+
+    fn apply(&mut self, now: u64, engine: &mut Engine<Ev>) {
+        let mut actions = std::mem::take(&mut self.actions);
+        for a in actions.drain(..) {
+            match a {
+                Action::Serve { proc, service } => {
+                    let s = service.index();
+                    let id = match &mut self.within {
+                        Within::Fifo(q) => q[s].pop_front(),
+                        Within::Fair(f) => match f[s].dequeue(Instant::from_nanos(now)) {
+                            Ok(d) => d.map(|d| d.packet.id as u32),
+                            Err(e) => return self.fail(now, "processing (fair queue)", e, engine),
+                        },
+                    };
+                    let Some(id) = id else {
+                        return self.fail(now, "processing", "the allocator served an empty service", engine);
+                    };
+                    let pk = &mut self.pkts[id as usize];
+                    pk.dispatch = now;
+                    pk.core = (proc.0 % u16::MAX as u32) as u16;
+                    let (iq, len, actual) = (pk.iq, pk.len, pk.actual);
+                    if self.ingress.dequeue(QueueId(iq)) != Some(len) {
+                        return self.fail(now, "ingress", "the served packet is not its queue's head", engine);
+                    }
+                    let t0 = self.qmem.op(now, iq, Op::Dequeue);
+                    self.current[proc.index()] = id;
+                    engine.schedule_class(Instant::from_nanos(t0 + actual.ceil() as u64), C_PROC, Ev::ProcDone(proc.0));
+                }
+                Action::Switch { proc, .. } => {
+                    engine.schedule_class(
+                        Instant::from_nanos(now) + self.p.processing.t_sw,
+                        C_PROC,
+                        Ev::SwitchDone(proc.0),
+                    );
+                }
+            }
+        }
+        self.actions = actions;
+    }
+
+    fn proc_done(&mut self, now: u64, pr: u32, engine: &mut Engine<Ev>) {
+        let id = std::mem::replace(&mut self.current[pr as usize], u32::MAX);
+        let pk = self.pkts[id as usize];
+        self.pkts[id as usize].done = now;
+        let s = pk.service as usize;
+        if let Within::Fair(f) = &mut self.within {
+            if let Err(e) = f[s].completed(&fq_packet(id, &pk)) {
+                return self.fail(now, "processing (fair queue)", e, engine);
+            }
+        }
+        let delay = now - pk.arrival;
+        if let Err(e) = self.alloc.completed(
+            Instant::from_nanos(now),
+            ProcessorId(pr),
+            Duration::from_nanos(delay),
+            &mut self.actions,
+        ) {
+            return self.fail(now, "processing (allocator)", e, engine);
+        }
+        self.apply(now, engine);
+        if let Some(t) = &mut self.trace {
+            let x = &mut t[self.trace_of[id as usize] as usize];
+            (x.dispatch, x.done) = (pk.dispatch, now);
+        }
+        let h = &mut self.hist[s];
+        h[0].saturating_record((pk.dispatch - pk.arrival).max(1));
+        h[1].saturating_record((now - pk.dispatch).max(1));
+        let late = delay > self.p.services[s].tolerance.as_nanos();
+        self.late[s] += late as u64;
+        if late && self.p.processing.late_drop {
+            return self.drop_pkt(Some(id), Some(s), D_LATE);
+        }
+        if self.shaped[pk.eq as usize]
+            && self.p.shaping.conformance == Conformance::WaitForTokens
+            && pk.len as u64 > self.p.shaping.cap_bytes
+        {
+            return self.drop_pkt(Some(id), Some(s), D_BUCKET);
+        }
+        if self.egress_bytes + pk.len as u64 > self.p.shaping.buffer_bytes {
+            return self.drop_pkt(Some(id), Some(s), D_EGRESS);
+        }
+        self.egress_bytes += pk.len as u64;
+        let t = self.qmem.op(now, self.nqi + pk.eq, Op::Enqueue);
+        engine.schedule_class(Instant::from_nanos(t), C_QMEM, Ev::EgressVisible(id));
+    }
+
+    fn disabled(&self, q: u32) -> bool {
+        match &self.shaper {
+            Shaper::None => false,
+            Shaper::Event(e) => e.is_disabled(QueueId(q)),
+            Shaper::Periodic(p) => p.is_disabled(QueueId(q)),
+        }
+    }
+
+    fn egress_visible(&mut self, now: u64, id: u32, engine: &mut Engine<Ev>) {
+        let q = self.pkts[id as usize].eq;
+        self.fifo[q as usize].push_back(id);
+        if !self.disabled(q) {
+            let _ = self.drr.enqueued(QueueId(q));
+        }
+        self.link_try(now, engine);
+    }
+
+    /// Picks the next packet for the link while none is waiting to start (one packet ahead of
+    /// the transmission: its descriptor dequeue overlaps the current packet's).
+    fn link_try(&mut self, now: u64, engine: &mut Engine<Ev>) {
+        if self.link_pending {
+            return;
+        }
+        let nowi = Instant::from_nanos(now);
+        loop {
+            let (pkts, fifo) = (&self.pkts, &self.fifo);
+            let Some(q) = self.drr.select(|q| pkts[fifo[q.index()][0] as usize].len as u64) else { return };
+            let id = self.fifo[q.index()][0];
+            let pk = self.pkts[id as usize];
+            let mut leave = false;
+            if self.shaped[q.index()] {
+                let core = CoreId(pk.core as u32);
+                let wait = self.p.shaping.conformance == Conformance::WaitForTokens;
+                let d = match &mut self.shaper {
+                    Shaper::None => Ok(Decision::Eligible),
+                    Shaper::Event(e) if wait => e.try_send_on(core, q, pk.len as u64, nowi, &mut ()),
+                    Shaper::Event(e) => e.on_send_on(core, q, pk.len as u64, nowi, &mut ()),
+                    Shaper::Periodic(p) if wait => p.try_send(q, pk.len as u64, nowi),
+                    Shaper::Periodic(p) => p.on_send(q, pk.len as u64, nowi),
+                };
+                let d = match d {
+                    Ok(d) => d,
+                    Err(e) => return self.fail(now, "egress shaping", e, engine),
+                };
+                if let Decision::Throttled { until } = d {
+                    leave = true;
+                    match &self.shaper {
+                        Shaper::Periodic(_) => {
+                            engine.schedule_class(until.max(nowi), C_REENABLE, Ev::Reenable(q.0));
+                        }
+                        _ => self.shaper_wake = self.shaper_next(),
+                    }
+                    if wait {
+                        let _ = self.drr.dequeued(q, true);
+                        continue;
+                    }
+                } else if matches!(self.shaper, Shaper::Event(_)) {
+                    self.shaper_wake = self.shaper_next();
+                }
+            }
+            self.fifo[q.index()].pop_front();
+            let empty = self.fifo[q.index()].is_empty();
+            let _ = self.drr.dequeued(q, empty || leave);
+            // Offered to the link when its descriptor is dequeued; it starts when the link is
+            // free (the serializer places finish times from the busy period's cumulative bits).
+            let t = self.qmem.op(now, self.nqi + q.0, Op::Dequeue);
+            let start = t.max(self.link.free_at().as_nanos());
+            self.pkts[id as usize].left = self.link.send(Instant::from_nanos(t), pk.len as u64).as_nanos();
+            self.link_pending = true;
+            engine.schedule_class(Instant::from_nanos(start), C_LINK, Ev::TxStart(id));
+            return;
+        }
+    }
+
+    fn shaper_next(&self) -> Option<Instant> {
+        match &self.shaper {
+            Shaper::Event(e) => e.next_wakeup(),
+            _ => None,
+        }
+    }
+
+    fn reenabled(&mut self, q: QueueId) {
+        if !self.fifo[q.index()].is_empty() {
+            let _ = self.drr.enqueued(q);
+        }
+    }
+
+    fn tx_start(&mut self, now: u64, id: u32, engine: &mut Engine<Ev>) {
+        self.link_pending = false;
+        let pk = self.pkts[id as usize];
+        self.egress_bytes -= pk.len as u64;
+        self.hist[pk.service as usize][2].saturating_record((now - pk.done).max(1));
+        engine.schedule_class(Instant::from_nanos(pk.left), C_LINK, Ev::Delivered(id));
+        self.link_try(now, engine);
+    }
+
+    fn delivered(&mut self, now: u64, id: u32) {
+        let pk = self.pkts[id as usize];
+        let s = pk.service as usize;
+        self.delivered[s] += 1;
+        self.delivered_bytes += pk.len as u64;
+        self.last_delivery = now;
+        self.hist[s][3].saturating_record((now - pk.arrival).max(1));
+        if let Some(t) = &mut self.trace {
+            t[self.trace_of[id as usize] as usize].delivered = Some(now);
+        }
+        self.free.push(id);
+    }
+
+    fn sample(&mut self, now: u64, engine: &mut Engine<Ev>) {
+        let sm = &mut self.samples;
+        sm.t.push(now as f64 * 1e-9);
+        sm.ingress_in_use.push(self.ingress.in_use().0 as f64);
+        for (s, v) in sm.processors.iter_mut().enumerate() {
+            v.push(self.alloc.allocated(ServiceId(s as u32)) as f64);
+        }
+        let (mut total, mut max) = (0u64, 0u64);
+        if let Shaper::Event(e) = &self.shaper {
+            for c in 0..e.cores() {
+                let n = e.heap(CoreId(c as u32)).map_or(0, |h| h.len()) as u64;
+                total += n;
+                max = max.max(n);
+            }
+        }
+        sm.heap_total.push(total as f64);
+        sm.heap_max_core = sm.heap_max_core.max(max);
+        sm.egress_backlog.push(self.fifo.iter().map(|f| f.len()).sum::<usize>() as f64);
+        let next = now + self.p.sample_every.as_nanos();
+        if next <= self.end + self.p.drain.as_nanos() {
+            engine.schedule_class(Instant::from_nanos(next), C_SAMPLE, Ev::Sample);
+        }
+    }
+}
+
+impl Sim<'_> {
+    /// The measurements and the stages' state (docs/router.md, "Outputs") at `end_ns`.
+    fn into_outcome(self, events: u64, end_ns: u64) -> Outcome {
+        let span = end_ns.max(1) as f64 * 1e-9;
+        let mut st: Vec<(String, f64, &'static str)> = Vec::new();
+        let mut put = |n: &str, v: f64, u: &'static str| st.push((n.to_string(), v, u));
+        // Stage 3.
+        let (_, max_in_use) = self.ingress.in_use();
+        put("ingress_queues_max", max_in_use as f64, "queues");
+        put("ingress_state_bytes", self.ingress.state_bytes() as f64, "B");
+        put("ingress_table_accesses_per_s", self.ingress.table_accesses() as f64 / span, "accesses/s");
+        // Stage 4.
+        let a = self.alloc.stats();
+        put("context_switches", a.switches as f64, "switches");
+        let fq_bytes = match &self.within {
+            Within::Fifo(_) => 0,
+            Within::Fair(f) => f.len() as u64 * self.nqi as u64 * 24,
+        };
+        put("processing_state_bytes", fq_bytes as f64, "B");
+        // Stage 5.
+        let c = self.qmem.counters;
+        put("qmem_ops", c.ops as f64, "ops");
+        put("qmem_hit_rate", c.hits as f64 / c.ops.max(1) as f64, "fraction");
+        put("qmem_wait_mean", c.wait_ns as f64 / c.ops.max(1) as f64 / 1e3, "us");
+        put("qmem_state_bytes", self.qmem.state_bytes() as f64, "B");
+        put("qmem_offchip_per_s", c.memory_refs as f64 / span, "accesses/s");
+        // Stage 6.
+        let queues = self.fifo.len() as f64;
+        let (reschedules, offchip, bytes) = match &self.shaper {
+            Shaper::None => (0.0, 0.0, 0.0),
+            Shaper::Event(e) => {
+                let h = e.heap_counters();
+                let heap_peak = self.samples.heap_max_core as f64 * e.cores() as f64;
+                (
+                    e.counters().reschedules as f64,
+                    (e.counters().bucket_accesses + h.off_chip()) as f64,
+                    queues * 48.0 + heap_peak * 8.0,
+                )
+            }
+            Shaper::Periodic(p) => (
+                p.counters().throttles as f64,
+                (p.fill_accesses(Instant::from_nanos(end_ns)) + 2 * p.counters().sends) as f64,
+                queues * 24.0,
+            ),
+        };
+        put("shaper_reschedules", reschedules, "reschedules");
+        put("shaper_heap_max_per_core", self.samples.heap_max_core as f64, "nodes");
+        put("shaping_state_bytes", bytes, "B");
+        put("shaping_offchip_per_s", offchip / span, "accesses/s");
+        put("flow_queue_reuse", self.flow_queue_reuse as f64, "flows");
+        // Stage 7.
+        put("link_state_bytes", queues * 9.0, "B");
+        let sm = &self.samples;
+        let line = |name: String, unit: &str, v: &[f64]| Series {
+            name,
+            x_unit: "s".into(),
+            unit: unit.into(),
+            points: sm.t.iter().copied().zip(v.iter().copied()).collect(),
+        };
+        let mut series = vec![
+            line("ingress_queues_in_use".into(), "queues", &sm.ingress_in_use),
+            line("heap_nodes".into(), "nodes", &sm.heap_total),
+            line("egress_backlog".into(), "packets", &sm.egress_backlog),
+        ];
+        for (s, v) in sm.processors.iter().enumerate() {
+            series.push(line(format!("processors.{}", self.p.services[s].name), "processors", v));
+        }
+        Outcome {
+            names: self.p.services.iter().map(|s| s.name.clone()).collect(),
+            offered: self.offered,
+            delivered: self.delivered,
+            delivered_bytes: self.delivered_bytes,
+            last_delivery_ns: self.last_delivery,
+            late: self.late,
+            drops: self.drops,
+            drops_by_service: self.drops_by_service,
+            unclassified: self.drops[D_UNCLASSIFIED],
+            in_flight: (self.pkts.len() - self.free.len()) as u64,
+            hist: self.hist,
+            sim_ns: end_ns,
+            events,
+            link_bps: self.p.link_rate.bits_per_sec() as f64,
+            processors: self.p.processing.processors,
+            stage_scalars: st,
+            series,
+            trace: self.trace,
+        }
+    }
+}
+
+fn fq_packet(id: u32, pk: &Pkt) -> FqPacket {
+    FqPacket {
+        id: id as u64,
+        flow: FlowId(pk.iq),
+        app: AppId(pk.service as u32),
+        est_ns: pk.est,
+        actual_ns: pk.actual,
+        arrival: Instant::from_nanos(pk.arrival),
+    }
+}
+
+impl Model for Sim<'_> {
+    type Event = Ev;
+    fn handle(&mut self, ev: Ev, engine: &mut Engine<Ev>) {
+        let now = engine.now().as_nanos();
+        match ev {
+            Ev::ProcDone(p) => self.proc_done(now, p, engine),
+            Ev::SwitchDone(p) => match self.alloc.switch_done(engine.now(), ProcessorId(p), &mut self.actions) {
+                Ok(()) => self.apply(now, engine),
+                Err(e) => self.fail(now, "processing (allocator)", e, engine),
+            },
+            Ev::Visible(id) => self.visible(now, id, engine),
+            Ev::EgressVisible(id) => self.egress_visible(now, id, engine),
+            Ev::TxStart(id) => self.tx_start(now, id, engine),
+            Ev::Delivered(id) => self.delivered(now, id),
+            Ev::Reenable(q) => {
+                if let Shaper::Periodic(p) = &mut self.shaper {
+                    match p.poll_queue(QueueId(q), engine.now()) {
+                        Ok(true) => {
+                            self.reenabled(QueueId(q));
+                            self.link_try(now, engine);
+                        }
+                        Ok(false) => {}
+                        Err(e) => self.fail(now, "egress shaping", e, engine),
+                    }
+                }
+            }
+            Ev::Sample => self.sample(now, engine),
+        }
+    }
+
+    fn next_source(&mut self) -> Option<(Instant, u8)> {
+        let timer = self.alloc.next_wakeup().map(|t| (t, C_TIMER));
+        let shaper = self.shaper_wake.map(|t| (t, C_SHAPER));
+        let arrival = match self.stream.peek() {
+            Some(&(t, _, _)) if t < self.end => Some((Instant::from_nanos(t), C_ARRIVAL)),
+            _ => None,
+        };
+        [timer, shaper, arrival].into_iter().flatten().min()
+    }
+
+    fn source(&mut self, engine: &mut Engine<Ev>) {
+        let now = engine.now();
+        let at = |x: Option<Instant>| x.is_some_and(|t| t <= now);
+        if at(self.alloc.next_wakeup()) {
+            if let Err(e) = self.alloc.timer(now, &mut self.actions) {
+                return self.fail(now.as_nanos(), "processing (allocator)", e, engine);
+            }
+            return self.apply(now.as_nanos(), engine);
+        }
+        if at(self.shaper_wake) {
+            let mut buf = std::mem::take(&mut self.wake_buf);
+            if let Shaper::Event(e) = &mut self.shaper {
+                if let Err(e) = e.on_wakeup(now, &mut buf) {
+                    return self.fail(now.as_nanos(), "egress shaping", e, engine);
+                }
+            }
+            for q in buf.drain(..) {
+                self.reenabled(q);
+            }
+            self.wake_buf = buf;
+            self.shaper_wake = self.shaper_next();
+            return self.link_try(now.as_nanos(), engine);
+        }
+        let (t, len, key) = self.stream.next().expect("next_source announced an arrival");
+        debug_assert_eq!(t, now.as_nanos());
+        self.arrival(t, len, key, engine);
+    }
+}
+
+pub(super) fn run(
+    p: &RouterParams,
+    traffic: &RouterTraffic,
+    seed: u64,
+    interrupt: Option<Arc<AtomicBool>>,
+    progress: &mut dyn FnMut(f64),
+) -> Result<RunResult, RouterError> {
+    let mut sim = Sim::new(p, traffic, seed, false, progress)?;
+    let (stop, events, end) = drive(&mut sim, interrupt);
+    super::output::finish(sim.into_outcome(events, end), stop)
+}
+
+#[cfg(test)]
+pub(super) fn run_traced(
+    p: &RouterParams,
+    traffic: &RouterTraffic,
+    seed: u64,
+) -> Result<(RunResult, Vec<Trace>), RouterError> {
+    let mut progress = |_: f64| {};
+    let mut sim = Sim::new(p, traffic, seed, true, &mut progress)?;
+    let (stop, events, end) = drive(&mut sim, None);
+    let mut o = sim.into_outcome(events, end);
+    let trace = o.trace.take().unwrap_or_default();
+    Ok((super::output::finish(o, stop)?, trace))
+}
+
+/// Runs to the end of the drain; returns why it stopped, the events run and the end time.
+fn drive(sim: &mut Sim<'_>, interrupt: Option<Arc<AtomicBool>>) -> (StopReason, u64, u64) {
+    let mut engine = Engine::new();
+    if let Some(f) = interrupt {
+        engine = engine.with_interrupt(f);
+    }
+    if !sim.p.sample_every.is_zero() {
+        engine.schedule_class(Instant::from_nanos(sim.p.sample_every.as_nanos()), C_SAMPLE, Ev::Sample);
+    }
+    let until = Instant::from_nanos(sim.end.saturating_add(sim.p.drain.as_nanos()));
+    let stop = engine.run(sim, RunLimits::until(until), &mut |_| {});
+    (stop, engine.executed(), engine.now().as_nanos())
+}

@@ -1,0 +1,321 @@
+//! The router's tests: scenario keys, determinism, conservation under stress (a property test),
+//! and degenerate equivalence: with every other stage transparent, a stage gives what its
+//! stand-alone reference gives on the same packets.
+
+use super::scenario::{run_scenario, RouterSpec};
+use super::*;
+use crate::scenario::testing::{assert_names, assert_round_trips, example, parse};
+use crate::scenario::Spec;
+use npqos_core::classify::Rule;
+use npqos_core::flowmap::HashKind;
+use npqos_core::queues::timing::{Subsystem, TABLE1};
+use npqos_core::Instant;
+use proptest::prelude::*;
+
+fn spec(text: &str) -> RouterSpec {
+    match parse(text).unwrap().spec {
+        Spec::Router(r) => *r,
+        other => panic!("not a router scenario: {other:?}"),
+    }
+}
+
+/// Defaults; the examples and resolved scenarios parse back to themselves.
+#[test]
+fn defaults_and_round_trip() {
+    let r = spec("model = \"router\"\n[[services]]\nname = \"all\"\n");
+    assert_eq!(r.params.processing.processors, 16);
+    assert_eq!(r.params.ingress, IngressKind::Dqs { slots: 256, queues: 4096, hash: HashKind::H3 { seed: 0 } });
+    assert_eq!(r.params.qmem.subsystem, Some(Subsystem::Qc));
+    assert_eq!(r.params.services[0].guarantee, 1.0);
+    assert_round_trips([
+        example("router-synthetic"),
+        "model = \"router\"\n[ingress]\nkind = \"hashed\"\nqueues = 64\n[processing]\npolicy = \"quantum\"\nquantum = \"1ms\"\nscheduler = \"fcfs\"\n[queue_memory]\nsubsystem = \"ideal\"\n[shaping]\nshaper = \"periodic\"\nperiod = \"100us\"\nconformance = \"wait-for-tokens\"\n[[services]]\nname = \"a\"\nprotocols = [\"udp\"]\nrate = \"1Mbps\"\nrate_per = \"class\"\n[[services]]\nname = \"b\"\n".into(),
+    ]);
+}
+
+/// Every problem is reported with its key path.
+#[test]
+fn problems_name_their_keys() {
+    assert_names(
+        "model = \"router\"\n[ingress]\nkind = \"hashed\"\nslots = 8\nblock_size = \"1B\"\n[processing]\nscheduler = \"drr\"\nquantum = \"1ms\"\n[shaping]\nshaper = \"periodic\"\nalpha = \"1KB\"\n[traffic]\nmix = [{ protocol = \"sctp\", port = 1 }]\n[[services]]\nname = \"a b\"\n[[services]]\nname = \"c\"\ndirection = \"inbound\"\nrate = \"0bps\"\n",
+        &[
+            "ingress.slots",
+            "ingress.block_size",
+            "processing.scheduler",
+            "processing.quantum",
+            "shaping.alpha",
+            "traffic.mix[0].protocol",
+            "services[0].name",
+            "services[0]",
+            "services[1].direction",
+            "services[1].rate",
+        ],
+    );
+    assert_names("model = \"router\"\nservices = 3\n", &["services"]);
+    assert_eq!(spec("model = \"router\"\n").params.services[0].name, "all");
+}
+
+/// One service of constant-cost packets: its params with every stage but `keep` transparent
+/// (ideal queue memory, no shaping, ample buffers, many processors, a fast link).
+fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterParams {
+    RouterParams {
+        services: vec![ServiceParams {
+            name: "all".into(),
+            rule: Default::default(),
+            tolerance: Duration::from_secs(1),
+            cost_alpha_ns: cost_ns,
+            cost_beta_ns: 0.0,
+            variation: 0.0,
+            guarantee: 1.0,
+            rate: None,
+            per_flow: false,
+        }],
+        inside: Vec::new(),
+        ingress: IngressKind::PerFlow { queues: 1 << 16 },
+        blocks: 1 << 24,
+        block_size: 64,
+        processing: ProcessingParams {
+            processors,
+            policy: Policy::Static,
+            t_sw: Duration::from_micros(1),
+            delta: Duration::from_micros(1),
+            discipline: None,
+            late_drop: false,
+        },
+        qmem: QmemParams {
+            subsystem: None,
+            timing: TABLE1,
+            entries: 16,
+            dc_lines: 128,
+            dc_ways: 2,
+            memory_refs_per_ns: 0.2,
+        },
+        shaping: ShapingParams {
+            kind: ShaperKind::None,
+            conformance: Conformance::SendThenPay,
+            cap_bytes: 16_000,
+            flow_queues: 1024,
+            buffer_bytes: u64::MAX / 2,
+        },
+        link_rate: link,
+        quantum: 1536,
+        duration: Duration::from_millis(50),
+        drain: Duration::from_secs(1),
+        sample_every: Duration::from_millis(10),
+    }
+}
+
+fn synthetic(flows: u32, gap_us: u64) -> RouterTraffic {
+    RouterTraffic::synthetic(
+        flows,
+        Duration::from_micros(gap_us),
+        Duration::from_millis(50),
+        vec![MixEntry { protocol: 6, port: 443, share: 1.0 }],
+    )
+}
+
+/// Stage 7 alone: zero-cost processing and an ideal queue memory hand every packet to the
+/// output queue at its arrival; one class queue and no shaping make the link a FIFO, so each
+/// packet leaves when a stand-alone `Serializer` (the `link` model's) fed the same packets
+/// says. Exact.
+#[test]
+fn link_alone_is_the_serializer() {
+    let p = transparent(64, 0.0, Rate::gbps(1));
+    let tr = synthetic(2_000, 2_000); // ~1e6 packets/s of IMIX: about 2.7 Gbps on 1 Gbps
+    let (run, trace) = run_traced(&p, &tr, 7).unwrap();
+    let mut link = npqos_core::rate::Serializer::new(p.link_rate);
+    let RouterTraffic::Synthetic { flows, .. } = &tr else { unreachable!() };
+    let stream = flows.generator(crate::rng::RngStreams::new(7).stream("router.flows", 0));
+    let mut n = 0;
+    for (a, t) in stream.zip(&trace) {
+        assert_eq!(a.ts, t.arrival);
+        let left = link.send(Instant::from_nanos(a.ts), a.len as u64).as_nanos();
+        if let Some(d) = t.delivered {
+            assert_eq!(d, left, "packet {n}");
+        }
+        n += 1;
+    }
+    assert_eq!(n, trace.len());
+    assert!(run.get("link_utilization").unwrap() > 0.95, "the link is the bottleneck");
+    assert_eq!(run.get("dropped_packets"), Some(0.0));
+}
+
+/// Stage 4 alone: one service on `c` processors, constant cost, FCFS, ideal queue memory and a
+/// link far faster than the processors: dispatch and finish times are the FIFO c-server
+/// queue's (each packet to the processor that frees first), computed here without the
+/// allocator. Exact.
+#[test]
+fn processing_alone_is_the_fifo_multiserver() {
+    let (c, cost) = (4u32, 3_000u64);
+    let p = transparent(c, cost as f64, Rate::gbps(1000));
+    let tr = synthetic(2_000, 1_500); // ~1.33e6 packets/s against 4 / 3 us = 1.33e6: at the edge
+    let (_, trace) = run_traced(&p, &tr, 3).unwrap();
+    let mut free = vec![0u64; c as usize];
+    let mut late = 0;
+    for (i, t) in trace.iter().enumerate() {
+        let k = (0..free.len()).min_by_key(|&k| free[k]).unwrap();
+        let start = t.arrival.max(free[k]);
+        free[k] = start + cost;
+        assert_eq!((t.dispatch, t.done), (start, start + cost), "packet {i}");
+        late += (start > t.arrival) as u32;
+    }
+    assert!(late > 1_000, "the processors were a bottleneck ({late} packets waited)");
+}
+
+/// Stage 6 alone: one class queue shaped by the event-driven shaper (heap tick 1 ns) under
+/// wait-for-tokens, everything else transparent: each packet leaves when a stand-alone
+/// token bucket with the same cap and rate lets it (the bucket's own arithmetic, written here
+/// from tbf's definition), then the link serializes it. Exact.
+#[test]
+fn shaping_alone_is_the_token_bucket() {
+    let mut p = transparent(64, 0.0, Rate::gbps(100));
+    p.services[0].rate = Some(Rate::from_bits_per_sec(500_000_000));
+    p.shaping.kind = ShaperKind::Event { alpha_bytes: 0, locked_bytes: 0, tick_shift: 0, adaptive: None };
+    p.shaping.conformance = Conformance::WaitForTokens;
+    let tr = synthetic(500, 2_000);
+    let (run, trace) = run_traced(&p, &tr, 5).unwrap();
+    // tbf: tokens in bit-ns (bytes x 8e9), a full bucket at time 0.
+    let (cir, cap) = (500_000_000u128, 16_000u128 * 8_000_000_000);
+    let (mut tokens, mut t_lu, mut link) = (cap, 0u64, npqos_core::rate::Serializer::new(p.link_rate));
+    let RouterTraffic::Synthetic { flows, .. } = &tr else { unreachable!() };
+    let stream = flows.generator(crate::rng::RngStreams::new(5).stream("router.flows", 0));
+    let mut prev_send = 0u64;
+    for (i, (a, t)) in stream.zip(&trace).enumerate() {
+        let need = a.len as u128 * 8_000_000_000;
+        let mut at = a.ts.max(prev_send);
+        let level = |at: u64| (tokens + (at - t_lu) as u128 * cir).min(cap);
+        if level(at) < need {
+            at += ((need - level(at)) as u64).div_ceil(cir as u64);
+        }
+        tokens = level(at) - need;
+        t_lu = at;
+        prev_send = at;
+        let left = link.send(Instant::from_nanos(at), a.len as u64).as_nanos();
+        assert_eq!(t.delivered, Some(left), "packet {i}");
+    }
+    assert!(run.get("shaper_reschedules").unwrap() > 100.0, "the shaper throttled");
+}
+
+#[allow(clippy::too_many_arguments)]
+fn stress_params(
+    blocks: u32,
+    procs: u32,
+    cost_us: f64,
+    rate_kbps: Option<u64>,
+    guarantee0: f64,
+    dqs_queues: u32,
+    shaper: u8,
+    qmem: u8,
+) -> RouterParams {
+    let mut p = transparent(procs, cost_us * 1e3, Rate::from_bits_per_sec(200_000_000));
+    p.blocks = blocks;
+    p.ingress = IngressKind::Dqs { slots: 16, queues: dqs_queues, hash: HashKind::H3 { seed: 0 } };
+    p.processing.discipline = Some(npqos_core::sched::fq::Discipline::Efq);
+    p.processing.policy = if guarantee0 == 0.0 { Policy::Static } else { Policy::Everest };
+    p.processing.late_drop = cost_us > 5.0;
+    p.services[0].rule.protocols = vec![17];
+    p.services[0].guarantee = guarantee0;
+    p.services[0].rate = rate_kbps.map(|k| Rate::from_bits_per_sec(k * 1000));
+    p.services.push(ServiceParams {
+        name: "rest".into(),
+        rule: Rule::default(),
+        guarantee: 1.0 - guarantee0,
+        rate: rate_kbps.map(|k| Rate::from_bits_per_sec(k * 2000)),
+        per_flow: true,
+        ..p.services[0].clone()
+    });
+    p.shaping.kind = match shaper {
+        0 => ShaperKind::None,
+        1 => ShaperKind::Periodic { period: Duration::from_micros(200) },
+        _ => ShaperKind::Event { alpha_bytes: 500, locked_bytes: 0, tick_shift: 6, adaptive: None },
+    };
+    p.shaping.conformance = if shaper == 3 { Conformance::WaitForTokens } else { Conformance::SendThenPay };
+    p.shaping.cap_bytes = 1_000;
+    p.shaping.buffer_bytes = 200_000;
+    p.qmem.subsystem = [None, Some(Subsystem::Nc), Some(Subsystem::Qc), Some(Subsystem::Dc)][qmem as usize % 4];
+    p.services[0].tolerance = Duration::from_micros(200);
+    p.services[1].tolerance = Duration::from_micros(200);
+    p.duration = Duration::from_millis(20);
+    p.drain = Duration::from_millis(5);
+    p
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, rng_seed: proptest::test_runner::RngSeed::Fixed(0x726f7574), ..ProptestConfig::default() })]
+
+    /// Conservation under stress: random small routers (a starved block buffer, too few dqs
+    /// queues, overloaded or unallocated processors, late drops, shaped rates far below the
+    /// offered rate, a small output buffer, every shaper and conformance and queue memory):
+    /// the run succeeds (it checks offered = delivered + dropped + in flight itself), every
+    /// packet of the stream is offered, and the drops by reason add up.
+    #[test]
+    fn conservation_under_stress(
+        blocks in 4u32..2_000,
+        procs in 1u32..4,
+        cost_us in 0.5f64..20.0,
+        rate_kbps in prop::option::of(100u64..50_000),
+        g0 in prop_oneof![Just(0.0), Just(0.5)],
+        dqs_queues in 1u32..64,
+        shaper in 0u8..4,
+        qmem in 0u8..4,
+        seed in 0u64..1_000,
+    ) {
+        let p = stress_params(blocks, procs, cost_us, rate_kbps, g0, dqs_queues, shaper, qmem);
+        let tr = RouterTraffic::synthetic(300, Duration::from_micros(500), p.duration, vec![
+            MixEntry { protocol: 17, port: 53, share: 0.5 },
+            MixEntry { protocol: 6, port: 80, share: 0.5 },
+        ]);
+        let r = run(&p, &tr, seed, None, &mut |_| {}).unwrap();
+        let RouterTraffic::Synthetic { flows, .. } = &tr else { unreachable!() };
+        let n = flows.generator(crate::rng::RngStreams::new(seed).stream("router.flows", 0)).count() as f64;
+        let g = |k: &str| r.get(k).unwrap();
+        prop_assert_eq!(g("offered_packets"), n);
+        prop_assert_eq!(g("offered_packets"), g("delivered_packets") + g("dropped_packets") + g("in_flight_packets"));
+        let by_reason: f64 = super::sim::DROPS.iter().map(|d| g(&format!("dropped_{d}"))).sum();
+        prop_assert_eq!(by_reason, g("dropped_packets"));
+        let by_service = g("dropped_packets.all") + g("dropped_packets.rest") + g("dropped_unclassified");
+        prop_assert_eq!(by_service, g("dropped_packets"));
+    }
+}
+
+/// Stress reaches every drop reason but `unclassified` (every packet has a service), and
+/// leaves packets in flight when a service has no processor.
+#[test]
+fn stress_reaches_the_drop_reasons() {
+    let go = |p: RouterParams| {
+        let tr = RouterTraffic::synthetic(
+            300,
+            Duration::from_micros(500),
+            p.duration,
+            vec![MixEntry { protocol: 17, port: 53, share: 0.5 }, MixEntry { protocol: 6, port: 80, share: 0.5 }],
+        );
+        run(&p, &tr, 1, None, &mut |_| {}).unwrap()
+    };
+    let positive = |r: &RunResult, k: &str| assert!(r.get(k).unwrap() > 0.0, "{k}: {:?}", r.scalars);
+    // Static with G = 0: 'all' never gets a processor; its packets stay, fill the 40 blocks and
+    // starve 'rest' of buffer; 4 dqs queues for hundreds of flows.
+    let r = go(stress_params(40, 1, 10.0, Some(1_000), 0.0, 4, 2, 2));
+    for k in ["dropped_ingress_buffer_full", "dropped_ingress_no_queue", "in_flight_packets"] {
+        positive(&r, k);
+    }
+    // One processor at 10 us a packet against ~600,000 packets/s: late, and dropped so.
+    positive(&go(stress_params(2_000, 1, 10.0, Some(1_000), 0.5, 64, 2, 2)), "dropped_late");
+    // Wait-for-tokens with a 1,000 B cap: IMIX's 1,500 B packets can never conform.
+    positive(&go(stress_params(1 << 20, 4, 0.5, Some(1_000), 0.5, 64, 3, 0)), "dropped_exceeds_bucket");
+    // Shaped to 1-2 Mbps with 20 kB of output buffer.
+    let mut p = stress_params(1 << 20, 4, 0.5, Some(1_000), 0.5, 64, 2, 0);
+    p.shaping.buffer_bytes = 20_000;
+    positive(&go(p), "dropped_egress_buffer_full");
+}
+
+/// Same seed, same result; another seed, another.
+#[test]
+fn runs_are_deterministic() {
+    let sc = parse(&example("router-synthetic").replace("duration = \"500ms\"", "duration = \"50ms\"")).unwrap();
+    let a = run_scenario(&sc, 1, None, &mut |_| {}).unwrap();
+    let b = run_scenario(&sc, 1, None, &mut |_| {}).unwrap();
+    let c = run_scenario(&sc, 2, None, &mut |_| {}).unwrap();
+    assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+    assert_ne!(a.get("e2e_p99"), c.get("e2e_p99"));
+    assert!(a.get("delivered_packets").unwrap() > 40_000.0);
+}
