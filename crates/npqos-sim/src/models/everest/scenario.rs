@@ -123,6 +123,20 @@ pub const POLICIES: [&str; 7] =
 /// Names of the default services (Table 2's six NAT-PT services).
 const NATPT_NAMES: [&str; 6] = ["v4-v6-tcp", "v4-v6-udp", "v4-v6-icmp", "v6-v4-tcp", "v6-v4-udp", "v6-v4-icmp"];
 
+/// The policy a scenario names (one of [`POLICIES`]; anything else is Everest), with the
+/// quantum of `quantum`. The router's `processing.policy` reads the same names.
+pub(crate) fn policy_named(name: &str, quantum: Duration) -> Policy {
+    match name {
+        "static" => Policy::Static,
+        "quantum" => Policy::Quantum { quantum },
+        "cohort-e" => Policy::CohortE,
+        "everest-ld" => Policy::EverestLd,
+        "everest-ae" => Policy::EverestAe,
+        "everest-adaptive" => Policy::Adaptive,
+        _ => Policy::Everest,
+    }
+}
+
 /// Reads `[processors]`, `[traffic]` and `[[services]]`, recording every problem.
 pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> EverestSpec {
     let mut p = Reader::new(root, "processors", probs);
@@ -153,15 +167,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
         });
     }
     p.finish(probs);
-    let policy = match policy.as_str() {
-        "static" => Policy::Static,
-        "quantum" => Policy::Quantum { quantum },
-        "cohort-e" => Policy::CohortE,
-        "everest-ld" => Policy::EverestLd,
-        "everest-ae" => Policy::EverestAe,
-        "everest-adaptive" => Policy::Adaptive,
-        _ => Policy::Everest,
-    };
+    let policy = policy_named(&policy, quantum);
 
     let mut t = Reader::new(root, "traffic", probs);
     let source = t.choice("source", "synthetic", &["synthetic", "trace"], probs);

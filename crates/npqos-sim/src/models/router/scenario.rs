@@ -103,8 +103,7 @@ pub enum TrafficSpec {
     },
 }
 
-const POLICIES: [&str; 7] =
-    ["static", "quantum", "cohort-e", "everest", "everest-ld", "everest-ae", "everest-adaptive"];
+use crate::models::everest::scenario::POLICIES;
 const SCHEDULERS: [&str; 4] = ["efq", "sfq", "wf2q+", "fcfs"];
 const SUBSYSTEMS: [&str; 5] = ["qc", "sqc", "dc", "nc", "ideal"];
 const SYNTHETIC_KEYS: [&str; 7] = ["flows", "mean_packets", "pareto_shape", "mean_gap", "sizes", "size", "mix"];
@@ -165,15 +164,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let scheduler = p.choice("scheduler", "efq", &SCHEDULERS, probs);
     let late_drop = p.boolean("late_drop", false, probs);
     p.finish(probs);
-    let policy = match policy.as_str() {
-        "static" => Policy::Static,
-        "quantum" => Policy::Quantum { quantum },
-        "cohort-e" => Policy::CohortE,
-        "everest-ld" => Policy::EverestLd,
-        "everest-ae" => Policy::EverestAe,
-        "everest-adaptive" => Policy::Adaptive,
-        _ => Policy::Everest,
-    };
+    let policy = crate::models::everest::scenario::policy_named(&policy, quantum);
     let discipline = match scheduler.as_str() {
         "sfq" => Some(Discipline::Sfq),
         "wf2q+" => Some(Discipline::Wf2qPlus),
