@@ -609,9 +609,8 @@ impl<'a> Sim<'a> {
                         let _ = self.drr.dequeued(q, true);
                         continue;
                     }
-                } else if matches!(self.shaper, Shaper::Event(_)) {
-                    self.shaper_wake = self.shaper_next();
                 }
+                // An eligible send leaves the heaps as they were: the wake-up time stands.
             }
             self.fifo[q.index()].pop_front();
             let empty = self.fifo[q.index()].is_empty();
