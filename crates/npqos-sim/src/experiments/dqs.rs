@@ -109,7 +109,12 @@ impl Workload {
     pub fn run(&self, slots: u32, record: bool, seed: u64, progress: &mut dyn FnMut(f64)) -> DqsLinkResult {
         let streams = RngStreams::new(seed);
         let h3_seed: u64 = streams.stream("dqs.h3", 0).random();
-        let p = DqsLinkParams { table: table(slots, h3_seed), load: LOAD, record_requests: record };
+        let p = DqsLinkParams {
+            table: table(slots, h3_seed),
+            load: LOAD,
+            record_requests: record,
+            record_departures: false,
+        };
         match self {
             Workload::Ndpi { corpus, copies } => {
                 let mut rng = streams.stream("dqs.trace", 0);

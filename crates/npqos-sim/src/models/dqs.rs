@@ -155,6 +155,8 @@ pub struct DqsLinkParams {
     pub load: f64,
     /// Record every mapping request for [`process`].
     pub record_requests: bool,
+    /// Record every transmission start (time, length), for equivalence tests.
+    pub record_departures: bool,
 }
 
 /// A mapping request as seen by the processing models: its sub-table, the nodes compared,
@@ -221,6 +223,8 @@ pub struct DqsLinkResult {
     /// Highest offered rate over a 10 ms window (fixed windows from time 0), bits/s.
     pub peak_10ms_bps: f64,
     pub requests: Vec<Request>,
+    /// Transmission starts (ns, bytes) in order, when recorded.
+    pub departures: Vec<(u64, u32)>,
 }
 
 impl DqsLinkResult {
@@ -339,6 +343,9 @@ impl<I: Iterator<Item = Arrival>> LinkModel<'_, I> {
         self.q_last_t = start;
         let d = self.dqs.dequeue(None).expect("announced with packets waiting");
         self.link.send(Instant::from_nanos(start), d.len as u64);
+        if self.p.record_departures {
+            self.r.departures.push((start, d.len));
+        }
     }
 
     fn arrive(&mut self) {
@@ -481,6 +488,7 @@ mod tests {
             table: DqsConfig { queues: 1 << 16, blocks: 1 << 20, ..Default::default() },
             load: 0.9,
             record_requests: false,
+            record_departures: false,
         };
         let r = run_link(&p, w.generator(RngStreams::new(1).stream("x", 0)), w.mean_rate_bps(), 0, &mut |_| {});
         let rho = r.bytes as f64 * 8.0 / (r.span_ns as f64 * 1e-9) / r.capacity_bps;

@@ -256,8 +256,12 @@ pub fn run_scenario(
 ) -> Result<RunResult, crate::trace::TraceError> {
     let Spec::Dqs(d) = &sc.spec else { panic!("not a dqs scenario: model = {:?}", sc.model()) };
     let streams = RngStreams::new(seed);
-    let p =
-        DqsLinkParams { table: d.table(streams.stream("dqs.h3", 0).random()), load: d.load, record_requests: false };
+    let p = DqsLinkParams {
+        table: d.table(streams.stream("dqs.h3", 0).random()),
+        load: d.load,
+        record_requests: false,
+        record_departures: false,
+    };
     let limits =
         RunLimits { until: Instant::MAX, max_events: if sc.max_events == 0 { u64::MAX } else { sc.max_events } };
     let end = sc.duration.as_nanos();

@@ -62,10 +62,32 @@ pub struct ProcessingParams {
     pub policy: Policy,
     pub t_sw: Duration,
     pub delta: Duration,
-    /// `None`: FCFS within a service.
-    pub discipline: Option<Discipline>,
+    /// Which waiting packet of a service its next processor takes.
+    pub scheduler: Scheduler,
     /// Drop late packets at the end of processing instead of forwarding them.
     pub late_drop: bool,
+}
+
+/// The scheduler within a service (stage 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheduler {
+    /// The oldest packet of the service.
+    Fcfs,
+    /// Deficit round robin over the service's ingress queues (the link's quantum, bytes), as
+    /// dqs serves its physical queues.
+    Drr,
+    /// Fair queuing over the service's ingress queues on predicted costs (EFQ, SFQ, WF2Q+).
+    Fair(Discipline),
+}
+
+impl Scheduler {
+    pub fn label(&self) -> &'static str {
+        match self {
+            Scheduler::Fcfs => "fcfs",
+            Scheduler::Drr => "drr",
+            Scheduler::Fair(d) => d.label(),
+        }
+    }
 }
 
 /// Egress shaping (stage 6).

@@ -23,7 +23,7 @@
 //! t_sw = "10us"
 //! delta = "10us"              # default t_sw
 //! quantum = "100us"           # policy = "quantum" only
-//! scheduler = "efq"           # within a service: "efq", "sfq", "wf2q+" or "fcfs"
+//! scheduler = "efq"           # within a service: "efq", "sfq", "wf2q+", "drr" (link quantum) or "fcfs"
 //! late_drop = false
 //! [queue_memory]
 //! subsystem = "qc"            # "qc", "sqc", "dc", "nc" or "ideal"
@@ -38,6 +38,7 @@
 //! alpha = "1500B"             # event: reschedule threshold
 //! locked = "0B"               # event: locked cache per heap
 //! tick_shift = 6              # event: heap ticks of 2^6 ns
+//! adaptive = false            # event: kim eq 14 (alpha adapts); then gamma, delta_th, alpha_min, interval
 //! period = "1ms"              # periodic: fill period
 //! flow_queues = 65536         # buckets per per-flow-shaped service
 //! buffer = "64MB"             # output queues together
@@ -57,8 +58,8 @@
 //! ```
 
 use super::{
-    Conformance, IngressKind, MixEntry, ProcessingParams, QmemParams, RouterParams, RouterTraffic, ServiceParams,
-    ShaperKind, ShapingParams,
+    Conformance, IngressKind, MixEntry, ProcessingParams, QmemParams, RouterParams, RouterTraffic, Scheduler,
+    ServiceParams, ShaperKind, ShapingParams,
 };
 use crate::results::RunResult;
 use crate::scenario::classify::{has_criteria, read_prefixes, read_rule, write_prefixes, write_rule};
@@ -70,6 +71,7 @@ use npqos_core::flowmap::HashKind;
 use npqos_core::id::ServiceId;
 use npqos_core::queues::timing::{Subsystem, TABLE1};
 use npqos_core::sched::fq::Discipline;
+use npqos_core::shaper::Adaptive;
 use npqos_core::{Duration, Instant, Rate};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -104,7 +106,7 @@ pub enum TrafficSpec {
 }
 
 use crate::models::everest::scenario::POLICIES;
-const SCHEDULERS: [&str; 4] = ["efq", "sfq", "wf2q+", "fcfs"];
+const SCHEDULERS: [&str; 5] = ["efq", "sfq", "wf2q+", "drr", "fcfs"];
 const SUBSYSTEMS: [&str; 5] = ["qc", "sqc", "dc", "nc", "ideal"];
 const SYNTHETIC_KEYS: [&str; 7] = ["flows", "mean_packets", "pareto_shape", "mean_gap", "sizes", "size", "mix"];
 const TRACE_KEYS: [&str; 5] = ["files", "flow_multiply", "time_scale", "max_gap", "lenient"];
@@ -165,11 +167,12 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let late_drop = p.boolean("late_drop", false, probs);
     p.finish(probs);
     let policy = crate::models::everest::scenario::policy_named(&policy, quantum);
-    let discipline = match scheduler.as_str() {
-        "sfq" => Some(Discipline::Sfq),
-        "wf2q+" => Some(Discipline::Wf2qPlus),
-        "fcfs" => None,
-        _ => Some(Discipline::Efq),
+    let scheduler = match scheduler.as_str() {
+        "sfq" => Scheduler::Fair(Discipline::Sfq),
+        "wf2q+" => Scheduler::Fair(Discipline::Wf2qPlus),
+        "drr" => Scheduler::Drr,
+        "fcfs" => Scheduler::Fcfs,
+        _ => Scheduler::Fair(Discipline::Efq),
     };
 
     let mut q = Reader::new(root, "queue_memory", probs);
@@ -197,10 +200,29 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let period = s.positive_duration("period", Duration::from_millis(1), probs);
     let flow_queues = s.int("flow_queues", 65_536, 1, 1 << 24, probs) as u32;
     let buffer = s.size("buffer", 64 << 20, probs);
-    for (k, applies) in [("alpha", "event"), ("locked", "event"), ("tick_shift", "event"), ("period", "periodic")] {
+    let adaptive = s.boolean("adaptive", false, probs);
+    let gamma = s.float("gamma", 2.0, probs, |v| v > 1.0 && v <= 1e6, "greater than 1 and at most 1e6");
+    let delta_th = s.int("delta_th", 3, 0, u32::MAX as i64, probs) as u32;
+    let alpha_min = s.size("alpha_min", alpha.min(1500), probs);
+    let interval = s.positive_duration("interval", Duration::from_secs(1), probs);
+    for (k, applies) in [
+        ("alpha", "event"),
+        ("locked", "event"),
+        ("tick_shift", "event"),
+        ("adaptive", "event"),
+        ("period", "periodic"),
+    ] {
         if shaper != applies && s.present(k) {
             problem(probs, &format!("shaping.{k}"), None, &format!("only applies with shaper = \"{applies}\""));
         }
+    }
+    for k in ["gamma", "delta_th", "alpha_min", "interval"] {
+        if !adaptive && s.present(k) {
+            problem(probs, &format!("shaping.{k}"), None, "only applies with adaptive = true");
+        }
+    }
+    if alpha_min > alpha {
+        problem(probs, "shaping.alpha_min", Some(format!("\"{alpha_min}B\"")), "expected at most alpha");
     }
     if cap == 0 || cap > npqos_core::shaper::MAX_BUCKET_BYTES {
         problem(probs, "shaping.cap", Some(format!("\"{cap}B\"")), "expected a positive size of at most 1GB");
@@ -212,7 +234,12 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let kind = match shaper.as_str() {
         "none" => ShaperKind::None,
         "periodic" => ShaperKind::Periodic { period },
-        _ => ShaperKind::Event { alpha_bytes: alpha, locked_bytes: locked, tick_shift, adaptive: None },
+        _ => ShaperKind::Event {
+            alpha_bytes: alpha,
+            locked_bytes: locked,
+            tick_shift,
+            adaptive: adaptive.then_some(Adaptive { gamma, delta_th, alpha_min_bytes: alpha_min, interval }),
+        },
     };
     let shaping = ShapingParams {
         kind,
@@ -245,7 +272,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
             ingress,
             blocks,
             block_size: block_size.clamp(16, 65_536) as u32,
-            processing: ProcessingParams { processors, policy, t_sw, delta, discipline, late_drop },
+            processing: ProcessingParams { processors, policy, t_sw, delta, scheduler, late_drop },
             qmem: QmemParams { subsystem, timing: TABLE1, entries, dc_lines, dc_ways, memory_refs_per_ns: refs },
             shaping,
             link_rate: if link_rate.is_zero() { Rate::gbps(10) } else { link_rate },
@@ -539,11 +566,7 @@ impl RouterSpec {
         }
         x.insert("t_sw".into(), pr.t_sw.to_string().into());
         x.insert("delta".into(), pr.delta.to_string().into());
-        let sched = match pr.discipline {
-            None => "fcfs",
-            Some(d) => d.label(),
-        };
-        x.insert("scheduler".into(), sched.into());
+        x.insert("scheduler".into(), pr.scheduler.label().into());
         x.insert("late_drop".into(), pr.late_drop.into());
         root.insert("processing".into(), x.into());
         let mut q = toml::Table::new();
@@ -559,11 +582,18 @@ impl RouterSpec {
             ShaperKind::None => {
                 s.insert("shaper".into(), "none".into());
             }
-            ShaperKind::Event { alpha_bytes, locked_bytes, tick_shift, .. } => {
+            ShaperKind::Event { alpha_bytes, locked_bytes, tick_shift, adaptive } => {
                 s.insert("shaper".into(), "event".into());
                 s.insert("alpha".into(), fmt_size(alpha_bytes).into());
                 s.insert("locked".into(), fmt_size(locked_bytes).into());
                 s.insert("tick_shift".into(), (tick_shift as i64).into());
+                s.insert("adaptive".into(), adaptive.is_some().into());
+                if let Some(a) = adaptive {
+                    s.insert("gamma".into(), a.gamma.into());
+                    s.insert("delta_th".into(), (a.delta_th as i64).into());
+                    s.insert("alpha_min".into(), fmt_size(a.alpha_min_bytes).into());
+                    s.insert("interval".into(), a.interval.to_string().into());
+                }
             }
             ShaperKind::Periodic { period } => {
                 s.insert("shaper".into(), "periodic".into());

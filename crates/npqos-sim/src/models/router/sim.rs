@@ -5,7 +5,7 @@
 
 use super::output::Outcome;
 use super::stages::{Ingress, IngressDrop, Qmem};
-use super::{Conformance, RouterError, RouterParams, RouterTraffic, ShaperKind};
+use super::{Conformance, RouterError, RouterParams, RouterTraffic, Scheduler, ShaperKind};
 use crate::engine::{Engine, Model, RunLimits, StopReason};
 use crate::results::RunResult;
 use crate::results::Series;
@@ -82,6 +82,9 @@ struct Pkt {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Trace {
     pub arrival: u64,
+    pub len: u32,
+    /// Its ingress queue.
+    pub iq: u32,
     pub service: u16,
     pub dispatch: u64,
     pub done: u64,
@@ -92,6 +95,8 @@ pub(crate) struct Trace {
 enum Within {
     Fifo(Vec<VecDeque<u32>>),
     Fair(Vec<FairQueue>),
+    /// Per service a DRR over the ingress queues; per ingress queue its packets.
+    Drr(Vec<Drr>, Vec<VecDeque<u32>>),
 }
 
 enum Shaper {
@@ -295,9 +300,13 @@ impl<'a> Sim<'a> {
             policy: p.processing.policy,
         })
         .map_err(|e| cfg(e.to_string()))?;
-        let within = match p.processing.discipline {
-            None => Within::Fifo(vec![VecDeque::new(); s_count]),
-            Some(d) => {
+        let within = match p.processing.scheduler {
+            Scheduler::Fcfs => Within::Fifo(vec![VecDeque::new(); s_count]),
+            Scheduler::Drr => {
+                let drr = Drr::new(nqi, p.quantum as u64).map_err(|e| cfg(e.to_string()))?;
+                Within::Drr(vec![drr; s_count], vec![VecDeque::new(); nqi as usize])
+            }
+            Scheduler::Fair(d) => {
                 let shares = vec![1.0 / nqi as f64; nqi as usize];
                 let fq = FairQueue::new(d, p.processing.processors, &shares).map_err(|e| cfg(e.to_string()))?;
                 Within::Fair(vec![fq; s_count])
@@ -403,6 +412,8 @@ impl<'a> Sim<'a> {
             if let Some(t) = &mut self.trace {
                 t.push(Trace {
                     arrival: now,
+                    len,
+                    iq: u32::MAX,
                     service: u16::MAX,
                     dispatch: 0,
                     done: 0,
@@ -435,7 +446,16 @@ impl<'a> Sim<'a> {
                 self.trace_of.resize(id as usize + 1, 0);
             }
             self.trace_of[id as usize] = t.len() as u32;
-            t.push(Trace { arrival: now, service: s as u16, dispatch: 0, done: 0, delivered: None, drop: None });
+            t.push(Trace {
+                arrival: now,
+                len,
+                iq: u32::MAX,
+                service: s as u16,
+                dispatch: 0,
+                done: 0,
+                delivered: None,
+                drop: None,
+            });
         }
         let iq = match iq {
             Ok(q) => q,
@@ -443,6 +463,9 @@ impl<'a> Sim<'a> {
             Err(IngressDrop::NoQueue) => return self.drop_pkt(Some(id), Some(s), D_NO_QUEUE),
         };
         self.pkts[id as usize].iq = iq.0;
+        if let Some(t) = &mut self.trace {
+            t[self.trace_of[id as usize] as usize].iq = iq.0;
+        }
         let t = self.qmem.op(now, iq.0, Op::Enqueue);
         if t == now {
             self.visible(now, id, engine);
@@ -456,6 +479,12 @@ impl<'a> Sim<'a> {
         let s = pk.service as usize;
         match &mut self.within {
             Within::Fifo(q) => q[s].push_back(id),
+            Within::Drr(d, q) => {
+                q[pk.iq as usize].push_back(id);
+                if let Err(e) = d[s].enqueued(QueueId(pk.iq)) {
+                    return self.fail(now, "processing (drr)", e, engine);
+                }
+            }
             Within::Fair(f) => {
                 if let Err(e) = f[s].enqueue(Instant::from_nanos(now), fq_packet(id, &pk)) {
                     return self.fail(now, "processing (fair queue)", e, engine);
@@ -476,6 +505,11 @@ impl<'a> Sim<'a> {
                     let s = service.index();
                     let id = match &mut self.within {
                         Within::Fifo(q) => q[s].pop_front(),
+                        Within::Drr(d, q) => d[s].select(|x| self.pkts[q[x.index()][0] as usize].len as u64).map(|x| {
+                            let id = q[x.index()].pop_front().expect("a queue in the round holds packets");
+                            let _ = d[s].dequeued(x, q[x.index()].is_empty());
+                            id
+                        }),
                         Within::Fair(f) => match f[s].dequeue(Instant::from_nanos(now)) {
                             Ok(d) => d.map(|d| d.packet.id as u32),
                             Err(e) => return self.fail(now, "processing (fair queue)", e, engine),
@@ -702,6 +736,8 @@ impl Sim<'_> {
         put("context_switches", a.switches as f64, "switches");
         let fq_bytes = match &self.within {
             Within::Fifo(_) => 0,
+            // Per service and ingress queue a deficit and a flag (12 B), the ring's id (4 B).
+            Within::Drr(d, _) => d.len() as u64 * self.nqi as u64 * 16,
             Within::Fair(f) => f.len() as u64 * self.nqi as u64 * 24,
         };
         put("processing_state_bytes", fq_bytes as f64, "B");

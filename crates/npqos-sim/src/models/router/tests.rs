@@ -11,6 +11,7 @@ use npqos_core::flowmap::HashKind;
 use npqos_core::queues::timing::{Subsystem, TABLE1};
 use npqos_core::Instant;
 use proptest::prelude::*;
+use rand::Rng;
 
 fn spec(text: &str) -> RouterSpec {
     match parse(text).unwrap().spec {
@@ -30,20 +31,29 @@ fn defaults_and_round_trip() {
     assert_round_trips([
         example("router-synthetic"),
         "model = \"router\"\n[ingress]\nkind = \"hashed\"\nqueues = 64\n[processing]\npolicy = \"quantum\"\nquantum = \"1ms\"\nscheduler = \"fcfs\"\n[queue_memory]\nsubsystem = \"ideal\"\n[shaping]\nshaper = \"periodic\"\nperiod = \"100us\"\nconformance = \"wait-for-tokens\"\n[[services]]\nname = \"a\"\nprotocols = [\"udp\"]\nrate = \"1Mbps\"\nrate_per = \"class\"\n[[services]]\nname = \"b\"\n".into(),
+        "model = \"router\"\n[processing]\nscheduler = \"drr\"\n[shaping]\nadaptive = true\ngamma = 4.0\nalpha_min = \"500B\"\n".into(),
     ]);
+    let r = spec("model = \"router\"\n[shaping]\nadaptive = true\ninterval = \"100ms\"\n");
+    let ShaperKind::Event { adaptive: Some(a), .. } = r.params.shaping.kind else { panic!("{:?}", r.params.shaping) };
+    assert_eq!((a.gamma, a.delta_th, a.alpha_min_bytes, a.interval), (2.0, 3, 1500, Duration::from_millis(100)));
+    assert_eq!(
+        spec("model = \"router\"\n[processing]\nscheduler = \"drr\"\n").params.processing.scheduler,
+        Scheduler::Drr
+    );
 }
 
 /// Every problem is reported with its key path.
 #[test]
 fn problems_name_their_keys() {
     assert_names(
-        "model = \"router\"\n[ingress]\nkind = \"hashed\"\nslots = 8\nblock_size = \"1B\"\n[processing]\nscheduler = \"drr\"\nquantum = \"1ms\"\n[shaping]\nshaper = \"periodic\"\nalpha = \"1KB\"\n[traffic]\nmix = [{ protocol = \"sctp\", port = 1 }]\n[[services]]\nname = \"a b\"\n[[services]]\nname = \"c\"\ndirection = \"inbound\"\nrate = \"0bps\"\n",
+        "model = \"router\"\n[ingress]\nkind = \"hashed\"\nslots = 8\nblock_size = \"1B\"\n[processing]\nscheduler = \"lifo\"\nquantum = \"1ms\"\n[shaping]\nshaper = \"periodic\"\nalpha = \"1KB\"\ngamma = 3.0\n[traffic]\nmix = [{ protocol = \"sctp\", port = 1 }]\n[[services]]\nname = \"a b\"\n[[services]]\nname = \"c\"\ndirection = \"inbound\"\nrate = \"0bps\"\n",
         &[
             "ingress.slots",
             "ingress.block_size",
             "processing.scheduler",
             "processing.quantum",
             "shaping.alpha",
+            "shaping.gamma",
             "traffic.mix[0].protocol",
             "services[0].name",
             "services[0]",
@@ -79,7 +89,7 @@ fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterParams {
             policy: Policy::Static,
             t_sw: Duration::from_micros(1),
             delta: Duration::from_micros(1),
-            discipline: None,
+            scheduler: Scheduler::Fcfs,
             late_drop: false,
         },
         qmem: QmemParams {
@@ -196,6 +206,193 @@ fn shaping_alone_is_the_token_bucket() {
     assert!(run.get("shaper_reschedules").unwrap() > 100.0, "the shaper throttled");
 }
 
+/// The synthetic stream the router sees with `seed`: the generator's packets with the mix's
+/// protocol and port written in (one mix entry).
+fn router_stream(tr: &RouterTraffic, seed: u64) -> Vec<crate::models::dqs::Arrival> {
+    let RouterTraffic::Synthetic { flows, mix } = tr else { unreachable!() };
+    let g = flows.generator(crate::rng::RngStreams::new(seed).stream("router.flows", 0));
+    g.map(|mut a| {
+        (a.flow.proto, a.flow.dst_port) = (mix[0].protocol, mix[0].port);
+        a
+    })
+    .collect()
+}
+
+/// Stage 3 alone: dqs ingress (a small pool, a tight block buffer) drained by one processor
+/// whose cost is the packet's serialization time at 8 Gbps (1 ns per byte), DRR within the
+/// service, everything else transparent: the `dqs` model (its table scheduling its own queues
+/// by DRR into an 8 Gbps link) on the same packets starts every packet at the same instant,
+/// in the same order, and drops the same packets for the same reasons. Exact: both are
+/// integer nanoseconds (1 ns per byte), and both serve a departure before an arrival at one
+/// instant. The `dqs` model stops at the last arrival; the router drains, so its list of
+/// starts is longer.
+#[test]
+fn dqs_alone_is_the_dqs_model() {
+    let seed = 11;
+    let mut p = transparent(1, 0.0, Rate::gbps(1000));
+    p.services[0].cost_beta_ns = 1.0;
+    p.processing.scheduler = Scheduler::Drr;
+    p.ingress = IngressKind::Dqs { slots: 64, queues: 24, hash: HashKind::H3 { seed: 0 } };
+    p.blocks = 300;
+    let tr = synthetic(3_000, 1_000); // 3e6 packets/s of IMIX: about 1.1 x 8 Gbps
+    let (run, trace) = run_traced(&p, &tr, seed).unwrap();
+
+    let arrivals = router_stream(&tr, seed);
+    let offered = tr.mean_rate_bps();
+    let h3: u64 = crate::rng::RngStreams::new(seed).stream("router.hash", 0).random();
+    let q = crate::models::dqs::DqsLinkParams {
+        table: npqos_core::flowmap::DqsConfig {
+            slots: 64,
+            queues: 24,
+            blocks: 300,
+            block_size: 64,
+            quantum: 1536,
+            hash: HashKind::H3 { seed: h3 },
+            ..Default::default()
+        },
+        load: offered / 8e9,
+        record_requests: false,
+        record_departures: true,
+    };
+    let r = crate::models::dqs::run_link(&q, arrivals.into_iter(), offered, 0, &mut |_| {});
+    assert_eq!(r.capacity_bps, 8e9);
+    let mut starts: Vec<(u64, u32)> = trace.iter().filter(|t| t.drop.is_none()).map(|t| (t.dispatch, t.len)).collect();
+    starts.sort_unstable();
+    assert!(r.departures.len() > 50_000 && starts.len() >= r.departures.len());
+    for (i, (a, b)) in r.departures.iter().zip(&starts).enumerate() {
+        assert_eq!(a, b, "start {i}");
+    }
+    assert_eq!(run.get("dropped_ingress_buffer_full"), Some(r.dropped_buffer_full as f64));
+    assert_eq!(run.get("dropped_ingress_no_queue"), Some(r.dropped_no_queue as f64));
+    assert!(r.dropped_buffer_full > 100 && r.dropped_no_queue > 100, "{r:?}");
+    assert_eq!(run.get("ingress_queues_max"), Some(r.max_queues as f64));
+}
+
+/// Stage 4's allocation alone: three services of constant cost, FCFS within each, Everest
+/// with a context-switch cost, everything else transparent: the `everest` model fed the same
+/// (arrival, service) stream gives the same packets and late packets per service, the same
+/// sum and maximum of the delays and the same number of context switches. Exact (integer
+/// nanoseconds, the same event order at one instant: processors, timer, arrivals).
+#[test]
+fn allocation_alone_is_the_everest_model() {
+    let mut p = transparent(4, 2_000.0, Rate::gbps(1000));
+    p.processing.policy = Policy::Everest;
+    p.processing.t_sw = Duration::from_micros(10);
+    p.processing.delta = Duration::from_micros(10);
+    let svc = |name: &str, proto: u8, cost: f64, d_us: u64| ServiceParams {
+        name: name.into(),
+        rule: Rule { protocols: vec![proto], ..Rule::default() },
+        cost_alpha_ns: cost,
+        tolerance: Duration::from_micros(d_us),
+        guarantee: 1.0 / 3.0,
+        ..p.services[0].clone()
+    };
+    p.services = vec![svc("tcp", 6, 2_000.0, 60), svc("udp", 17, 1_000.0, 40), svc("icmp", 1, 4_000.0, 200)];
+    let tr = RouterTraffic::synthetic(
+        2_000,
+        Duration::from_micros(1_050),
+        Duration::from_millis(50),
+        vec![
+            MixEntry { protocol: 6, port: 443, share: 0.6 },
+            MixEntry { protocol: 17, port: 53, share: 0.3 },
+            MixEntry { protocol: 1, port: 0, share: 0.1 },
+        ],
+    );
+    let (run, trace) = run_traced(&p, &tr, 4).unwrap();
+    let e = crate::models::everest::EverestParams {
+        processors: 4,
+        t_sw: p.processing.t_sw,
+        delta: p.processing.delta,
+        policy: Policy::Everest,
+        services: p
+            .services
+            .iter()
+            .map(|s| npqos_core::alloc::ServiceSpec {
+                name: s.name.clone(),
+                t_pkt: Duration::from_nanos(s.cost_alpha_ns as u64),
+                tolerance: s.tolerance,
+                guarantee: s.guarantee,
+            })
+            .collect(),
+        sample_every: Duration::from_millis(1),
+        check_invariants: true,
+    };
+    let stream = trace.iter().map(|t| (t.arrival, t.service as u8));
+    let r = crate::models::everest::run(&e, stream, 0, &mut |_| {}).unwrap();
+    let mut per = vec![(0u64, 0u64); 3];
+    let (mut sum, mut max) = (0u128, 0u64);
+    for t in &trace {
+        let d = t.done - t.arrival;
+        let x = &mut per[t.service as usize];
+        x.0 += 1;
+        x.1 += (d > p.services[t.service as usize].tolerance.as_nanos()) as u64;
+        sum += d as u128;
+        max = max.max(d);
+    }
+    assert_eq!(per, r.per_service);
+    assert_eq!((sum, max), (r.delay_sum_ns, r.max_delay_ns));
+    assert_eq!(run.get("context_switches"), Some(r.stats.switches as f64));
+    assert!(r.stats.switches > 10 && r.late > 100, "switches {} late {}", r.stats.switches, r.late);
+}
+
+/// Stage 4's scheduler alone: one processor, per-flow ingress queues, each fair-queuing
+/// discipline on costs `alpha + beta x length`, everything else transparent: every packet is
+/// dispatched when a stand-alone `FairQueue` (the `fq` model's scheduler) fed the same packets
+/// of the same queues dispatches it. Exact.
+#[test]
+fn scheduling_alone_is_the_fair_queue() {
+    use npqos_core::sched::fq::{Discipline, FairQueue, FqPacket};
+    for d in [Discipline::Efq, Discipline::Sfq, Discipline::Wf2qPlus] {
+        let mut p = transparent(1, 300.0, Rate::gbps(1000));
+        p.services[0].cost_beta_ns = 2.0;
+        p.processing.scheduler = Scheduler::Fair(d);
+        p.ingress = IngressKind::PerFlow { queues: 4096 };
+        let tr = synthetic(400, 400); // 1e6 packets/s against a ~1.0 us mean cost
+        let (_, trace) = run_traced(&p, &tr, 9).unwrap();
+        let nq = 4096;
+        let mut fq = FairQueue::new(d, 1, &vec![1.0 / nq as f64; nq]).unwrap();
+        let cost = |t: &super::sim::Trace| (300.0 + 2.0 * t.len as f64).ceil() as u64;
+        let pkt = |i: usize, t: &super::sim::Trace| FqPacket {
+            id: i as u64,
+            flow: npqos_core::FlowId(t.iq),
+            app: npqos_core::AppId(0),
+            est_ns: 300.0 + 2.0 * t.len as f64,
+            actual_ns: 300.0 + 2.0 * t.len as f64,
+            arrival: Instant::from_nanos(t.arrival),
+        };
+        let mut busy: Option<(u64, usize)> = None;
+        let mut next = 0;
+        let mut waited = 0;
+        loop {
+            let arrival = trace.get(next).map(|t| t.arrival);
+            match busy {
+                Some((done, i)) if arrival.is_none_or(|a| done <= a) => {
+                    fq.completed(&pkt(i, &trace[i])).unwrap();
+                    busy = None;
+                    if let Some(x) = fq.dequeue(Instant::from_nanos(done)).unwrap() {
+                        let j = x.packet.id as usize;
+                        assert_eq!(trace[j].dispatch, done, "{d:?}: packet {j}");
+                        busy = Some((done + cost(&trace[j]), j));
+                        waited += 1;
+                    }
+                }
+                _ => {
+                    let Some(a) = arrival else { break };
+                    fq.enqueue(Instant::from_nanos(a), pkt(next, &trace[next])).unwrap();
+                    next += 1;
+                    if busy.is_none() {
+                        let x = fq.dequeue(Instant::from_nanos(a)).unwrap().unwrap();
+                        let j = x.packet.id as usize;
+                        assert_eq!(trace[j].dispatch, a, "{d:?}: packet {j}");
+                        busy = Some((a + cost(&trace[j]), j));
+                    }
+                }
+            }
+        }
+        assert!(waited > 10_000, "{d:?}: the processor was a bottleneck ({waited} packets waited)");
+    }
+}
+
 #[allow(clippy::too_many_arguments)]
 fn stress_params(
     blocks: u32,
@@ -210,7 +407,7 @@ fn stress_params(
     let mut p = transparent(procs, cost_us * 1e3, Rate::from_bits_per_sec(200_000_000));
     p.blocks = blocks;
     p.ingress = IngressKind::Dqs { slots: 16, queues: dqs_queues, hash: HashKind::H3 { seed: 0 } };
-    p.processing.discipline = Some(npqos_core::sched::fq::Discipline::Efq);
+    p.processing.scheduler = Scheduler::Fair(npqos_core::sched::fq::Discipline::Efq);
     p.processing.policy = if guarantee0 == 0.0 { Policy::Static } else { Policy::Everest };
     p.processing.late_drop = cost_us > 5.0;
     p.services[0].rule.protocols = vec![17];
