@@ -13,6 +13,7 @@ pub mod predictive;
 pub mod predictive_lap;
 pub mod qcache;
 pub mod qcache_sim;
+pub mod router;
 
 use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult};
 use crate::rng::RngStreams;
@@ -296,6 +297,13 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         grid: qcache_sim::model_grid,
         paper: &[],
         run: qcache_sim::model,
+    },
+    ExperimentInfo {
+        id: "router-ablation",
+        description: "the composed router (no paper): each mechanism replaced by its baseline in turn, synthetic and nDPI traffic; p99 per service, late %, drops, state, off-chip accesses, throughput",
+        grid: router::ablation_grid,
+        paper: &[],
+        run: router::ablation,
     },
     ExperimentInfo {
         id: "qcache-scale",

@@ -144,6 +144,8 @@ pub struct RouterParams {
     pub link_rate: Rate,
     /// DRR quantum of the link, bytes.
     pub quantum: u32,
+    /// Packets the link picks ahead of the transmission (their descriptor dequeues in flight).
+    pub link_ahead: u32,
     /// Arrivals stop at `duration`; the run goes on for `drain` to let packets out.
     pub duration: Duration,
     pub drain: Duration,

@@ -169,12 +169,16 @@ struct Sim<'a> {
     fifo: Vec<VecDeque<u32>>,
     /// First egress queue of each service.
     eq_base: Vec<u32>,
+    /// Per-flow buckets: each flow's first-seen index while the table has room
+    /// (`shaping.flow_queues` flows); later flows by `flow_hash`, sharing buckets.
     flows: HashMap<FlowKey, u32>,
-    flow_queue_reuse: u64,
+    flow_hash: npqos_core::flowmap::SlotHash,
+    flow_queue_shared: u64,
     egress_bytes: u64,
     drr: Drr,
     link: Serializer,
-    link_pending: bool,
+    /// Packets picked for the link whose transmission has not started.
+    link_pending: u32,
     pkts: Vec<Pkt>,
     free: Vec<u32>,
     // Measurements.
@@ -348,11 +352,15 @@ impl<'a> Sim<'a> {
             fifo: vec![VecDeque::new(); nqe],
             eq_base,
             flows: HashMap::new(),
-            flow_queue_reuse: 0,
+            flow_hash: npqos_core::flowmap::SlotHash::new(
+                npqos_core::flowmap::HashKind::Fast { seed: streams.stream("router.flow-hash", 0).random() },
+                p.shaping.flow_queues.max(1),
+            ),
+            flow_queue_shared: 0,
             egress_bytes: 0,
             drr: Drr::new(nqe as u32, p.quantum as u64).map_err(|e| cfg(e.to_string()))?,
             link: Serializer::new(p.link_rate),
-            link_pending: false,
+            link_pending: 0,
             pkts: Vec::new(),
             free: Vec::new(),
             offered: vec![0; s_count],
@@ -429,12 +437,17 @@ impl<'a> Sim<'a> {
         let u: f64 = self.cost_rng.random();
         let actual = (est * (1.0 + svc.variation * (2.0 * u - 1.0))).max(0.0);
         let eq = if self.eq_base[s] != 0 {
+            let fq = self.p.shaping.flow_queues;
             let n = self.flows.len() as u32;
-            let f = *self.flows.entry(key).or_insert(n);
-            if f >= self.p.shaping.flow_queues && f == n {
-                self.flow_queue_reuse += 1;
-            }
-            self.eq_base[s] + f % self.p.shaping.flow_queues
+            let f = match self.flows.get(&key) {
+                Some(&f) => f,
+                None if n < fq => *self.flows.entry(key).or_insert(n),
+                None => {
+                    self.flow_queue_shared += 1;
+                    self.flow_hash.slot(&key)
+                }
+            };
+            self.eq_base[s] + f % fq
         } else {
             s as u32
         };
@@ -604,14 +617,15 @@ impl<'a> Sim<'a> {
         self.link_try(now, engine);
     }
 
-    /// Picks the next packet for the link while none is waiting to start (one packet ahead of
-    /// the transmission: its descriptor dequeue overlaps the current packet's).
+    /// Picks packets for the link while fewer than `link.ahead` wait to start (their
+    /// descriptor dequeues overlap the current transmission; with one, a dequeue's latency
+    /// bounds the packet rate).
     fn link_try(&mut self, now: u64, engine: &mut Engine<Ev>) {
-        if self.link_pending {
-            return;
-        }
         let nowi = Instant::from_nanos(now);
         loop {
+            if self.link_pending >= self.p.link_ahead {
+                return;
+            }
             let (pkts, fifo) = (&self.pkts, &self.fifo);
             let Some(q) = self.drr.select(|q| pkts[fifo[q.index()][0] as usize].len as u64) else { return };
             let id = self.fifo[q.index()][0];
@@ -654,9 +668,8 @@ impl<'a> Sim<'a> {
             let t = self.qmem.op(now, self.nqi + q.0, Op::Dequeue);
             let start = t.max(self.link.free_at().as_nanos());
             self.pkts[id as usize].left = self.link.send(Instant::from_nanos(t), pk.len as u64).as_nanos();
-            self.link_pending = true;
+            self.link_pending += 1;
             engine.schedule_class(Instant::from_nanos(start), C_LINK, Ev::TxStart(id));
-            return;
         }
     }
 
@@ -674,7 +687,7 @@ impl<'a> Sim<'a> {
     }
 
     fn tx_start(&mut self, now: u64, id: u32, engine: &mut Engine<Ev>) {
-        self.link_pending = false;
+        self.link_pending -= 1;
         let pk = self.pkts[id as usize];
         self.egress_bytes -= pk.len as u64;
         self.hist[pk.service as usize][2].saturating_record((now - pk.done).max(1));
@@ -771,7 +784,7 @@ impl Sim<'_> {
         put("shaper_heap_max_per_core", self.samples.heap_max_core as f64, "nodes");
         put("shaping_state_bytes", bytes, "B");
         put("shaping_offchip_per_s", offchip / span, "accesses/s");
-        put("flow_queue_reuse", self.flow_queue_reuse as f64, "flows");
+        put("flow_queue_shared_packets", self.flow_queue_shared as f64, "packets");
         // Stage 7.
         put("link_state_bytes", queues * 9.0, "B");
         let sm = &self.samples;

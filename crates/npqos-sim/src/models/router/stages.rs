@@ -293,7 +293,9 @@ pub struct QmemCounters {
 /// deciding hits, and two kinds of serialization: an operation waits until the previous one on
 /// the same queue released it (`serial_ns`: qc holds a queue for its engine's memory
 /// references only, the others for the whole operation), and external-memory references go
-/// through one port at `memory_refs_per_ns`.
+/// through one port at `memory_refs_per_ns`, in the order operations are issued. The two
+/// waits overlap: an operation starts when both its queue and its turn at the port are free,
+/// so one busy queue never blocks the port for the others.
 pub struct Qmem {
     p: QmemParams,
     cache: QmemCache,
@@ -361,10 +363,11 @@ impl Qmem {
         self.counters.interconnect += ic as u64;
         self.counters.memory_refs += refs as u64;
         let (lat, hold) = self.cost[(op == Op::Dequeue) as usize][hit as usize];
-        let start = now_ns.max(self.queue_free[q as usize]);
-        let port = (start as f64).max(self.mem_free);
+        // The port serves references in issue order; the queue's hold applies on its own (an
+        // operation waiting for a busy queue does not hold up the port for other queues).
+        let port = (now_ns as f64).max(self.mem_free);
         self.mem_free = port + refs as f64 / self.p.memory_refs_per_ns;
-        let begin = port.ceil() as u64;
+        let begin = (port.ceil() as u64).max(self.queue_free[q as usize]);
         self.counters.wait_ns += begin - now_ns;
         self.queue_free[q as usize] = begin + hold;
         begin + lat

@@ -46,7 +46,7 @@ fn defaults_and_round_trip() {
 #[test]
 fn problems_name_their_keys() {
     assert_names(
-        "model = \"router\"\n[ingress]\nkind = \"hashed\"\nslots = 8\nblock_size = \"1B\"\n[processing]\nscheduler = \"lifo\"\nquantum = \"1ms\"\n[shaping]\nshaper = \"periodic\"\nalpha = \"1KB\"\ngamma = 3.0\n[traffic]\nmix = [{ protocol = \"sctp\", port = 1 }]\n[[services]]\nname = \"a b\"\n[[services]]\nname = \"c\"\ndirection = \"inbound\"\nrate = \"0bps\"\n",
+        "model = \"router\"\n[ingress]\nkind = \"hashed\"\nslots = 0\nblock_size = \"1B\"\n[processing]\nscheduler = \"lifo\"\nquantum = \"0ms\"\n[shaping]\nshaper = \"periodic\"\nalpha = \"1KB\"\ncap = \"500B\"\ngamma = 1.0\n[traffic]\nmix = [{ protocol = \"sctp\", port = 1 }]\n[[services]]\nname = \"a b\"\n[[services]]\nname = \"c\"\ndirection = \"inbound\"\nrate = \"0bps\"\n",
         &[
             "ingress.slots",
             "ingress.block_size",
@@ -62,6 +62,12 @@ fn problems_name_their_keys() {
         ],
     );
     assert_names("model = \"router\"\nservices = 3\n", &["services"]);
+    // One key swaps a stage: the other alternative's keys are ignored.
+    let ex = example("router-synthetic");
+    let swapped =
+        spec(&ex.replace("kind = \"dqs\"", "kind = \"hashed\"").replace("shaper = \"event\"", "shaper = \"periodic\""));
+    assert_eq!(swapped.params.ingress, IngressKind::Hashed { queues: 4096 });
+    assert!(matches!(swapped.params.shaping.kind, ShaperKind::Periodic { .. }));
     assert_eq!(spec("model = \"router\"\n").params.services[0].name, "all");
 }
 
@@ -109,6 +115,7 @@ fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterParams {
         },
         link_rate: link,
         quantum: 1536,
+        link_ahead: 1,
         duration: Duration::from_millis(50),
         drain: Duration::from_secs(1),
         sample_every: Duration::from_millis(10),
