@@ -107,6 +107,7 @@ pub use link::{LinkSpec, ShaperSpec, SizeSpec, Traffic, DEFAULT_MAX_GAP};
 pub(crate) use reader::{no_run_length, show, Reader};
 
 pub(crate) mod classify;
+pub mod flows;
 mod link;
 mod reader;
 

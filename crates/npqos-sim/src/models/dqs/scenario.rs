@@ -37,12 +37,11 @@ use crate::rng::RngStreams;
 use crate::scenario::{Problem, Reader, Scenario, Spec};
 use crate::trace::corpus::Corpus;
 use crate::units::fmt_size;
-use crate::workload::SizeDist;
 use npqos_core::flowmap::{DqsConfig, Exhausted, HashKind};
 use npqos_core::{Duration, Instant};
 use rand::Rng;
 use serde_json::json;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -63,15 +62,8 @@ pub struct DqsSpec {
     pub traffic: DqsTraffic,
 }
 
-/// `[traffic]` of a dqs scenario.
-#[derive(Clone, Debug, PartialEq)]
-pub enum DqsTraffic {
-    Synthetic { flows: u32, mean_packets: f64, pareto_shape: f64, mean_gap: Duration, size: Option<u32> },
-    Trace { files: Vec<PathBuf>, flow_multiply: u32, time_scale: f64, max_gap: Duration, lenient: bool },
-}
-
-const SYNTHETIC_KEYS: [&str; 6] = ["flows", "mean_packets", "pareto_shape", "mean_gap", "sizes", "size"];
-const TRACE_KEYS: [&str; 5] = ["files", "flow_multiply", "time_scale", "max_gap", "lenient"];
+/// `[traffic]`: the shared flow-traffic reader's (`scenario::flows`).
+pub type DqsTraffic = crate::scenario::flows::FlowTraffic;
 
 /// Reads `[table]`, `[link]` and `[traffic]`, recording every problem.
 pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> DqsSpec {
@@ -98,50 +90,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     l.finish(probs);
 
     let mut r = Reader::new(root, "traffic", probs);
-    let source = r.choice("source", "synthetic", &["synthetic", "trace"], probs);
-    let (own, other): (&[&str], &[&str]) =
-        if source == "trace" { (&TRACE_KEYS, &SYNTHETIC_KEYS) } else { (&SYNTHETIC_KEYS, &TRACE_KEYS) };
-    for k in other {
-        r.consume(k);
-        if r.present(k) && !own.contains(k) {
-            probs.push(Problem {
-                key: format!("traffic.{k}"),
-                value: None,
-                message: format!("does not apply to source = {source:?}"),
-            });
-        }
-    }
-    let traffic = if source == "trace" {
-        let files = r.files("files", base_dir, probs);
-        let flow_multiply = r.int("flow_multiply", 1, 1, 65_535, probs) as u32;
-        let time_scale = r.float("time_scale", 1.0, probs, |v| v > 0.0 && v <= 1e6, "greater than 0");
-        let max_gap = r.positive_duration("max_gap", crate::scenario::DEFAULT_MAX_GAP, probs);
-        let lenient = r.boolean("lenient", true, probs);
-        DqsTraffic::Trace { files, flow_multiply, time_scale, max_gap, lenient }
-    } else {
-        let flows = r.int("flows", 5_000, 1, 1 << 26, probs) as u32;
-        let mean_packets = r.float("mean_packets", 10.0, probs, |v| (1.0..=1e9).contains(&v), "from 1 to 1e9");
-        let pareto_shape = r.float("pareto_shape", 1.2, probs, |v| v > 1.0 && v <= 100.0, "greater than 1");
-        let mean_gap = r.positive_duration("mean_gap", Duration::from_millis(10), probs);
-        let sizes = r.choice("sizes", "imix", &["imix", "constant"], probs);
-        let size = r.size("size", 1500, probs);
-        if sizes != "constant" && r.present("size") {
-            probs.push(Problem {
-                key: "traffic.size".into(),
-                value: None,
-                message: "only applies with sizes = \"constant\"".into(),
-            });
-        }
-        if !(1..=65_535).contains(&size) {
-            probs.push(Problem {
-                key: "traffic.size".into(),
-                value: Some(format!("\"{size}B\"")),
-                message: "expected a packet size from 1B to 65535B".into(),
-            });
-        }
-        let size = (sizes == "constant").then_some(size.clamp(1, 65_535) as u32);
-        DqsTraffic::Synthetic { flows, mean_packets, pareto_shape, mean_gap, size }
-    };
+    let traffic = DqsTraffic::read(&mut r, base_dir, 5_000, &[], probs);
     r.finish(probs);
     DqsSpec {
         slots,
@@ -173,29 +122,14 @@ impl DqsSpec {
 
     /// The synthetic workload for `duration` of arrivals.
     fn synthetic(&self, duration: Duration) -> Option<SyntheticFlows> {
-        let DqsTraffic::Synthetic { flows, mean_packets, pareto_shape, mean_gap, size } = &self.traffic else {
-            return None;
-        };
-        Some(SyntheticFlows {
-            in_progress: *flows,
-            mean_packets: *mean_packets,
-            pareto_shape: *pareto_shape,
-            mean_gap: *mean_gap,
-            sizes: size.map_or_else(SizeDist::kim_imix, SizeDist::Constant),
-            duration,
-        })
+        self.traffic.synthetic(duration)
     }
 
     /// Upper estimate of one replication's memory: the table's queue records and block links,
     /// a tree node per active flow, and (trace) the corpus in memory, about its files' size.
     pub fn estimate_memory(&self) -> u128 {
         let table = self.queues as u128 * 48 + self.blocks as u128 * 8 + self.slots as u128 * 8;
-        let traffic = match &self.traffic {
-            DqsTraffic::Synthetic { flows, .. } => *flows as u128 * 96,
-            DqsTraffic::Trace { files, .. } => {
-                files.iter().map(|f| std::fs::metadata(f).map_or(0, |m| m.len()) as u128).sum::<u128>() * 2
-            }
-        };
+        let traffic = self.traffic.estimate_memory(96);
         table + traffic + (1 << 20)
     }
 
@@ -213,35 +147,7 @@ impl DqsSpec {
         l.insert("load".into(), self.load.into());
         root.insert("link".into(), l.into());
         let mut r = toml::Table::new();
-        match &self.traffic {
-            DqsTraffic::Synthetic { flows, mean_packets, pareto_shape, mean_gap, size } => {
-                r.insert("source".into(), "synthetic".into());
-                r.insert("flows".into(), (*flows as i64).into());
-                r.insert("mean_packets".into(), (*mean_packets).into());
-                r.insert("pareto_shape".into(), (*pareto_shape).into());
-                r.insert("mean_gap".into(), mean_gap.to_string().into());
-                match size {
-                    Some(s) => {
-                        r.insert("sizes".into(), "constant".into());
-                        r.insert("size".into(), fmt_size(*s as u64).into());
-                    }
-                    None => {
-                        r.insert("sizes".into(), "imix".into());
-                    }
-                }
-            }
-            DqsTraffic::Trace { files, flow_multiply, time_scale, max_gap, lenient } => {
-                r.insert("source".into(), "trace".into());
-                r.insert(
-                    "files".into(),
-                    toml::Value::Array(files.iter().map(|f| f.display().to_string().into()).collect()),
-                );
-                r.insert("flow_multiply".into(), (*flow_multiply as i64).into());
-                r.insert("time_scale".into(), (*time_scale).into());
-                r.insert("max_gap".into(), max_gap.to_string().into());
-                r.insert("lenient".into(), (*lenient).into());
-            }
-        }
+        self.traffic.write(&mut r);
         root.insert("traffic".into(), r.into());
     }
 }

@@ -69,6 +69,7 @@ use super::{
 };
 use crate::results::RunResult;
 use crate::scenario::classify::{has_criteria, read_prefixes, read_rule, write_prefixes, write_rule};
+use crate::scenario::flows::FlowTraffic;
 use crate::scenario::{show, Problem, Reader, Scenario, Spec};
 use crate::trace::corpus::Corpus;
 use crate::units::{fmt_fine_duration, fmt_size};
@@ -79,7 +80,7 @@ use npqos_core::queues::timing::{Subsystem, TABLE1};
 use npqos_core::sched::fq::Discipline;
 use npqos_core::shaper::Adaptive;
 use npqos_core::{Duration, Instant, Rate};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -91,31 +92,17 @@ pub struct RouterSpec {
     pub traffic: TrafficSpec,
 }
 
-/// `[traffic]`.
+/// `[traffic]`: the shared flow-traffic reader's keys (`scenario::flows`) and, for synthetic
+/// flows, the protocol and port mix.
 #[derive(Clone, Debug, PartialEq)]
-pub enum TrafficSpec {
-    Synthetic {
-        flows: u32,
-        mean_packets: f64,
-        pareto_shape: f64,
-        mean_gap: Duration,
-        size: Option<u32>,
-        mix: Vec<MixEntry>,
-    },
-    Trace {
-        files: Vec<PathBuf>,
-        flow_multiply: u32,
-        time_scale: f64,
-        max_gap: Duration,
-        lenient: bool,
-    },
+pub struct TrafficSpec {
+    pub source: FlowTraffic,
+    pub mix: Vec<MixEntry>,
 }
 
 use crate::models::everest::scenario::POLICIES;
 const SCHEDULERS: [&str; 5] = ["efq", "sfq", "wf2q+", "drr", "fcfs"];
 const SUBSYSTEMS: [&str; 5] = ["qc", "sqc", "dc", "nc", "ideal"];
-const SYNTHETIC_KEYS: [&str; 7] = ["flows", "mean_packets", "pareto_shape", "mean_gap", "sizes", "size", "mix"];
-const TRACE_KEYS: [&str; 5] = ["files", "flow_multiply", "time_scale", "max_gap", "lenient"];
 
 fn problem(probs: &mut Vec<Problem>, key: &str, value: Option<String>, message: &str) {
     probs.push(Problem { key: key.into(), value, message: message.into() });
@@ -271,46 +258,14 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
 
 fn read_traffic(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> TrafficSpec {
     let mut r = Reader::new(root, "traffic", probs);
-    let source = r.choice("source", "synthetic", &["synthetic", "trace"], probs);
-    let other: &[&str] = if source == "trace" { &SYNTHETIC_KEYS } else { &TRACE_KEYS };
-    for k in other {
-        r.consume(k);
-        if r.present(k) {
-            problem(probs, &format!("traffic.{k}"), None, &format!("does not apply to source = {source:?}"));
-        }
-    }
-    let t = if source == "trace" {
-        let files = r.files("files", base_dir, probs);
-        let flow_multiply = r.int("flow_multiply", 1, 1, 65_535, probs) as u32;
-        let time_scale = r.float("time_scale", 1.0, probs, |v| v > 0.0 && v <= 1e6, "greater than 0");
-        let max_gap = r.positive_duration("max_gap", crate::scenario::DEFAULT_MAX_GAP, probs);
-        let lenient = r.boolean("lenient", true, probs);
-        TrafficSpec::Trace { files, flow_multiply, time_scale, max_gap, lenient }
+    let source = FlowTraffic::read(&mut r, base_dir, 2_000, &["mix"], probs);
+    let mix = if matches!(source, FlowTraffic::Synthetic { .. }) {
+        read_mix(&mut r, probs)
     } else {
-        let flows = r.int("flows", 2_000, 1, 1 << 26, probs) as u32;
-        let mean_packets = r.float("mean_packets", 10.0, probs, |v| (1.0..=1e9).contains(&v), "from 1 to 1e9");
-        let pareto_shape = r.float("pareto_shape", 1.2, probs, |v| v > 1.0 && v <= 100.0, "greater than 1");
-        let mean_gap = r.positive_duration("mean_gap", Duration::from_millis(10), probs);
-        let sizes = r.choice("sizes", "imix", &["imix", "constant"], probs);
-        let size = r.size("size", 1500, probs);
-        if sizes != "constant" && r.present("size") {
-            problem(probs, "traffic.size", None, "only applies with sizes = \"constant\"");
-        }
-        if !(1..=65_535).contains(&size) {
-            problem(probs, "traffic.size", Some(format!("\"{size}B\"")), "expected a packet size from 1B to 65535B");
-        }
-        let mix = read_mix(&mut r, probs);
-        TrafficSpec::Synthetic {
-            flows,
-            mean_packets,
-            pareto_shape,
-            mean_gap,
-            size: (sizes == "constant").then_some(size.clamp(1, 65_535) as u32),
-            mix,
-        }
+        vec![MixEntry { protocol: 6, port: 443, share: 1.0 }]
     };
     r.finish(probs);
-    t
+    TrafficSpec { source, mix }
 }
 
 /// `traffic.mix`: an array of { protocol, port, share } (default: all TCP to port 443).
@@ -432,22 +387,12 @@ fn read_services(
 impl RouterSpec {
     /// The traffic of one replication for `duration` of arrivals.
     pub fn traffic(&self, duration: Duration) -> Result<RouterTraffic, crate::trace::TraceError> {
-        Ok(match &self.traffic {
-            TrafficSpec::Synthetic { flows, mean_packets, pareto_shape, mean_gap, size, mix } => {
-                RouterTraffic::Synthetic {
-                    flows: crate::models::dqs::SyntheticFlows {
-                        in_progress: *flows,
-                        mean_packets: *mean_packets,
-                        pareto_shape: *pareto_shape,
-                        mean_gap: *mean_gap,
-                        sizes: size
-                            .map_or_else(crate::workload::SizeDist::kim_imix, crate::workload::SizeDist::Constant),
-                        duration,
-                    },
-                    mix: mix.clone(),
-                }
-            }
-            TrafficSpec::Trace { files, flow_multiply, time_scale, max_gap, lenient } => RouterTraffic::Corpus {
+        Ok(match &self.traffic.source {
+            FlowTraffic::Synthetic { .. } => RouterTraffic::Synthetic {
+                flows: self.traffic.source.synthetic(duration).expect("synthetic"),
+                mix: self.traffic.mix.clone(),
+            },
+            FlowTraffic::Trace { files, flow_multiply, time_scale, max_gap, lenient } => RouterTraffic::Corpus {
                 corpus: Arc::new(Corpus::load(files, *lenient, *max_gap)?),
                 copies: *flow_multiply,
                 time_scale: *time_scale,
@@ -468,12 +413,7 @@ impl RouterSpec {
         };
         let flow_services = p.services.iter().filter(|s| s.per_flow && s.rate.is_some()).count() as u128;
         let nqe = p.services.len() as u128 + flow_services * p.shaping.flow_queues as u128;
-        let traffic = match &self.traffic {
-            TrafficSpec::Synthetic { flows, .. } => *flows as u128 * 100,
-            TrafficSpec::Trace { files, .. } => {
-                files.iter().map(|f| std::fs::metadata(f).map_or(0, |m| m.len()) as u128).sum::<u128>() * 2
-            }
-        };
+        let traffic = self.traffic.source.estimate_memory(100);
         nqi * 80 * p.services.len() as u128 + nqe * 96 + p.blocks as u128 * 72 + traffic + (8 << 20)
     }
 
@@ -484,45 +424,21 @@ impl RouterSpec {
         r.insert("drain".into(), p.drain.to_string().into());
         root.insert("router".into(), r.into());
         let mut t = toml::Table::new();
-        match &self.traffic {
-            TrafficSpec::Synthetic { flows, mean_packets, pareto_shape, mean_gap, size, mix } => {
-                t.insert("source".into(), "synthetic".into());
-                t.insert("flows".into(), (*flows as i64).into());
-                t.insert("mean_packets".into(), (*mean_packets).into());
-                t.insert("pareto_shape".into(), (*pareto_shape).into());
-                t.insert("mean_gap".into(), mean_gap.to_string().into());
-                match size {
-                    Some(s) => {
-                        t.insert("sizes".into(), "constant".into());
-                        t.insert("size".into(), fmt_size(*s as u64).into());
-                    }
-                    None => {
-                        t.insert("sizes".into(), "imix".into());
-                    }
-                }
-                let m = mix
-                    .iter()
-                    .map(|m| {
-                        let mut e = toml::Table::new();
-                        e.insert("protocol".into(), if m.protocol == 17 { "udp" } else { "tcp" }.into());
-                        e.insert("port".into(), (m.port as i64).into());
-                        e.insert("share".into(), m.share.into());
-                        toml::Value::Table(e)
-                    })
-                    .collect();
-                t.insert("mix".into(), toml::Value::Array(m));
-            }
-            TrafficSpec::Trace { files, flow_multiply, time_scale, max_gap, lenient } => {
-                t.insert("source".into(), "trace".into());
-                t.insert(
-                    "files".into(),
-                    toml::Value::Array(files.iter().map(|f| f.display().to_string().into()).collect()),
-                );
-                t.insert("flow_multiply".into(), (*flow_multiply as i64).into());
-                t.insert("time_scale".into(), (*time_scale).into());
-                t.insert("max_gap".into(), max_gap.to_string().into());
-                t.insert("lenient".into(), (*lenient).into());
-            }
+        self.traffic.source.write(&mut t);
+        if matches!(self.traffic.source, FlowTraffic::Synthetic { .. }) {
+            let m = self
+                .traffic
+                .mix
+                .iter()
+                .map(|m| {
+                    let mut e = toml::Table::new();
+                    e.insert("protocol".into(), if m.protocol == 17 { "udp" } else { "tcp" }.into());
+                    e.insert("port".into(), (m.port as i64).into());
+                    e.insert("share".into(), m.share.into());
+                    toml::Value::Table(e)
+                })
+                .collect();
+            t.insert("mix".into(), toml::Value::Array(m));
         }
         root.insert("traffic".into(), t.into());
         let mut g = toml::Table::new();
