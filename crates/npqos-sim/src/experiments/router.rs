@@ -6,7 +6,7 @@
 
 use super::declare::Grid;
 use super::{par_map, RunOptions};
-use crate::models::router::{self, IngressKind, RouterParams, RouterTraffic, Scheduler, ShaperKind};
+use crate::models::router::{self, Allocation, IngressKind, RouterParams, RouterTraffic, Scheduler, ShaperKind};
 use crate::results::{Note, Output, PlotKind, PlotSpec, Table};
 use crate::scenario::{Scenario, Spec};
 use npqos_core::alloc::Policy;
@@ -21,12 +21,13 @@ const SYNTHETIC: &str = include_str!("../../../../scenarios/router-synthetic.tom
 const NDPI: &str = include_str!("../../../../scenarios/router.toml");
 
 /// The full pipeline, then each mechanism replaced by its baseline (one key each).
-pub const VARIANTS: [(&str, &str); 9] = [
+pub const VARIANTS: [(&str, &str); 10] = [
     ("full", "the example scenario as it is: dqs, Everest, EFQ, qc, event-driven fill"),
     ("dqs->per-flow", "ingress.kind = per-flow (a table entry and a queue per flow)"),
     ("dqs->hashed", "ingress.kind = hashed (K = ingress.queues queues per service, by hash)"),
     ("everest->static", "processing.policy = static (G x N_p processors per service, fixed)"),
     ("everest->quantum", "processing.policy = quantum (every processor time-shared, 100 us quanta)"),
+    ("everest->lap", "processing.policy = lap (predictive eq 19 over the services, cold penalty t_sw)"),
     ("efq->fcfs", "processing.scheduler = fcfs (oldest packet of the service)"),
     ("qc->nc", "queue_memory.subsystem = nc (descriptors in external memory, no cache)"),
     ("event->periodic-1ms", "shaping.shaper = periodic, period 1 ms (kim's comparison)"),
@@ -87,8 +88,11 @@ pub fn variant(p: &RouterParams, variant: &str) -> RouterParams {
     match variant {
         "dqs->per-flow" => p.ingress = IngressKind::PerFlow { queues },
         "dqs->hashed" => p.ingress = IngressKind::Hashed { queues },
-        "everest->static" => p.processing.policy = Policy::Static,
-        "everest->quantum" => p.processing.policy = Policy::Quantum { quantum: Duration::from_micros(100) },
+        "everest->static" => p.processing.policy = Allocation::Policy(Policy::Static),
+        "everest->quantum" => {
+            p.processing.policy = Allocation::Policy(Policy::Quantum { quantum: Duration::from_micros(100) })
+        }
+        "everest->lap" => p.processing.policy = Allocation::Lap,
         "efq->fcfs" => p.processing.scheduler = Scheduler::Fcfs,
         "qc->nc" => p.qmem.subsystem = Some(Subsystem::Nc),
         "event->periodic-1ms" => p.shaping.kind = ShaperKind::Periodic { period: Duration::from_millis(1) },
@@ -255,7 +259,7 @@ mod tests {
                 .get(k)
                 .unwrap()
         };
-        assert_eq!(out.runs.iter().filter(|r| r.label.starts_with("synthetic/")).count(), 9);
+        assert_eq!(out.runs.iter().filter(|r| r.label.starts_with("synthetic/")).count(), super::VARIANTS.len());
         assert!(g("full", "delivered_packets") > 50_000.0);
         assert_eq!(g("full", "e2e_p99.web"), g("dqs->per-flow", "e2e_p99.web"), "same queues, same order");
         assert!(g("full", "ingress_state_bytes") * 2.0 < g("dqs->per-flow", "ingress_state_bytes"));

@@ -59,7 +59,7 @@ pub struct ServiceParams {
 #[derive(Clone, Debug, PartialEq)]
 pub struct ProcessingParams {
     pub processors: u32,
-    pub policy: Policy,
+    pub policy: Allocation,
     pub t_sw: Duration,
     pub delta: Duration,
     /// Which waiting packet of a service its next processor takes.
@@ -86,6 +86,26 @@ impl Scheduler {
             Scheduler::Fcfs => "fcfs",
             Scheduler::Drr => "drr",
             Scheduler::Fair(d) => d.label(),
+        }
+    }
+}
+
+/// How the processors are shared among services (stage 4).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Allocation {
+    /// An everest policy: whole processors per service, a switch costs t_sw.
+    Policy(Policy),
+    /// LAP (predictive eq 19) with the services as its applications: a free processor takes
+    /// the oldest packet of the service LAP names; a processor whose cache held another service
+    /// pays t_sw on that packet (the cold-cache penalty). Within a service: oldest first.
+    Lap,
+}
+
+impl Allocation {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Allocation::Policy(p) => p.name(),
+            Allocation::Lap => "lap",
         }
     }
 }

@@ -19,7 +19,7 @@
 //! block_size = "64B"
 //! [processing]
 //! processors = 16
-//! policy = "everest"          # as an everest scenario's: static, quantum, cohort-e, everest, ...
+//! policy = "everest"          # as an everest scenario's (static, quantum, cohort-e, everest, ...) or "lap"
 //! t_sw = "10us"
 //! delta = "10us"              # default t_sw
 //! quantum = "100us"           # policy = "quantum" only
@@ -64,8 +64,8 @@
 //! resolved scenario keeps only the keys in use.
 
 use super::{
-    Conformance, IngressKind, MixEntry, ProcessingParams, QmemParams, RouterParams, RouterTraffic, Scheduler,
-    ServiceParams, ShaperKind, ShapingParams,
+    Allocation, Conformance, IngressKind, MixEntry, ProcessingParams, QmemParams, RouterParams, RouterTraffic,
+    Scheduler, ServiceParams, ShaperKind, ShapingParams,
 };
 use crate::results::RunResult;
 use crate::scenario::classify::{has_criteria, read_prefixes, read_rule, write_prefixes, write_rule};
@@ -136,7 +136,8 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
 
     let mut p = Reader::new(root, "processing", probs);
     let processors = p.int("processors", 16, 1, 1 << 16, probs) as u32;
-    let policy = p.choice("policy", "everest", &POLICIES, probs);
+    let policies: Vec<&str> = POLICIES.iter().copied().chain(["lap"]).collect();
+    let policy = p.choice("policy", "everest", &policies, probs);
     let t_sw = p.duration("t_sw", Duration::from_micros(10), probs);
     let delta = p.duration("delta", t_sw, probs);
     if delta.is_zero() {
@@ -151,7 +152,10 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let scheduler = p.choice("scheduler", "efq", &SCHEDULERS, probs);
     let late_drop = p.boolean("late_drop", false, probs);
     p.finish(probs);
-    let policy = crate::models::everest::scenario::policy_named(&policy, quantum);
+    let policy = match policy.as_str() {
+        "lap" => Allocation::Lap,
+        p => Allocation::Policy(crate::models::everest::scenario::policy_named(p, quantum)),
+    };
     let scheduler = match scheduler.as_str() {
         "sfq" => Scheduler::Fair(Discipline::Sfq),
         "wf2q+" => Scheduler::Fair(Discipline::Wf2qPlus),
@@ -461,7 +465,7 @@ impl RouterSpec {
         let mut x = toml::Table::new();
         x.insert("processors".into(), (pr.processors as i64).into());
         x.insert("policy".into(), pr.policy.name().into());
-        if let Policy::Quantum { quantum } = pr.policy {
+        if let Allocation::Policy(Policy::Quantum { quantum }) = pr.policy {
             x.insert("quantum".into(), quantum.to_string().into());
         }
         x.insert("t_sw".into(), pr.t_sw.to_string().into());

@@ -5,7 +5,7 @@
 
 use super::output::Outcome;
 use super::stages::{Ingress, IngressDrop, Qmem};
-use super::{Conformance, RouterError, RouterParams, RouterTraffic, Scheduler, ShaperKind};
+use super::{Allocation, Conformance, RouterError, RouterParams, RouterTraffic, Scheduler, ShaperKind};
 use crate::engine::{Engine, Model, RunLimits, StopReason};
 use crate::results::RunResult;
 use crate::results::Series;
@@ -18,6 +18,7 @@ use npqos_core::queues::timing::Op;
 use npqos_core::rate::Serializer;
 use npqos_core::sched::drr::Drr;
 use npqos_core::sched::fq::{FairQueue, FqPacket};
+use npqos_core::sched::lap::{LapPacket, LapScheduler, Policy as LapPolicy};
 use npqos_core::shaper::{BucketParams, Decision, EventShaper, PeriodicShaper};
 use npqos_core::{AppId, CoreId, Duration, FlowId, Instant, ProcessorId, QueueId, ServiceId};
 use rand::Rng;
@@ -99,6 +100,16 @@ enum Within {
     Drr(Vec<Drr>, Vec<VecDeque<u32>>),
 }
 
+/// LAP over the services (`Allocation::Lap`).
+struct Lap {
+    sched: LapScheduler,
+    idle: Vec<bool>,
+    /// Enqueue order (LAP's packet ids increase with it): id = seq << 32 | packet slot.
+    seq: u64,
+    /// Dispatches to a processor whose cache held another service (each paid t_sw).
+    cold: u64,
+}
+
 enum Shaper {
     None,
     Event(EventShaper),
@@ -157,6 +168,8 @@ struct Sim<'a> {
     /// Ingress queues (the queue memory's egress ids start here).
     nqi: u32,
     alloc: Allocator,
+    /// `policy = "lap"`: LAP allocates the processors (the allocator then stays idle).
+    lap: Option<Lap>,
     within: Within,
     current: Vec<u32>,
     actions: Vec<Action>,
@@ -301,9 +314,22 @@ impl<'a> Sim<'a> {
             t_sw: p.processing.t_sw,
             delta: p.processing.delta,
             services: alloc_services,
-            policy: p.processing.policy,
+            policy: match p.processing.policy {
+                Allocation::Policy(x) => x,
+                Allocation::Lap => npqos_core::alloc::Policy::Static,
+            },
         })
         .map_err(|e| cfg(e.to_string()))?;
+        let lap = match p.processing.policy {
+            Allocation::Lap => Some(Lap {
+                sched: LapScheduler::new(LapPolicy::Lap, s_count, p.processing.processors)
+                    .map_err(|e| cfg(e.to_string()))?,
+                idle: vec![true; p.processing.processors as usize],
+                seq: 0,
+                cold: 0,
+            }),
+            Allocation::Policy(_) => None,
+        };
         let within = match p.processing.scheduler {
             Scheduler::Fcfs => Within::Fifo(vec![VecDeque::new(); s_count]),
             Scheduler::Drr => {
@@ -341,6 +367,7 @@ impl<'a> Sim<'a> {
             qmem,
             nqi,
             alloc,
+            lap,
             within,
             current: vec![u32::MAX; p.processing.processors as usize],
             actions: Vec::new(),
@@ -490,6 +517,21 @@ impl<'a> Sim<'a> {
     fn visible(&mut self, now: u64, id: u32, engine: &mut Engine<Ev>) {
         let pk = self.pkts[id as usize];
         let s = pk.service as usize;
+        if let Some(l) = &mut self.lap {
+            l.seq += 1;
+            let x = LapPacket { id: (l.seq << 32) | id as u64, app: AppId(s as u32), est: pk.est };
+            if let Err(e) = l.sched.enqueue(x) {
+                return self.fail(now, "processing (lap)", e, engine);
+            }
+            // An idle processor, one whose cache holds the service first.
+            let idle = |p: &usize| l.idle[*p];
+            let warm =
+                (0..l.idle.len()).filter(idle).find(|&p| l.sched.cache(ProcessorId(p as u32)) == Some(AppId(s as u32)));
+            if let Some(p) = warm.or_else(|| (0..l.idle.len()).find(idle)) {
+                self.lap_dispatch(now, p as u32, engine);
+            }
+            return;
+        }
         match &mut self.within {
             Within::Fifo(q) => q[s].push_back(id),
             Within::Drr(d, q) => {
@@ -531,16 +573,7 @@ impl<'a> Sim<'a> {
                     let Some(id) = id else {
                         return self.fail(now, "processing", "the allocator served an empty service", engine);
                     };
-                    let pk = &mut self.pkts[id as usize];
-                    pk.dispatch = now;
-                    pk.core = (proc.0 % u16::MAX as u32) as u16;
-                    let (iq, len, actual) = (pk.iq, pk.len, pk.actual);
-                    if self.ingress.dequeue(QueueId(iq)) != Some(len) {
-                        return self.fail(now, "ingress", "the served packet is not its queue's head", engine);
-                    }
-                    let t0 = self.qmem.op(now, iq, Op::Dequeue);
-                    self.current[proc.index()] = id;
-                    engine.schedule_class(Instant::from_nanos(t0 + actual.ceil() as u64), C_PROC, Ev::ProcDone(proc.0));
+                    self.start(now, proc.0, id, 0, engine);
                 }
                 Action::Switch { proc, .. } => {
                     engine.schedule_class(
@@ -554,26 +587,62 @@ impl<'a> Sim<'a> {
         self.actions = actions;
     }
 
+    /// Processor `proc` takes packet `id` (the head of its ingress queue) at `now`: the
+    /// descriptor dequeue, then the packet's actual time plus `extra_ns`.
+    fn start(&mut self, now: u64, proc: u32, id: u32, extra_ns: u64, engine: &mut Engine<Ev>) {
+        let pk = &mut self.pkts[id as usize];
+        pk.dispatch = now;
+        pk.core = (proc % u16::MAX as u32) as u16;
+        let (iq, len, actual) = (pk.iq, pk.len, pk.actual);
+        if self.ingress.dequeue(QueueId(iq)) != Some(len) {
+            return self.fail(now, "ingress", "the served packet is not its queue's head", engine);
+        }
+        let t0 = self.qmem.op(now, iq, Op::Dequeue);
+        self.current[proc as usize] = id;
+        engine.schedule_class(Instant::from_nanos(t0 + actual.ceil() as u64 + extra_ns), C_PROC, Ev::ProcDone(proc));
+    }
+
+    /// LAP: free processor `p` takes the packet LAP picks, paying t_sw on a cold cache; it
+    /// stays idle when nothing waits.
+    fn lap_dispatch(&mut self, now: u64, p: u32, engine: &mut Engine<Ev>) {
+        let t_sw = self.p.processing.t_sw.as_nanos();
+        let Some(l) = &mut self.lap else { return };
+        match l.sched.dispatch(ProcessorId(p)) {
+            Ok(Some(pick)) => {
+                l.idle[p as usize] = false;
+                l.cold += pick.cold as u64;
+                let extra = if pick.cold { t_sw } else { 0 };
+                self.start(now, p, pick.packet.id as u32, extra, engine);
+            }
+            Ok(None) => l.idle[p as usize] = true,
+            Err(e) => self.fail(now, "processing (lap)", e, engine),
+        }
+    }
+
     fn proc_done(&mut self, now: u64, pr: u32, engine: &mut Engine<Ev>) {
         let id = std::mem::replace(&mut self.current[pr as usize], u32::MAX);
         let pk = self.pkts[id as usize];
         self.pkts[id as usize].done = now;
         let s = pk.service as usize;
-        if let Within::Fair(f) = &mut self.within {
+        if let (None, Within::Fair(f)) = (&self.lap, &mut self.within) {
             if let Err(e) = f[s].completed(&fq_packet(id, &pk)) {
                 return self.fail(now, "processing (fair queue)", e, engine);
             }
         }
         let delay = now - pk.arrival;
-        if let Err(e) = self.alloc.completed(
-            Instant::from_nanos(now),
-            ProcessorId(pr),
-            Duration::from_nanos(delay),
-            &mut self.actions,
-        ) {
-            return self.fail(now, "processing (allocator)", e, engine);
+        if self.lap.is_some() {
+            self.lap_dispatch(now, pr, engine);
+        } else {
+            if let Err(e) = self.alloc.completed(
+                Instant::from_nanos(now),
+                ProcessorId(pr),
+                Duration::from_nanos(delay),
+                &mut self.actions,
+            ) {
+                return self.fail(now, "processing (allocator)", e, engine);
+            }
+            self.apply(now, engine);
         }
-        self.apply(now, engine);
         if let Some(t) = &mut self.trace {
             let x = &mut t[self.trace_of[id as usize] as usize];
             (x.dispatch, x.done) = (pk.dispatch, now);
@@ -713,7 +782,11 @@ impl<'a> Sim<'a> {
         sm.t.push(now as f64 * 1e-9);
         sm.ingress_in_use.push(self.ingress.in_use().0 as f64);
         for (s, v) in sm.processors.iter_mut().enumerate() {
-            v.push(self.alloc.allocated(ServiceId(s as u32)) as f64);
+            let n = match &self.lap {
+                Some(l) => l.sched.group(AppId(s as u32)),
+                None => self.alloc.allocated(ServiceId(s as u32)),
+            };
+            v.push(n as f64);
         }
         let (mut total, mut max) = (0u64, 0u64);
         if let Shaper::Event(e) = &self.shaper {
@@ -746,7 +819,8 @@ impl Sim<'_> {
         put("ingress_table_accesses_per_s", self.ingress.table_accesses() as f64 / span, "accesses/s");
         // Stage 4.
         let a = self.alloc.stats();
-        put("context_switches", a.switches as f64, "switches");
+        let switches = self.lap.as_ref().map_or(a.switches, |l| l.cold);
+        put("context_switches", switches as f64, "switches");
         let fq_bytes = match &self.within {
             Within::Fifo(_) => 0,
             // Per service and ingress queue a deficit and a flag (12 B), the ring's id (4 B).

@@ -31,7 +31,7 @@ fn defaults_and_round_trip() {
     assert_round_trips([
         example("router-synthetic"),
         "model = \"router\"\n[ingress]\nkind = \"hashed\"\nqueues = 64\n[processing]\npolicy = \"quantum\"\nquantum = \"1ms\"\nscheduler = \"fcfs\"\n[queue_memory]\nsubsystem = \"ideal\"\n[shaping]\nshaper = \"periodic\"\nperiod = \"100us\"\nconformance = \"wait-for-tokens\"\n[[services]]\nname = \"a\"\nprotocols = [\"udp\"]\nrate = \"1Mbps\"\nrate_per = \"class\"\n[[services]]\nname = \"b\"\n".into(),
-        "model = \"router\"\n[processing]\nscheduler = \"drr\"\n[shaping]\nadaptive = true\ngamma = 4.0\nalpha_min = \"500B\"\n".into(),
+        "model = \"router\"\n[processing]\npolicy = \"lap\"\nscheduler = \"drr\"\n[shaping]\nadaptive = true\ngamma = 4.0\nalpha_min = \"500B\"\n".into(),
     ]);
     let r = spec("model = \"router\"\n[shaping]\nadaptive = true\ninterval = \"100ms\"\n");
     let ShaperKind::Event { adaptive: Some(a), .. } = r.params.shaping.kind else { panic!("{:?}", r.params.shaping) };
@@ -92,7 +92,7 @@ fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterParams {
         block_size: 64,
         processing: ProcessingParams {
             processors,
-            policy: Policy::Static,
+            policy: Allocation::Policy(Policy::Static),
             t_sw: Duration::from_micros(1),
             delta: Duration::from_micros(1),
             scheduler: Scheduler::Fcfs,
@@ -213,6 +213,88 @@ fn shaping_alone_is_the_token_bucket() {
     assert!(run.get("shaper_reschedules").unwrap() > 100.0, "the shaper throttled");
 }
 
+/// Stage 4 under LAP alone: three services of constant cost on 3 processors, `policy =
+/// "lap"`, everything else transparent: every packet is dispatched when a stand-alone
+/// `LapScheduler` (the `predictive-fig10-12` scheduler) says, with the router's rules written
+/// out here: a free processor asks LAP for its next packet; an arrival goes to an idle
+/// processor whose cache holds its service, else the lowest idle one; a cold cache adds t_sw.
+/// Completions at one instant run in the order they were scheduled (the engine's). Exact.
+#[test]
+fn lap_alone_is_the_lap_scheduler() {
+    use npqos_core::sched::lap::{LapPacket, LapScheduler, Policy as LapPolicy};
+    use npqos_core::{AppId, ProcessorId};
+    let mut p = transparent(3, 2_000.0, Rate::gbps(1000));
+    p.processing.policy = Allocation::Lap;
+    p.processing.t_sw = Duration::from_nanos(1_500);
+    let svc = |name: &str, proto: u8, cost: f64| ServiceParams {
+        name: name.into(),
+        rule: Rule { protocols: vec![proto], ..Rule::default() },
+        cost_alpha_ns: cost,
+        ..p.services[0].clone()
+    };
+    p.services = vec![svc("tcp", 6, 2_000.0), svc("udp", 17, 1_000.0), svc("icmp", 1, 3_000.0)];
+    let tr = RouterTraffic::synthetic(
+        1_500,
+        Duration::from_micros(1_200),
+        Duration::from_millis(50),
+        vec![
+            MixEntry { protocol: 6, port: 443, share: 0.5 },
+            MixEntry { protocol: 17, port: 53, share: 0.3 },
+            MixEntry { protocol: 1, port: 0, share: 0.2 },
+        ],
+    );
+    let (run, trace) = run_traced(&p, &tr, 6).unwrap();
+    let cost = [2_000u64, 1_000, 3_000];
+    let mut lap = LapScheduler::new(LapPolicy::Lap, 3, 3).unwrap();
+    let mut idle = [true; 3];
+    // Completions: (time, scheduling order, processor).
+    let mut done: std::collections::BTreeSet<(u64, u64, u32)> = Default::default();
+    let (mut order, mut next, mut cold) = (0u64, 0usize, 0u64);
+    let mut dispatch = |lap: &mut LapScheduler, idle: &mut [bool; 3], pr: u32, now: u64, order: &mut u64| {
+        let done_at = match lap.dispatch(ProcessorId(pr)).unwrap() {
+            Some(pick) => {
+                let i = pick.packet.id as usize;
+                assert_eq!(trace[i].dispatch, now, "packet {i}");
+                cold += pick.cold as u64;
+                idle[pr as usize] = false;
+                *order += 1;
+                Some((now + cost[trace[i].service as usize] + if pick.cold { 1_500 } else { 0 }, *order, pr))
+            }
+            None => {
+                idle[pr as usize] = true;
+                None
+            }
+        };
+        done_at
+    };
+    loop {
+        let arrival = trace.get(next).map(|t| t.arrival);
+        match done.first().copied() {
+            Some((t, o, pr)) if arrival.is_none_or(|a| t <= a) => {
+                done.remove(&(t, o, pr));
+                if let Some(d) = dispatch(&mut lap, &mut idle, pr, t, &mut order) {
+                    done.insert(d);
+                }
+            }
+            _ => {
+                let Some(a) = arrival else { break };
+                let s = trace[next].service as u32;
+                lap.enqueue(LapPacket { id: next as u64, app: AppId(s), est: cost[s as usize] as f64 }).unwrap();
+                next += 1;
+                let warm = (0..3).find(|&q| idle[q] && lap.cache(ProcessorId(q as u32)) == Some(AppId(s)));
+                if let Some(q) = warm.or_else(|| (0..3).find(|&q| idle[q])) {
+                    if let Some(d) = dispatch(&mut lap, &mut idle, q as u32, a, &mut order) {
+                        done.insert(d);
+                    }
+                }
+            }
+        }
+    }
+    assert_eq!(run.get("context_switches"), Some(cold as f64));
+    assert!(cold > 100, "LAP moved processors between services ({cold} cold dispatches)");
+    assert!(trace.iter().filter(|t| t.dispatch > t.arrival).count() > 10_000, "the processors were a bottleneck");
+}
+
 /// The synthetic stream the router sees with `seed`: the generator's packets with the mix's
 /// protocol and port written in (one mix entry).
 fn router_stream(tr: &RouterTraffic, seed: u64) -> Vec<crate::models::dqs::Arrival> {
@@ -283,7 +365,7 @@ fn dqs_alone_is_the_dqs_model() {
 #[test]
 fn allocation_alone_is_the_everest_model() {
     let mut p = transparent(4, 2_000.0, Rate::gbps(1000));
-    p.processing.policy = Policy::Everest;
+    p.processing.policy = Allocation::Policy(Policy::Everest);
     p.processing.t_sw = Duration::from_micros(10);
     p.processing.delta = Duration::from_micros(10);
     let svc = |name: &str, proto: u8, cost: f64, d_us: u64| ServiceParams {
@@ -415,7 +497,7 @@ fn stress_params(
     p.blocks = blocks;
     p.ingress = IngressKind::Dqs { slots: 16, queues: dqs_queues, hash: HashKind::H3 { seed: 0 } };
     p.processing.scheduler = Scheduler::Fair(npqos_core::sched::fq::Discipline::Efq);
-    p.processing.policy = if guarantee0 == 0.0 { Policy::Static } else { Policy::Everest };
+    p.processing.policy = Allocation::Policy(if guarantee0 == 0.0 { Policy::Static } else { Policy::Everest });
     p.processing.late_drop = cost_us > 5.0;
     p.services[0].rule.protocols = vec![17];
     p.services[0].guarantee = guarantee0;
