@@ -213,6 +213,33 @@ fn shaping_alone_is_the_token_bucket() {
     assert!(run.get("shaper_reschedules").unwrap() > 100.0, "the shaper throttled");
 }
 
+/// Services tcp, udp and icmp (by protocol) like `base`, of constant costs (ns) and
+/// tolerances (us), each guaranteed a third of the processors.
+fn three_services(base: &ServiceParams, costs: [f64; 3], d_us: [u64; 3]) -> Vec<ServiceParams> {
+    [("tcp", 6), ("udp", 17), ("icmp", 1)]
+        .iter()
+        .enumerate()
+        .map(|(i, &(name, proto))| ServiceParams {
+            name: name.into(),
+            rule: Rule { protocols: vec![proto], ..Rule::default() },
+            cost_alpha_ns: costs[i],
+            tolerance: Duration::from_micros(d_us[i]),
+            guarantee: 1.0 / 3.0,
+            ..base.clone()
+        })
+        .collect()
+}
+
+/// Synthetic flows of [`three_services`]' protocols with these shares, 50 ms of arrivals.
+fn three_service_traffic(flows: u32, gap_us: u64, shares: [f64; 3]) -> RouterTraffic {
+    let mix = [(6, 443), (17, 53), (1, 0)]
+        .iter()
+        .zip(shares)
+        .map(|(&(protocol, port), share)| MixEntry { protocol, port, share })
+        .collect();
+    RouterTraffic::synthetic(flows, Duration::from_micros(gap_us), Duration::from_millis(50), mix)
+}
+
 /// Stage 4 under LAP alone: three services of constant cost on 3 processors, `policy =
 /// "lap"`, everything else transparent: every packet is dispatched when a stand-alone
 /// `LapScheduler` (the `predictive-fig10-12` scheduler) says, with the router's rules written
@@ -226,23 +253,8 @@ fn lap_alone_is_the_lap_scheduler() {
     let mut p = transparent(3, 2_000.0, Rate::gbps(1000));
     p.processing.policy = Allocation::Lap;
     p.processing.t_sw = Duration::from_nanos(1_500);
-    let svc = |name: &str, proto: u8, cost: f64| ServiceParams {
-        name: name.into(),
-        rule: Rule { protocols: vec![proto], ..Rule::default() },
-        cost_alpha_ns: cost,
-        ..p.services[0].clone()
-    };
-    p.services = vec![svc("tcp", 6, 2_000.0), svc("udp", 17, 1_000.0), svc("icmp", 1, 3_000.0)];
-    let tr = RouterTraffic::synthetic(
-        1_500,
-        Duration::from_micros(1_200),
-        Duration::from_millis(50),
-        vec![
-            MixEntry { protocol: 6, port: 443, share: 0.5 },
-            MixEntry { protocol: 17, port: 53, share: 0.3 },
-            MixEntry { protocol: 1, port: 0, share: 0.2 },
-        ],
-    );
+    p.services = three_services(&p.services[0], [2_000.0, 1_000.0, 3_000.0], [1_000_000; 3]);
+    let tr = three_service_traffic(1_500, 1_200, [0.5, 0.3, 0.2]);
     let (run, trace) = run_traced(&p, &tr, 6).unwrap();
     let cost = [2_000u64, 1_000, 3_000];
     let mut lap = LapScheduler::new(LapPolicy::Lap, 3, 3).unwrap();
@@ -368,25 +380,8 @@ fn allocation_alone_is_the_everest_model() {
     p.processing.policy = Allocation::Policy(Policy::Everest);
     p.processing.t_sw = Duration::from_micros(10);
     p.processing.delta = Duration::from_micros(10);
-    let svc = |name: &str, proto: u8, cost: f64, d_us: u64| ServiceParams {
-        name: name.into(),
-        rule: Rule { protocols: vec![proto], ..Rule::default() },
-        cost_alpha_ns: cost,
-        tolerance: Duration::from_micros(d_us),
-        guarantee: 1.0 / 3.0,
-        ..p.services[0].clone()
-    };
-    p.services = vec![svc("tcp", 6, 2_000.0, 60), svc("udp", 17, 1_000.0, 40), svc("icmp", 1, 4_000.0, 200)];
-    let tr = RouterTraffic::synthetic(
-        2_000,
-        Duration::from_micros(1_050),
-        Duration::from_millis(50),
-        vec![
-            MixEntry { protocol: 6, port: 443, share: 0.6 },
-            MixEntry { protocol: 17, port: 53, share: 0.3 },
-            MixEntry { protocol: 1, port: 0, share: 0.1 },
-        ],
-    );
+    p.services = three_services(&p.services[0], [2_000.0, 1_000.0, 4_000.0], [60, 40, 200]);
+    let tr = three_service_traffic(2_000, 1_050, [0.6, 0.3, 0.1]);
     let (run, trace) = run_traced(&p, &tr, 4).unwrap();
     let e = crate::models::everest::EverestParams {
         processors: 4,
