@@ -330,7 +330,9 @@ impl<'a> Sim<'a> {
             }),
             Allocation::Policy(_) => None,
         };
-        let within = match p.processing.scheduler {
+        // Under LAP the scheduler holds the packets (oldest first within a service).
+        let scheduler = if lap.is_some() { Scheduler::Fcfs } else { p.processing.scheduler };
+        let within = match scheduler {
             Scheduler::Fcfs => Within::Fifo(vec![VecDeque::new(); s_count]),
             Scheduler::Drr => {
                 let drr = Drr::new(nqi, p.quantum as u64).map_err(|e| cfg(e.to_string()))?;
@@ -822,6 +824,8 @@ impl Sim<'_> {
         let switches = self.lap.as_ref().map_or(a.switches, |l| l.cold);
         put("context_switches", switches as f64, "switches");
         let fq_bytes = match &self.within {
+            // LAP: per service its work, count and queue ends (32 B), per processor its cache.
+            Within::Fifo(_) if self.lap.is_some() => self.p.services.len() as u64 * 32 + self.current.len() as u64 * 4,
             Within::Fifo(_) => 0,
             // Per service and ingress queue a deficit and a flag (12 B), the ring's id (4 B).
             Within::Drr(d, _) => d.len() as u64 * self.nqi as u64 * 16,
