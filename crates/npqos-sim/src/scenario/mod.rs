@@ -150,7 +150,7 @@ pub const MODELS: &[(&str, &str)] = &[
     ),
     (
         "router",
-        "the five mechanisms in one pipeline: classification into services, dqs / per-flow / hashed ingress queues, processors allocated by an everest policy with EFQ / SFQ / WF2Q+ / FCFS within a service, a qcache queue memory, kim or periodic egress shaping, a DRR link; synthetic or trace traffic (docs/router.md)",
+        "the five mechanisms in one pipeline: classification into services, dqs / per-flow / hashed ingress queues, processors allocated by an everest policy or LAP with EFQ / SFQ / WF2Q+ / DRR / FCFS within a service, a qcache queue memory, kim or periodic egress shaping, a DRR link; synthetic or trace traffic (docs/router.md)",
     ),
 ];
 
