@@ -97,7 +97,8 @@ pub fn variant(p: &RouterParams, variant: &str) -> RouterParams {
         "qc->nc" => p.qmem.subsystem = Some(Subsystem::Nc),
         "event->periodic-1ms" => p.shaping.kind = ShaperKind::Periodic { period: Duration::from_millis(1) },
         "event->periodic-100us" => p.shaping.kind = ShaperKind::Periodic { period: Duration::from_micros(100) },
-        _ => {}
+        "full" => {}
+        other => unreachable!("variant {other:?} is not in VARIANTS"),
     }
     p
 }

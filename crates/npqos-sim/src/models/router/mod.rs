@@ -250,14 +250,3 @@ pub fn run(
 ) -> Result<RunResult, RouterError> {
     sim::run(p, traffic, seed, interrupt, progress)
 }
-
-/// Per-packet outcome, for the equivalence tests: (arrival ns, service, dispatch ns, done ns,
-/// delivered ns or None if dropped) in arrival order.
-#[cfg(test)]
-pub(crate) fn run_traced(
-    p: &RouterParams,
-    traffic: &RouterTraffic,
-    seed: u64,
-) -> Result<(RunResult, Vec<sim::Trace>), RouterError> {
-    sim::run_traced(p, traffic, seed)
-}

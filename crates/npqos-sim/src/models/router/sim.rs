@@ -79,7 +79,7 @@ struct Pkt {
     actual: f64,
 }
 
-/// One packet's fate, for the equivalence tests.
+/// One packet's fate, for the equivalence tests ([`run_traced`]), in arrival order.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) struct Trace {
     pub arrival: u64,

@@ -3,6 +3,7 @@
 //! stand-alone reference gives on the same packets.
 
 use super::scenario::{run_scenario, RouterSpec};
+use super::sim::run_traced;
 use super::*;
 use crate::scenario::testing::{assert_names, assert_round_trips, example, parse};
 use crate::scenario::Spec;
@@ -62,6 +63,7 @@ fn problems_name_their_keys() {
         ],
     );
     assert_names("model = \"router\"\nservices = 3\n", &["services"]);
+    assert_names("model = \"router\"\n[link]\nahead = 0\n", &["link.ahead"]);
     // One key swaps a stage: the other alternative's keys are ignored.
     let ex = example("router-synthetic");
     let swapped =
