@@ -38,7 +38,8 @@ enum Cmd {
         /// Override the scenario's seed
         #[arg(long)]
         seed: Option<u64>,
-        /// Worker threads for replications (results do not depend on it)
+        /// Worker threads: replications run in parallel, and a router run makes its arrivals on a
+        /// spare one (results do not depend on it)
         #[arg(long, default_value_t = 1)]
         threads: usize,
         /// No progress bar and no summary on stdout

@@ -48,6 +48,8 @@
 //!
 //! * [`cache`]: a set-associative cache model with a locked region (kim Tables VI-VII).
 //! * [`model`]: analytical models as sizing tools (kim's stochastic model, eqs 8-13).
+//! * [`hint`]: a software prefetch hint for callers that drive millions of queues (no
+//!   effect on results).
 
 pub mod alloc;
 pub mod cache;
@@ -56,6 +58,7 @@ pub mod error;
 pub mod flow;
 pub mod flowmap;
 mod fmt;
+pub mod hint;
 pub mod id;
 pub mod model;
 pub mod ord;

@@ -42,12 +42,14 @@ pub fn replication_seed(seed: u64, i: u32) -> u64 {
     seed.wrapping_add(i as u64)
 }
 
-/// Runs one replication of `sc` with `seed` on the model it names. Errors are bad input (exit
-/// 2: a trace, a configuration the mechanism refuses) or internal failures (exit 1).
+/// Runs one replication of `sc` with `seed` on the model it names, on up to `threads` threads
+/// (the router uses a second one for its arrivals; the other models use one). Errors are bad
+/// input (exit 2: a trace, a configuration the mechanism refuses) or internal failures (exit 1).
 fn run_one(
     sc: &Scenario,
     id: &str,
     seed: u64,
+    threads: usize,
     interrupt: &Arc<AtomicBool>,
     report: &mut dyn FnMut(npqos_core::Instant),
 ) -> Result<RunResult> {
@@ -68,7 +70,7 @@ fn run_one(
             qcache::scenario::QcacheRunError::Trace(t) => from_trace(t),
             other => bad(format!("{id}: {other}")),
         }),
-        "router" => router::scenario::run_scenario(sc, seed, flag, report).map_err(|e| match e {
+        "router" => router::scenario::run_scenario(sc, seed, threads, flag, report).map_err(|e| match e {
             router::RouterError::Trace(t) => from_trace(t),
             router::RouterError::Config(c) => bad(format!("{id}: {c}")),
             other => anyhow::Error::new(other),
@@ -92,8 +94,11 @@ pub fn execute(
     let slots: Mutex<Vec<Option<Result<RunResult>>>> = Mutex::new((0..n).map(|_| None).collect());
     let done_ns: Vec<AtomicU64> = (0..n).map(|_| AtomicU64::new(0)).collect();
     let total_ns = sc.duration.as_nanos() as f64 * n as f64;
+    let workers = threads.clamp(1, n);
+    // Threads left over when there are fewer replications than threads go to each one.
+    let per_run = (threads / workers).max(1);
     std::thread::scope(|s| {
-        for _ in 0..threads.clamp(1, n) {
+        for _ in 0..workers {
             s.spawn(|| loop {
                 let i = next.fetch_add(1, Ordering::Relaxed);
                 if i >= n || interrupt.load(Ordering::Relaxed) {
@@ -105,7 +110,7 @@ pub fn execute(
                     let sum: u64 = done_ns.iter().map(|a| a.load(Ordering::Relaxed)).sum();
                     progress.set(sum as f64 / total_ns);
                 };
-                let r = run_one(sc, id, seed, interrupt, &mut report);
+                let r = run_one(sc, id, seed, per_run, interrupt, &mut report);
                 slots.lock().expect("no worker panicked")[i] = Some(r);
             });
         }

@@ -204,6 +204,13 @@ impl EventShaper {
     pub fn is_disabled(&self, queue: QueueId) -> bool {
         self.disabled.get(queue.index()).copied().unwrap_or(false)
     }
+    /// A hint that `queue` is about to be sent on or checked: starts loading its bucket
+    /// ([`crate::hint::prefetch`]; no effect on results).
+    #[inline]
+    pub fn prefetch(&self, queue: QueueId) {
+        crate::hint::prefetch(&self.disabled, queue.index());
+        crate::hint::prefetch(&self.hot, queue.index());
+    }
     /// Current reschedule threshold of `queue` in bytes.
     pub fn alpha_bytes(&self, queue: QueueId) -> f64 {
         self.cold.get(queue.index()).map_or(0.0, |c| c.alpha as f64 / UNITS_PER_BYTE as f64)

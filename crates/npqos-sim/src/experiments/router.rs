@@ -137,7 +137,7 @@ pub fn ablation(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
             let (w, base) = &bases[b];
             let mut p = variant(&base.params, v);
             p.sample_every = base.sample_every;
-            let r = router::run(&p, &base.traffic, opts.seed, None, prog);
+            let r = router::run(&p, &base.traffic, opts.seed, 1, None, prog);
             (w.clone(), v.to_string(), r)
         },
         progress,

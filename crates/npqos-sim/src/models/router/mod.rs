@@ -16,6 +16,7 @@
 //!
 //! [`run`] drives them on the engine ([`sim`]) and checks conservation at the end.
 
+mod arrivals;
 mod output;
 pub mod scenario;
 mod sim;
@@ -53,6 +54,14 @@ pub struct ServiceParams {
     pub rate: Option<Rate>,
     /// The rate is per flow (one bucket per flow) rather than for the whole service.
     pub per_flow: bool,
+}
+
+impl ServiceParams {
+    /// The predicted processing time of a packet of `len` bytes, ns.
+    #[inline]
+    pub fn est_ns(&self, len: u32) -> f64 {
+        self.cost_alpha_ns + self.cost_beta_ns * len as f64
+    }
 }
 
 /// Processing (stage 4).
@@ -241,12 +250,15 @@ pub enum RouterError {
 }
 
 /// Runs the router on `traffic` with `seed`; `progress` gets the fraction of arrivals done.
+/// With `threads` of 2 or more, the arrivals (stages 1 and 2) are made on a second thread;
+/// the result is the same byte for byte.
 pub fn run(
     p: &RouterParams,
     traffic: &RouterTraffic,
     seed: u64,
+    threads: usize,
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(f64),
 ) -> Result<RunResult, RouterError> {
-    sim::run(p, traffic, seed, interrupt, progress)
+    sim::run(p, traffic, seed, threads, interrupt, progress)
 }

@@ -538,10 +538,12 @@ impl RouterSpec {
     }
 }
 
-/// Runs one replication of a `model = "router"` scenario with `seed`.
+/// Runs one replication of a `model = "router"` scenario with `seed` on `threads` threads
+/// (two or more: the arrivals are made on a second one; the result does not change).
 pub fn run_scenario(
     sc: &Scenario,
     seed: u64,
+    threads: usize,
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(Instant),
 ) -> Result<RunResult, super::RouterError> {
@@ -553,5 +555,5 @@ pub fn run_scenario(
     params.sample_every = sc.sample_every();
     let traffic = r.traffic(sc.duration)?;
     let end = sc.duration.as_nanos() as f64;
-    super::run(&params, &traffic, seed, interrupt, &mut |f| progress(Instant::from_nanos((f * end) as u64)))
+    super::run(&params, &traffic, seed, threads, interrupt, &mut |f| progress(Instant::from_nanos((f * end) as u64)))
 }

@@ -1,19 +1,19 @@
 //! The router on the engine. Events at one instant run in this order (engine classes):
-//! processor events (0), queue-memory completions (1), link events (2), periodic-fill
-//! re-enables (3), then the sources: the allocator's timer (4), the event shaper's wake-up (5),
-//! the next arrival (6); samples (7) last.
+//! processor events (0), queue-memory completions (1), transmission starts (2), periodic-fill
+//! re-enables (3), the allocator's timer (4), the event shaper's wake-up (5), the next arrival
+//! (6); samples (7) last. Transmission starts, the timer, the shaper's wake-up and arrivals are
+//! the model's sources (each already in time order), the rest queued events.
 
+use super::arrivals::{Arrival, Feed, Prep, UNCLASSIFIED};
 use super::output::Outcome;
 use super::stages::{Ingress, IngressDrop, Qmem};
 use super::{Allocation, Conformance, RouterError, RouterParams, RouterTraffic, Scheduler, ShaperKind};
 use crate::engine::{Engine, Model, RunLimits, StopReason};
 use crate::results::RunResult;
 use crate::results::Series;
-use crate::rng::{RngStreams, StreamRng};
-use crate::trace::corpus::Overlay;
+use crate::rng::RngStreams;
 use npqos_core::alloc::{Action, AllocConfig, Allocator, ServiceSpec};
 use npqos_core::classify::Classifier;
-use npqos_core::flow::FlowKey;
 use npqos_core::queues::timing::Op;
 use npqos_core::rate::Serializer;
 use npqos_core::sched::drr::Drr;
@@ -22,7 +22,7 @@ use npqos_core::sched::lap::{LapPacket, LapScheduler, Policy as LapPolicy};
 use npqos_core::shaper::{BucketParams, Decision, EventShaper, PeriodicShaper};
 use npqos_core::{AppId, CoreId, Duration, FlowId, Instant, ProcessorId, QueueId, ServiceId};
 use rand::Rng;
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -43,8 +43,6 @@ pub(super) enum Ev {
     Visible(u32),
     /// The packet's egress enqueue completed: it is in its output queue.
     EgressVisible(u32),
-    TxStart(u32),
-    Delivered(u32),
     /// A periodically filled queue's fill has come.
     Reenable(u32),
     Sample,
@@ -75,8 +73,23 @@ struct Pkt {
     done: u64,
     /// When its last bit leaves the link.
     left: u64,
-    est: f64,
     actual: f64,
+    /// The next packet of its egress FIFO ([`Fifo`]); NIL: none.
+    next: u32,
+}
+
+/// No packet.
+const NIL: u32 = u32::MAX;
+
+/// An egress queue's FIFO: its first and last packets, linked by `Pkt::next`.
+#[derive(Clone, Copy, Debug)]
+struct Fifo {
+    head: u32,
+    tail: u32,
+}
+
+impl Fifo {
+    const EMPTY: Fifo = Fifo { head: NIL, tail: NIL };
 }
 
 /// One packet's fate, for the equivalence tests ([`run_traced`]), in arrival order.
@@ -116,53 +129,13 @@ enum Shaper {
     Periodic(PeriodicShaper),
 }
 
-/// The packet stream: (time ns, length, flow key).
-enum Stream<'a> {
-    Synthetic(Box<crate::models::dqs::FlowGen>, &'a [super::MixEntry]),
-    Corpus(Overlay<'a>),
-}
-
-impl Iterator for Stream<'_> {
-    type Item = (u64, u32, FlowKey);
-    fn next(&mut self) -> Option<Self::Item> {
-        match self {
-            Stream::Synthetic(g, mix) => {
-                let a = g.next()?;
-                let mut k = a.flow;
-                if let Some(m) = pick(mix, &k) {
-                    k.proto = m.protocol;
-                    k.dst_port = m.port;
-                }
-                Some((a.ts, a.len, k))
-            }
-            Stream::Corpus(o) => o.next().map(|c| (c.ts, c.len, c.flow)),
-        }
-    }
-}
-
-/// The mix entry of a synthetic flow: a hash of its source (unique per flow) against the
-/// cumulative shares, so every packet of the flow gets the same one.
-fn pick<'m>(mix: &'m [super::MixEntry], k: &FlowKey) -> Option<&'m super::MixEntry> {
-    let mut x = u64::from_le_bytes(k.src[8..16].try_into().expect("8 bytes")) ^ ((k.src_port as u64) << 48);
-    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    x ^= x >> 31;
-    let total: f64 = mix.iter().map(|m| m.share).sum();
-    let u = (x >> 11) as f64 / (1u64 << 53) as f64 * total;
-    let mut acc = 0.0;
-    mix.iter()
-        .find(|m| {
-            acc += m.share;
-            u < acc
-        })
-        .or(mix.last())
-}
-
 struct Sim<'a> {
     p: &'a RouterParams,
-    stream: std::iter::Peekable<Stream<'a>>,
+    /// Stages 1 and 2: the classified arrivals, made inline or on a helper thread.
+    feed: Feed<'a>,
     end: u64,
-    classifier: Classifier,
+    /// The end of the run: the end of arrivals plus the drain.
+    until: u64,
     ingress: Ingress,
     qmem: Qmem,
     /// Ingress queues (the queue memory's egress ids start here).
@@ -173,25 +146,28 @@ struct Sim<'a> {
     within: Within,
     current: Vec<u32>,
     actions: Vec<Action>,
-    cost_rng: StreamRng,
     shaper: Shaper,
     shaper_wake: Option<Instant>,
     wake_buf: Vec<QueueId>,
-    /// Per egress queue: shaped, its FIFO.
+    /// Whether each service's own output queue is shaped; every per-flow bucket (the queues
+    /// after them) is shaped unless `shaper = "none"` ([`Sim::shaped`]).
     shaped: Vec<bool>,
-    fifo: Vec<VecDeque<u32>>,
-    /// First egress queue of each service.
-    eq_base: Vec<u32>,
-    /// Per-flow buckets: each flow's first-seen index while the table has room
-    /// (`shaping.flow_queues` flows); later flows by `flow_hash`, sharing buckets.
-    flows: HashMap<FlowKey, u32>,
-    flow_hash: npqos_core::flowmap::SlotHash,
+    flow_queues_shaped: bool,
+    /// Per egress queue its FIFO, a list through the packets' `next` ([`Fifo`]): 8 B per
+    /// queue and no allocation per queue, so a packet's enqueue touches one line of it.
+    fifo: Vec<Fifo>,
+    /// Packets in the egress FIFOs.
+    egress_backlog: u64,
+    /// Packets whose flow found the per-flow bucket table full (`Arrival::shared`).
     flow_queue_shared: u64,
     egress_bytes: u64,
     drr: Drr,
     link: Serializer,
-    /// Packets picked for the link whose transmission has not started.
-    link_pending: u32,
+    /// Packets picked for the link whose transmission has not started, with their start
+    /// times: a source, since the link starts packets in the order it picks them, each after
+    /// the previous one's last bit (strictly increasing times). Their delivery, when the last
+    /// bit leaves, is counted at the start: nothing after it depends on the packet.
+    tx: VecDeque<(u64, u32)>,
     pkts: Vec<Pkt>,
     free: Vec<u32>,
     // Measurements.
@@ -264,7 +240,7 @@ impl<'a> Sim<'a> {
         }
         let nqe = next as usize;
         let mut buckets = Vec::with_capacity(nqe);
-        let mut shaped = Vec::with_capacity(nqe);
+        let mut shaped = Vec::with_capacity(s_count);
         for q in 0..nqe {
             let s = if q < s_count {
                 q
@@ -272,7 +248,9 @@ impl<'a> Sim<'a> {
                 eq_base.iter().rposition(|&b| b != 0 && b as usize <= q).expect("a flow queue has its service")
             };
             let rate = p.services[s].rate.filter(|_| !matches!(p.shaping.kind, ShaperKind::None));
-            shaped.push(rate.is_some() && (q >= s_count || !p.services[s].per_flow));
+            if q < s_count {
+                shaped.push(rate.is_some() && !p.services[s].per_flow);
+            }
             let alpha = match p.shaping.kind {
                 ShaperKind::Event { alpha_bytes, .. } => alpha_bytes.min(p.shaping.cap_bytes),
                 _ => 0,
@@ -345,15 +323,7 @@ impl<'a> Sim<'a> {
             }
         };
         let qmem = Qmem::new(p.qmem, nqi + nqe as u32).map_err(cfg)?;
-        let stream = match traffic {
-            RouterTraffic::Synthetic { flows, mix } => {
-                Stream::Synthetic(Box::new(flows.generator(streams.stream("router.flows", 0))), mix.as_slice())
-            }
-            RouterTraffic::Corpus { corpus, copies, time_scale } => {
-                let mut rng = streams.stream("router.overlay", 0);
-                Stream::Corpus(corpus.overlay(*copies, *time_scale, &mut rng))
-            }
-        };
+        let feed = Feed::new(Prep::new(p, traffic, &streams, classifier, eq_base));
         let hist = || {
             std::array::from_fn(|_| {
                 hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds")
@@ -362,9 +332,9 @@ impl<'a> Sim<'a> {
         let expected = (traffic.mean_rate_bps() / 8.0 / mean_len.max(1.0) * p.duration.as_secs_f64()) as u64;
         Ok(Sim {
             p,
-            stream: stream.peekable(),
+            feed,
             end: p.duration.as_nanos(),
-            classifier,
+            until: p.duration.as_nanos().saturating_add(p.drain.as_nanos()),
             ingress,
             qmem,
             nqi,
@@ -373,23 +343,18 @@ impl<'a> Sim<'a> {
             within,
             current: vec![u32::MAX; p.processing.processors as usize],
             actions: Vec::new(),
-            cost_rng: streams.stream("router.cost", 0),
             shaper,
             shaper_wake: None,
             wake_buf: Vec::new(),
             shaped,
-            fifo: vec![VecDeque::new(); nqe],
-            eq_base,
-            flows: HashMap::new(),
-            flow_hash: npqos_core::flowmap::SlotHash::new(
-                npqos_core::flowmap::HashKind::Fast { seed: streams.stream("router.flow-hash", 0).random() },
-                p.shaping.flow_queues.max(1),
-            ),
+            flow_queues_shaped: !matches!(p.shaping.kind, ShaperKind::None),
+            fifo: vec![Fifo::EMPTY; nqe],
+            egress_backlog: 0,
             flow_queue_shared: 0,
             egress_bytes: 0,
             drr: Drr::new(nqe as u32, p.quantum as u64).map_err(|e| cfg(e.to_string()))?,
             link: Serializer::new(p.link_rate),
-            link_pending: 0,
+            tx: VecDeque::new(),
             pkts: Vec::new(),
             free: Vec::new(),
             offered: vec![0; s_count],
@@ -440,12 +405,13 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn arrival(&mut self, now: u64, len: u32, key: FlowKey, engine: &mut Engine<Ev>) {
+    fn arrival(&mut self, a: Arrival, engine: &mut Engine<Ev>) {
+        let (now, len) = (a.t, a.len);
         self.arrivals += 1;
         if self.arrivals.is_multiple_of(self.progress_every) {
             (self.progress)((now as f64 / self.end.max(1) as f64).min(1.0));
         }
-        let Some(s) = self.classifier.classify(&key).map(|s| s.index()) else {
+        if a.service == UNCLASSIFIED {
             if let Some(t) = &mut self.trace {
                 t.push(Trace {
                     arrival: now,
@@ -459,29 +425,13 @@ impl<'a> Sim<'a> {
                 });
             }
             return self.drop_pkt(None, None, D_UNCLASSIFIED);
-        };
+        }
+        let s = a.service as usize;
         self.offered[s] += 1;
-        let svc = &self.p.services[s];
-        let est = svc.cost_alpha_ns + svc.cost_beta_ns * len as f64;
-        let u: f64 = self.cost_rng.random();
-        let actual = (est * (1.0 + svc.variation * (2.0 * u - 1.0))).max(0.0);
-        let eq = if self.eq_base[s] != 0 {
-            let fq = self.p.shaping.flow_queues;
-            let n = self.flows.len() as u32;
-            let f = match self.flows.get(&key) {
-                Some(&f) => f,
-                None if n < fq => *self.flows.entry(key).or_insert(n),
-                None => {
-                    self.flow_queue_shared += 1;
-                    self.flow_hash.slot(&key)
-                }
-            };
-            self.eq_base[s] + f % fq
-        } else {
-            s as u32
-        };
-        let iq = self.ingress.enqueue(&key, s, len);
-        let pkt = Pkt { arrival: now, len, service: s as u16, eq, est, actual, ..Default::default() };
+        self.flow_queue_shared += a.shared as u64;
+        let (eq, actual) = (a.eq, a.actual);
+        let iq = self.ingress.enqueue(&a.key, s, len);
+        let pkt = Pkt { arrival: now, len, service: s as u16, eq, actual, next: NIL, ..Default::default() };
         let id = self.new_pkt(pkt);
         if let Some(t) = &mut self.trace {
             if self.trace_of.len() <= id as usize {
@@ -521,7 +471,8 @@ impl<'a> Sim<'a> {
         let s = pk.service as usize;
         if let Some(l) = &mut self.lap {
             l.seq += 1;
-            let x = LapPacket { id: (l.seq << 32) | id as u64, app: AppId(s as u32), est: pk.est };
+            let est = self.p.services[s].est_ns(pk.len);
+            let x = LapPacket { id: (l.seq << 32) | id as u64, app: AppId(s as u32), est };
             if let Err(e) = l.sched.enqueue(x) {
                 return self.fail(now, "processing (lap)", e, engine);
             }
@@ -543,7 +494,9 @@ impl<'a> Sim<'a> {
                 }
             }
             Within::Fair(f) => {
-                if let Err(e) = f[s].enqueue(Instant::from_nanos(now), fq_packet(id, &pk)) {
+                if let Err(e) =
+                    f[s].enqueue(Instant::from_nanos(now), fq_packet(id, &pk, self.p.services[s].est_ns(pk.len)))
+                {
                     return self.fail(now, "processing (fair queue)", e, engine);
                 }
             }
@@ -602,6 +555,9 @@ impl<'a> Sim<'a> {
         let t0 = self.qmem.op(now, iq, Op::Dequeue);
         self.current[proc as usize] = id;
         engine.schedule_class(Instant::from_nanos(t0 + actual.ceil() as u64 + extra_ns), C_PROC, Ev::ProcDone(proc));
+        // Its output queue's state is needed when it is done: start loading it now.
+        let eq = self.pkts[id as usize].eq;
+        self.prefetch_egress(eq);
     }
 
     /// LAP: free processor `p` takes the packet LAP picks, paying t_sw on a cold cache; it
@@ -627,7 +583,7 @@ impl<'a> Sim<'a> {
         self.pkts[id as usize].done = now;
         let s = pk.service as usize;
         if let (None, Within::Fair(f)) = (&self.lap, &mut self.within) {
-            if let Err(e) = f[s].completed(&fq_packet(id, &pk)) {
+            if let Err(e) = f[s].completed(&fq_packet(id, &pk, self.p.services[s].est_ns(pk.len))) {
                 return self.fail(now, "processing (fair queue)", e, engine);
             }
         }
@@ -657,7 +613,7 @@ impl<'a> Sim<'a> {
         if late && self.p.processing.late_drop {
             return self.drop_pkt(Some(id), Some(s), D_LATE);
         }
-        if self.shaped[pk.eq as usize]
+        if self.shaped(pk.eq)
             && self.p.shaping.conformance == Conformance::WaitForTokens
             && pk.len as u64 > self.p.shaping.cap_bytes
         {
@@ -679,9 +635,37 @@ impl<'a> Sim<'a> {
         }
     }
 
+    fn shaped(&self, q: u32) -> bool {
+        match self.shaped.get(q as usize) {
+            Some(&s) => s,
+            None => self.flow_queues_shaped,
+        }
+    }
+
+    fn fifo_push(&mut self, q: u32, id: u32) {
+        self.pkts[id as usize].next = NIL;
+        let f = &mut self.fifo[q as usize];
+        if f.head == NIL {
+            f.head = id;
+        } else {
+            self.pkts[f.tail as usize].next = id;
+        }
+        f.tail = id;
+        self.egress_backlog += 1;
+    }
+
+    fn fifo_pop(&mut self, q: u32) {
+        let f = &mut self.fifo[q as usize];
+        f.head = self.pkts[f.head as usize].next;
+        if f.head == NIL {
+            f.tail = NIL;
+        }
+        self.egress_backlog -= 1;
+    }
+
     fn egress_visible(&mut self, now: u64, id: u32, engine: &mut Engine<Ev>) {
         let q = self.pkts[id as usize].eq;
-        self.fifo[q as usize].push_back(id);
+        self.fifo_push(q, id);
         if !self.disabled(q) {
             let _ = self.drr.enqueued(QueueId(q));
         }
@@ -694,15 +678,23 @@ impl<'a> Sim<'a> {
     fn link_try(&mut self, now: u64, engine: &mut Engine<Ev>) {
         let nowi = Instant::from_nanos(now);
         loop {
-            if self.link_pending >= self.p.link_ahead {
+            if self.tx.len() as u32 >= self.p.link_ahead {
                 return;
             }
             let (pkts, fifo) = (&self.pkts, &self.fifo);
-            let Some(q) = self.drr.select(|q| pkts[fifo[q.index()][0] as usize].len as u64) else { return };
-            let id = self.fifo[q.index()][0];
+            let Some(q) = self.drr.select(|q| pkts[fifo[q.index()].head as usize].len as u64) else { return };
+            let id = self.fifo[q.index()].head;
+            // The next queues of the round: start loading their state (the queue after next)
+            // and their head packet (next, whose FIFO was loaded one pick ago).
+            if let Some(q2) = self.drr.upcoming(2) {
+                self.prefetch_egress(q2.0);
+            }
+            if let Some(q1) = self.drr.upcoming(1) {
+                npqos_core::hint::prefetch(&self.pkts, self.fifo[q1.index()].head as usize);
+            }
             let pk = self.pkts[id as usize];
             let mut leave = false;
-            if self.shaped[q.index()] {
+            if self.shaped(q.0) {
                 let core = CoreId(pk.core as u32);
                 let wait = self.p.shaping.conformance == Conformance::WaitForTokens;
                 let d = match &mut self.shaper {
@@ -731,16 +723,27 @@ impl<'a> Sim<'a> {
                 }
                 // An eligible send leaves the heaps as they were: the wake-up time stands.
             }
-            self.fifo[q.index()].pop_front();
-            let empty = self.fifo[q.index()].is_empty();
+            self.fifo_pop(q.0);
+            let empty = self.fifo[q.index()].head == NIL;
             let _ = self.drr.dequeued(q, empty || leave);
             // Offered to the link when its descriptor is dequeued; it starts when the link is
             // free (the serializer places finish times from the busy period's cumulative bits).
             let t = self.qmem.op(now, self.nqi + q.0, Op::Dequeue);
             let start = t.max(self.link.free_at().as_nanos());
             self.pkts[id as usize].left = self.link.send(Instant::from_nanos(t), pk.len as u64).as_nanos();
-            self.link_pending += 1;
-            engine.schedule_class(Instant::from_nanos(start), C_LINK, Ev::TxStart(id));
+            debug_assert!(self.tx.back().is_none_or(|&(b, _)| b < start), "starts increase");
+            self.tx.push_back((start, id));
+        }
+    }
+
+    /// A hint: output queue `q`'s FIFO, bucket, DRR word and descriptor are needed soon.
+    #[inline]
+    fn prefetch_egress(&self, q: u32) {
+        npqos_core::hint::prefetch(&self.fifo, q as usize);
+        self.drr.prefetch(QueueId(q));
+        self.qmem.prefetch(self.nqi + q);
+        if let Shaper::Event(e) = &self.shaper {
+            e.prefetch(QueueId(q));
         }
     }
 
@@ -752,26 +755,31 @@ impl<'a> Sim<'a> {
     }
 
     fn reenabled(&mut self, q: QueueId) {
-        if !self.fifo[q.index()].is_empty() {
+        if self.fifo[q.index()].head != NIL {
             let _ = self.drr.enqueued(q);
         }
     }
 
     fn tx_start(&mut self, now: u64, id: u32, engine: &mut Engine<Ev>) {
-        self.link_pending -= 1;
         let pk = self.pkts[id as usize];
         self.egress_bytes -= pk.len as u64;
         self.hist[pk.service as usize][2].saturating_record((now - pk.done).max(1));
-        engine.schedule_class(Instant::from_nanos(pk.left), C_LINK, Ev::Delivered(id));
+        // Delivered when its last bit leaves, if that is within the run; otherwise it stays
+        // in flight. (An interrupted run counts the packet on the wire as delivered.)
+        if pk.left <= self.until {
+            self.delivered(pk.left, id);
+        }
         self.link_try(now, engine);
     }
 
-    fn delivered(&mut self, now: u64, id: u32) {
+    /// Packet `id`'s last bit leaves the link at `at`.
+    fn delivered(&mut self, at: u64, id: u32) {
+        let now = at;
         let pk = self.pkts[id as usize];
         let s = pk.service as usize;
         self.delivered[s] += 1;
         self.delivered_bytes += pk.len as u64;
-        self.last_delivery = now;
+        self.last_delivery = self.last_delivery.max(now);
         self.hist[s][3].saturating_record((now - pk.arrival).max(1));
         if let Some(t) = &mut self.trace {
             t[self.trace_of[id as usize] as usize].delivered = Some(now);
@@ -800,7 +808,7 @@ impl<'a> Sim<'a> {
         }
         sm.heap_total.push(total as f64);
         sm.heap_max_core = sm.heap_max_core.max(max);
-        sm.egress_backlog.push(self.fifo.iter().map(|f| f.len()).sum::<usize>() as f64);
+        sm.egress_backlog.push(self.egress_backlog as f64);
         let next = now + self.p.sample_every.as_nanos();
         if next <= self.end + self.p.drain.as_nanos() {
             engine.schedule_class(Instant::from_nanos(next), C_SAMPLE, Ev::Sample);
@@ -903,12 +911,12 @@ impl Sim<'_> {
     }
 }
 
-fn fq_packet(id: u32, pk: &Pkt) -> FqPacket {
+fn fq_packet(id: u32, pk: &Pkt, est: f64) -> FqPacket {
     FqPacket {
         id: id as u64,
         flow: FlowId(pk.iq),
         app: AppId(pk.service as u32),
-        est_ns: pk.est,
+        est_ns: est,
         actual_ns: pk.actual,
         arrival: Instant::from_nanos(pk.arrival),
     }
@@ -926,8 +934,6 @@ impl Model for Sim<'_> {
             },
             Ev::Visible(id) => self.visible(now, id, engine),
             Ev::EgressVisible(id) => self.egress_visible(now, id, engine),
-            Ev::TxStart(id) => self.tx_start(now, id, engine),
-            Ev::Delivered(id) => self.delivered(now, id),
             Ev::Reenable(q) => {
                 if let Shaper::Periodic(p) = &mut self.shaper {
                     match p.poll_queue(QueueId(q), engine.now()) {
@@ -945,18 +951,27 @@ impl Model for Sim<'_> {
     }
 
     fn next_source(&mut self) -> Option<(Instant, u8)> {
-        let timer = self.alloc.next_wakeup().map(|t| (t, C_TIMER));
-        let shaper = self.shaper_wake.map(|t| (t, C_SHAPER));
-        let arrival = match self.stream.peek() {
-            Some(&(t, _, _)) if t < self.end => Some((Instant::from_nanos(t), C_ARRIVAL)),
-            _ => None,
-        };
-        [timer, shaper, arrival].into_iter().flatten().min()
+        // The earliest of the three; at one instant, the lower class (u8::MAX: none).
+        let mut best = self.feed.peek().map_or((u64::MAX, u8::MAX), |a| (a.t, C_ARRIVAL));
+        if let Some(&(t, _)) = self.tx.front() {
+            best = best.min((t, C_LINK));
+        }
+        if let Some(t) = self.shaper_wake {
+            best = best.min((t.as_nanos(), C_SHAPER));
+        }
+        if let Some(t) = self.alloc.next_wakeup() {
+            best = best.min((t.as_nanos(), C_TIMER));
+        }
+        (best.1 != u8::MAX).then(|| (Instant::from_nanos(best.0), best.1))
     }
 
     fn source(&mut self, engine: &mut Engine<Ev>) {
         let now = engine.now();
         let at = |x: Option<Instant>| x.is_some_and(|t| t <= now);
+        if let Some(&(t, id)) = self.tx.front().filter(|x| x.0 <= now.as_nanos()) {
+            self.tx.pop_front();
+            return self.tx_start(t, id, engine);
+        }
         if at(self.alloc.next_wakeup()) {
             if let Err(e) = self.alloc.timer(now, &mut self.actions) {
                 return self.fail(now.as_nanos(), "processing (allocator)", e, engine);
@@ -977,9 +992,9 @@ impl Model for Sim<'_> {
             self.shaper_wake = self.shaper_next();
             return self.link_try(now.as_nanos(), engine);
         }
-        let (t, len, key) = self.stream.next().expect("next_source announced an arrival");
-        debug_assert_eq!(t, now.as_nanos());
-        self.arrival(t, len, key, engine);
+        let a = self.feed.next().expect("next_source announced an arrival");
+        debug_assert_eq!(a.t, now.as_nanos());
+        self.arrival(a, engine);
     }
 }
 
@@ -987,11 +1002,22 @@ pub(super) fn run(
     p: &RouterParams,
     traffic: &RouterTraffic,
     seed: u64,
+    threads: usize,
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(f64),
 ) -> Result<RunResult, RouterError> {
     let mut sim = Sim::new(p, traffic, seed, false, progress)?;
-    let (stop, events, end) = drive(&mut sim, interrupt);
+    let (stop, events, end) = if threads >= 2 {
+        std::thread::scope(|s| {
+            sim.feed.spawn(s);
+            let r = drive(&mut sim, interrupt);
+            // Dropping the receiver stops the helper if the run ended before the stream.
+            sim.feed = Feed::Moved;
+            r
+        })
+    } else {
+        drive(&mut sim, interrupt)
+    };
     super::output::finish(sim.into_outcome(events, end), stop)
 }
 
@@ -1018,7 +1044,11 @@ fn drive(sim: &mut Sim<'_>, interrupt: Option<Arc<AtomicBool>>) -> (StopReason, 
     if !sim.p.sample_every.is_zero() {
         engine.schedule_class(Instant::from_nanos(sim.p.sample_every.as_nanos()), C_SAMPLE, Ev::Sample);
     }
-    let until = Instant::from_nanos(sim.end.saturating_add(sim.p.drain.as_nanos()));
-    let stop = engine.run(sim, RunLimits::until(until), &mut |_| {});
-    (stop, engine.executed(), engine.now().as_nanos())
+    let stop = engine.run(sim, RunLimits::until(Instant::from_nanos(sim.until)), &mut |_| {});
+    // A run that drains ends when its last packet left the link (not an event of its own).
+    let end = match stop {
+        StopReason::Drained => engine.now().as_nanos().max(sim.last_delivery),
+        _ => engine.now().as_nanos(),
+    };
+    (stop, engine.executed(), end)
 }

@@ -303,6 +303,9 @@ pub struct Qmem {
     mem_free: f64,
     /// (latency, hold) ns, by [op][hit].
     cost: [[(u64, u64); 2]; 2],
+    /// (interconnect transactions, memory references), by [op][hit][writeback]: `traffic`
+    /// walks the operation's program, so it is computed once here rather than per operation.
+    refs: [[[(u32, u32); 2]; 2]; 2],
     pub counters: QmemCounters,
 }
 
@@ -325,17 +328,21 @@ impl Qmem {
             _ => QmemCache::None,
         };
         let mut cost = [[(0, 0); 2]; 2];
+        let mut refs = [[[(0, 0); 2]; 2]; 2];
         if let Some(sub) = p.subsystem {
             for (i, op) in [Op::Enqueue, Op::Dequeue].into_iter().enumerate() {
                 for (j, hit) in [false, true].into_iter().enumerate() {
                     let lat = p.timing.latency_ns(sub, op, hit).ceil() as u64;
                     let hold = serial_ns(&p.timing, sub, op, hit).ceil() as u64;
                     cost[i][j] = (lat, hold);
+                    for (k, writeback) in [false, true].into_iter().enumerate() {
+                        refs[i][j][k] = traffic(sub, op, hit, writeback);
+                    }
                 }
             }
         }
         let n = if p.subsystem.is_some() { queues as usize } else { 0 };
-        Ok(Qmem { p, cache, queue_free: vec![0; n], mem_free: 0.0, cost, counters: QmemCounters::default() })
+        Ok(Qmem { p, cache, queue_free: vec![0; n], mem_free: 0.0, cost, refs, counters: QmemCounters::default() })
     }
 
     pub fn is_ideal(&self) -> bool {
@@ -344,7 +351,9 @@ impl Qmem {
 
     /// An operation on queue `q` issued at `now_ns`; returns when it completes.
     pub fn op(&mut self, now_ns: u64, q: u32, op: Op) -> u64 {
-        let Some(sub) = self.p.subsystem else { return now_ns };
+        if self.p.subsystem.is_none() {
+            return now_ns;
+        }
         self.counters.ops += 1;
         let (hit, writeback) = match &mut self.cache {
             QmemCache::None => (false, false),
@@ -359,10 +368,11 @@ impl Qmem {
             }
         };
         self.counters.hits += hit as u64;
-        let (ic, refs) = traffic(sub, op, hit, writeback);
+        let o = (op == Op::Dequeue) as usize;
+        let (ic, refs) = self.refs[o][hit as usize][writeback as usize];
         self.counters.interconnect += ic as u64;
         self.counters.memory_refs += refs as u64;
-        let (lat, hold) = self.cost[(op == Op::Dequeue) as usize][hit as usize];
+        let (lat, hold) = self.cost[o][hit as usize];
         // The port serves references in issue order; the queue's hold applies on its own (an
         // operation waiting for a busy queue does not hold up the port for other queues).
         let port = (now_ns as f64).max(self.mem_free);
@@ -371,6 +381,15 @@ impl Qmem {
         self.counters.wait_ns += begin - now_ns;
         self.queue_free[q as usize] = begin + hold;
         begin + lat
+    }
+
+    /// A hint that queue `q` is about to be operated on: starts loading its state.
+    #[inline]
+    pub fn prefetch(&self, q: u32) {
+        npqos_core::hint::prefetch(&self.queue_free, q as usize);
+        if let QmemCache::Entry(c) = &self.cache {
+            c.prefetch(QueueId(q));
+        }
     }
 
     /// Descriptor state: 8 B per queue off chip, and the on-chip cache (8 B per entry or line).

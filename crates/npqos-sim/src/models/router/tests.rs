@@ -548,7 +548,8 @@ proptest! {
             MixEntry { protocol: 17, port: 53, share: 0.5 },
             MixEntry { protocol: 6, port: 80, share: 0.5 },
         ]);
-        let r = run(&p, &tr, seed, None, &mut |_| {}).unwrap();
+        // Odd seeds make the arrivals on a second thread.
+        let r = run(&p, &tr, seed, 1 + (seed % 2) as usize, None, &mut |_| {}).unwrap();
         let RouterTraffic::Synthetic { flows, .. } = &tr else { unreachable!() };
         let n = flows.generator(crate::rng::RngStreams::new(seed).stream("router.flows", 0)).count() as f64;
         let g = |k: &str| r.get(k).unwrap();
@@ -572,7 +573,7 @@ fn stress_reaches_the_drop_reasons() {
             p.duration,
             vec![MixEntry { protocol: 17, port: 53, share: 0.5 }, MixEntry { protocol: 6, port: 80, share: 0.5 }],
         );
-        run(&p, &tr, 1, None, &mut |_| {}).unwrap()
+        run(&p, &tr, 1, 1, None, &mut |_| {}).unwrap()
     };
     let positive = |r: &RunResult, k: &str| assert!(r.get(k).unwrap() > 0.0, "{k}: {:?}", r.scalars);
     // Static with G = 0: 'all' never gets a processor; its packets stay, fill the 40 blocks and
@@ -591,14 +592,25 @@ fn stress_reaches_the_drop_reasons() {
     positive(&go(p), "dropped_egress_buffer_full");
 }
 
-/// Same seed, same result; another seed, another.
+/// Same seed, same result, on one thread or with the arrivals made on a second; another
+/// seed, another result.
 #[test]
 fn runs_are_deterministic() {
     let sc = parse(&example("router-synthetic").replace("duration = \"500ms\"", "duration = \"50ms\"")).unwrap();
-    let a = run_scenario(&sc, 1, None, &mut |_| {}).unwrap();
-    let b = run_scenario(&sc, 1, None, &mut |_| {}).unwrap();
-    let c = run_scenario(&sc, 2, None, &mut |_| {}).unwrap();
+    let a = run_scenario(&sc, 1, 1, None, &mut |_| {}).unwrap();
+    let b = run_scenario(&sc, 1, 2, None, &mut |_| {}).unwrap();
+    let c = run_scenario(&sc, 2, 1, None, &mut |_| {}).unwrap();
     assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
     assert_ne!(a.get("e2e_p99"), c.get("e2e_p99"));
     assert!(a.get("delivered_packets").unwrap() > 40_000.0);
+}
+
+/// A two-thread run stopped at once (Ctrl-C before the first event) returns: the helper
+/// thread making arrivals ends when the pipeline stops taking them.
+#[test]
+fn an_interrupted_two_thread_run_returns() {
+    let sc = parse(&example("router-synthetic")).unwrap();
+    let flag = Arc::new(AtomicBool::new(true));
+    let r = run_scenario(&sc, 1, 2, Some(flag), &mut |_| {}).unwrap();
+    assert!(r.get("offered_packets").unwrap() < 1_000.0);
 }

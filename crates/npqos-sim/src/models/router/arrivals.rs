@@ -1,0 +1,253 @@
+//! Stages 1 and 2 and the per-flow bucket choice: the packet stream, classified, with its
+//! processing cost drawn and its output queue chosen. None of this depends on the state of
+//! the pipeline behind it, only on the stream, so it can run ahead on a second thread
+//! ([`Feed::spawn`]): the pipeline sees the same arrivals, in the same order, with the same
+//! draws, whether they were made inline or on the helper thread, so results are byte-identical
+//! for any `--threads`.
+
+use super::{MixEntry, RouterParams, RouterTraffic};
+use crate::rng::{RngStreams, StreamRng};
+use crate::trace::corpus::Overlay;
+use npqos_core::classify::Classifier;
+use npqos_core::flow::FlowKey;
+use npqos_core::flowmap::{HashKind, SlotHash};
+use rand::Rng;
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+
+/// No service matched the packet.
+pub(super) const UNCLASSIFIED: u32 = u32::MAX;
+
+/// One packet as it reaches ingress queueing.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Arrival {
+    pub t: u64,
+    pub len: u32,
+    /// Its service, or [`UNCLASSIFIED`].
+    pub service: u32,
+    /// Its output queue (0 when unclassified).
+    pub eq: u32,
+    /// Its flow arrived when the per-flow table was full: its bucket was chosen by hash and
+    /// may be shared.
+    pub shared: bool,
+    /// Actual processing time, ns (the predicted one is the service's `est_ns(len)`).
+    pub actual: f64,
+    pub key: FlowKey,
+}
+
+/// The packet stream: (time ns, length, flow key).
+enum Stream<'a> {
+    Synthetic(Box<crate::models::dqs::FlowGen>, &'a [MixEntry]),
+    Corpus(Overlay<'a>),
+}
+
+impl Iterator for Stream<'_> {
+    type Item = (u64, u32, FlowKey);
+    fn next(&mut self) -> Option<Self::Item> {
+        match self {
+            Stream::Synthetic(g, mix) => {
+                let a = g.next()?;
+                let mut k = a.flow;
+                if let Some(m) = pick(mix, &k) {
+                    k.proto = m.protocol;
+                    k.dst_port = m.port;
+                }
+                Some((a.ts, a.len, k))
+            }
+            Stream::Corpus(o) => o.next().map(|c| (c.ts, c.len, c.flow)),
+        }
+    }
+}
+
+/// The mix entry of a synthetic flow: a hash of its source (unique per flow) against the
+/// cumulative shares, so every packet of the flow gets the same one.
+fn pick<'m>(mix: &'m [MixEntry], k: &FlowKey) -> Option<&'m MixEntry> {
+    let mut x = u64::from_le_bytes(k.src[8..16].try_into().expect("8 bytes")) ^ ((k.src_port as u64) << 48);
+    x = (x ^ (x >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    x = (x ^ (x >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    x ^= x >> 31;
+    let total: f64 = mix.iter().map(|m| m.share).sum();
+    let u = (x >> 11) as f64 / (1u64 << 53) as f64 * total;
+    let mut acc = 0.0;
+    mix.iter()
+        .find(|m| {
+            acc += m.share;
+            u < acc
+        })
+        .or(mix.last())
+}
+
+/// Makes [`Arrival`]s from the stream until the end of the offered traffic.
+pub(super) struct Prep<'a> {
+    p: &'a RouterParams,
+    stream: Stream<'a>,
+    end: u64,
+    classifier: Classifier,
+    cost_rng: StreamRng,
+    /// First output queue of each service's per-flow buckets (0: one queue for the service).
+    eq_base: Vec<u32>,
+    /// Per-flow buckets: each flow's first-seen index while the table has room
+    /// (`shaping.flow_queues` flows); later flows by `flow_hash`, sharing buckets.
+    flows: std::collections::HashMap<FlowKey, u32, foldhash::fast::FixedState>,
+    flow_hash: SlotHash,
+    /// The stream has ended (or reached `end`): later calls make nothing.
+    done: bool,
+}
+
+impl<'a> Prep<'a> {
+    pub fn new(
+        p: &'a RouterParams,
+        traffic: &'a RouterTraffic,
+        streams: &RngStreams,
+        classifier: Classifier,
+        eq_base: Vec<u32>,
+    ) -> Self {
+        let stream = match traffic {
+            RouterTraffic::Synthetic { flows, mix } => {
+                Stream::Synthetic(Box::new(flows.generator(streams.stream("router.flows", 0))), mix.as_slice())
+            }
+            RouterTraffic::Corpus { corpus, copies, time_scale } => {
+                let mut rng = streams.stream("router.overlay", 0);
+                Stream::Corpus(corpus.overlay(*copies, *time_scale, &mut rng))
+            }
+        };
+        Prep {
+            p,
+            stream,
+            end: p.duration.as_nanos(),
+            classifier,
+            cost_rng: streams.stream("router.cost", 0),
+            eq_base,
+            // The map's hasher only places entries; results do not depend on it.
+            flows: std::collections::HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
+            flow_hash: SlotHash::new(
+                HashKind::Fast { seed: streams.stream("router.flow-hash", 0).random() },
+                p.shaping.flow_queues.max(1),
+            ),
+            done: false,
+        }
+    }
+}
+
+impl Iterator for Prep<'_> {
+    type Item = Arrival;
+    fn next(&mut self) -> Option<Arrival> {
+        if self.done {
+            return None;
+        }
+        let Some((t, len, key)) = self.stream.next().filter(|a| a.0 < self.end) else {
+            self.done = true;
+            return None;
+        };
+        let Some(s) = self.classifier.classify(&key).map(|s| s.index()) else {
+            return Some(Arrival { t, len, service: UNCLASSIFIED, eq: 0, shared: false, actual: 0.0, key });
+        };
+        let svc = &self.p.services[s];
+        let est = svc.est_ns(len);
+        let u: f64 = self.cost_rng.random();
+        let actual = (est * (1.0 + svc.variation * (2.0 * u - 1.0))).max(0.0);
+        let mut shared = false;
+        let eq = if self.eq_base[s] != 0 {
+            let fq = self.p.shaping.flow_queues;
+            let n = self.flows.len() as u32;
+            let f = match self.flows.get(&key) {
+                Some(&f) => f,
+                None if n < fq => *self.flows.entry(key).or_insert(n),
+                None => {
+                    shared = true;
+                    self.flow_hash.slot(&key)
+                }
+            };
+            self.eq_base[s] + f % fq
+        } else {
+            s as u32
+        };
+        Some(Arrival { t, len, service: s as u32, eq, shared, actual, key })
+    }
+}
+
+/// Arrivals handed over from the helper thread in batches of this many.
+const BATCH: usize = 8192;
+/// Arrivals ahead of the one taken whose lines are prefetched.
+const AHEAD: usize = 8;
+
+/// The pipeline's view of the arrivals: made inline, or received from the helper thread.
+pub(super) enum Feed<'a> {
+    Inline(Box<Prep<'a>>, Option<Arrival>),
+    Thread {
+        rx: Receiver<Vec<Arrival>>,
+        /// Emptied batches go back for reuse.
+        back: SyncSender<Vec<Arrival>>,
+        batch: Vec<Arrival>,
+        pos: usize,
+    },
+    /// Between [`Feed::spawn`]'s taking the maker and installing the receiver.
+    Moved,
+}
+
+impl<'a> Feed<'a> {
+    pub fn new(prep: Prep<'a>) -> Self {
+        Feed::Inline(Box::new(prep), None)
+    }
+
+    /// Moves the making of arrivals to a thread of `scope`; the thread ends when the stream
+    /// does or when this feed is dropped.
+    pub fn spawn<'s>(&mut self, scope: &'s std::thread::Scope<'s, '_>)
+    where
+        'a: 's,
+    {
+        let Feed::Inline(mut prep, peeked) = std::mem::replace(self, Feed::Moved) else {
+            panic!("spawn an inline feed once")
+        };
+        let (tx, rx) = sync_channel::<Vec<Arrival>>(4);
+        let (back, reuse) = sync_channel::<Vec<Arrival>>(8);
+        let batch: Vec<Arrival> = peeked.into_iter().collect();
+        scope.spawn(move || loop {
+            let mut b = reuse.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+            b.clear();
+            b.extend(prep.by_ref().take(BATCH));
+            let last = b.len() < BATCH;
+            // A closed channel means the pipeline stopped early: nothing more is wanted.
+            if (!b.is_empty() && tx.send(b).is_err()) || last {
+                return;
+            }
+        });
+        *self = Feed::Thread { rx, back, batch, pos: 0 };
+    }
+
+    pub fn peek(&mut self) -> Option<&Arrival> {
+        match self {
+            Feed::Inline(prep, peeked) => {
+                if peeked.is_none() {
+                    *peeked = prep.next();
+                }
+                peeked.as_ref()
+            }
+            Feed::Thread { rx, back, batch, pos } => {
+                if *pos == batch.len() {
+                    let Ok(next) = rx.recv() else { return None };
+                    let old = std::mem::replace(batch, next);
+                    let _ = back.try_send(old);
+                    *pos = 0;
+                }
+                batch.get(*pos)
+            }
+            Feed::Moved => None,
+        }
+    }
+
+    pub fn next(&mut self) -> Option<Arrival> {
+        let a = self.peek().copied();
+        match self {
+            Feed::Inline(_, peeked) => *peeked = None,
+            Feed::Thread { pos, batch, .. } => {
+                *pos += 1;
+                // The batch was written on the other core: start moving the lines of the
+                // arrivals a few places ahead (an arrival spans up to two).
+                npqos_core::hint::prefetch(batch, *pos + AHEAD);
+                npqos_core::hint::prefetch(batch, *pos + AHEAD + 1);
+            }
+            Feed::Moved => {}
+        }
+        a
+    }
+}
