@@ -43,16 +43,7 @@ impl FlowTraffic {
         } else {
             TRACE_KEYS.to_vec()
         };
-        for k in other {
-            r.consume(k);
-            if r.present(k) {
-                probs.push(Problem {
-                    key: format!("traffic.{k}"),
-                    value: None,
-                    message: format!("does not apply to source = {source:?}"),
-                });
-            }
-        }
+        r.not_applicable(other, &format!("source = {source:?}"), probs);
         if source == "trace" {
             let files = r.files("files", base_dir, probs);
             let flow_multiply = r.int("flow_multiply", 1, 1, 65_535, probs) as u32;

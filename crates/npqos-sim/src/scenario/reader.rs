@@ -321,6 +321,21 @@ impl<'a> Reader<'a> {
     pub(crate) fn consume(&mut self, key: &str) {
         self.used.insert(key.into());
     }
+    /// Keys that belong to another choice (`why`, as `source = "trace"`): each is consumed, and
+    /// each one present is a problem "does not apply to `why`".
+    pub(crate) fn not_applicable<'k>(
+        &mut self,
+        keys: impl IntoIterator<Item = &'k str>,
+        why: &str,
+        probs: &mut Vec<Problem>,
+    ) {
+        for k in keys {
+            self.consume(k);
+            if self.present(k) {
+                probs.push(Problem { key: self.path(k), value: None, message: format!("does not apply to {why}") });
+            }
+        }
+    }
     /// A duration that must be positive: zero is reported as a problem (and returned).
     pub(crate) fn positive_duration(&mut self, key: &str, default: Duration, probs: &mut Vec<Problem>) -> Duration {
         let d = self.duration(key, default, probs);

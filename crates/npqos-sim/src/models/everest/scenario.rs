@@ -174,16 +174,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     const SYNTHETIC: [&str; 5] = ["packets_per_second", "sources", "on_mean", "off_mean", "pareto_shape"];
     const TRACE: [&str; 7] = ["files", "flow_multiply", "time_scale", "max_gap", "lenient", "classify", "inside"];
     let other: &[&str] = if source == "trace" { &SYNTHETIC } else { &TRACE };
-    for k in other {
-        t.consume(k);
-        if t.present(k) {
-            probs.push(Problem {
-                key: format!("traffic.{k}"),
-                value: None,
-                message: format!("does not apply to source = {source:?}"),
-            });
-        }
-    }
+    t.not_applicable(other.iter().copied(), &format!("source = {source:?}"), probs);
     let trace = (source == "trace").then(|| {
         let default_classify = if root.contains_key("services") { "share" } else { "natpt" };
         TraceTraffic {

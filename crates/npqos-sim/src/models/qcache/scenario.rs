@@ -175,16 +175,8 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
         "trace" => &["files", "flow_multiply", "max_gap", "lenient"],
         _ => &[],
     };
-    for k in ["dominating", "percent", "k", "files", "flow_multiply", "max_gap", "lenient"] {
-        if !applies.contains(&k) && w.present(k) {
-            w.consume(k);
-            probs.push(Problem {
-                key: format!("workload.{k}"),
-                value: None,
-                message: format!("does not apply to pattern = {pattern:?}"),
-            });
-        }
-    }
+    let other = ["dominating", "percent", "k", "files", "flow_multiply", "max_gap", "lenient"];
+    w.not_applicable(other.into_iter().filter(|k| !applies.contains(k)), &format!("pattern = {pattern:?}"), probs);
     let workload = match pattern.as_str() {
         "U" => QcacheWorkload::Synthetic(Pattern::U),
         "SD" => {
