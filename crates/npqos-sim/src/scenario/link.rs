@@ -114,11 +114,12 @@ pub(crate) fn read(
     }
     let scheduler = link.choice("scheduler", "drr", &["drr"], probs);
     let quantum = link.size("quantum", 1500, probs);
-    if quantum == 0 {
+    // The DRR keeps a deficit below 2^63 in one word with its flag: at most 2^48 bytes.
+    if quantum == 0 || quantum > 1 << 48 {
         probs.push(Problem {
             key: "link.quantum".into(),
-            value: Some("\"0B\"".into()),
-            message: "expected a positive size".into(),
+            value: Some(format!("\"{quantum}B\"")),
+            message: "expected a size from 1B to 2^48 B".into(),
         });
     }
     link.finish(probs);

@@ -586,6 +586,14 @@ mod tests {
         assert!(msg.contains("unknown key"), "{msg}");
     }
 
+    /// The link's DRR takes quanta up to 2^48 bytes; a larger one is bad input, not a panic.
+    #[test]
+    fn a_huge_link_quantum_is_refused() {
+        let e = parse("[link]\nquantum = \"1PB\"\n").unwrap_err();
+        assert_eq!(e.list.iter().map(|p| p.key.as_str()).collect::<Vec<_>>(), ["link.quantum"], "{e}");
+        assert!(parse("[link]\nquantum = \"1TB\"\n").is_ok());
+    }
+
     #[test]
     fn memory_budget_refuses_before_allocating() {
         let e = parse("[queues]\ncount = 100000000\n").unwrap_err();
