@@ -66,35 +66,48 @@ impl Allocator {
         let need = svc.rate_need(now, self.delta);
         let k = (j - need).floor().clamp(0.0, j) as u32;
         let avail = svc.avail;
+        if avail == k {
+            return;
+        }
+        // Every candidate's key is unique and marking (or unmarking) one changes no other
+        // key, so taking the best one at a time is taking the best `n` at once (in any order: they
+        // all change alike).
+        let mut picks = std::mem::take(&mut self.picks);
+        picks.clear();
+        let n = avail.abs_diff(k) as usize;
         if avail > k {
             // Unmark the most recently marked first.
-            for _ in 0..avail - k {
-                let p = (0..self.procs.len())
-                    .filter(|&p| self.procs[p].owner as usize == s && self.procs[p].avail_since != NONE)
-                    .max_by_key(|&p| (self.procs[p].avail_since, p))
-                    .expect("avail counts marked processors");
-                self.procs[p].avail_since = NONE;
-                self.svcs[s].avail -= 1;
+            for (p, pr) in self.procs.iter().enumerate() {
+                if pr.owner as usize == s && pr.avail_since != NONE {
+                    picks.push((u64::MAX - pr.avail_since, 0, usize::MAX - p));
+                }
             }
+            assert!(picks.len() >= n, "avail counts marked processors");
+            best_first(&mut picks, n);
+            for &(_, _, p) in &picks[..n] {
+                self.procs[usize::MAX - p].avail_since = NONE;
+            }
+            self.svcs[s].avail -= n as u32;
         } else {
             // Mark idle ones first, then busy, then incoming; latest grant first.
-            for _ in 0..k - avail {
-                let p = (0..self.procs.len())
-                    .filter(|&p| self.procs[p].owner as usize == s && self.procs[p].avail_since == NONE)
-                    .min_by_key(|&p| {
-                        let pr = &self.procs[p];
-                        let class = match (pr.state, pr.leave) {
-                            (PState::Idle, _) => 0,
-                            (PState::Busy, false) => 1,
-                            _ => 2,
-                        };
-                        (class, u64::MAX - pr.granted_at, p)
-                    })
-                    .expect("owned > avail");
-                self.procs[p].avail_since = now;
-                self.svcs[s].avail += 1;
+            for (p, pr) in self.procs.iter().enumerate() {
+                if pr.owner as usize == s && pr.avail_since == NONE {
+                    let class = match (pr.state, pr.leave) {
+                        (PState::Idle, _) => 0,
+                        (PState::Busy, false) => 1,
+                        _ => 2,
+                    };
+                    picks.push((class, u64::MAX - pr.granted_at, p));
+                }
             }
+            assert!(picks.len() >= n, "owned > avail");
+            best_first(&mut picks, n);
+            for &(_, _, p) in &picks[..n] {
+                self.procs[p].avail_since = now;
+            }
+            self.svcs[s].avail += n as u32;
         }
+        self.picks = picks;
     }
 
     /// An eager policy's processor went idle with an empty queue: released (stays loaded).
@@ -288,5 +301,16 @@ impl Allocator {
             pr.qgen = pr.qgen.wrapping_add(1);
             self.expiries.push_back((now + quantum.as_nanos(), p as u32, pr.qgen));
         }
+    }
+}
+
+/// Moves the `n` smallest of `v` (unique keys) to its front, in any order.
+fn best_first<T: Ord>(v: &mut [T], n: usize) {
+    if n == 1 {
+        // The common case: one linear pass.
+        let (i, _) = v.iter().enumerate().min_by(|a, b| a.1.cmp(b.1)).expect("n <= len");
+        v.swap(0, i);
+    } else if n < v.len() {
+        v.select_nth_unstable(n);
     }
 }

@@ -250,7 +250,11 @@ impl Svc {
     /// R_arr(Delta) x t_pkt: processors the current arrival rate needs (eq 6), counting the
     /// arrivals in (now - Delta, now].
     fn rate_need(&self, now: u64, delta: u64) -> f64 {
-        let old = self.window.partition_point(|&t| t + delta <= now);
+        // Usually nothing has left the window since the last arrival pruned it.
+        let old = match self.window.front() {
+            Some(&t) if t + delta <= now => self.window.partition_point(|&t| t + delta <= now),
+            _ => 0,
+        };
         (self.window.len() - old) as f64 * self.t_pkt as f64 / delta as f64
     }
     fn committed(&self) -> u32 {
@@ -280,6 +284,8 @@ pub struct Allocator {
     stats: AllocStats,
     /// The last `now` given; an earlier one is refused.
     clock: Clock,
+    /// Scratch for [`Allocator::mark`]: candidate processors with their sort keys.
+    picks: Vec<(u64, u64, usize)>,
 }
 
 impl Allocator {
@@ -368,6 +374,7 @@ impl Allocator {
             ld_wakeup: NONE,
             stats: AllocStats::default(),
             clock: Clock::default(),
+            picks: Vec::new(),
         })
     }
 

@@ -28,6 +28,8 @@ use crate::Error;
 use std::collections::VecDeque;
 
 const EMPTY: u32 = u32::MAX;
+/// An [`EntryCache`] entry's victim rank while it is pinned: never chosen.
+const PINNED: u64 = u64::MAX;
 
 /// The outcome of a lookup that pinned an entry.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -46,7 +48,10 @@ pub struct Lookup {
 pub struct EntryCache {
     queue: Vec<u32>,
     last: Vec<u64>,
-    pinned: Vec<bool>,
+    /// Per entry, its rank as a victim, lowest first: 0 if empty, its last use if it holds a
+    /// descriptor, `PINNED` while an operation holds it. A miss takes the first lowest, so
+    /// the replacement choice is one branch-free pass over one small array.
+    rank: Vec<u64>,
     clock: u64,
     queues: u32,
     /// Per queue, the entry that last held it (`EMPTY` if none): the CAM's associative
@@ -69,7 +74,7 @@ impl EntryCache {
         Ok(EntryCache {
             queue: vec![EMPTY; n],
             last: vec![0; n],
-            pinned: vec![false; n],
+            rank: vec![0; n],
             clock: 0,
             queues,
             entry_of: vec![EMPTY; queues as usize],
@@ -82,7 +87,7 @@ impl EntryCache {
 
     /// Entries pinned now.
     pub fn pinned(&self) -> usize {
-        self.pinned.iter().filter(|&&p| p).count()
+        self.rank.iter().filter(|&&r| r == PINNED).count()
     }
 
     /// The entry holding `q`'s descriptor, without touching the LRU order.
@@ -100,24 +105,31 @@ impl EntryCache {
     pub fn acquire(&mut self, q: QueueId) -> Result<Lookup, Error> {
         let qi = check(QueueId::KIND, q.0, self.queues as usize)?;
         if let Some(i) = self.entry(qi) {
-            if self.pinned[i] {
+            if self.rank[i] == PINNED {
                 return Err(Error::NotAllowed("the queue's descriptor entry is already in use"));
             }
             self.clock += 1;
             self.last[i] = self.clock;
-            self.pinned[i] = true;
+            self.rank[i] = PINNED;
             return Ok(Lookup { entry: EntryId::from_index(i), hit: true, evicted: None });
         }
-        let v = (0..self.queue.len())
-            .filter(|&i| !self.pinned[i])
-            .min_by_key(|&i| if self.queue[i] == EMPTY { 0 } else { self.last[i] })
-            .ok_or(Error::NotAllowed("every descriptor entry is in use"))?;
+        // The least recently used entry not pinned, an empty one first; ties (empties) go to
+        // the lowest index.
+        let (mut v, mut low) = (0, self.rank[0]);
+        for (i, &r) in self.rank.iter().enumerate().skip(1) {
+            if r < low {
+                (v, low) = (i, r);
+            }
+        }
+        if low == PINNED {
+            return Err(Error::NotAllowed("every descriptor entry is in use"));
+        }
         self.clock += 1;
         let evicted = (self.queue[v] != EMPTY).then_some(QueueId(self.queue[v]));
         self.entry_of[qi] = v as u32;
         self.queue[v] = q.0;
         self.last[v] = self.clock;
-        self.pinned[v] = true;
+        self.rank[v] = PINNED;
         Ok(Lookup { entry: EntryId::from_index(v), hit: false, evicted })
     }
 
@@ -137,10 +149,10 @@ impl EntryCache {
     /// Unpins entry `e` (its operation finished).
     pub fn release(&mut self, e: EntryId) -> Result<(), Error> {
         let i = check(EntryId::KIND, e.0, self.queue.len())?;
-        if !self.pinned[i] {
+        if self.rank[i] != PINNED {
             return Err(Error::NotAllowed("the descriptor entry is not in use"));
         }
-        self.pinned[i] = false;
+        self.rank[i] = self.last[i];
         Ok(())
     }
 }
@@ -373,13 +385,21 @@ mod tests {
                             Ok(l) => {
                                 prop_assert_eq!(l.hit, cached);
                                 prop_assert_eq!(c.holds(l.entry), Some(QueueId(q)));
+                                if !l.hit {
+                                    // LRU among the unpinned, an empty entry first, lowest index on ties.
+                                    let b = &before;
+                                    let want = (0..b.queue.len())
+                                        .filter(|&i| b.rank[i] != PINNED)
+                                        .min_by_key(|&i| if b.queue[i] == EMPTY { 0 } else { b.last[i] });
+                                    prop_assert_eq!(Some(l.entry.index()), want);
+                                }
                             }
                             Err(_) => prop_assert_eq!(&c.queue, &before.queue),
                         }
                     }
                     Call::Release(e) => {
                         if c.release(EntryId(e)).is_err() {
-                            prop_assert_eq!(&c.pinned, &before.pinned);
+                            prop_assert_eq!(&c.rank, &before.rank);
                         }
                     }
                 }

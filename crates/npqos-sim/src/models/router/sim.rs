@@ -61,7 +61,10 @@ const D_EGRESS: usize = 5;
 /// Stages of a packet's latency, in the order of their scalars.
 pub(super) const STAGES: [&str; 4] = ["ingress", "processing", "egress", "e2e"];
 
+/// 64 bytes on a 64-byte boundary: a packet's state is one cache line, so one miss (or one
+/// prefetch) brings all of it.
 #[derive(Clone, Copy, Debug, Default)]
+#[repr(align(64))]
 struct Pkt {
     arrival: u64,
     len: u32,
@@ -77,6 +80,8 @@ struct Pkt {
     /// The next packet of its egress FIFO ([`Fifo`]); NIL: none.
     next: u32,
 }
+
+const _: () = assert!(std::mem::size_of::<Pkt>() == 64);
 
 /// No packet.
 const NIL: u32 = u32::MAX;
@@ -625,6 +630,9 @@ impl<'a> Sim<'a> {
         self.egress_bytes += pk.len as u64;
         let t = self.qmem.op(now, self.nqi + pk.eq, Op::Enqueue);
         engine.schedule_class(Instant::from_nanos(t), C_QMEM, Ev::EgressVisible(id));
+        // The packet will be linked behind its queue's tail (usually a packet from long ago):
+        // start loading it (the FIFO's record was loaded when the processor took the packet).
+        npqos_core::hint::prefetch(&self.pkts, self.fifo[pk.eq as usize].tail as usize);
     }
 
     fn disabled(&self, q: u32) -> bool {
