@@ -5,9 +5,13 @@
 //! bucket with a reschedule threshold (Algorithm 1's arithmetic) and differing only in how
 //! throttled queues wait for their tokens:
 //!
-//! * [`EventHeap`]: npqos's `EventShaper` (one reschedule heap: one core's view);
+//! * [`Event`]: npqos's `EventShaper` with one core's timer: the paper's reschedule heap
+//!   ([`Event::heap`]) or the bucketed find-first-set wheel ([`Event::wheel`], Eiffel style);
 //! * [`OrderedMap`]: throttled queues in a `BTreeMap` keyed by release time, as Linux `fq`
 //!   keeps throttled flows in an rbtree and HTB its wait queue;
+//! * [`FfsWheel`]: the same buckets with npqos-core's bucketed find-first-set timer
+//!   (`shaper::wheel::TimerWheel`, Eiffel style): the timer structure alone, on the same
+//!   bucket path as the two below;
 //! * [`TimingWheel`]: a single-level timing wheel of release slots, as in Carousel
 //!   (Saeed et al., SIGCOMM 2017): O(1) insert, one slot per tick, queues beyond the horizon
 //!   parked in the last slot and re-filed;
@@ -19,7 +23,7 @@
 //! shaper sees the same offered stream.
 
 use npqos_core::id::{CoreId, QueueId};
-use npqos_core::shaper::{BucketParams, Decision, EventShaper};
+use npqos_core::shaper::{BucketParams, Decision, EventShaper, Timer};
 use npqos_core::{Duration, Instant, Rate};
 use std::collections::BTreeMap;
 
@@ -79,17 +83,25 @@ impl Buckets {
     }
 }
 
-/// npqos's event-driven shaper with one heap.
-pub struct EventHeap(pub EventShaper);
+/// npqos's event-driven shaper with one core's timer (64 ns ticks).
+pub struct Event(pub EventShaper);
 
-impl EventHeap {
-    pub fn new(n: usize, cir: Rate, cap: u64, alpha: u64) -> Self {
+impl Event {
+    /// With the paper's reschedule heap (8 KB locked).
+    pub fn heap(n: usize, cir: Rate, cap: u64, alpha: u64) -> Self {
+        Self::new(n, cir, cap, alpha, Timer::Heap)
+    }
+    /// With the bucketed wheel.
+    pub fn wheel(n: usize, cir: Rate, cap: u64, alpha: u64) -> Self {
+        Self::new(n, cir, cap, alpha, Timer::Wheel)
+    }
+    fn new(n: usize, cir: Rate, cap: u64, alpha: u64, timer: Timer) -> Self {
         let p = vec![BucketParams { cir, cap_bytes: cap, alpha_bytes: alpha }; n];
-        EventHeap(EventShaper::new(&p, 1, 8192, 6).expect("valid parameters"))
+        Event(EventShaper::new(&p, 1, 8192, 6).expect("valid parameters").with_timer(timer))
     }
 }
 
-impl BenchShaper for EventHeap {
+impl BenchShaper for Event {
     #[inline]
     fn packet(&mut self, queue: usize, bytes: u64, now: Instant) -> bool {
         let q = QueueId::from_index(queue);
@@ -136,6 +148,37 @@ impl BenchShaper for OrderedMap {
                 break;
             }
             let (_, q) = e.remove_entry().0;
+            self.b.throttled[q as usize] = false;
+        }
+    }
+}
+
+/// Throttled queues in npqos-core's bucketed FFS timer (64 ns buckets, exact to the tick).
+pub struct FfsWheel {
+    b: Buckets,
+    w: npqos_core::shaper::wheel::TimerWheel,
+}
+
+impl FfsWheel {
+    pub fn new(n: usize, cir: Rate, cap: u64, alpha: u64) -> Self {
+        FfsWheel { b: Buckets::new(n, cir, cap, alpha), w: npqos_core::shaper::wheel::TimerWheel::new(6) }
+    }
+}
+
+impl BenchShaper for FfsWheel {
+    #[inline]
+    fn packet(&mut self, queue: usize, bytes: u64, now: Instant) -> bool {
+        if self.b.throttled[queue] {
+            return false;
+        }
+        if let Some(t) = self.b.charge(queue, bytes, now.as_nanos()) {
+            self.w.insert(queue as u32, Instant::from_nanos(t), now);
+        }
+        true
+    }
+    #[inline]
+    fn poll(&mut self, now: Instant) {
+        while let Some((q, _)) = self.w.pop_due(now) {
             self.b.throttled[q as usize] = false;
         }
     }
@@ -342,7 +385,7 @@ mod tests {
     /// container: identical send/drop decisions, packet for packet.
     #[test]
     fn ordered_map_decides_exactly_like_the_event_heap() {
-        let (mut a, mut b) = (EventHeap::new(N, rate(), 3000, 3000), OrderedMap::new(N, rate(), 3000, 3000));
+        let (mut a, mut b) = (Event::heap(N, rate(), 3000, 3000), OrderedMap::new(N, rate(), 3000, 3000));
         let mut s = Stream::new(N, Rate::gbps(1), 1.3, 7);
         let mut throttled = 0;
         for i in 0..500_000 {
@@ -354,6 +397,20 @@ mod tests {
             b.poll(now);
         }
         assert!(throttled > 10_000, "the workload throttles ({throttled})");
+    }
+
+    /// The FFS wheel releases queues at the same ticks as the heap: identical decisions.
+    #[test]
+    fn the_ffs_wheel_decides_exactly_like_the_heap() {
+        let (mut a, mut b) = (Event::heap(N, rate(), 3000, 3000), Event::wheel(N, rate(), 3000, 3000));
+        let mut s = Stream::new(N, Rate::gbps(1), 1.3, 9);
+        for i in 0..500_000 {
+            let (q, bytes, now) = s.next_packet();
+            assert_eq!(a.packet(q, bytes, now), b.packet(q, bytes, now), "packet {i}");
+            a.poll(now);
+            b.poll(now);
+        }
+        assert_eq!(a.0.counters(), b.0.counters());
     }
 
     /// None sends more than its configured rate over a long run at overload 1.3 (plus the
@@ -376,7 +433,7 @@ mod tests {
             let ratio = bytes as f64 / cir_bytes;
             assert!(ratio > 0.6 && ratio < 1.01, "{name}: sent / CIR = {ratio}");
         };
-        let mut e = EventHeap::new(N, rate(), 3000, 3000);
+        let mut e = Event::heap(N, rate(), 3000, 3000);
         check("heap", &mut |q, b, t| {
             let x = e.packet(q, b, t);
             e.poll(t);

@@ -20,12 +20,14 @@
 //! rounding and no drift. This bounds a bucket's cap at about 1.15 GB.
 
 pub mod heap;
+pub mod wheel;
 
 use crate::error::{Clock, Error};
 use crate::id::{self, CoreId, QueueId};
 use crate::rate::Rate;
 use crate::time::{Duration, Instant};
 use heap::{HeapCounters, Observe, ReschedHeap};
+use wheel::{TimerWheel, WheelCounters};
 
 /// Token units per byte (see the module documentation).
 pub const UNITS_PER_BYTE: i64 = 8_000_000_000;
@@ -113,10 +115,60 @@ pub struct EventShaper {
     disabled: Vec<bool>,
     hot: Vec<Hot>,
     cold: Vec<Cold>,
-    heaps: Vec<ReschedHeap>,
+    timers: Vec<CoreTimer>,
+    tick_shift: u32,
     adaptive: Option<Adaptive>,
     counters: EventCounters,
     clock: Clock,
+}
+
+/// Which structure holds a core's throttled queues until their reschedule time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Timer {
+    /// The paper's per-core binary heap ([`heap::ReschedHeap`]), with its memory accounting.
+    #[default]
+    Heap,
+    /// A bucketed timer found by find-first-set over bitmaps ([`wheel::TimerWheel`], Eiffel
+    /// style; beyond the paper): the same release times, O(1) filing, no heap accounting.
+    Wheel,
+}
+
+/// One core's timer (see [`Timer`]).
+#[derive(Clone, Debug)]
+enum CoreTimer {
+    Heap(ReschedHeap),
+    Wheel(TimerWheel),
+}
+
+impl CoreTimer {
+    #[inline(always)]
+    fn insert<O: Observe>(&mut self, queue: u32, time: Instant, now: Instant, obs: &mut O) {
+        match self {
+            CoreTimer::Heap(h) => h.insert(queue, time, now, obs),
+            CoreTimer::Wheel(w) => w.insert(queue, time, now),
+        }
+    }
+    #[inline(always)]
+    fn pop_due<O: Observe>(&mut self, now: Instant, obs: &mut O) -> Option<(u32, Instant)> {
+        match self {
+            CoreTimer::Heap(h) => h.pop_due(now, obs),
+            CoreTimer::Wheel(w) => w.pop_due(now),
+        }
+    }
+    #[inline]
+    fn peek_time(&self) -> Option<Instant> {
+        match self {
+            CoreTimer::Heap(h) => h.peek_time(),
+            CoreTimer::Wheel(w) => w.peek_time(),
+        }
+    }
+    #[inline]
+    fn len(&self) -> usize {
+        match self {
+            CoreTimer::Heap(h) => h.len(),
+            CoreTimer::Wheel(w) => w.len(),
+        }
+    }
 }
 
 /// What every send touches, two per cache line.
@@ -175,9 +227,12 @@ impl EventShaper {
                 })
                 .collect(),
             cold: params.iter().map(|p| Cold { alpha: units(p.alpha_bytes), ..Default::default() }).collect(),
-            heaps: (0..cores)
-                .map(|_| ReschedHeap::new(locked_bytes, tick_shift).expect("the tick shift was checked"))
+            timers: (0..cores)
+                .map(|_| {
+                    CoreTimer::Heap(ReschedHeap::new(locked_bytes, tick_shift).expect("the tick shift was checked"))
+                })
                 .collect(),
+            tick_shift,
             adaptive: None,
             counters: EventCounters::default(),
             clock: Clock::default(),
@@ -193,11 +248,27 @@ impl EventShaper {
         Ok(self)
     }
 
+    /// Files throttled queues in `timer` instead of the paper's heaps (call before any send).
+    pub fn with_timer(mut self, timer: Timer) -> Self {
+        if timer == Timer::Wheel {
+            self.timers = (0..self.timers.len()).map(|_| CoreTimer::Wheel(TimerWheel::new(self.tick_shift))).collect();
+        }
+        self
+    }
+
+    /// The timer the cores use.
+    pub fn timer(&self) -> Timer {
+        match self.timers.first() {
+            Some(CoreTimer::Wheel(_)) => Timer::Wheel,
+            _ => Timer::Heap,
+        }
+    }
+
     pub fn queues(&self) -> usize {
         self.hot.len()
     }
     pub fn cores(&self) -> usize {
-        self.heaps.len()
+        self.timers.len()
     }
     /// Whether `queue` is disabled (waiting in a heap for its reschedule time).
     #[inline]
@@ -219,9 +290,20 @@ impl EventShaper {
     pub fn tokens_bytes(&self, queue: QueueId) -> f64 {
         self.hot.get(queue.index()).map_or(0.0, |h| h.tokens as f64 / UNITS_PER_BYTE as f64)
     }
-    /// The reschedule heap of `core` (`None` for an unknown core).
+    /// The reschedule heap of `core` (`None` for an unknown core, or under [`Timer::Wheel`]).
     pub fn heap(&self, core: CoreId) -> Option<&ReschedHeap> {
-        self.heaps.get(core.index())
+        match self.timers.get(core.index()) {
+            Some(CoreTimer::Heap(h)) => Some(h),
+            _ => None,
+        }
+    }
+    /// Queues waiting in `core`'s timer (0 for an unknown core).
+    pub fn waiting(&self, core: CoreId) -> usize {
+        self.timers.get(core.index()).map_or(0, CoreTimer::len)
+    }
+    /// The earliest reschedule time in `core`'s timer, rounded up to its tick.
+    pub fn earliest(&self, core: CoreId) -> Option<Instant> {
+        self.timers.get(core.index()).and_then(CoreTimer::peek_time)
     }
     pub fn counters(&self) -> &EventCounters {
         &self.counters
@@ -229,8 +311,23 @@ impl EventShaper {
     /// Heap counters summed over cores.
     pub fn heap_counters(&self) -> HeapCounters {
         let mut c = HeapCounters::default();
-        for h in &self.heaps {
-            c.add(h.counters());
+        for t in &self.timers {
+            if let CoreTimer::Heap(h) = t {
+                c.add(h.counters());
+            }
+        }
+        c
+    }
+    /// Timer-wheel counters summed over cores (zero under [`Timer::Heap`]).
+    pub fn wheel_counters(&self) -> WheelCounters {
+        let mut c = WheelCounters::default();
+        for t in &self.timers {
+            if let CoreTimer::Wheel(w) = t {
+                let x = w.counters();
+                c.inserts += x.inserts;
+                c.deletes += x.deletes;
+                c.cascaded += x.cascaded;
+            }
         }
         c
     }
@@ -239,7 +336,7 @@ impl EventShaper {
     /// (deterministic; the paper assigns packets to cores at random, which the simulator does
     /// with [`Self::on_send_on`]).
     pub fn on_send(&mut self, queue: QueueId, bytes: u64, now: Instant) -> Result<Decision, Error> {
-        let core = CoreId::from_index(queue.index() % self.heaps.len());
+        let core = CoreId::from_index(queue.index() % self.timers.len());
         self.on_send_on(core, queue, bytes, now, &mut ())
     }
 
@@ -257,7 +354,7 @@ impl EventShaper {
         obs: &mut O,
     ) -> Result<Decision, Error> {
         let q = id::check(QueueId::KIND, queue.0, self.hot.len())?;
-        let core = id::check(CoreId::KIND, core.0, self.heaps.len())?;
+        let core = id::check(CoreId::KIND, core.0, self.timers.len())?;
         self.clock.advance(now)?;
         Ok(self.send(core, q, bytes, now, obs))
     }
@@ -291,7 +388,7 @@ impl EventShaper {
         self.counters.bucket_accesses += 1;
         if !self.disabled[q] {
             self.disabled[q] = true;
-            self.heaps[core].insert(q as u32, Instant::from_nanos(t_resch), now, obs);
+            self.timers[core].insert(q as u32, Instant::from_nanos(t_resch), now, obs);
         }
         // (A send on a queue that was already disabled only moves T_lu later; its node is
         // deferred when it pops.)
@@ -317,7 +414,7 @@ impl EventShaper {
         obs: &mut O,
     ) -> Result<Decision, Error> {
         let q = id::check(QueueId::KIND, queue.0, self.hot.len())?;
-        let core = id::check(CoreId::KIND, core.0, self.heaps.len())?;
+        let core = id::check(CoreId::KIND, core.0, self.timers.len())?;
         if units(bytes) > self.hot[q].cap {
             return Err(Error::BadParameter {
                 parameter: "packet size",
@@ -348,7 +445,7 @@ impl EventShaper {
         self.hot[q].t_lu = t_wake;
         self.counters.reschedules += 1;
         self.disabled[q] = true;
-        self.heaps[core].insert(q as u32, Instant::from_nanos(t_wake), now, obs);
+        self.timers[core].insert(q as u32, Instant::from_nanos(t_wake), now, obs);
         Ok(Decision::Throttled { until: Instant::from_nanos(t_wake) })
     }
 
@@ -392,19 +489,19 @@ impl EventShaper {
         obs: &mut O,
         enabled: impl FnMut(QueueId),
     ) -> Result<(), Error> {
-        let core = id::check(CoreId::KIND, core.0, self.heaps.len())?;
+        let core = id::check(CoreId::KIND, core.0, self.timers.len())?;
         self.clock.advance(now)?;
         self.poll_checked(core, now, obs, enabled);
         Ok(())
     }
 
     fn poll_checked<O: Observe>(&mut self, core: usize, now: Instant, obs: &mut O, mut enabled: impl FnMut(QueueId)) {
-        while let Some((q, _)) = self.heaps[core].pop_due(now, obs) {
+        while let Some((q, _)) = self.timers[core].pop_due(now, obs) {
             let q = q as usize;
             if self.hot[q].t_lu > now.as_nanos() {
                 // Popped before its exact time: put it back.
                 self.counters.deferred += 1;
-                self.heaps[core].insert(q as u32, Instant::from_nanos(self.hot[q].t_lu), now, obs);
+                self.timers[core].insert(q as u32, Instant::from_nanos(self.hot[q].t_lu), now, obs);
                 continue;
             }
             self.disabled[q] = false;
@@ -419,7 +516,7 @@ impl EventShaper {
     /// Errors (no effect): `now` before a time already given. Calling it early is harmless.
     pub fn on_wakeup(&mut self, now: Instant, out: &mut Vec<QueueId>) -> Result<(), Error> {
         self.clock.advance(now)?;
-        for c in 0..self.heaps.len() {
+        for c in 0..self.timers.len() {
             self.poll_checked(c, now, &mut (), |q| out.push(q));
         }
         Ok(())
@@ -428,16 +525,25 @@ impl EventShaper {
     /// When [`Self::on_wakeup`] must next be called: the earliest reschedule time over all
     /// heaps (O(cores); rounded up to the heap's tick), if any queue is disabled.
     pub fn next_wakeup(&self) -> Option<Instant> {
-        self.heaps.iter().filter_map(|h| h.peek_time()).min()
+        self.timers.iter().filter_map(CoreTimer::peek_time).min()
     }
 
     /// Checks the invariants: a queue is disabled iff exactly one heap holds it, and every heap
     /// is ordered. O(queues + nodes). For tests.
     pub fn check_invariants(&self) -> Result<(), String> {
         let mut held = vec![0u32; self.hot.len()];
-        for (c, h) in self.heaps.iter().enumerate() {
-            h.check().map_err(|e| format!("core {c}: {e}"))?;
-            for q in h.queues() {
+        for (c, t) in self.timers.iter().enumerate() {
+            let queues: Vec<u32> = match t {
+                CoreTimer::Heap(h) => {
+                    h.check().map_err(|e| format!("core {c}: {e}"))?;
+                    h.queues().collect()
+                }
+                CoreTimer::Wheel(w) => {
+                    w.check().map_err(|e| format!("core {c}: {e}"))?;
+                    w.queues().collect()
+                }
+            };
+            for q in queues {
                 *held.get_mut(q as usize).ok_or_else(|| format!("core {c} holds unknown queue {q}"))? += 1;
             }
         }

@@ -447,3 +447,49 @@ proptest! {
         }
     }
 }
+
+/// The wheel timer against the paper's heap on one random workload over 4 cores (both
+/// conformance modes, adaptive alpha, reschedules far and near): every decision equal, every
+/// poll re-enabling the same queues (as sets: within a tick the order is unspecified), the
+/// same next wake-up throughout, and both shapers' invariants intact.
+#[test]
+fn the_wheel_releases_what_the_heap_releases() {
+    use rand::{Rng, SeedableRng};
+    let ps: Vec<_> =
+        (0..500u64).map(|i| params(20_000_000 + i * 500_000, 4000 + (i % 7) * 500, 1500 + (i % 5) * 100)).collect();
+    let a = Adaptive { gamma: 2.0, delta_th: 2, alpha_min_bytes: 500, interval: Duration::from_millis(5) };
+    let mut heap = EventShaper::new(&ps, 4, 0, 6).unwrap().with_adaptive(a).unwrap();
+    let mut wheel = EventShaper::new(&ps, 4, 0, 6).unwrap().with_adaptive(a).unwrap().with_timer(Timer::Wheel);
+    assert_eq!((heap.timer(), wheel.timer()), (Timer::Heap, Timer::Wheel));
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
+    let mut now = 0u64;
+    for step in 0..400_000u32 {
+        now += rng.random_range(0..400);
+        let t = Instant::from_nanos(now);
+        let (q, core, bytes) =
+            (QueueId(rng.random_range(0..500)), CoreId(rng.random_range(0..4)), rng.random_range(64..1500));
+        if rng.random_bool(0.5) {
+            let x = heap.on_send_on(core, q, bytes, t, &mut ()).unwrap();
+            assert_eq!(x, wheel.on_send_on(core, q, bytes, t, &mut ()).unwrap(), "step {step}");
+        } else {
+            let x = heap.try_send_on(core, q, bytes, t, &mut ()).unwrap();
+            assert_eq!(x, wheel.try_send_on(core, q, bytes, t, &mut ()).unwrap(), "step {step}");
+        }
+        let (mut x, mut y) = (vec![], vec![]);
+        heap.poll_core(core, t, &mut (), |q| x.push(q)).unwrap();
+        wheel.poll_core(core, t, &mut (), |q| y.push(q)).unwrap();
+        x.sort_unstable();
+        y.sort_unstable();
+        assert_eq!(x, y, "step {step}");
+        assert_eq!(heap.next_wakeup(), wheel.next_wakeup(), "step {step}");
+        if step % 50_000 == 0 {
+            heap.check_invariants().unwrap();
+            wheel.check_invariants().unwrap();
+        }
+    }
+    assert_eq!(heap.counters(), wheel.counters());
+    assert!(heap.counters().reschedules > 10_000 && heap.counters().reenabled > 2_000, "{:?}", heap.counters());
+    let w = wheel.wheel_counters();
+    assert_eq!(w.inserts, heap.heap_counters().inserts);
+    assert_eq!(w.deletes, heap.heap_counters().deletes);
+}

@@ -22,7 +22,7 @@ use npqos_core::cache::SetAssocCache;
 use npqos_core::queues::pool::{Packet, PacketPool};
 use npqos_core::sched::drr::Drr;
 use npqos_core::shaper::heap::{OpKind, NODE_BYTES};
-use npqos_core::shaper::{Adaptive, BucketParams, Decision, EventShaper, PeriodicShaper, ShaperError};
+use npqos_core::shaper::{Adaptive, BucketParams, Decision, EventShaper, PeriodicShaper, ShaperError, Timer};
 use npqos_core::{CoreId, Duration, Instant, QueueId, Rate};
 use rand::Rng;
 use std::sync::atomic::AtomicBool;
@@ -65,6 +65,8 @@ pub struct KimParams {
     /// Per-queue tail-drop buffer.
     pub buffer_bytes: u64,
     pub fill: Fill,
+    /// Where throttled queues wait under event-driven fill.
+    pub timer: Timer,
     pub while_disabled: WhileDisabled,
     pub adaptive: Option<Adaptive>,
     /// Heap tick: 2^tick_shift ns.
@@ -130,6 +132,7 @@ impl KimParams {
                 Some(p) => Fill::Periodic(p),
                 None => Fill::EventDriven,
             },
+            timer: sh.timer,
             while_disabled: if sh.queue_while_disabled { WhileDisabled::Queue } else { WhileDisabled::Drop },
             adaptive: sh.adaptive.map(|(gamma, delta_th, alpha_min_bytes, interval)| Adaptive {
                 gamma,
@@ -212,6 +215,7 @@ impl KimParams {
             cap_bytes: 3000,
             buffer_bytes: 64 << 10,
             fill: Fill::EventDriven,
+            timer: Timer::Heap,
             while_disabled: WhileDisabled::Drop,
             adaptive: None,
             tick_shift: 6,
@@ -296,9 +300,9 @@ impl Kim {
     }
     fn core_done(&mut self, c: usize, engine: &mut Engine<Ev>) {
         if let Shaper::Event(s) = &self.shaper {
-            let h = s.heap(CoreId::from_index(c)).expect("cores come from 0..cores");
-            self.heap_max = self.heap_max.max(h.len() as u64);
-            if let Some(t) = h.peek_time() {
+            let core = CoreId::from_index(c);
+            self.heap_max = self.heap_max.max(s.waiting(core) as u64);
+            if let Some(t) = s.earliest(core) {
                 let t = t.as_nanos().max(engine.now().as_nanos());
                 if t < self.timer_at[c] {
                     self.timer_at[c] = t;
@@ -467,11 +471,12 @@ fn eligible(shaper: &Shaper, q: QueueId) -> bool {
 }
 
 fn heap_counters(s: &EventShaper, c: usize) -> npqos_core::shaper::heap::HeapCounters {
-    *s.heap(CoreId::from_index(c)).expect("cores come from 0..cores").counters()
+    s.heap(CoreId::from_index(c)).map(|h| *h.counters()).unwrap_or_default()
 }
 
+/// Queues waiting in core `c`'s heap (or wheel).
 fn heap_len(s: &EventShaper, c: usize) -> usize {
-    s.heap(CoreId::from_index(c)).expect("cores come from 0..cores").len()
+    s.waiting(CoreId::from_index(c))
 }
 
 impl Model for Kim {
@@ -576,7 +581,7 @@ pub fn run_with_log(
     let params = vec![bucket; n];
     let shaper = match p.fill {
         Fill::EventDriven => {
-            let mut s = EventShaper::new(&params, p.cores as usize, 0, p.tick_shift)?;
+            let mut s = EventShaper::new(&params, p.cores as usize, 0, p.tick_shift)?.with_timer(p.timer);
             if let Some(a) = p.adaptive {
                 s = s.with_adaptive(a)?;
             }
@@ -676,17 +681,29 @@ pub fn run_with_log(
         Shaper::Event(s) => {
             let c = *s.counters();
             let h = s.heap_counters();
+            let heap = p.timer == Timer::Heap;
             r.scalar("reschedules", c.reschedules as f64, "1");
-            r.scalar("heap_inserts", h.inserts as f64, "1");
-            r.scalar("heap_deletes", h.deletes as f64, "1");
+            if heap {
+                r.scalar("heap_inserts", h.inserts as f64, "1");
+                r.scalar("heap_deletes", h.deletes as f64, "1");
+            } else {
+                // The wheel's filings and releases (the same events as the heap's inserts and
+                // deletes), and its cascades; it has no heap array to account.
+                let w = s.wheel_counters();
+                r.scalar("heap_inserts", w.inserts as f64, "1");
+                r.scalar("heap_deletes", w.deletes as f64, "1");
+                r.scalar("wheel_cascaded", w.cascaded as f64, "1");
+            }
             r.scalar("deferred", c.deferred as f64, "1");
             r.scalar("bucket_accesses", c.bucket_accesses as f64, "1");
-            let total: u64 = m.obs.0.iter().sum();
-            r.scalar("heap_accesses", total as f64, "1");
-            for &l in &p.locked_sizes {
-                let first = (l / NODE_BYTES) as usize;
-                let off: u64 = m.obs.0.iter().skip(first).sum();
-                r.scalar(&format!("offchip_{}KB", l / 1024), off as f64, "1");
+            if heap {
+                let total: u64 = m.obs.0.iter().sum();
+                r.scalar("heap_accesses", total as f64, "1");
+                for &l in &p.locked_sizes {
+                    let first = (l / NODE_BYTES) as usize;
+                    let off: u64 = m.obs.0.iter().skip(first).sum();
+                    r.scalar(&format!("offchip_{}KB", l / 1024), off as f64, "1");
+                }
             }
             let w = p.warmup.as_nanos();
             for c in 0..p.cores as usize {
@@ -699,8 +716,10 @@ pub fn run_with_log(
             let mean = m.heap_area.iter().sum::<u128>() as f64 / (span * p.cores as f64);
             r.scalar("heap_mean_per_core", mean, "nodes");
             r.scalar("heap_max_per_core", m.heap_max as f64, "nodes");
-            r.scalar("compares_per_op", h.compares as f64 / (h.inserts + h.deletes).max(1) as f64, "1");
-            r.scalar("moves_per_op", h.moves as f64 / (h.inserts + h.deletes).max(1) as f64, "1");
+            if heap {
+                r.scalar("compares_per_op", h.compares as f64 / (h.inserts + h.deletes).max(1) as f64, "1");
+                r.scalar("moves_per_op", h.moves as f64 / (h.inserts + h.deletes).max(1) as f64, "1");
+            }
             if p.cache.is_some() {
                 let mc = &m.misses;
                 r.scalar("cache_insert_ops", mc.insert_ops as f64, "1");

@@ -76,6 +76,8 @@ pub struct ShaperSpec {
     /// `None`: event-driven; `Some(period)`: periodic fill.
     pub fill_period: Option<Duration>,
     pub cores: u32,
+    /// Where throttled queues wait (event-driven fill): the paper's heaps or the wheel.
+    pub timer: npqos_core::shaper::Timer,
     pub alpha: u64,
     pub cap: u64,
     pub queue_while_disabled: bool,
@@ -341,6 +343,12 @@ pub(crate) fn read(
             });
         }
         let cores = sh.int("cores", 100, 1, 65_536, probs) as u32;
+        let timer = if fill == "periodic" {
+            sh.not_applicable(["timer"], "fill = \"periodic\"", probs);
+            "heap".into()
+        } else {
+            sh.choice("timer", "heap", &["heap", "wheel"], probs)
+        };
         let alpha = sh.size("alpha", 3000, probs);
         let cap = sh.size("cap", alpha, probs);
         if alpha > cap {
@@ -384,6 +392,13 @@ pub(crate) fn read(
                 }
             }
         }
+        if timer == "wheel" && cache {
+            probs.push(Problem {
+                key: "shaper.cache".into(),
+                value: Some("true".into()),
+                message: "the cache model follows the heap's array accesses: it needs timer = \"heap\"".into(),
+            });
+        }
         if fill == "periodic" && (adaptive || cache) {
             probs.push(Problem {
                 key: "shaper.fill".into(),
@@ -395,6 +410,7 @@ pub(crate) fn read(
         Some(ShaperSpec {
             fill_period: (fill == "periodic").then_some(period),
             cores: cores.min(queues.max(1)),
+            timer: if timer == "wheel" { npqos_core::shaper::Timer::Wheel } else { npqos_core::shaper::Timer::Heap },
             alpha,
             cap,
             queue_while_disabled: wd == "queue",
@@ -532,6 +548,8 @@ pub(crate) fn to_toml(l: &LinkSpec, shaper: Option<&ShaperSpec>, root: &mut toml
             }
             None => {
                 k.insert("fill".into(), "event".into());
+                let timer = if sh.timer == npqos_core::shaper::Timer::Wheel { "wheel" } else { "heap" };
+                k.insert("timer".into(), timer.into());
             }
         }
         k.insert("cores".into(), (sh.cores as i64).into());

@@ -48,6 +48,8 @@
 //! fill = "event"                 # "event" (Algorithm 1, per-core heaps) or "periodic"
 //! fill_period = "1ms"            # with fill = "periodic"
 //! cores = 100                    # heaps; each packet goes to a core drawn at random
+//! timer = "heap"                 # fill = "event": the paper's per-core heaps, or "wheel" (a
+//!                                # bucketed find-first-set timer, Eiffel style; docs/kim.md)
 //! alpha = "3000B"                # reschedule threshold
 //! cap = "3000B"                  # bucket cap (CBE); default alpha
 //! while_disabled = "drop"        # "drop" (policer, the stochastic model) or "queue" (shaper)
@@ -627,6 +629,24 @@ mod tests {
         }
         let e = parse("[shaper]\ncores = 4\n").unwrap_err().to_string();
         assert!(e.contains("only applies to model = \"kim\""), "{e}");
+    }
+
+    #[test]
+    fn the_kim_timer_key() {
+        use npqos_core::shaper::Timer;
+        let ok = parse("model = \"kim\"\n[queues]\ncount = 100\n[shaper]\ntimer = \"wheel\"\n").unwrap();
+        assert_eq!(ok.shaper().unwrap().timer, Timer::Wheel);
+        let again = Scenario::from_table(&ok.to_toml(), "t", Path::new(".")).unwrap();
+        assert_eq!(again, ok, "the timer survives the resolved TOML");
+        assert_eq!(parse("model = \"kim\"\n[queues]\ncount = 100\n").unwrap().shaper().unwrap().timer, Timer::Heap);
+        for (toml, needle) in [
+            ("timer = \"calendar\"", "one of \"heap\", \"wheel\""),
+            ("fill = \"periodic\"\ntimer = \"wheel\"", "does not apply to fill = \"periodic\""),
+            ("timer = \"wheel\"\ncache = true", "needs timer = \"heap\""),
+        ] {
+            let e = parse(&format!("model = \"kim\"\n[shaper]\n{toml}\n")).unwrap_err().to_string();
+            assert!(e.contains(needle), "{needle} in {e}");
+        }
     }
 
     #[test]

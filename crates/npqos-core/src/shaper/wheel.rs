@@ -1,0 +1,277 @@
+//! A second timer for throttled queues: a hierarchical bucketed priority queue over integer
+//! ticks, found by find-first-set over occupancy bitmaps, in the style of Eiffel (Saeed et
+//! al., "Eiffel: Efficient and Flexible Software Packet Scheduling", NSDI 2019). Not in the
+//! kim paper; [`super::EventShaper`] uses it instead of the per-core [`super::heap::ReschedHeap`]
+//! when built with [`super::Timer::Wheel`].
+//!
+//! Geometry:
+//!
+//! * **Bucket width**: one tick of `2^tick_shift` ns, as the heap's (default 64 ns). A time is
+//!   rounded **up** to its tick, exactly as the heap rounds it, so a queue comes due at the same
+//!   tick under either timer: the wheel adds no error of its own. (Within one tick the order of
+//!   release is unspecified under both.)
+//! * **Levels**: [`LEVELS`] = 10 levels of 64 buckets, each with a 64-bit occupancy word. Ticks
+//!   are 64-bit; a cursor tick `c` (never above any stored tick, never above `now`) anchors
+//!   them: a tick `t` goes to the level of the highest 6-bit digit in which `t` and `c` differ
+//!   (level 0 if none), into the bucket named by `t`'s digit at that level. Level 0's buckets
+//!   are single ticks; level `k`'s span `64^k` ticks. Ten levels cover all 60 bits a tick can
+//!   have: **no range limit and no overflow list** (the heap's 32-bit offsets saturate after
+//!   274 s at 64 ns; the shaper re-inserts such queues).
+//! * **Insert**: O(1): one XOR, one leading-zero count, a push onto the bucket, a bit set, and
+//!   the bucket's minimum tick updated.
+//! * **Earliest time**: the lowest non-empty level's first set bit (one trailing-zero count per
+//!   level looked at) and that bucket's kept minimum: exact, O(levels).
+//! * **Pop due**: when level 0 is empty, the earliest bucket of the lowest non-empty level is
+//!   emptied into lower levels with the cursor moved to its minimum (a cascade; each entry
+//!   moves down at most nine times in its life, in practice two or three); then level 0's first
+//!   bucket holds exactly the earliest tick.
+//!
+//! Memory: 16 B per queued entry (tick and queue) in per-bucket vectors, plus 640 bucket
+//! headers per timer.
+
+use crate::time::Instant;
+
+/// Levels of 64 buckets (6 bits of tick each: 60 bits).
+pub const LEVELS: usize = 10;
+const SLOTS: usize = 64;
+
+/// Operation counts of one [`TimerWheel`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WheelCounters {
+    pub inserts: u64,
+    pub deletes: u64,
+    /// Entries moved to a lower level by a cascade.
+    pub cascaded: u64,
+}
+
+/// One core's bucketed timer. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct TimerWheel {
+    /// `LEVELS x SLOTS` buckets of `(tick, queue)`.
+    buckets: Vec<Vec<(u64, u32)>>,
+    /// Per bucket, the smallest tick in it (meaningless while it is empty).
+    min: Vec<u64>,
+    occupied: [u64; LEVELS],
+    cursor: u64,
+    len: usize,
+    tick_shift: u32,
+    counters: WheelCounters,
+}
+
+impl TimerWheel {
+    /// An empty timer with ticks of `2^tick_shift` ns (`tick_shift` at most 20, checked by the
+    /// shaper).
+    pub fn new(tick_shift: u32) -> Self {
+        TimerWheel {
+            buckets: vec![Vec::new(); LEVELS * SLOTS],
+            min: vec![u64::MAX; LEVELS * SLOTS],
+            occupied: [0; LEVELS],
+            cursor: 0,
+            len: 0,
+            tick_shift,
+            counters: WheelCounters::default(),
+        }
+    }
+
+    /// Queues waiting.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    pub fn counters(&self) -> &WheelCounters {
+        &self.counters
+    }
+
+    /// The queues waiting, in bucket order.
+    pub fn queues(&self) -> impl Iterator<Item = u32> + '_ {
+        self.buckets.iter().flatten().map(|&(_, q)| q)
+    }
+
+    /// Checks the structure: every entry in the bucket its tick names, every bucket's minimum
+    /// and occupancy bit right, the count right. For tests.
+    pub fn check(&self) -> Result<(), String> {
+        let mut n = 0;
+        for (b, v) in self.buckets.iter().enumerate() {
+            n += v.len();
+            let bit = self.occupied[b / SLOTS] >> (b % SLOTS) & 1 == 1;
+            if bit == v.is_empty() {
+                return Err(format!("bucket {b}: occupancy bit {bit} with {} entries", v.len()));
+            }
+            if let Some(&(t, q)) = v.iter().find(|&&(t, _)| t < self.cursor || self.bucket_of(t) != b) {
+                return Err(format!("bucket {b}: queue {q} at tick {t} belongs elsewhere (cursor {})", self.cursor));
+            }
+            if !v.is_empty() && v.iter().map(|x| x.0).min() != Some(self.min[b]) {
+                return Err(format!("bucket {b}: wrong minimum"));
+            }
+        }
+        if n != self.len {
+            return Err(format!("{} entries counted as {}", n, self.len));
+        }
+        Ok(())
+    }
+
+    /// The tick of `t` ns, rounded up (as the heap rounds).
+    #[inline]
+    fn tick_of(&self, t: Instant) -> u64 {
+        t.as_nanos().div_ceil(1 << self.tick_shift)
+    }
+
+    #[inline]
+    fn time_of(&self, tick: u64) -> Instant {
+        Instant::from_nanos(tick.saturating_mul(1 << self.tick_shift))
+    }
+
+    /// Where `tick` (at least the cursor) goes: its bucket's index.
+    #[inline(always)]
+    fn bucket_of(&self, tick: u64) -> usize {
+        debug_assert!(tick >= self.cursor);
+        let diff = tick ^ self.cursor;
+        let level = if diff == 0 { 0 } else { (63 - diff.leading_zeros() as usize) / 6 };
+        level * SLOTS + ((tick >> (6 * level)) & 63) as usize
+    }
+
+    #[inline(always)]
+    fn put(&mut self, tick: u64, queue: u32) {
+        let b = self.bucket_of(tick);
+        self.buckets[b].push((tick, queue));
+        if tick < self.min[b] {
+            self.min[b] = tick;
+        }
+        self.occupied[b / SLOTS] |= 1 << (b % SLOTS);
+    }
+
+    /// Files `queue` for `time` (at or after `now`; `now` never decreases between calls).
+    #[inline]
+    pub fn insert(&mut self, queue: u32, time: Instant, now: Instant) {
+        if self.len == 0 {
+            // Nothing anchors the cursor: bring it up to now (fewer levels, fewer cascades).
+            self.cursor = now.as_nanos() >> self.tick_shift;
+        }
+        // (A time already past is due at once, as in the heap.)
+        let tick = self.tick_of(time).max(self.cursor);
+        self.counters.inserts += 1;
+        self.len += 1;
+        self.put(tick, queue);
+    }
+
+    /// The first non-empty bucket of the lowest non-empty level.
+    #[inline]
+    fn first(&self) -> Option<usize> {
+        let level = self.occupied.iter().position(|&w| w != 0)?;
+        Some(level * SLOTS + self.occupied[level].trailing_zeros() as usize)
+    }
+
+    /// The earliest time filed, rounded up to its tick (as [`super::heap::ReschedHeap::peek_time`]).
+    pub fn peek_time(&self) -> Option<Instant> {
+        self.first().map(|b| self.time_of(self.min[b]))
+    }
+
+    /// Removes one queue whose tick is at or before `now` and returns it with its time.
+    #[inline]
+    pub fn pop_due(&mut self, now: Instant) -> Option<(u32, Instant)> {
+        let mut b = self.first()?;
+        let due = now.as_nanos() >> self.tick_shift;
+        if self.min[b] > due {
+            return None;
+        }
+        while b >= SLOTS {
+            self.cascade(b);
+            b = self.first().expect("a cascade keeps its entries");
+        }
+        let (tick, queue) = self.buckets[b].pop().expect("an occupied bucket has entries");
+        if self.buckets[b].is_empty() {
+            self.occupied[0] &= !(1 << b);
+            self.min[b] = u64::MAX;
+        }
+        self.len -= 1;
+        self.counters.deletes += 1;
+        Some((queue, self.time_of(tick)))
+    }
+
+    /// Empties bucket `b` (above level 0) into lower levels, the cursor moved to its minimum:
+    /// every entry of the bucket shares the digits above its level with the new cursor, and
+    /// every other entry keeps its place (see the module documentation).
+    #[cold]
+    fn cascade(&mut self, b: usize) {
+        let entries = std::mem::take(&mut self.buckets[b]);
+        self.cursor = self.min[b];
+        self.min[b] = u64::MAX;
+        self.occupied[b / SLOTS] &= !(1 << (b % SLOTS));
+        self.counters.cascaded += entries.len() as u64;
+        for &(tick, queue) in &entries {
+            self.put(tick, queue);
+        }
+        // Keep the bucket's allocation for its next use.
+        let mut entries = entries;
+        entries.clear();
+        self.buckets[b] = entries;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shaper::heap::ReschedHeap;
+    use rand::{Rng, SeedableRng};
+    use rand_chacha::ChaCha8Rng;
+
+    /// The heap and the wheel, fed the same inserts and polls, release the same queues at the
+    /// same polls with the same (tick-rounded) times, and agree on the earliest time throughout.
+    #[test]
+    fn releases_what_the_heap_releases() {
+        for (seed, shift, span) in [(1u64, 6u32, 4_000_000u64), (2, 0, 100_000), (3, 0, 1 << 31), (4, 10, 50_000)] {
+            let mut rng = ChaCha8Rng::seed_from_u64(seed);
+            let mut h = ReschedHeap::new(0, shift).unwrap();
+            let mut w = TimerWheel::new(shift);
+            let mut now = 0u64;
+            let mut q = 0u32;
+            for step in 0..300_000u32 {
+                if rng.random_range(0..10) < 5 {
+                    // Some times far ahead (beyond the heap's 32-bit range with shift 0).
+                    let t = now + rng.random_range(0..span);
+                    let (n, t) = (Instant::from_nanos(now), Instant::from_nanos(t));
+                    h.insert(q, t, n, &mut ());
+                    w.insert(q, t, n);
+                    q += 1;
+                } else {
+                    now += rng.random_range(0..span / 8);
+                    let n = Instant::from_nanos(now);
+                    let mut a = vec![];
+                    while let Some(x) = h.pop_due(n, &mut ()) {
+                        a.push(x);
+                    }
+                    let mut b = vec![];
+                    while let Some(x) = w.pop_due(n) {
+                        b.push(x);
+                    }
+                    a.sort_unstable();
+                    b.sort_unstable();
+                    assert_eq!(a, b, "seed {seed} step {step}");
+                }
+                assert_eq!(h.len(), w.len());
+                assert_eq!(h.peek_time(), w.peek_time(), "seed {seed} step {step}");
+            }
+        }
+    }
+
+    #[test]
+    fn never_early_and_exact_at_the_tick() {
+        let mut w = TimerWheel::new(6);
+        let now = Instant::from_nanos(970);
+        w.insert(1, Instant::from_nanos(1000), now);
+        w.insert(2, Instant::from_nanos(5_000_000_000), now);
+        assert_eq!(w.peek_time(), Some(Instant::from_nanos(1024)), "rounded up to the 64 ns tick");
+        assert_eq!(w.pop_due(Instant::from_nanos(1023)), None);
+        assert_eq!(w.pop_due(Instant::from_nanos(1024)), Some((1, Instant::from_nanos(1024))));
+        assert_eq!(w.pop_due(Instant::from_nanos(4_999_999_999)), None);
+        let far = Instant::from_nanos(5_000_000_000u64.div_ceil(64) * 64);
+        assert_eq!(w.peek_time(), Some(far));
+        assert_eq!(w.pop_due(far), Some((2, far)));
+        assert!(w.is_empty() && w.pop_due(Instant::MAX).is_none());
+        let c = *w.counters();
+        assert_eq!((c.inserts, c.deletes), (2, 2));
+        assert!(c.cascaded >= 1, "the far entry started above level 0");
+    }
+}
