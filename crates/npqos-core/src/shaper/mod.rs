@@ -107,13 +107,17 @@ pub struct EventCounters {
 ///
 /// Per-queue state is laid out for the packet path (measured in docs/PERFORMANCE.md): the
 /// disabled flags in a byte array (1 MB for 1e6 queues: a throttled queue's packet is refused
-/// without leaving the L2 cache), the fields every send reads and writes in one 32-byte record
-/// (tokens, last update `T_lu`, CIR, cap: one cache miss per send at 1e6 queues), and alpha and
-/// the adaptive-threshold counters, needed only at a reschedule, apart.
+/// without leaving the L2 cache), what every send changes in one 16-byte record (tokens and last
+/// update `T_lu`: 16 MB for 1e6 queues, one cache miss per send), the fixed CIR and cap once per
+/// distinct pair (a profile; with one profile, no per-queue index at all), and alpha and the
+/// adaptive-threshold counters, needed only at a reschedule, apart.
 #[derive(Clone, Debug)]
 pub struct EventShaper {
     disabled: Vec<bool>,
     hot: Vec<Hot>,
+    /// Per queue, its index in `profiles`; empty when there is one profile.
+    profile_of: Vec<u32>,
+    profiles: Vec<Profile>,
     cold: Vec<Cold>,
     timers: Vec<CoreTimer>,
     tick_shift: u32,
@@ -171,12 +175,17 @@ impl CoreTimer {
     }
 }
 
-/// What every send touches, two per cache line.
+/// What every send changes: 16 bytes, four per cache line.
 #[derive(Clone, Copy, Debug, Default)]
-#[repr(C, align(32))]
+#[repr(C, align(16))]
 struct Hot {
     tokens: i64,
     t_lu: u64,
+}
+
+/// A bucket's fixed parameters, shared by every queue configured alike (kim's queues all are).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+struct Profile {
     cir: u64,
     cap: i64,
 }
@@ -215,17 +224,23 @@ impl EventShaper {
                 return Err(ShaperError::AlphaAboveCap { queue, alpha: p.alpha_bytes, cap: p.cap_bytes });
             }
         }
+        let mut index = std::collections::HashMap::new();
+        let mut profiles = Vec::new();
+        let profile_of: Vec<u32> = params
+            .iter()
+            .map(|p| {
+                let pr = Profile { cir: p.cir.bits_per_sec(), cap: units(p.cap_bytes) };
+                *index.entry(pr).or_insert_with(|| {
+                    profiles.push(pr);
+                    profiles.len() as u32 - 1
+                })
+            })
+            .collect();
         Ok(EventShaper {
             disabled: vec![false; params.len()],
-            hot: params
-                .iter()
-                .map(|p| Hot {
-                    tokens: units(p.cap_bytes),
-                    t_lu: 0,
-                    cir: p.cir.bits_per_sec(),
-                    cap: units(p.cap_bytes),
-                })
-                .collect(),
+            hot: params.iter().map(|p| Hot { tokens: units(p.cap_bytes), t_lu: 0 }).collect(),
+            profile_of: if profiles.len() == 1 { Vec::new() } else { profile_of },
+            profiles,
             cold: params.iter().map(|p| Cold { alpha: units(p.alpha_bytes), ..Default::default() }).collect(),
             timers: (0..cores)
                 .map(|_| {
@@ -281,6 +296,16 @@ impl EventShaper {
     pub fn prefetch(&self, queue: QueueId) {
         crate::hint::prefetch(&self.disabled, queue.index());
         crate::hint::prefetch(&self.hot, queue.index());
+        crate::hint::prefetch(&self.profile_of, queue.index());
+    }
+
+    /// Queue `q`'s fixed parameters (`q` checked).
+    #[inline(always)]
+    fn prof(&self, q: usize) -> Profile {
+        match self.profile_of.get(q) {
+            Some(&i) => self.profiles[i as usize],
+            None => self.profiles[0],
+        }
     }
     /// Current reschedule threshold of `queue` in bytes.
     pub fn alpha_bytes(&self, queue: QueueId) -> f64 {
@@ -370,8 +395,9 @@ impl EventShaper {
         // makes a packet meeting a full bucket free. We cap first: the standard token bucket;
         // see docs/kim.md, Deviations.) While disabled, T_lu is in the future and the negative
         // elapsed time gives the bucket's true level now.
+        let pr = self.prof(q);
         let elapsed = now_ns as i128 - self.hot[q].t_lu as i128;
-        let earned = (self.hot[q].tokens as i128 + elapsed * self.hot[q].cir as i128).min(self.hot[q].cap as i128);
+        let earned = (self.hot[q].tokens as i128 + elapsed * pr.cir as i128).min(pr.cap as i128);
         let tb = earned - units(bytes) as i128;
         if tb >= 0 {
             self.hot[q].tokens = tb as i64;
@@ -380,7 +406,7 @@ impl EventShaper {
         }
         // Lines 7-13.
         let alpha = self.adapt_alpha(q, now_ns);
-        let delay_ns = ((alpha as i128 - tb) as u128).div_ceil(self.hot[q].cir as u128); // eq 4
+        let delay_ns = ((alpha as i128 - tb) as u128).div_ceil(pr.cir as u128); // eq 4
         let t_resch = now_ns.saturating_add(u64::try_from(delay_ns).unwrap_or(u64::MAX)); // eq 5
         self.hot[q].t_lu = t_resch; // eq 6
         self.hot[q].tokens = alpha; // eq 7
@@ -415,7 +441,8 @@ impl EventShaper {
     ) -> Result<Decision, Error> {
         let q = id::check(QueueId::KIND, queue.0, self.hot.len())?;
         let core = id::check(CoreId::KIND, core.0, self.timers.len())?;
-        if units(bytes) > self.hot[q].cap {
+        let pr = self.prof(q);
+        if units(bytes) > pr.cap {
             return Err(Error::BadParameter {
                 parameter: "packet size",
                 value: format!("{bytes} B"),
@@ -429,7 +456,7 @@ impl EventShaper {
         let now_ns = now.as_nanos();
         self.counters.bucket_accesses += 2;
         let h = self.hot[q];
-        let earned = (h.tokens as i128 + (now_ns as i128 - h.t_lu as i128) * h.cir as i128).min(h.cap as i128);
+        let earned = (h.tokens as i128 + (now_ns as i128 - h.t_lu as i128) * pr.cir as i128).min(pr.cap as i128);
         let need = units(bytes) as i128;
         if earned >= need {
             self.counters.sends += 1;
@@ -439,9 +466,9 @@ impl EventShaper {
         }
         // The first nanosecond at which the bucket holds the packet; the level then is kept as
         // (tokens, T_lu) in the future, as Algorithm 1 keeps a disabled queue's.
-        let wait_ns = ((need - earned) as u128).div_ceil(h.cir as u128) as u64;
+        let wait_ns = ((need - earned) as u128).div_ceil(pr.cir as u128) as u64;
         let t_wake = now_ns.saturating_add(wait_ns);
-        self.hot[q].tokens = (earned + wait_ns as i128 * h.cir as i128).min(h.cap as i128) as i64;
+        self.hot[q].tokens = (earned + wait_ns as i128 * pr.cir as i128).min(pr.cap as i128) as i64;
         self.hot[q].t_lu = t_wake;
         self.counters.reschedules += 1;
         self.disabled[q] = true;
@@ -458,7 +485,7 @@ impl EventShaper {
         let last = self.cold[q].interval_of;
         if k != last {
             let min = units(a.alpha_min_bytes) as f64;
-            let cap = self.hot[q].cap as f64;
+            let cap = self.prof(q).cap as f64;
             let mut alpha = self.cold[q].alpha as f64;
             alpha = if self.cold[q].resch_count > a.delta_th {
                 (alpha * a.gamma).min(cap)
