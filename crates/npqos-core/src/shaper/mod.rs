@@ -265,6 +265,7 @@ impl EventShaper {
 
     /// Files throttled queues in `timer` instead of the paper's heaps (call before any send).
     pub fn with_timer(mut self, timer: Timer) -> Self {
+        assert!(self.timers.iter().all(|t| t.len() == 0), "with_timer() after queues were throttled");
         if timer == Timer::Wheel {
             self.timers = (0..self.timers.len()).map(|_| CoreTimer::Wheel(TimerWheel::new(self.tick_shift))).collect();
         }
@@ -348,10 +349,7 @@ impl EventShaper {
         let mut c = WheelCounters::default();
         for t in &self.timers {
             if let CoreTimer::Wheel(w) = t {
-                let x = w.counters();
-                c.inserts += x.inserts;
-                c.deletes += x.deletes;
-                c.cascaded += x.cascaded;
+                c.add(w.counters());
             }
         }
         c

@@ -44,6 +44,14 @@ pub struct WheelCounters {
     pub cascaded: u64,
 }
 
+impl WheelCounters {
+    pub fn add(&mut self, o: &WheelCounters) {
+        self.inserts += o.inserts;
+        self.deletes += o.deletes;
+        self.cascaded += o.cascaded;
+    }
+}
+
 /// One core's bucketed timer. See the module documentation.
 #[derive(Clone, Debug)]
 pub struct TimerWheel {
