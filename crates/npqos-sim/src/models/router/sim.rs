@@ -809,7 +809,7 @@ impl<'a> Sim<'a> {
         let (mut total, mut max) = (0u64, 0u64);
         if let Shaper::Event(e) = &self.shaper {
             for c in 0..e.cores() {
-                let n = e.heap(CoreId(c as u32)).map_or(0, |h| h.len()) as u64;
+                let n = e.waiting(CoreId(c as u32)) as u64;
                 total += n;
                 max = max.max(n);
             }
