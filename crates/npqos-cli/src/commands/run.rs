@@ -43,8 +43,9 @@ pub fn replication_seed(seed: u64, i: u32) -> u64 {
 }
 
 /// Runs one replication of `sc` with `seed` on the model it names, on up to `threads` threads
-/// (the router uses a second one for its arrivals; the other models use one). Errors are bad
-/// input (exit 2: a trace, a configuration the mechanism refuses) or internal failures (exit 1).
+/// (the router uses a second one for its arrivals, kim runs its shards in parallel; the other
+/// models use one). Errors are bad input (exit 2: a trace, a configuration the mechanism
+/// refuses) or internal failures (exit 1).
 fn run_one(
     sc: &Scenario,
     id: &str,
@@ -55,7 +56,7 @@ fn run_one(
 ) -> Result<RunResult> {
     let flag = Some(interrupt.clone());
     match sc.model() {
-        "kim" => kim::run_scenario(sc, seed, flag, report).map_err(|e| match e {
+        "kim" => kim::run_scenario(sc, seed, threads, flag, report).map_err(|e| match e {
             kim::KimRunError::Trace(t) => from_trace(t),
             other => bad(format!("{id}: {other}")),
         }),

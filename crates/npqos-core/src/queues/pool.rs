@@ -84,6 +84,21 @@ impl PacketPool {
         self.fifos.get(q.index()).is_none_or(|f| f.head == NIL)
     }
 
+    /// A hint that `q` is about to be used: loads its record ([`crate::hint::prefetch`]).
+    #[inline]
+    pub fn prefetch(&self, q: QueueId) {
+        crate::hint::prefetch(&self.fifos, q.index());
+    }
+
+    /// A hint that `q`'s head packet is about to be taken: loads its node (reads `q`'s record,
+    /// so prefetch that a little earlier).
+    #[inline]
+    pub fn prefetch_head(&self, q: QueueId) {
+        if let Some(f) = self.fifos.get(q.index()) {
+            crate::hint::prefetch(&self.nodes, f.head as usize);
+        }
+    }
+
     /// The head packet of `q`, if any.
     #[inline]
     pub fn head(&self, q: QueueId) -> Option<Packet> {

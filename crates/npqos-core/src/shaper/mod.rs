@@ -103,6 +103,17 @@ pub struct EventCounters {
     pub bucket_accesses: u64,
 }
 
+impl EventCounters {
+    /// Adds another shaper's counts (for results combined over shards).
+    pub fn add(&mut self, o: &EventCounters) {
+        self.sends += o.sends;
+        self.reschedules += o.reschedules;
+        self.reenabled += o.reenabled;
+        self.deferred += o.deferred;
+        self.bucket_accesses += o.bucket_accesses;
+    }
+}
+
 /// The event-driven token-bucket shaper with parallel per-core heaps (kim Algorithm 1).
 ///
 /// Per-queue state is laid out for the packet path (measured in docs/PERFORMANCE.md): the

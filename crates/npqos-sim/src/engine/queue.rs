@@ -1,4 +1,5 @@
-//! The engine's pending-event set: a radix heap over the key `(time, class, insertion sequence)`.
+//! The engine's pending-event set: a radix heap over the key `(time, class, insertion
+//! sequence)`, with 64-way digits.
 //!
 //! A discrete-event simulation never schedules before the event it is running, so the keys it
 //! pops never decrease. A radix heap (Ahuja, Mehlhorn, Orlin, Tarjan 1990) exploits exactly
@@ -9,23 +10,29 @@
 //!   at equal times a lower class pops first and equal classes pop first-in first-out. A model
 //!   whose event kinds must run in a given order at one instant (completions before arrivals)
 //!   says so through the class, not through the order it happens to schedule them in;
-//!   an entry (key and payload inline, 24 B for a 4-byte event) lives in bucket `0` if its key
-//!   equals the reference key (the last minimum found), in bucket `1 + b` (1..=64) if only the
-//!   sequence differs and `b` is its highest differing bit, and in bucket `65 + b` (65..=128) if
-//!   the time differs and `b` is the highest differing bit of the time: 129 buckets, each a `Vec`,
-//!   and a 128-bit mask of the non-empty ones;
-//! * `push` appends to a bucket: O(1);
-//! * `pop` takes bucket 0, or else finds the lowest non-empty bucket (one `trailing_zeros`),
-//!   scans it for its minimum, makes that the reference key and redistributes the bucket into
-//!   strictly lower buckets. An entry moves at most 128 times in its life and in practice a
-//!   handful, always as sequential appends: no root-to-leaf pointer chasing as in a binary
-//!   heap, which is what keeps it fast with a million pending events;
+//! * relative to a reference time `R` (the time of the last minimum found), an entry (key and
+//!   payload inline, 24 B for a 4-byte event) whose time equals `R` is in the short `current`
+//!   list, kept in sequence order; any other lives at level `l`, the highest 6-bit digit in
+//!   which its time differs from `R`, in slot `s`, its value of that digit: 11 levels of 64
+//!   slots (each a `Vec`), a 64-bit mask of occupied slots per level and one of non-empty
+//!   levels;
+//! * `push` appends to a slot: O(1);
+//! * `pop` takes from `current`, or else empties the first occupied slot of the lowest
+//!   non-empty level (two `trailing_zeros`): its earliest time becomes `R`, and its entries go
+//!   to `current` or to lower levels. Every other slot keeps its place, so an entry moves at
+//!   most once per level (at most 10 times, in practice two to four), always as sequential
+//!   appends: no root-to-leaf pointer chasing as in a binary heap, which is what keeps it fast
+//!   with a million pending events. (The first version used binary digits, 129 buckets: an
+//!   entry moved about log2 of the pending count times; the 64-way digits took kim's
+//!   1e6-queue row from 22.2 to 14.8 s, docs/PERFORMANCE.md.) A slot emptied with more than
+//!   [`KEEP`] entries of capacity gives its allocation back, so memory follows the pending set;
 //! * cancellation needs no per-event state: keys pop in strictly increasing order, so a key at
 //!   or below the last popped key has already run; a later one is recorded in a set of cancelled
 //!   keys and skipped when it surfaces (one branch per pop while the set is empty). When
-//!   cancelled entries outnumber live ones the buckets are compacted;
-//! * the reference key can run ahead of the last *returned* event (after `peek_time`, or when
-//!   the minimum found was cancelled); an event pushed below it goes to a small 4-ary heap
+//!   cancelled entries outnumber live ones the slots are compacted;
+//! * the reference key follows the radix part's pops and can run ahead of the last *returned*
+//!   event (after `peek_time`, or when the minimum found was cancelled); an event pushed below
+//!   it (an earlier time, or a lower class at the current instant) goes to a small 4-ary heap
 //!   (`dary_heap`: half a binary heap's depth, 10% faster on the router's ~100 pending
 //!   events) of "early" events, which all precede every radix entry and so are popped first. In the engine
 //!   this happens only when a run stops at an end time and the model is driven on.
@@ -34,7 +41,7 @@
 //!   the 4-ary heap of early events (the reference key is the largest possible, so every push
 //!   is "early"); a model with a handful of pending events (processors, one arrival) pays a
 //!   4-ary heap's few comparisons instead of radix redistributions. When the set first grows
-//!   past that, the entries move to the radix buckets once, for good. Both keep the exact order.
+//!   past that, the entries move to the radix levels once, for good. Both keep the exact order.
 //!
 //! Ordering is exact: events with equal times pop by class, then in insertion (FIFO) order. An
 //! event pushed at the current time with a class below the one running pops next (it goes to
@@ -116,7 +123,13 @@ impl<E> Ord for ByKey<E> {
     }
 }
 
-const BUCKETS: usize = 129;
+/// Levels of the radix part: level `l` holds entries whose time first differs from the
+/// reference time in its 6-bit digit `l` (bits `6l..6l+6`; level 10 has the top 4 bits).
+const LEVELS: usize = 11;
+const SLOTS: usize = 64;
+const DIGIT: u32 = 6;
+/// Slot capacity (entries) kept for reuse when a slot is emptied.
+pub const KEEP: usize = 256;
 /// The class occupies the top 8 bits of `seq`; the counter the rest.
 const CLASS_SHIFT: u32 = 56;
 /// Pending events kept in the 4-ary heap before the queue turns into a radix heap.
@@ -125,10 +138,18 @@ const COUNTER_MASK: u64 = (1 << CLASS_SHIFT) - 1;
 
 /// The monotone priority queue of future events. See the module documentation.
 pub struct EventQueue<E> {
-    buckets: Vec<Vec<Entry<E>>>,
-    /// Bit `i - 1` set when bucket `i` (1..=128) is non-empty.
-    mask: u128,
-    /// The radix reference key.
+    /// Entries whose time equals the reference time, by sequence, largest first (pop from the
+    /// back). Usually none or one.
+    current: Vec<Entry<E>>,
+    /// `levels[l][s]`: entries that first differ from the reference time in digit `l`, where
+    /// they have the value `s` (greater than the reference's digit).
+    levels: Vec<[Vec<Entry<E>>; SLOTS]>,
+    /// Per level, bit `s` set when slot `s` is non-empty.
+    occupied: [u64; LEVELS],
+    /// Bit `l` set when level `l` has an entry.
+    nonempty: u16,
+    /// The radix reference key: the smallest key stored in the radix part when it was last
+    /// settled; every radix entry is at or above it.
     reference: EventKey,
     /// The largest popped key; pushes must not go below its time, and keys at or below it have
     /// run, except early entries of a lower class still pending.
@@ -155,8 +176,10 @@ impl<E: Copy> Default for EventQueue<E> {
 impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
-            buckets: (0..BUCKETS).map(|_| Vec::new()).collect(),
-            mask: 0,
+            current: Vec::new(),
+            levels: (0..LEVELS).map(|_| std::array::from_fn(|_| Vec::new())).collect(),
+            occupied: [0; LEVELS],
+            nonempty: 0,
             reference: EventKey { time: u64::MAX, seq: u64::MAX },
             floor: EventKey { time: 0, seq: 0 },
             popped: false,
@@ -175,28 +198,21 @@ impl<E: Copy> EventQueue<E> {
         self.len() == 0
     }
 
-    #[inline(always)]
-    fn bucket_of(&self, time: u64, seq: u64) -> usize {
-        let dt = time ^ self.reference.time;
-        if dt != 0 {
-            65 + (63 - dt.leading_zeros() as usize)
-        } else {
-            let ds = seq ^ self.reference.seq;
-            if ds != 0 {
-                1 + (63 - ds.leading_zeros() as usize)
-            } else {
-                0
-            }
-        }
-    }
-
+    /// Stores an entry at or above the reference key in the radix part.
     #[inline(always)]
     fn place(&mut self, e: Entry<E>) {
-        let b = self.bucket_of(e.time, e.seq);
-        self.buckets[b].push(e);
-        if b > 0 {
-            self.mask |= 1u128 << (b - 1);
+        let dt = e.time ^ self.reference.time;
+        if dt == 0 {
+            // Same time: in sequence order among the current entries (usually none).
+            let at = self.current.partition_point(|c| c.seq > e.seq);
+            self.current.insert(at, e);
+            return;
         }
+        let l = ((63 - dt.leading_zeros()) / DIGIT) as usize;
+        let s = ((e.time >> (DIGIT * l as u32)) & (SLOTS as u64 - 1)) as usize;
+        self.levels[l][s].push(e);
+        self.occupied[l] |= 1 << s;
+        self.nonempty |= 1 << l;
     }
 
     /// Schedules `event` at `time`, which must not be earlier than the last popped time.
@@ -265,24 +281,51 @@ impl<E: Copy> EventQueue<E> {
         true
     }
 
-    /// Makes bucket 0 hold the minimum radix entry (live or cancelled); false when none is left.
+    /// Makes `current` hold the minimum radix entry (live or cancelled); false when none is
+    /// left.
     #[inline]
     fn settle(&mut self) -> bool {
-        if !self.buckets[0].is_empty() {
+        if !self.current.is_empty() {
             return true;
         }
-        if self.mask == 0 {
+        if self.nonempty == 0 {
             return false;
         }
-        let i = self.mask.trailing_zeros() as usize + 1;
-        let mut b = std::mem::take(&mut self.buckets[i]);
-        self.mask &= !(1u128 << (i - 1));
-        self.reference = b.iter().map(Entry::key).min().expect("bucket marked non-empty");
-        for e in b.drain(..) {
-            self.place(e);
-        }
-        self.buckets[i] = b; // keep the allocation
+        self.redistribute();
         true
+    }
+
+    /// Empties the first non-empty slot of the lowest non-empty level: its earliest time becomes
+    /// the reference, and its entries move to `current` or to lower levels. Slots of higher
+    /// digits keep their places (the new reference shares every digit above this level with
+    /// the old one), so an entry moves at most once per level: a handful of times in its life.
+    #[inline(never)]
+    fn redistribute(&mut self) {
+        let l = self.nonempty.trailing_zeros() as usize;
+        let s = self.occupied[l].trailing_zeros() as usize;
+        self.occupied[l] &= !(1 << s);
+        if self.occupied[l] == 0 {
+            self.nonempty &= !(1 << l);
+        }
+        let mut b = std::mem::take(&mut self.levels[l][s]);
+        let t = b.iter().map(|e| e.time).min().expect("slot marked non-empty");
+        self.reference.time = t;
+        for e in b.drain(..) {
+            if e.time == t {
+                self.current.push(e);
+            } else {
+                self.place(e);
+            }
+        }
+        // Keep a small allocation for reuse; a large one goes (every slot keeping its largest
+        // size would hold several times the pending set at a million events).
+        if b.capacity() <= KEEP {
+            self.levels[l][s] = b;
+        }
+        if self.current.len() > 1 {
+            self.current.sort_unstable_by_key(|e| Reverse(e.seq));
+        }
+        self.reference.seq = self.current.last().expect("the minimum's time").seq;
     }
 
     /// Removes the earliest stored entry, live or cancelled.
@@ -291,7 +334,11 @@ impl<E: Copy> EventQueue<E> {
         let e = if let Some(Reverse(ByKey(e))) = self.early.pop() {
             e
         } else if self.settle() {
-            self.buckets[0].pop().expect("settled")
+            let e = self.current.pop().expect("settled");
+            // The reference follows the radix part's pops, so that a later push between two
+            // keys of one instant (a lower class) goes to the early heap and pops first.
+            self.reference = e.key();
+            e
         } else {
             return None;
         };
@@ -312,7 +359,7 @@ impl<E: Copy> EventQueue<E> {
             let e = if let Some(Reverse(ByKey(e))) = self.early.peek() {
                 *e
             } else if self.settle() {
-                *self.buckets[0].last().expect("settled")
+                *self.current.last().expect("settled")
             } else {
                 return None;
             };
@@ -348,11 +395,18 @@ impl<E: Copy> EventQueue<E> {
         let early = std::mem::take(&mut self.early);
         self.early = early.into_iter().filter(|Reverse(ByKey(e))| !c.contains(&e.key())).collect();
         let mut n = self.early.len();
-        for (i, b) in self.buckets.iter_mut().enumerate() {
-            b.retain(|e| !c.contains(&e.key()));
-            n += b.len();
-            if i > 0 && b.is_empty() {
-                self.mask &= !(1u128 << (i - 1));
+        self.current.retain(|e| !c.contains(&e.key()));
+        n += self.current.len();
+        for (l, level) in self.levels.iter_mut().enumerate() {
+            for (s, b) in level.iter_mut().enumerate() {
+                b.retain(|e| !c.contains(&e.key()));
+                n += b.len();
+                if b.is_empty() {
+                    self.occupied[l] &= !(1 << s);
+                }
+            }
+            if self.occupied[l] == 0 {
+                self.nonempty &= !(1 << l);
             }
         }
         self.entries = n;

@@ -14,7 +14,8 @@
 //!   index, size, arrival time; a free list);
 //! * the link scheduler, the core [`Drr`] (a ring of active queues, 9 B per queue: deficit and
 //!   an active flag);
-//! * one pending arrival event per synthetic queue in the engine.
+//! * one pending arrival event per synthetic queue in the engine (and one arrival process per
+//!   queue only when it has state: on-off).
 //!
 //! Measured: offered / delivered / dropped packets and bytes, throughput and utilisation,
 //! sojourn time (arrival to last bit on the wire) as an HDR histogram, Jain's fairness index of
@@ -53,7 +54,8 @@ pub enum Ev {
 
 struct Source {
     sizes: SizeDist,
-    /// One process per queue, or one aggregate process with a population.
+    /// One process per queue, or one for all when the process keeps no state between gaps
+    /// (constant, exponential) or with a population (one aggregate stream).
     arrivals: Vec<Arrivals>,
     rng_size: StreamRng,
     rng_gap: StreamRng,
@@ -153,14 +155,15 @@ impl LinkModel {
                 });
                 let mut src = Source {
                     sizes: sizes.clone(),
-                    arrivals: vec![proc; streams_n],
+                    arrivals: if proc.is_stateless() { vec![proc] } else { vec![proc; streams_n] },
                     rng_size: streams.stream("link.sizes", 0),
                     rng_gap: streams.stream("link.arrivals", 0),
                     population,
                 };
                 for q in 0..streams_n {
                     // First arrival: one gap after time zero, so queues are not synchronised.
-                    let g = src.arrivals[q].next_gap(&mut src.rng_gap);
+                    let a = if src.arrivals.len() == 1 { 0 } else { q };
+                    let g = src.arrivals[a].next_gap(&mut src.rng_gap);
                     engine.schedule(Instant::ZERO + g, Ev::Arrival(q as u32));
                 }
                 m.source = Some(src);
@@ -240,6 +243,17 @@ impl LinkModel {
         self.drr.dequeued(q, self.pool.is_empty(q)).expect("the queue select() named");
         let size = p.size as u64;
         self.backlog_bytes -= size;
+        // The queues served next: load their records now, so their misses overlap this
+        // packet's work (two ahead: the DRR word, queue record and byte counter; one ahead:
+        // the head packet, whose index the record gives).
+        if let Some(q2) = self.drr.upcoming(2) {
+            self.drr.prefetch(q2);
+            self.pool.prefetch(q2);
+            npqos_core::hint::prefetch(&self.delivered_per_queue, q2.index());
+        }
+        if let Some(q1) = self.drr.upcoming(1) {
+            self.pool.prefetch_head(q1);
+        }
         let done = self.link.send(engine.now(), size);
         self.busy = true;
         engine.schedule(done, Ev::Departure);
@@ -348,7 +362,8 @@ impl Model for LinkModel {
                 let queues = self.pool.queues() as u32;
                 let src = self.source.as_mut().expect("synthetic source");
                 let size = src.sizes.sample(&mut src.rng_size) as u64;
-                let g = src.arrivals[stream as usize].next_gap(&mut src.rng_gap).max(Duration::NANOSECOND);
+                let a = if src.arrivals.len() == 1 { 0 } else { stream as usize };
+                let g = src.arrivals[a].next_gap(&mut src.rng_gap).max(Duration::NANOSECOND);
                 engine.schedule_in(g, Ev::Arrival(stream));
                 let q = match &mut src.population {
                     None => stream,

@@ -85,6 +85,8 @@ pub struct ShaperSpec {
     pub cache: bool,
     /// (gamma, delta_th, alpha_min, interval) when adaptive.
     pub adaptive: Option<(f64, u32, u64, Duration)>,
+    /// Independent groups of queues and cores, simulated in parallel (docs/kim.md "Shards").
+    pub shards: u32,
 }
 
 /// The `[link]`, `[queues]` and `[traffic]` tables of a `link` or `kim` scenario.
@@ -392,6 +394,22 @@ pub(crate) fn read(
                 }
             }
         }
+        let shards = sh.int("shards", 1, 1, 65_536, probs) as u32;
+        let bound = if fill == "periodic" { queues.max(1) } else { cores.min(queues.max(1)) };
+        if shards > bound {
+            probs.push(Problem {
+                key: "shaper.shards".into(),
+                value: Some(shards.to_string()),
+                message: format!("expected at most {bound} (one shard per core and per queue at most)"),
+            });
+        }
+        if shards > 1 && lm == "shared" {
+            probs.push(Problem {
+                key: "shaper.shards".into(),
+                value: Some(shards.to_string()),
+                message: "the shared link couples every queue: link_mode = \"shared\" needs shards = 1".into(),
+            });
+        }
         if timer == "wheel" && cache {
             probs.push(Problem {
                 key: "shaper.cache".into(),
@@ -417,6 +435,7 @@ pub(crate) fn read(
             shared_link: lm == "shared",
             cache,
             adaptive: adaptive.then_some((gamma, delta_th, alpha_min, interval)),
+            shards,
         })
     } else {
         None
@@ -558,6 +577,7 @@ pub(crate) fn to_toml(l: &LinkSpec, shaper: Option<&ShaperSpec>, root: &mut toml
         k.insert("while_disabled".into(), if sh.queue_while_disabled { "queue" } else { "drop" }.into());
         k.insert("link_mode".into(), if sh.shared_link { "shared" } else { "ideal" }.into());
         k.insert("cache".into(), sh.cache.into());
+        k.insert("shards".into(), (sh.shards as i64).into());
         k.insert("adaptive".into(), sh.adaptive.is_some().into());
         if let Some((g, th, amin, iv)) = sh.adaptive {
             k.insert("gamma".into(), g.into());

@@ -55,6 +55,8 @@
 //! while_disabled = "drop"        # "drop" (policer, the stochastic model) or "queue" (shaper)
 //! link_mode = "ideal"            # "ideal" (queues independent) or "shared" (round robin)
 //! cache = false                  # simulate a 32 KB 2-way data cache per core (Tables VI-VII)
+//! shards = 1                     # independent groups of queues and cores, run in parallel
+//!                                # (queue q uses only cores c with c = q mod shards; docs/kim.md)
 //! adaptive = false               # eq 14; then gamma, delta_th, alpha_min, interval
 //! gamma = 2.0
 //! delta_th = 3

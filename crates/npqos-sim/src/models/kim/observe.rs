@@ -74,3 +74,36 @@ pub(super) struct MissCounts {
     pub(super) insert_misses: Vec<u64>,
     pub(super) delete_misses: Vec<u64>,
 }
+
+impl MissCounts {
+    pub(super) fn new(sizes: usize) -> Self {
+        MissCounts {
+            phase: OpKind::Peek,
+            peek_accesses: 0,
+            peek_misses: vec![0; sizes],
+            insert_ops: 0,
+            insert_accesses: 0,
+            delete_ops: 0,
+            delete_accesses: 0,
+            insert_misses: vec![0; sizes],
+            delete_misses: vec![0; sizes],
+        }
+    }
+    /// Adds another shard's counts (same locked sizes).
+    pub(super) fn add(&mut self, o: &MissCounts) {
+        self.peek_accesses += o.peek_accesses;
+        self.insert_ops += o.insert_ops;
+        self.insert_accesses += o.insert_accesses;
+        self.delete_ops += o.delete_ops;
+        self.delete_accesses += o.delete_accesses;
+        for (a, b) in [
+            (&mut self.peek_misses, &o.peek_misses),
+            (&mut self.insert_misses, &o.insert_misses),
+            (&mut self.delete_misses, &o.delete_misses),
+        ] {
+            for (x, y) in a.iter_mut().zip(b) {
+                *x += y;
+            }
+        }
+    }
+}

@@ -142,3 +142,55 @@ fn the_wheel_timer_gives_the_heaps_statistics() {
     assert!(wheel.get("wheel_cascaded").unwrap() > 0.0);
     assert!(wheel.get("offchip_2KB").is_none() && heap.get("offchip_2KB").is_some());
 }
+
+/// Shards: running each group of queues and cores on its own and combining the results gives
+/// exactly what one engine simulating every group gives (per-core heap mean and maximum,
+/// off-chip counts by index, cache misses, the sampled series and the event count included),
+/// on any number of threads; and sharding is a different model only in which cores a queue
+/// may use: its statistics stay those of the unsharded run.
+#[test]
+fn shards_combine_to_the_unsplit_run_on_any_thread_count() {
+    let base = KimParams {
+        shards: 4,
+        duration: Duration::from_secs(2),
+        warmup: Duration::from_millis(300),
+        sample_every: Some(Duration::from_millis(250)),
+        ..small(Fill::EventDriven)
+    };
+    let cases = [
+        base.clone(),
+        KimParams { timer: Timer::Wheel, while_disabled: WhileDisabled::Queue, ..base.clone() },
+        KimParams { cache: Some(CacheGeometry::KIM), shards: 3, ..base.clone() },
+        KimParams { fill: Fill::Periodic(Duration::from_millis(1)), shards: 7, ..base.clone() },
+    ];
+    for p in &cases {
+        let one = run_unsplit(p, 11).unwrap();
+        assert!(one.events > 0 && one.complete);
+        for threads in [1, 2, 3] {
+            let split = run_on(p, 11, threads, None, &mut |_| {}).unwrap();
+            assert_eq!(split, one, "shards {} on {threads} threads, {:?} {:?}", p.shards, p.fill, p.timer);
+        }
+    }
+    let sharded = run(&base, 11, None, &mut |_| {}).unwrap();
+    assert_eq!(sharded.series[0].points.len(), 8);
+    let plain = run(&KimParams { shards: 1, ..base }, 11, None, &mut |_| {}).unwrap();
+    // Counts within four standard deviations of a Poisson count, the mean heap within 10%.
+    for k in ["reschedules", "sent_packets", "heap_mean_per_core"] {
+        let (a, b) = (plain.get(k).unwrap(), sharded.get(k).unwrap());
+        let tol = if k == "heap_mean_per_core" { 0.1 * a } else { 4.0 * (a + b).sqrt() };
+        assert!((a - b).abs() <= tol, "{k}: 1 shard {a}, 4 shards {b}");
+    }
+}
+
+#[test]
+fn shards_must_fit_the_cores_queues_and_link() {
+    let p = small(Fill::EventDriven);
+    for (shards, mode, why) in [
+        (0, LinkMode::Ideal, "at least 1"),
+        (11, LinkMode::Ideal, "one shard per core"),
+        (2, LinkMode::Shared, "shared link"),
+    ] {
+        let e = run(&KimParams { shards, link_mode: mode, ..p.clone() }, 1, None, &mut |_| {}).unwrap_err();
+        assert!(e.to_string().contains(why), "{e}");
+    }
+}
