@@ -9,7 +9,7 @@ use std::path::Path;
 /// Runs `text` with `seed` and renders the scalars as a fixed-precision table.
 fn check(text: &str, seed: u64) -> String {
     let sc = Scenario::parse(text, "snapshot", Path::new(".")).expect("valid scenario");
-    let r = link::run(&sc, seed, None, &mut |_| {}).expect("runs");
+    let r = link::run(&sc, seed, 1, None, &mut |_| {}).expect("runs");
     let mut t =
         format!("complete={} stop={} events={} sim_time_ns={}\n", r.complete, r.stop_reason, r.events, r.sim_time_ns);
     for s in &r.scalars {

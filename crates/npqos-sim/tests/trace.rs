@@ -294,7 +294,7 @@ fn empirical_sizes_from_a_trace_drive_a_synthetic_scenario() {
     drop(w);
     let text = "[run]\nduration = \"50ms\"\n[link]\nrate = \"1Gbps\"\n[queues]\ncount = 4\nbuffer = \"1MiB\"\n[traffic]\noverload = 0.5\nsizes = \"trace\"\nsize_files = [\"sizes.pcap\"]\n";
     let sc = npqos_sim::scenario::Scenario::parse(text, "t.toml", d.path()).unwrap();
-    let r = npqos_sim::models::link::run(&sc, 1, None, &mut |_| {}).unwrap();
+    let r = npqos_sim::models::link::run(&sc, 1, 1, None, &mut |_| {}).unwrap();
     let mean = r.get("offered_bytes").unwrap() / r.get("offered_packets").unwrap();
     assert!((mean - 325.0).abs() < 10.0, "mean size {mean}, trace mean 325");
     assert!((r.get("offered_load").unwrap() - 0.5).abs() < 0.03);

@@ -43,8 +43,8 @@ pub fn replication_seed(seed: u64, i: u32) -> u64 {
 }
 
 /// Runs one replication of `sc` with `seed` on the model it names, on up to `threads` threads
-/// (the router uses a second one for its arrivals, kim runs its shards in parallel; the other
-/// models use one). Errors are bad input (exit 2: a trace, a configuration the mechanism
+/// (the router and the link model make their arrivals on a second one, kim runs its shards in
+/// parallel; the other models use one). Errors are bad input (exit 2: a trace, a configuration the mechanism
 /// refuses) or internal failures (exit 1).
 fn run_one(
     sc: &Scenario,
@@ -76,7 +76,7 @@ fn run_one(
             router::RouterError::Config(c) => bad(format!("{id}: {c}")),
             other => anyhow::Error::new(other),
         }),
-        _ => link::run(sc, seed, flag, report).map_err(from_trace),
+        _ => link::run(sc, seed, threads, flag, report).map_err(from_trace),
     }
 }
 

@@ -13,6 +13,7 @@
 //! **Invariant:** nothing in the engine depends on wall-clock time or thread scheduling, so a
 //! model that draws randomness only from [`crate::rng::RngStreams`] replays byte for byte.
 
+pub mod feed;
 pub mod queue;
 
 use npqos_core::{Duration, Instant};

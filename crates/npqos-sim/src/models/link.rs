@@ -21,7 +21,8 @@
 //! sojourn time (arrival to last bit on the wire) as an HDR histogram, Jain's fairness index of
 //! delivered bytes, and time series of backlog and throughput.
 
-use crate::engine::{Engine, Model, RunLimits, StopReason};
+use crate::engine::feed::Feed;
+use crate::engine::{Engine, EventQueue, Model, RunLimits, StopReason};
 use crate::results::{Histogram, RunResult, Series};
 use crate::rng::{RngStreams, StreamRng};
 use crate::scenario::{Scenario, Traffic};
@@ -39,11 +40,9 @@ use std::sync::Arc;
 /// A trace packet whose arrival event is scheduled: (time ns, queue, bytes).
 type PendingPacket = (u64, u32, u64);
 
-/// Events of the link model.
+/// Events of the link model (synthetic arrivals are not events: they come from a [`Feed`]).
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
-    /// A synthetic packet arrives at queue `0`.
-    Arrival(u32),
     /// The next trace packet is due.
     TraceNext,
     /// The link finished sending a packet.
@@ -51,6 +50,47 @@ pub enum Ev {
     /// Record a time-series sample.
     Sample,
 }
+
+/// One synthetic arrival.
+#[derive(Clone, Copy, Debug)]
+pub struct Arrival {
+    t: u64,
+    queue: u32,
+    size: u32,
+    /// Flows the population has started so far (0 without one).
+    started: u64,
+}
+
+/// The synthetic input in time order: per stream (queue, or the one aggregate stream of a
+/// population) its next arrival in a monotone event queue. Each arrival draws its size, then
+/// the stream's next gap, then (with a population) its flow, as the model did when arrivals
+/// were its own events: the same draws in the same order.
+pub struct Synthetic {
+    src: Source,
+    next: EventQueue<u32>,
+    queues: u32,
+}
+
+impl Iterator for Synthetic {
+    type Item = Arrival;
+    #[inline]
+    fn next(&mut self) -> Option<Arrival> {
+        let (t, stream) = self.next.pop()?;
+        let src = &mut self.src;
+        let size = src.sizes.sample(&mut src.rng_size);
+        let a = if src.arrivals.len() == 1 { 0 } else { stream as usize };
+        let g = src.arrivals[a].next_gap(&mut src.rng_gap).max(Duration::NANOSECOND);
+        self.next.push(t + g, stream);
+        let (queue, started) = match &mut src.population {
+            None => (stream, 0),
+            Some((pop, rng)) => (flow_queue(pop.next_flow(rng), self.queues), pop.started()),
+        };
+        Some(Arrival { t: t.as_nanos(), queue, size, started })
+    }
+}
+
+/// Arrivals ahead of the one taken whose queue state is prefetched.
+const AHEAD: usize = 4;
 
 struct Source {
     sizes: SizeDist,
@@ -82,7 +122,11 @@ pub struct LinkModel {
     warmup: u64,
     end: u64,
     sample_every: Duration,
-    source: Option<Source>,
+    /// The synthetic input.
+    feed: Option<Feed<Synthetic, Arrival>>,
+    /// A flow population feeds the queues; flows it started up to the last arrival taken.
+    population: bool,
+    flows_started: u64,
     /// The trace and its next packet (time ns, queue, bytes) already scheduled.
     trace: Option<(TraceSource, Option<PendingPacket>)>,
     trace_error: Option<TraceError>,
@@ -119,7 +163,9 @@ impl LinkModel {
             warmup: sc.warmup.as_nanos(),
             end: sc.duration.as_nanos(),
             sample_every: sc.sample_every(),
-            source: None,
+            feed: None,
+            population: false,
+            flows_started: 0,
             trace: None,
             trace_error: None,
             offered_pkts: 0,
@@ -153,6 +199,7 @@ impl LinkModel {
                     let pop = FlowPopulation::new(p.flows as usize, &w, p.flow_packets).expect("validated scenario");
                     (pop, streams.stream("link.flows", 0))
                 });
+                m.population = population.is_some();
                 let mut src = Source {
                     sizes: sizes.clone(),
                     arrivals: if proc.is_stateless() { vec![proc] } else { vec![proc; streams_n] },
@@ -160,13 +207,14 @@ impl LinkModel {
                     rng_gap: streams.stream("link.arrivals", 0),
                     population,
                 };
+                let mut next = EventQueue::new();
                 for q in 0..streams_n {
                     // First arrival: one gap after time zero, so queues are not synchronised.
                     let a = if src.arrivals.len() == 1 { 0 } else { q };
                     let g = src.arrivals[a].next_gap(&mut src.rng_gap);
-                    engine.schedule(Instant::ZERO + g, Ev::Arrival(q as u32));
+                    next.push(Instant::ZERO + g, q as u32);
                 }
-                m.source = Some(src);
+                m.feed = Some(Feed::new(Synthetic { src, next, queues: l.queues }));
             }
             Traffic::Trace { files, time_scale, flow_multiply, lenient, align } => {
                 let opts = TraceOptions {
@@ -297,8 +345,8 @@ impl LinkModel {
         r.scalar("delivered_bytes", self.delivered_bytes as f64, "B");
         r.scalar("dropped_packets", self.dropped_pkts as f64, "packets");
         r.scalar("dropped_bytes", self.dropped_bytes as f64, "B");
-        if let Some((pop, _)) = self.source.as_ref().and_then(|s| s.population.as_ref()) {
-            r.scalar("flows_started", pop.started() as f64, "flows");
+        if self.population {
+            r.scalar("flows_started", self.flows_started as f64, "flows");
         }
         r.scalar(
             "drop_fraction",
@@ -358,19 +406,6 @@ impl Model for LinkModel {
     type Event = Ev;
     fn handle(&mut self, ev: Ev, engine: &mut Engine<Ev>) {
         match ev {
-            Ev::Arrival(stream) => {
-                let queues = self.pool.queues() as u32;
-                let src = self.source.as_mut().expect("synthetic source");
-                let size = src.sizes.sample(&mut src.rng_size) as u64;
-                let a = if src.arrivals.len() == 1 { 0 } else { stream as usize };
-                let g = src.arrivals[a].next_gap(&mut src.rng_gap).max(Duration::NANOSECOND);
-                engine.schedule_in(g, Ev::Arrival(stream));
-                let q = match &mut src.population {
-                    None => stream,
-                    Some((pop, rng)) => flow_queue(pop.next_flow(rng), queues),
-                };
-                self.enqueue(q, size, engine);
-            }
             Ev::TraceNext => {
                 if let Some((_, Some((_, q, size)))) = self.trace {
                     self.enqueue(q, size, engine);
@@ -387,12 +422,35 @@ impl Model for LinkModel {
             }
         }
     }
+
+    /// The next synthetic arrival, in class 0: at one instant the link's departures and the
+    /// samples (queued events) come first.
+    #[inline]
+    fn next_source(&mut self) -> Option<(Instant, u8)> {
+        self.feed.as_mut()?.peek().map(|a| (Instant::from_nanos(a.t), 0))
+    }
+
+    #[inline]
+    fn source(&mut self, engine: &mut Engine<Ev>) {
+        let feed = self.feed.as_mut().expect("next_source announced an arrival");
+        let a = feed.next_item().expect("next_source announced an arrival");
+        // The queue a few arrivals ahead: start loading its record and DRR word.
+        if let Some(b) = feed.ahead(AHEAD) {
+            self.pool.prefetch(QueueId(b.queue));
+            self.drr.prefetch(QueueId(b.queue));
+        }
+        self.flows_started = a.started;
+        self.enqueue(a.queue, a.size as u64, engine);
+    }
 }
 
-/// Runs one replication of a `link` scenario with the given seed.
+/// Runs one replication of a `link` scenario with the given seed, on up to `threads` threads:
+/// with two or more, a synthetic input is made ahead on a second one (the same arrivals in the
+/// same order: the result does not depend on `threads`).
 pub fn run(
     sc: &Scenario,
     seed: u64,
+    threads: usize,
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(Instant),
 ) -> Result<RunResult, TraceError> {
@@ -406,7 +464,17 @@ pub fn run(
         until: Instant::ZERO + sc.duration,
         max_events: if sc.max_events == 0 { u64::MAX } else { sc.max_events },
     };
-    let reason = engine.run(&mut model, limits, progress);
+    let reason = match model.feed.as_mut() {
+        Some(_) if threads >= 2 => std::thread::scope(|s| {
+            model.feed.as_mut().expect("checked").spawn(s);
+            let r = engine.run(&mut model, limits, progress);
+            // Dropping the receiver stops the helper, which runs ahead of the end time.
+            model.feed.as_mut().expect("checked").stop();
+            r
+        }),
+        _ => engine.run(&mut model, limits, progress),
+    };
+    model.feed = None;
     model.finish(sc, reason, &engine)
 }
 
@@ -426,7 +494,7 @@ mod tests {
         let sc = scenario(
             "[run]\nduration = \"2s\"\n[link]\nrate = \"1Gbps\"\n[queues]\ncount = 1\nbuffer = \"1GiB\"\n[traffic]\noverload = 0.8\nsizes = \"imix\"\narrivals = \"exponential\"\n",
         );
-        let r = run(&sc, 7, None, &mut |_| {}).unwrap();
+        let r = run(&sc, 7, 1, None, &mut |_| {}).unwrap();
         let sizes = SizeDist::kim_imix();
         let c = 1e9; // bits/s
         let es = sizes.mean() * 8.0 / c;
@@ -444,7 +512,7 @@ mod tests {
     #[test]
     fn drr_is_fair_under_overload() {
         let sc = scenario("[run]\nduration = \"200ms\"\n[link]\nrate = \"1Gbps\"\n[queues]\ncount = 8\nbuffer = \"32KiB\"\n[traffic]\noverload = 2.0\n");
-        let r = run(&sc, 1, None, &mut |_| {}).unwrap();
+        let r = run(&sc, 1, 1, None, &mut |_| {}).unwrap();
         assert!(r.get("utilization").unwrap() > 0.99);
         assert!(r.get("jain_fairness").unwrap() > 0.999, "{:?}", r.get("jain_fairness"));
         // Half the offered bytes must be dropped. (Not half the packets: tail drop refuses a
@@ -454,12 +522,28 @@ mod tests {
         assert!(r.get("drop_fraction").unwrap() < df);
     }
 
+    /// Arrivals made on a helper thread: the same result as made inline, with and without a
+    /// flow population (its started-flow count is the one at the last arrival taken, not where
+    /// the helper had got to).
+    #[test]
+    fn a_second_thread_gives_the_same_result() {
+        for text in [
+            "[run]\nduration = \"30ms\"\n[queues]\ncount = 5000\n[traffic]\noverload = 1.1\n",
+            "[run]\nduration = \"30ms\"\n[queues]\ncount = 16\n[traffic]\nflows = 300\nflow_packets_min = 5\n",
+        ] {
+            let sc = scenario(text);
+            let one = run(&sc, 5, 1, None, &mut |_| {}).unwrap();
+            assert!(one.get("offered_packets").unwrap() > 10_000.0);
+            assert_eq!(run(&sc, 5, 2, None, &mut |_| {}).unwrap(), one, "{text}");
+        }
+    }
+
     #[test]
     fn same_seed_same_result_other_seed_differs() {
         let sc = scenario("[run]\nduration = \"20ms\"\n[queues]\ncount = 64\n");
-        let a = run(&sc, 3, None, &mut |_| {}).unwrap();
-        let b = run(&sc, 3, None, &mut |_| {}).unwrap();
-        let c = run(&sc, 4, None, &mut |_| {}).unwrap();
+        let a = run(&sc, 3, 1, None, &mut |_| {}).unwrap();
+        let b = run(&sc, 3, 1, None, &mut |_| {}).unwrap();
+        let c = run(&sc, 4, 1, None, &mut |_| {}).unwrap();
         assert_eq!(a, b);
         assert_ne!(a.scalars, c.scalars);
     }
@@ -472,13 +556,18 @@ mod tests {
     #[test]
     fn flow_population_offers_the_aggregate_rate_and_skews_the_queues() {
         let base = "[run]\nduration = \"200ms\"\n[link]\nrate = \"1Gbps\"\n[queues]\ncount = 16\nbuffer = \"1GiB\"\n[traffic]\noverload = 0.5\nsizes = \"constant\"\nsize = \"1000B\"\nflows = 200\nflow_packets_min = 1000\n";
-        let equal = run(&scenario(base), 1, None, &mut |_| {}).unwrap();
+        let equal = run(&scenario(base), 1, 1, None, &mut |_| {}).unwrap();
         let offered = equal.get("offered_bytes").unwrap() * 8.0 / 0.2;
         assert!((offered / 0.5e9 - 1.0).abs() < 0.03, "offered {offered} bit/s");
         assert!(equal.get("flows_started").unwrap() >= 200.0);
-        let skewed =
-            run(&scenario(&format!("{base}flow_weights = \"exp-decay\"\ndecay_ratio = 0.9\n")), 1, None, &mut |_| {})
-                .unwrap();
+        let skewed = run(
+            &scenario(&format!("{base}flow_weights = \"exp-decay\"\ndecay_ratio = 0.9\n")),
+            1,
+            1,
+            None,
+            &mut |_| {},
+        )
+        .unwrap();
         let (je, js) = (equal.get("jain_fairness").unwrap(), skewed.get("jain_fairness").unwrap());
         assert!(je > 0.9 && js < 0.75, "equal {je} skewed {js}");
         let text =

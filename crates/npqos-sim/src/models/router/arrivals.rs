@@ -1,9 +1,9 @@
 //! Stages 1 and 2 and the per-flow bucket choice: the packet stream, classified, with its
 //! processing cost drawn and its output queue chosen. None of this depends on the state of
 //! the pipeline behind it, only on the stream, so it can run ahead on a second thread
-//! ([`Feed::spawn`]): the pipeline sees the same arrivals, in the same order, with the same
-//! draws, whether they were made inline or on the helper thread, so results are byte-identical
-//! for any `--threads`.
+//! ([`crate::engine::feed`]): the pipeline sees the same arrivals, in the same order, with the
+//! same draws, whether they were made inline or on the helper thread, so results are
+//! byte-identical for any `--threads`.
 
 use super::{MixEntry, RouterParams, RouterTraffic};
 use crate::rng::{RngStreams, StreamRng};
@@ -12,7 +12,6 @@ use npqos_core::classify::Classifier;
 use npqos_core::flow::FlowKey;
 use npqos_core::flowmap::{HashKind, SlotHash};
 use rand::Rng;
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 
 /// No service matched the packet.
 pub(super) const UNCLASSIFIED: u32 = u32::MAX;
@@ -162,92 +161,5 @@ impl Iterator for Prep<'_> {
             s as u32
         };
         Some(Arrival { t, len, service: s as u32, eq, shared, actual, key })
-    }
-}
-
-/// Arrivals handed over from the helper thread in batches of this many.
-const BATCH: usize = 8192;
-/// Arrivals ahead of the one taken whose lines are prefetched.
-const AHEAD: usize = 8;
-
-/// The pipeline's view of the arrivals: made inline, or received from the helper thread.
-pub(super) enum Feed<'a> {
-    Inline(Box<Prep<'a>>, Option<Arrival>),
-    Thread {
-        rx: Receiver<Vec<Arrival>>,
-        /// Emptied batches go back for reuse.
-        back: SyncSender<Vec<Arrival>>,
-        batch: Vec<Arrival>,
-        pos: usize,
-    },
-    /// Between [`Feed::spawn`]'s taking the maker and installing the receiver.
-    Moved,
-}
-
-impl<'a> Feed<'a> {
-    pub fn new(prep: Prep<'a>) -> Self {
-        Feed::Inline(Box::new(prep), None)
-    }
-
-    /// Moves the making of arrivals to a thread of `scope`; the thread ends when the stream
-    /// does or when this feed is dropped.
-    pub fn spawn<'s>(&mut self, scope: &'s std::thread::Scope<'s, '_>)
-    where
-        'a: 's,
-    {
-        let Feed::Inline(mut prep, peeked) = std::mem::replace(self, Feed::Moved) else {
-            panic!("spawn an inline feed once")
-        };
-        let (tx, rx) = sync_channel::<Vec<Arrival>>(4);
-        let (back, reuse) = sync_channel::<Vec<Arrival>>(8);
-        let batch: Vec<Arrival> = peeked.into_iter().collect();
-        scope.spawn(move || loop {
-            let mut b = reuse.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-            b.clear();
-            b.extend(prep.by_ref().take(BATCH));
-            let last = b.len() < BATCH;
-            // A closed channel means the pipeline stopped early: nothing more is wanted.
-            if (!b.is_empty() && tx.send(b).is_err()) || last {
-                return;
-            }
-        });
-        *self = Feed::Thread { rx, back, batch, pos: 0 };
-    }
-
-    pub fn peek(&mut self) -> Option<&Arrival> {
-        match self {
-            Feed::Inline(prep, peeked) => {
-                if peeked.is_none() {
-                    *peeked = prep.next();
-                }
-                peeked.as_ref()
-            }
-            Feed::Thread { rx, back, batch, pos } => {
-                if *pos == batch.len() {
-                    let Ok(next) = rx.recv() else { return None };
-                    let old = std::mem::replace(batch, next);
-                    let _ = back.try_send(old);
-                    *pos = 0;
-                }
-                batch.get(*pos)
-            }
-            Feed::Moved => None,
-        }
-    }
-
-    pub fn next(&mut self) -> Option<Arrival> {
-        let a = self.peek().copied();
-        match self {
-            Feed::Inline(_, peeked) => *peeked = None,
-            Feed::Thread { pos, batch, .. } => {
-                *pos += 1;
-                // The batch was written on the other core: start moving the lines of the
-                // arrivals a few places ahead (an arrival spans up to two).
-                npqos_core::hint::prefetch(batch, *pos + AHEAD);
-                npqos_core::hint::prefetch(batch, *pos + AHEAD + 1);
-            }
-            Feed::Moved => {}
-        }
-        a
     }
 }

@@ -4,10 +4,11 @@
 //! (6); samples (7) last. Transmission starts, the timer, the shaper's wake-up and arrivals are
 //! the model's sources (each already in time order), the rest queued events.
 
-use super::arrivals::{Arrival, Feed, Prep, UNCLASSIFIED};
+use super::arrivals::{Arrival, Prep, UNCLASSIFIED};
 use super::output::Outcome;
 use super::stages::{Ingress, IngressDrop, Qmem};
 use super::{Allocation, Conformance, RouterError, RouterParams, RouterTraffic, Scheduler, ShaperKind};
+use crate::engine::feed::Feed;
 use crate::engine::{Engine, Model, RunLimits, StopReason};
 use crate::results::RunResult;
 use crate::results::Series;
@@ -137,7 +138,7 @@ enum Shaper {
 struct Sim<'a> {
     p: &'a RouterParams,
     /// Stages 1 and 2: the classified arrivals, made inline or on a helper thread.
-    feed: Feed<'a>,
+    feed: Feed<Prep<'a>, Arrival>,
     end: u64,
     /// The end of the run: the end of arrivals plus the drain.
     until: u64,
@@ -1000,7 +1001,7 @@ impl Model for Sim<'_> {
             self.shaper_wake = self.shaper_next();
             return self.link_try(now.as_nanos(), engine);
         }
-        let a = self.feed.next().expect("next_source announced an arrival");
+        let a = self.feed.next_item().expect("next_source announced an arrival");
         debug_assert_eq!(a.t, now.as_nanos());
         self.arrival(a, engine);
     }
@@ -1020,7 +1021,7 @@ pub(super) fn run(
             sim.feed.spawn(s);
             let r = drive(&mut sim, interrupt);
             // Dropping the receiver stops the helper if the run ended before the stream.
-            sim.feed = Feed::Moved;
+            sim.feed.stop();
             r
         })
     } else {
