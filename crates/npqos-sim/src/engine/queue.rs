@@ -128,6 +128,9 @@ impl<E> Ord for ByKey<E> {
 const LEVELS: usize = 11;
 const SLOTS: usize = 64;
 const DIGIT: u32 = 6;
+/// A slot of at most this many entries is sorted whole when taken, rather than spread over
+/// lower levels.
+const SORT_MAX: usize = 32;
 /// Slot capacity (entries) kept for reuse when a slot is emptied.
 pub const KEEP: usize = 256;
 /// The class occupies the top 8 bits of `seq`; the counter the rest.
@@ -138,9 +141,12 @@ const COUNTER_MASK: u64 = (1 << CLASS_SHIFT) - 1;
 
 /// The monotone priority queue of future events. See the module documentation.
 pub struct EventQueue<E> {
-    /// Entries whose time equals the reference time, by sequence, largest first (pop from the
-    /// back). Usually none or one.
+    /// The earliest radix entries, in key order, largest first (pop from the back): a slot
+    /// taken whole (at most [`SORT_MAX`] entries, or level 0) plus later pushes not after its
+    /// latest time. Usually a few.
     current: Vec<Entry<E>>,
+    /// The time the levels' digits are taken against: the earliest time of the slot last taken.
+    base: u64,
     /// `levels[l][s]`: entries that first differ from the reference time in digit `l`, where
     /// they have the value `s` (greater than the reference's digit).
     levels: Vec<[Vec<Entry<E>>; SLOTS]>,
@@ -177,6 +183,7 @@ impl<E: Copy> EventQueue<E> {
     pub fn new() -> Self {
         EventQueue {
             current: Vec::new(),
+            base: 0,
             levels: (0..LEVELS).map(|_| std::array::from_fn(|_| Vec::new())).collect(),
             occupied: [0; LEVELS],
             nonempty: 0,
@@ -201,13 +208,22 @@ impl<E: Copy> EventQueue<E> {
     /// Stores an entry at or above the reference key in the radix part.
     #[inline(always)]
     fn place(&mut self, e: Entry<E>) {
-        let dt = e.time ^ self.reference.time;
-        if dt == 0 {
-            // Same time: in sequence order among the current entries (usually none).
-            let at = self.current.partition_point(|c| c.seq > e.seq);
-            self.current.insert(at, e);
-            return;
+        match self.current.first() {
+            // Not after the latest current entry: among them, in key order (usually at the end).
+            Some(last) if e.time <= last.time => {
+                let k = e.key();
+                let at = self.current.partition_point(|c| c.key() > k);
+                self.current.insert(at, e);
+            }
+            _ if e.time == self.base => self.current.push(e),
+            _ => self.place_level(e),
         }
+    }
+
+    /// Files an entry later than every current one by its highest digit differing from `base`.
+    #[inline(always)]
+    fn place_level(&mut self, e: Entry<E>) {
+        let dt = e.time ^ self.base;
         let l = ((63 - dt.leading_zeros()) / DIGIT) as usize;
         let s = ((e.time >> (DIGIT * l as u32)) & (SLOTS as u64 - 1)) as usize;
         self.levels[l][s].push(e);
@@ -258,6 +274,7 @@ impl<E: Copy> EventQueue<E> {
         self.small = false;
         let entries = std::mem::take(&mut self.early).into_vec();
         self.reference = entries.iter().map(|Reverse(ByKey(e))| e.key()).min().expect("non-empty");
+        self.base = self.reference.time;
         for Reverse(ByKey(e)) in entries {
             self.place(e);
         }
@@ -295,12 +312,15 @@ impl<E: Copy> EventQueue<E> {
         true
     }
 
-    /// Empties the first non-empty slot of the lowest non-empty level: its earliest time becomes
-    /// the reference, and its entries move to `current` or to lower levels. Slots of higher
-    /// digits keep their places (the new reference shares every digit above this level with
-    /// the old one), so an entry moves at most once per level: a handful of times in its life.
+    /// Empties the first non-empty slot of the lowest non-empty level. A slot of at most
+    /// [`SORT_MAX`] entries (or of level 0) becomes `current`, sorted; a larger one gives its
+    /// earliest time to `base`, its entries at that time to `current` and the others to lower
+    /// levels. Slots of higher digits keep their places (the new base shares every digit above
+    /// this level with the old one), so an entry moves at most once per level: a handful of
+    /// times in its life.
     #[inline(never)]
     fn redistribute(&mut self) {
+        debug_assert!(self.current.is_empty());
         let l = self.nonempty.trailing_zeros() as usize;
         let s = self.occupied[l].trailing_zeros() as usize;
         self.occupied[l] &= !(1 << s);
@@ -308,13 +328,23 @@ impl<E: Copy> EventQueue<E> {
             self.nonempty &= !(1 << l);
         }
         let mut b = std::mem::take(&mut self.levels[l][s]);
-        let t = b.iter().map(|e| e.time).min().expect("slot marked non-empty");
-        self.reference.time = t;
-        for e in b.drain(..) {
-            if e.time == t {
-                self.current.push(e);
-            } else {
-                self.place(e);
+        if l == 0 || b.len() <= SORT_MAX {
+            b.sort_unstable_by_key(|e| Reverse(ByKey(*e)));
+            self.base = b.last().expect("slot marked non-empty").time;
+            // The slot's vector becomes `current`; the empty one takes its place.
+            std::mem::swap(&mut self.current, &mut b);
+        } else {
+            let t = b.iter().map(|e| e.time).min().expect("slot marked non-empty");
+            self.base = t;
+            for e in b.drain(..) {
+                if e.time == t {
+                    self.current.push(e);
+                } else {
+                    self.place_level(e);
+                }
+            }
+            if self.current.len() > 1 {
+                self.current.sort_unstable_by_key(|e| Reverse(e.seq));
             }
         }
         // Keep a small allocation for reuse; a large one goes (every slot keeping its largest
@@ -322,10 +352,7 @@ impl<E: Copy> EventQueue<E> {
         if b.capacity() <= KEEP {
             self.levels[l][s] = b;
         }
-        if self.current.len() > 1 {
-            self.current.sort_unstable_by_key(|e| Reverse(e.seq));
-        }
-        self.reference.seq = self.current.last().expect("the minimum's time").seq;
+        self.reference = self.current.last().expect("the minimum").key();
     }
 
     /// Removes the earliest stored entry, live or cancelled.
@@ -497,6 +524,46 @@ mod tests {
         q.push(Instant::from_nanos(30), 'f');
         let got: Vec<char> = std::iter::from_fn(|| q.pop().map(|x| x.1)).collect();
         assert_eq!(got, vec!['d', 'e', 'f', 'c']);
+    }
+
+    /// The hold model at several spreads (every pop pushes one event a random increment
+    /// later), so slots of every size are taken, sorted whole or spread over lower levels, and
+    /// pushes land inside the current sorted run: the order equals a binary heap's on
+    /// (time, seq).
+    #[test]
+    fn hold_model_matches_a_binary_heap() {
+        use std::collections::BinaryHeap;
+        let mut rng = ChaCha8Rng::seed_from_u64(0x5eed_0002);
+        for (pending, spread) in [(600u64, 64u64), (5_000, 1 << 12), (20_000, 1 << 25), (3_000, 1 << 40)] {
+            let mut q = EventQueue::new();
+            let mut model = BinaryHeap::new();
+            let mut seq = 0u64;
+            for _ in 0..pending {
+                let t = rng.random_range(0..spread);
+                q.push(Instant::from_nanos(t), seq);
+                model.push(Reverse((t, seq)));
+                seq += 1;
+            }
+            for _ in 0..200_000 {
+                let (t, e) = q.pop().unwrap();
+                let Reverse((mt, me)) = model.pop().unwrap();
+                assert_eq!((t.as_nanos(), e), (mt, me), "spread {spread}");
+                // Sometimes a burst at the current instant, sometimes far ahead.
+                let n = if rng.random_range(0..8) == 0 { 3 } else { 1 };
+                for _ in 0..n {
+                    let dt = if rng.random_range(0..4) == 0 { 0 } else { rng.random_range(0..spread) };
+                    q.push(Instant::from_nanos(mt + dt), seq);
+                    model.push(Reverse((mt + dt, seq)));
+                    seq += 1;
+                }
+                if model.len() as u64 > pending && rng.random_range(0..3) == 0 {
+                    let (t, e) = q.pop().unwrap();
+                    let Reverse((mt, me)) = model.pop().unwrap();
+                    assert_eq!((t.as_nanos(), e), (mt, me));
+                }
+            }
+            assert_eq!(q.len(), model.len());
+        }
     }
 
     #[test]
