@@ -113,6 +113,13 @@ impl<E: Copy> Engine<E> {
         self.queue.len()
     }
 
+    /// The queued event that runs next, when the queue knows it without work (see
+    /// [`EventQueue::peek_cheap`]; a model's source may still run first): a prefetch hint only.
+    #[inline(always)]
+    pub fn peek_cheap(&self) -> Option<&E> {
+        self.queue.peek_cheap()
+    }
+
     /// Schedules `event` at `at`, which must not be in the past.
     #[inline(always)]
     pub fn schedule(&mut self, at: Instant, event: E) -> EventKey {

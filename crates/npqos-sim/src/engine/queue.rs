@@ -10,22 +10,25 @@
 //!   at equal times a lower class pops first and equal classes pop first-in first-out. A model
 //!   whose event kinds must run in a given order at one instant (completions before arrivals)
 //!   says so through the class, not through the order it happens to schedule them in;
-//! * relative to a reference time `R` (the time of the last minimum found), an entry (key and
-//!   payload inline, 24 B for a 4-byte event) whose time equals `R` is in the short `current`
-//!   list, kept in sequence order; any other lives at level `l`, the highest 6-bit digit in
-//!   which its time differs from `R`, in slot `s`, its value of that digit: 11 levels of 64
-//!   slots (each a `Vec`), a 64-bit mask of occupied slots per level and one of non-empty
-//!   levels;
-//! * `push` appends to a slot: O(1);
+//! * the earliest entries (key and payload inline, 24 B for a 4-byte event) are in the short
+//!   `current` run, sorted; any later one lives at level `l`, the highest 6-bit digit in which
+//!   its time differs from a base time `B` (the earliest time of the slot last taken), in slot
+//!   `s`, its value of that digit: 11 levels of 64 slots (each a `Vec`), a 64-bit mask of
+//!   occupied slots per level and one of non-empty levels;
+//! * `push` appends to a slot: O(1) (or, for a time not after the current run's latest, a
+//!   binary-search insert into that short run);
 //! * `pop` takes from `current`, or else empties the first occupied slot of the lowest
-//!   non-empty level (two `trailing_zeros`): its earliest time becomes `R`, and its entries go
-//!   to `current` or to lower levels. Every other slot keeps its place, so an entry moves at
-//!   most once per level (at most 10 times, in practice two to four), always as sequential
-//!   appends: no root-to-leaf pointer chasing as in a binary heap, which is what keeps it fast
-//!   with a million pending events. (The first version used binary digits, 129 buckets: an
-//!   entry moved about log2 of the pending count times; the 64-way digits took kim's
-//!   1e6-queue row from 22.2 to 14.8 s, docs/PERFORMANCE.md.) A slot emptied with more than
-//!   [`KEEP`] entries of capacity gives its allocation back, so memory follows the pending set;
+//!   non-empty level (two `trailing_zeros`): a slot of at most [`SORT_MAX`] entries, or of
+//!   level 0, is sorted and becomes the current run; a larger one gives its earliest time to
+//!   `B` and its entries go to `current` (those at that time) or to lower levels. Every other
+//!   slot keeps its place, so an entry moves at most once per level (at most 10 times, in
+//!   practice two or three), always as sequential appends: no root-to-leaf pointer chasing as
+//!   in a binary heap, which is what keeps it fast with a million pending events. (The first
+//!   version used binary digits, 129 buckets: an entry moved about log2 of the pending count
+//!   times. kim's 1e6-queue row went from 22.2 to 14.8 s with 64-way digits, and in 20
+//!   shards from 10.2 to 8.0 s with the sorted runs; docs/PERFORMANCE.md.) A slot emptied
+//!   with more than [`KEEP`] entries of capacity gives its allocation back, so memory follows
+//!   the pending set;
 //! * cancellation needs no per-event state: keys pop in strictly increasing order, so a key at
 //!   or below the last popped key has already run; a later one is recorded in a set of cancelled
 //!   keys and skipped when it surfaces (one branch per pop while the set is empty). When
@@ -130,7 +133,7 @@ const SLOTS: usize = 64;
 const DIGIT: u32 = 6;
 /// A slot of at most this many entries is sorted whole when taken, rather than spread over
 /// lower levels.
-const SORT_MAX: usize = 32;
+pub const SORT_MAX: usize = 32;
 /// Slot capacity (entries) kept for reuse when a slot is emptied.
 pub const KEEP: usize = 256;
 /// The class occupies the top 8 bits of `seq`; the counter the rest.
@@ -353,6 +356,17 @@ impl<E: Copy> EventQueue<E> {
             self.levels[l][s] = b;
         }
         self.reference = self.current.last().expect("the minimum").key();
+    }
+
+    /// The event that pops next, when that is known without work (it is at the head of the
+    /// early heap or of the current run; it may be cancelled): a hint for prefetching the
+    /// state it will touch, never for deciding anything.
+    #[inline]
+    pub fn peek_cheap(&self) -> Option<&E> {
+        match self.early.peek() {
+            Some(Reverse(ByKey(e))) => Some(&e.event),
+            None => self.current.last().map(|e| &e.event),
+        }
     }
 
     /// Removes the earliest stored entry, live or cancelled.

@@ -533,6 +533,10 @@ impl Model for Kim {
         match ev {
             Ev::Arrival(q) => {
                 let qi = q as usize;
+                // The next arrival's bucket state starts loading while this one is decided.
+                if let (Some(Ev::Arrival(next)), Shaper::Event(s)) = (engine.peek_cheap(), &self.shaper) {
+                    s.prefetch(QueueId(*next));
+                }
                 let m = self.groups.len();
                 let g = &mut self.groups[if m == 1 { 0 } else { qi % m }];
                 let size = self.p.sizes.sample(&mut g.size);
