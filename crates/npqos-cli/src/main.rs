@@ -38,10 +38,12 @@ enum Cmd {
         /// Override the scenario's seed
         #[arg(long)]
         seed: Option<u64>,
-        /// Worker threads: replications run in parallel, and a router run makes its arrivals on a
-        /// spare one (results do not depend on it)
-        #[arg(long, default_value_t = 1)]
-        threads: usize,
+        /// Worker threads (default: one per CPU, fewer if parallel replications would exceed
+        /// run.memory_budget): replications run in parallel, a kim scenario's shards run in
+        /// parallel, and the router and link models make their arrivals on a spare one. Results
+        /// do not depend on it
+        #[arg(long)]
+        threads: Option<usize>,
         /// No progress bar and no summary on stdout
         #[arg(long)]
         quiet: bool,

@@ -128,11 +128,20 @@ pub fn execute(
     Ok(out)
 }
 
-pub fn run(path: &Path, out: Option<PathBuf>, seed: Option<u64>, threads: usize, quiet: bool) -> Result<()> {
+/// `threads`: as given, or one per CPU, lowered while the replications that would run in
+/// parallel do not fit the scenario's memory budget.
+pub fn run(path: &Path, out: Option<PathBuf>, seed: Option<u64>, threads: Option<usize>, quiet: bool) -> Result<()> {
     let (_, mut sc) = load(path)?;
     if let Some(s) = seed {
         sc.seed = s;
     }
+    let threads = threads.map(|t| t.max(1)).unwrap_or_else(|| {
+        let mut t = std::thread::available_parallelism().map_or(1, |n| n.get());
+        while t > 1 && sc.estimate_memory(t.clamp(1, sc.replications as usize) as u32) > sc.memory_budget {
+            t -= 1;
+        }
+        t
+    });
     let parallel = threads.clamp(1, sc.replications as usize) as u32;
     let need = sc.estimate_memory(parallel);
     if need > sc.memory_budget {
