@@ -60,6 +60,9 @@ pub struct TimerWheel {
     /// Per bucket, the smallest tick in it (meaningless while it is empty).
     min: Vec<u64>,
     occupied: [u64; LEVELS],
+    /// Bit `l` set when level `l` has an occupied bucket (the first one is two
+    /// `trailing_zeros` away).
+    levels: u16,
     cursor: u64,
     len: usize,
     tick_shift: u32,
@@ -74,6 +77,7 @@ impl TimerWheel {
             buckets: vec![Vec::new(); LEVELS * SLOTS],
             min: vec![u64::MAX; LEVELS * SLOTS],
             occupied: [0; LEVELS],
+            levels: 0,
             cursor: 0,
             len: 0,
             tick_shift,
@@ -117,6 +121,11 @@ impl TimerWheel {
         if n != self.len {
             return Err(format!("{} entries counted as {}", n, self.len));
         }
+        for (l, &w) in self.occupied.iter().enumerate() {
+            if (self.levels >> l & 1 == 1) != (w != 0) {
+                return Err(format!("level {l}: level bit wrong"));
+            }
+        }
         Ok(())
     }
 
@@ -148,6 +157,18 @@ impl TimerWheel {
             self.min[b] = tick;
         }
         self.occupied[b / SLOTS] |= 1 << (b % SLOTS);
+        self.levels |= 1 << (b / SLOTS);
+    }
+
+    /// Marks bucket `b` empty.
+    #[inline(always)]
+    fn vacate(&mut self, b: usize) {
+        self.min[b] = u64::MAX;
+        let l = b / SLOTS;
+        self.occupied[l] &= !(1 << (b % SLOTS));
+        if self.occupied[l] == 0 {
+            self.levels &= !(1 << l);
+        }
     }
 
     /// Files `queue` for `time` (at or after `now`; `now` never decreases between calls).
@@ -167,7 +188,10 @@ impl TimerWheel {
     /// The first non-empty bucket of the lowest non-empty level.
     #[inline]
     fn first(&self) -> Option<usize> {
-        let level = self.occupied.iter().position(|&w| w != 0)?;
+        if self.levels == 0 {
+            return None;
+        }
+        let level = self.levels.trailing_zeros() as usize;
         Some(level * SLOTS + self.occupied[level].trailing_zeros() as usize)
     }
 
@@ -190,8 +214,7 @@ impl TimerWheel {
         }
         let (tick, queue) = self.buckets[b].pop().expect("an occupied bucket has entries");
         if self.buckets[b].is_empty() {
-            self.occupied[0] &= !(1 << b);
-            self.min[b] = u64::MAX;
+            self.vacate(b);
         }
         self.len -= 1;
         self.counters.deletes += 1;
@@ -205,8 +228,7 @@ impl TimerWheel {
     fn cascade(&mut self, b: usize) {
         let entries = std::mem::take(&mut self.buckets[b]);
         self.cursor = self.min[b];
-        self.min[b] = u64::MAX;
-        self.occupied[b / SLOTS] &= !(1 << (b % SLOTS));
+        self.vacate(b);
         self.counters.cascaded += entries.len() as u64;
         for &(tick, queue) in &entries {
             self.put(tick, queue);
