@@ -305,14 +305,32 @@ struct Kim {
     /// Reschedules per closed sampling interval.
     resched_per_interval: Vec<u64>,
     last_resched: u64,
-    // measurements
+    counts: Counts,
+}
+
+/// The packet counts of a run (or of one shard: they add up).
+#[derive(Clone, Copy, Debug, Default)]
+struct Counts {
     arrived: u64,
     sent_pkts: u64,
     sent_bytes: u64,
     dropped: u64,
     dropped_disabled: u64,
+    /// Packets sent after the warm-up, and the sum of their delays.
     delay_pkts: u64,
     delay_sum_ns: u128,
+}
+
+impl Counts {
+    fn add(&mut self, o: &Counts) {
+        self.arrived += o.arrived;
+        self.sent_pkts += o.sent_pkts;
+        self.sent_bytes += o.sent_bytes;
+        self.dropped += o.dropped;
+        self.dropped_disabled += o.dropped_disabled;
+        self.delay_pkts += o.delay_pkts;
+        self.delay_sum_ns += o.delay_sum_ns;
+    }
 }
 
 impl Kim {
@@ -351,11 +369,11 @@ impl Kim {
     fn send_packet(&mut self, qi: usize, size: u32, arrival: u64, engine: &mut Engine<Ev>) -> bool {
         let now = engine.now();
         let now_ns = now.as_nanos();
-        self.sent_pkts += 1;
-        self.sent_bytes += size as u64;
+        self.counts.sent_pkts += 1;
+        self.counts.sent_bytes += size as u64;
         if now_ns >= self.p.warmup.as_nanos() {
-            self.delay_pkts += 1;
-            self.delay_sum_ns += (now_ns - arrival) as u128;
+            self.counts.delay_pkts += 1;
+            self.counts.delay_sum_ns += (now_ns - arrival) as u128;
         }
         let throttled = match &mut self.shaper {
             Shaper::Event(_) => {
@@ -547,9 +565,9 @@ impl Model for Kim {
                 }
                 let gap = gap.max(Duration::NANOSECOND);
                 engine.schedule_in(gap, Ev::Arrival(q));
-                self.arrived += 1;
+                self.counts.arrived += 1;
                 if self.p.while_disabled == WhileDisabled::Drop && !self.eligible(qi) {
-                    self.dropped_disabled += 1;
+                    self.counts.dropped_disabled += 1;
                     return;
                 }
                 // Ideal link, eligible queue: its buffer is empty (an eligible queue is drained at
@@ -566,7 +584,7 @@ impl Model for Kim {
                 }
                 let queue = QueueId::from_index(qi);
                 if self.pool.bytes(queue) + size as u64 > self.p.buffer_bytes {
-                    self.dropped += 1;
+                    self.counts.dropped += 1;
                     return;
                 }
                 self.pool.push(queue, Packet { size, arrival: engine.now() }).expect("queue ids come from 0..queues");
@@ -727,13 +745,7 @@ struct ShardOut {
     reason: StopReason,
     events: u64,
     end: u64,
-    arrived: u64,
-    sent_pkts: u64,
-    sent_bytes: u64,
-    dropped: u64,
-    dropped_disabled: u64,
-    delay_pkts: u64,
-    delay_sum_ns: u128,
+    counts: Counts,
     timers: Option<TimerOut>,
     /// Periodic fill: throttles and fill accesses.
     periodic: Option<(u64, u64)>,
@@ -827,13 +839,7 @@ fn simulate(
         next_sample: sampling.map_or(u64::MAX, |e| e.as_nanos().max(1)),
         resched_per_interval: Vec::new(),
         last_resched: 0,
-        arrived: 0,
-        sent_pkts: 0,
-        sent_bytes: 0,
-        dropped: 0,
-        dropped_disabled: 0,
-        delay_pkts: 0,
-        delay_sum_ns: 0,
+        counts: Counts::default(),
     };
     let mut engine = Engine::new();
     if let Some(f) = interrupt {
@@ -861,13 +867,7 @@ fn simulate(
         reason,
         events: engine.executed(),
         end,
-        arrived: m.arrived,
-        sent_pkts: m.sent_pkts,
-        sent_bytes: m.sent_bytes,
-        dropped: m.dropped,
-        dropped_disabled: m.dropped_disabled,
-        delay_pkts: m.delay_pkts,
-        delay_sum_ns: m.delay_sum_ns,
+        counts: m.counts,
         timers: None,
         periodic: None,
         log: std::mem::take(&mut m.log),
@@ -926,16 +926,17 @@ fn combine(p: &KimParams, outs: Vec<ShardOut>) -> (RunResult, Vec<HeapOp>) {
     };
     let n = p.queues as usize;
     let share = p.link.share(p.queues as u64);
-    let sent_bytes = sum(|o| o.sent_bytes);
-    let delay_pkts = sum(|o| o.delay_pkts);
-    let delay_sum_ns: u128 = outs.iter().map(|o| o.delay_sum_ns).sum();
-    r.scalar("arrived_packets", sum(|o| o.arrived) as f64, "packets");
-    r.scalar("sent_packets", sum(|o| o.sent_pkts) as f64, "packets");
-    r.scalar("dropped_packets", sum(|o| o.dropped) as f64, "packets");
-    r.scalar("dropped_while_disabled", sum(|o| o.dropped_disabled) as f64, "packets");
-    r.scalar("rate_ratio", sent_bytes as f64 * 8.0 / secs / (share.bits_per_sec() as f64 * n as f64), "1");
+    let mut k = Counts::default();
+    for o in &outs {
+        k.add(&o.counts);
+    }
+    r.scalar("arrived_packets", k.arrived as f64, "packets");
+    r.scalar("sent_packets", k.sent_pkts as f64, "packets");
+    r.scalar("dropped_packets", k.dropped as f64, "packets");
+    r.scalar("dropped_while_disabled", k.dropped_disabled as f64, "packets");
+    r.scalar("rate_ratio", k.sent_bytes as f64 * 8.0 / secs / (share.bits_per_sec() as f64 * n as f64), "1");
     // Arrival to the start of transmission, for packets sent after the warm-up.
-    r.scalar("mean_delay", if delay_pkts > 0 { delay_sum_ns as f64 / delay_pkts as f64 } else { 0.0 }, "ns");
+    r.scalar("mean_delay", if k.delay_pkts > 0 { k.delay_sum_ns as f64 / k.delay_pkts as f64 } else { 0.0 }, "ns");
     let mut log = Vec::new();
     let timers: Vec<&TimerOut> = outs.iter().filter_map(|o| o.timers.as_ref()).collect();
     if !timers.is_empty() {

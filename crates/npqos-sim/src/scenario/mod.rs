@@ -651,6 +651,27 @@ mod tests {
         }
     }
 
+    /// `shards`: read, resolved and parsed back; out of range or with the shared link, refused
+    /// with the key path, the value and what was expected.
+    #[test]
+    fn the_kim_shards_key() {
+        let ok = parse("model = \"kim\"\n[queues]\ncount = 1000\n[shaper]\ncores = 10\nshards = 5\n").unwrap();
+        assert_eq!(ok.shaper().unwrap().shards, 5);
+        let again = Scenario::from_table(&ok.to_toml(), "t", Path::new(".")).unwrap();
+        assert_eq!(again, ok, "shards survive the resolved TOML");
+        assert_eq!(parse("model = \"kim\"\n").unwrap().shaper().unwrap().shards, 1);
+        for (toml, needle) in [
+            ("shards = 0", "shaper.shards"),
+            ("cores = 10\nshards = 11", "expected at most 10"),
+            ("shards = 2\nlink_mode = \"shared\"", "needs shards = 1"),
+            ("shards = \"many\"", "shaper.shards"),
+        ] {
+            let e =
+                parse(&format!("model = \"kim\"\n[queues]\ncount = 1000\n[shaper]\n{toml}\n")).unwrap_err().to_string();
+            assert!(e.contains(needle), "{needle} in {e}");
+        }
+    }
+
     #[test]
     fn set_key_overrides() {
         let mut t: toml::Table = toml::from_str("[link]\nrate = \"1Gbps\"").unwrap();
