@@ -63,6 +63,7 @@ pub mod id;
 pub mod model;
 pub mod ord;
 pub mod queues;
+pub mod radix;
 pub mod rate;
 pub mod sched;
 pub mod shaper;

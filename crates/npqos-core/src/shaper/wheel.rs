@@ -19,21 +19,24 @@
 //!   274 s at 64 ns; the shaper re-inserts such queues).
 //! * **Insert**: O(1): one XOR, one leading-zero count, a push onto the bucket, a bit set, and
 //!   the bucket's minimum tick updated.
-//! * **Earliest time**: the lowest non-empty level's first set bit (one trailing-zero count per
-//!   level looked at) and that bucket's kept minimum: exact, O(levels).
+//! * **Earliest time**: the lowest non-empty level's first set bit (two trailing-zero counts)
+//!   and that bucket's kept minimum: exact, O(1).
 //! * **Pop due**: when level 0 is empty, the earliest bucket of the lowest non-empty level is
 //!   emptied into lower levels with the cursor moved to its minimum (a cascade; each entry
 //!   moves down at most nine times in its life, in practice two or three); then level 0's first
 //!   bucket holds exactly the earliest tick.
 //!
+//! The levels, their occupancy words and the filing rule are [`crate::radix::Levels`], which
+//! the simulator's event queue uses too.
+//!
 //! Memory: 16 B per queued entry (tick and queue) in per-bucket vectors, plus 640 bucket
 //! headers per timer.
 
+use crate::radix::{Levels, SLOTS};
 use crate::time::Instant;
 
 /// Levels of 64 buckets (6 bits of tick each: 60 bits).
 pub const LEVELS: usize = 10;
-const SLOTS: usize = 64;
 
 /// Operation counts of one [`TimerWheel`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -55,14 +58,10 @@ impl WheelCounters {
 /// One core's bucketed timer. See the module documentation.
 #[derive(Clone, Debug)]
 pub struct TimerWheel {
-    /// `LEVELS x SLOTS` buckets of `(tick, queue)`.
-    buckets: Vec<Vec<(u64, u32)>>,
+    /// `LEVELS x SLOTS` buckets of `(tick, queue)`, filed against the cursor.
+    buckets: Levels<(u64, u32), LEVELS>,
     /// Per bucket, the smallest tick in it (meaningless while it is empty).
     min: Vec<u64>,
-    occupied: [u64; LEVELS],
-    /// Bit `l` set when level `l` has an occupied bucket (the first one is two
-    /// `trailing_zeros` away).
-    levels: u16,
     cursor: u64,
     len: usize,
     tick_shift: u32,
@@ -74,10 +73,8 @@ impl TimerWheel {
     /// shaper).
     pub fn new(tick_shift: u32) -> Self {
         TimerWheel {
-            buckets: vec![Vec::new(); LEVELS * SLOTS],
+            buckets: Levels::new(),
             min: vec![u64::MAX; LEVELS * SLOTS],
-            occupied: [0; LEVELS],
-            levels: 0,
             cursor: 0,
             len: 0,
             tick_shift,
@@ -98,19 +95,17 @@ impl TimerWheel {
 
     /// The queues waiting, in bucket order.
     pub fn queues(&self) -> impl Iterator<Item = u32> + '_ {
-        self.buckets.iter().flatten().map(|&(_, q)| q)
+        self.buckets.iter().map(|&(_, q)| q)
     }
 
     /// Checks the structure: every entry in the bucket its tick names, every bucket's minimum
     /// and occupancy bit right, the count right. For tests.
     pub fn check(&self) -> Result<(), String> {
+        self.buckets.check()?;
         let mut n = 0;
-        for (b, v) in self.buckets.iter().enumerate() {
+        for b in 0..LEVELS * SLOTS {
+            let v = self.buckets.slot(b);
             n += v.len();
-            let bit = self.occupied[b / SLOTS] >> (b % SLOTS) & 1 == 1;
-            if bit == v.is_empty() {
-                return Err(format!("bucket {b}: occupancy bit {bit} with {} entries", v.len()));
-            }
             if let Some(&(t, q)) = v.iter().find(|&&(t, _)| t < self.cursor || self.bucket_of(t) != b) {
                 return Err(format!("bucket {b}: queue {q} at tick {t} belongs elsewhere (cursor {})", self.cursor));
             }
@@ -120,11 +115,6 @@ impl TimerWheel {
         }
         if n != self.len {
             return Err(format!("{} entries counted as {}", n, self.len));
-        }
-        for (l, &w) in self.occupied.iter().enumerate() {
-            if (self.levels >> l & 1 == 1) != (w != 0) {
-                return Err(format!("level {l}: level bit wrong"));
-            }
         }
         Ok(())
     }
@@ -143,31 +133,15 @@ impl TimerWheel {
     /// Where `tick` (at least the cursor) goes: its bucket's index.
     #[inline(always)]
     fn bucket_of(&self, tick: u64) -> usize {
-        debug_assert!(tick >= self.cursor);
-        let diff = tick ^ self.cursor;
-        let level = if diff == 0 { 0 } else { (63 - diff.leading_zeros() as usize) / 6 };
-        level * SLOTS + ((tick >> (6 * level)) & 63) as usize
+        Levels::<(u64, u32), LEVELS>::index(self.cursor, tick)
     }
 
     #[inline(always)]
     fn put(&mut self, tick: u64, queue: u32) {
         let b = self.bucket_of(tick);
-        self.buckets[b].push((tick, queue));
+        self.buckets.push(b, (tick, queue));
         if tick < self.min[b] {
             self.min[b] = tick;
-        }
-        self.occupied[b / SLOTS] |= 1 << (b % SLOTS);
-        self.levels |= 1 << (b / SLOTS);
-    }
-
-    /// Marks bucket `b` empty.
-    #[inline(always)]
-    fn vacate(&mut self, b: usize) {
-        self.min[b] = u64::MAX;
-        let l = b / SLOTS;
-        self.occupied[l] &= !(1 << (b % SLOTS));
-        if self.occupied[l] == 0 {
-            self.levels &= !(1 << l);
         }
     }
 
@@ -185,36 +159,26 @@ impl TimerWheel {
         self.put(tick, queue);
     }
 
-    /// The first non-empty bucket of the lowest non-empty level.
-    #[inline]
-    fn first(&self) -> Option<usize> {
-        if self.levels == 0 {
-            return None;
-        }
-        let level = self.levels.trailing_zeros() as usize;
-        Some(level * SLOTS + self.occupied[level].trailing_zeros() as usize)
-    }
-
     /// The earliest time filed, rounded up to its tick (as [`super::heap::ReschedHeap::peek_time`]).
     pub fn peek_time(&self) -> Option<Instant> {
-        self.first().map(|b| self.time_of(self.min[b]))
+        self.buckets.first().map(|b| self.time_of(self.min[b]))
     }
 
     /// Removes one queue whose tick is at or before `now` and returns it with its time.
     #[inline]
     pub fn pop_due(&mut self, now: Instant) -> Option<(u32, Instant)> {
-        let mut b = self.first()?;
+        let mut b = self.buckets.first()?;
         let due = now.as_nanos() >> self.tick_shift;
         if self.min[b] > due {
             return None;
         }
         while b >= SLOTS {
             self.cascade(b);
-            b = self.first().expect("a cascade keeps its entries");
+            b = self.buckets.first().expect("a cascade keeps its entries");
         }
-        let (tick, queue) = self.buckets[b].pop().expect("an occupied bucket has entries");
-        if self.buckets[b].is_empty() {
-            self.vacate(b);
+        let (tick, queue) = self.buckets.pop(b).expect("an occupied bucket has entries");
+        if self.buckets.slot(b).is_empty() {
+            self.min[b] = u64::MAX;
         }
         self.len -= 1;
         self.counters.deletes += 1;
@@ -226,17 +190,15 @@ impl TimerWheel {
     /// every other entry keeps its place (see the module documentation).
     #[cold]
     fn cascade(&mut self, b: usize) {
-        let entries = std::mem::take(&mut self.buckets[b]);
+        let entries = self.buckets.take(b);
         self.cursor = self.min[b];
-        self.vacate(b);
+        self.min[b] = u64::MAX;
         self.counters.cascaded += entries.len() as u64;
         for &(tick, queue) in &entries {
             self.put(tick, queue);
         }
         // Keep the bucket's allocation for its next use.
-        let mut entries = entries;
-        entries.clear();
-        self.buckets[b] = entries;
+        self.buckets.give_back(b, entries, usize::MAX);
     }
 }
 

@@ -55,6 +55,7 @@
 //! engine checks the same in [`super::Engine::schedule`]).
 
 use dary_heap::QuaternaryHeap;
+use npqos_core::radix::{Levels, SLOTS};
 use npqos_core::Instant;
 use std::cmp::{Ordering, Reverse};
 use std::collections::HashSet;
@@ -126,11 +127,9 @@ impl<E> Ord for ByKey<E> {
     }
 }
 
-/// Levels of the radix part: level `l` holds entries whose time first differs from the
-/// reference time in its 6-bit digit `l` (bits `6l..6l+6`; level 10 has the top 4 bits).
+/// Levels of the radix part ([`npqos_core::radix::Levels`]): level `l` holds entries whose
+/// time first differs from the base time in its 6-bit digit `l` (level 10 has the top 4 bits).
 const LEVELS: usize = 11;
-const SLOTS: usize = 64;
-const DIGIT: u32 = 6;
 /// A slot of at most this many entries is sorted whole when taken, rather than spread over
 /// lower levels.
 pub const SORT_MAX: usize = 32;
@@ -150,13 +149,8 @@ pub struct EventQueue<E> {
     current: Vec<Entry<E>>,
     /// The time the levels' digits are taken against: the earliest time of the slot last taken.
     base: u64,
-    /// `levels[l][s]`: entries that first differ from the reference time in digit `l`, where
-    /// they have the value `s` (greater than the reference's digit).
-    levels: Vec<[Vec<Entry<E>>; SLOTS]>,
-    /// Per level, bit `s` set when slot `s` is non-empty.
-    occupied: [u64; LEVELS],
-    /// Bit `l` set when level `l` has an entry.
-    nonempty: u16,
+    /// Entries later than the current run, filed against `base`.
+    levels: Levels<Entry<E>, LEVELS>,
     /// The radix reference key: the smallest key stored in the radix part when it was last
     /// settled; every radix entry is at or above it.
     reference: EventKey,
@@ -187,9 +181,7 @@ impl<E: Copy> EventQueue<E> {
         EventQueue {
             current: Vec::new(),
             base: 0,
-            levels: (0..LEVELS).map(|_| std::array::from_fn(|_| Vec::new())).collect(),
-            occupied: [0; LEVELS],
-            nonempty: 0,
+            levels: Levels::new(),
             reference: EventKey { time: u64::MAX, seq: u64::MAX },
             floor: EventKey { time: 0, seq: 0 },
             popped: false,
@@ -226,12 +218,7 @@ impl<E: Copy> EventQueue<E> {
     /// Files an entry later than every current one by its highest digit differing from `base`.
     #[inline(always)]
     fn place_level(&mut self, e: Entry<E>) {
-        let dt = e.time ^ self.base;
-        let l = ((63 - dt.leading_zeros()) / DIGIT) as usize;
-        let s = ((e.time >> (DIGIT * l as u32)) & (SLOTS as u64 - 1)) as usize;
-        self.levels[l][s].push(e);
-        self.occupied[l] |= 1 << s;
-        self.nonempty |= 1 << l;
+        self.levels.push(Levels::<Entry<E>, LEVELS>::index(self.base, e.time), e);
     }
 
     /// Schedules `event` at `time`, which must not be earlier than the last popped time.
@@ -308,7 +295,7 @@ impl<E: Copy> EventQueue<E> {
         if !self.current.is_empty() {
             return true;
         }
-        if self.nonempty == 0 {
+        if self.levels.first().is_none() {
             return false;
         }
         self.redistribute();
@@ -324,14 +311,9 @@ impl<E: Copy> EventQueue<E> {
     #[inline(never)]
     fn redistribute(&mut self) {
         debug_assert!(self.current.is_empty());
-        let l = self.nonempty.trailing_zeros() as usize;
-        let s = self.occupied[l].trailing_zeros() as usize;
-        self.occupied[l] &= !(1 << s);
-        if self.occupied[l] == 0 {
-            self.nonempty &= !(1 << l);
-        }
-        let mut b = std::mem::take(&mut self.levels[l][s]);
-        if l == 0 || b.len() <= SORT_MAX {
+        let i = self.levels.first().expect("settle checked");
+        let mut b = self.levels.take(i);
+        if i < SLOTS || b.len() <= SORT_MAX {
             b.sort_unstable_by_key(|e| Reverse(ByKey(*e)));
             self.base = b.last().expect("slot marked non-empty").time;
             // The slot's vector becomes `current`; the empty one takes its place.
@@ -352,9 +334,7 @@ impl<E: Copy> EventQueue<E> {
         }
         // Keep a small allocation for reuse; a large one goes (every slot keeping its largest
         // size would hold several times the pending set at a million events).
-        if b.capacity() <= KEEP {
-            self.levels[l][s] = b;
-        }
+        self.levels.give_back(i, b, KEEP);
         self.reference = self.current.last().expect("the minimum").key();
     }
 
@@ -438,18 +418,8 @@ impl<E: Copy> EventQueue<E> {
         let mut n = self.early.len();
         self.current.retain(|e| !c.contains(&e.key()));
         n += self.current.len();
-        for (l, level) in self.levels.iter_mut().enumerate() {
-            for (s, b) in level.iter_mut().enumerate() {
-                b.retain(|e| !c.contains(&e.key()));
-                n += b.len();
-                if b.is_empty() {
-                    self.occupied[l] &= !(1 << s);
-                }
-            }
-            if self.occupied[l] == 0 {
-                self.nonempty &= !(1 << l);
-            }
-        }
+        self.levels.retain(|e| !c.contains(&e.key()));
+        n += self.levels.iter().count();
         self.entries = n;
     }
 }

@@ -334,6 +334,13 @@ impl Counts {
 }
 
 impl Kim {
+    /// The slot in `groups` of local queue `qi`, and the number of slots.
+    #[inline(always)]
+    fn group_of(&self, qi: usize) -> (usize, usize) {
+        let m = self.groups.len();
+        (if m == 1 { 0 } else { qi % m }, m)
+    }
+
     fn core_touch(&mut self, c: usize, now: u64) {
         if let Shaper::Event(s) = &self.shaper {
             let from = self.heap_last[c].max(self.p.warmup.as_nanos());
@@ -377,8 +384,7 @@ impl Kim {
         }
         let throttled = match &mut self.shaper {
             Shaper::Event(_) => {
-                let m = self.groups.len();
-                let slot = if m == 1 { 0 } else { qi % m };
+                let (slot, m) = self.group_of(qi);
                 let g = &mut self.groups[slot];
                 let c = slot + m * g.core.random_range(0..g.cores) as usize;
                 self.core_touch(c, now_ns);
@@ -555,8 +561,8 @@ impl Model for Kim {
                 if let (Some(Ev::Arrival(next)), Shaper::Event(s)) = (engine.peek_cheap(), &self.shaper) {
                     s.prefetch(QueueId(*next));
                 }
-                let m = self.groups.len();
-                let g = &mut self.groups[if m == 1 { 0 } else { qi % m }];
+                let slot = self.group_of(qi).0;
+                let g = &mut self.groups[slot];
                 let size = self.p.sizes.sample(&mut g.size);
                 let a = if self.arrivals.len() == 1 { 0 } else { qi };
                 let mut gap = self.arrivals[a].next_gap(&mut g.gap);
