@@ -38,8 +38,21 @@ impl fmt::Display for Interrupted {
 }
 impl std::error::Error for Interrupted {}
 
+/// A child process (the Python sweep behind `--dask`) ended with this exit code, having
+/// printed its own message.
+#[derive(Debug)]
+pub struct Exit(pub i32);
+impl fmt::Display for Exit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "exit code {}", self.0)
+    }
+}
+impl std::error::Error for Exit {}
+
 pub fn exit_code(e: &anyhow::Error) -> i32 {
-    if e.downcast_ref::<BadInput>().is_some() || e.downcast_ref::<npqos_sim::scenario::Problems>().is_some() {
+    if let Some(Exit(c)) = e.downcast_ref::<Exit>() {
+        *c
+    } else if e.downcast_ref::<BadInput>().is_some() || e.downcast_ref::<npqos_sim::scenario::Problems>().is_some() {
         2
     } else if e.downcast_ref::<Interrupted>().is_some() {
         130

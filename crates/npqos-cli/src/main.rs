@@ -2,11 +2,8 @@
 //! with analytical models, and sweep parameters. See `npqos --help`.
 
 mod alloc;
-mod commands;
-mod error;
-mod output;
-mod plots;
-mod progress;
+
+use npqos_cli::{commands, error};
 
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
@@ -101,7 +98,7 @@ enum Cmd {
     },
     /// Run a scenario over a grid of parameter values, in parallel
     #[command(
-        after_help = "Examples:\n  npqos sweep scenarios/demo.toml --set traffic.overload=0.5,0.9,1.2\n  npqos sweep scenarios/demo.toml --set queues.count=8,64 --set link.rate=10Gbps,40Gbps --jobs 2 --out results/grid"
+        after_help = "Examples:\n  npqos sweep scenarios/demo.toml --set traffic.overload=0.5,0.9,1.2\n  npqos sweep scenarios/demo.toml --set queues.count=8,64 --set link.rate=10Gbps,40Gbps --jobs 2 --out results/grid\n  npqos sweep scenarios/kim-small.toml --set shaper.alpha=1500B,3000B,6000B --dask tcp://10.0.0.1:8786 --out results/alpha\n\nRunning it again with the same --out runs only the points not yet finished there."
     )]
     Sweep {
         scenario: PathBuf,
@@ -116,6 +113,10 @@ enum Cmd {
         /// Override the scenario's seed (every point uses the same seed: common random numbers)
         #[arg(long)]
         seed: Option<u64>,
+        /// Run the points as tasks on the Dask cluster whose scheduler is at this address
+        /// (tcp://HOST:PORT), through the npqos Python package ($NPQOS_PYTHON, else python3)
+        #[arg(long, value_name = "ADDR")]
+        dask: Option<String>,
         #[arg(long)]
         quiet: bool,
     },
@@ -165,15 +166,17 @@ fn main() -> ExitCode {
         }
         Cmd::Trace(TraceCmd::Stats { files, json, lenient }) => commands::trace::stats(&files, json, lenient),
         Cmd::Model { short, args } => commands::model::model(&short, &args),
-        Cmd::Sweep { scenario, sets, jobs, out, seed, quiet } => {
-            commands::sweep::sweep(&scenario, &sets, jobs, out, seed, quiet)
+        Cmd::Sweep { scenario, sets, jobs, out, seed, dask, quiet } => {
+            commands::sweep::sweep(&scenario, &sets, jobs, out, seed, quiet, dask)
         }
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             let code = error::exit_code(&e);
-            if e.downcast_ref::<npqos_sim::scenario::Problems>().is_some() {
+            if e.downcast_ref::<error::Exit>().is_some() {
+                // The child printed its own message.
+            } else if e.downcast_ref::<npqos_sim::scenario::Problems>().is_some() {
                 eprint!("error: {e}");
             } else {
                 eprintln!("error: {e:#}");

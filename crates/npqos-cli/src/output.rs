@@ -87,6 +87,9 @@ pub fn write_all(dir: &Path, out: &Output, meta: &Meta) -> Result<()> {
     if let Some(resolved) = &meta.resolved {
         let mut t = resolved.clone();
         let mut m = toml::Table::new();
+        if let Some(Value::String(name)) = meta.extra.get("scenario") {
+            m.insert("scenario".into(), name.clone().into());
+        }
         m.insert("seed".into(), (meta.seed as i64).into());
         m.insert("npqos_version".into(), version().into());
         m.insert("git_commit".into(), git_commit().into());
@@ -181,6 +184,74 @@ pub fn insert_output(db: &Connection, out: &Output, meta: &Meta, point: &Value) 
         st.execute(params![out.id, c.metric, serde_json::to_string(&c.params)?, c.ours, c.paper, c.unit, c.source])?;
     }
     Ok(())
+}
+
+/// Reads back the runs a results directory's `results.sqlite` holds (labels, parameters,
+/// scalars, series, histograms, in the order they were written) and their aggregate: what a
+/// sweep needs of a point that finished earlier. NULL values (NaN when written) read as NaN.
+pub fn read_output(dir: &Path) -> Result<Output> {
+    let path = dir.join("results.sqlite");
+    let db = Connection::open_with_flags(&path, rusqlite::OpenFlags::SQLITE_OPEN_READ_ONLY)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let mut out = Output::default();
+    let mut ids = Vec::new();
+    {
+        let mut st = db.prepare(
+            "SELECT run_id, experiment, label, params, complete, stop_reason, events, sim_time_ns FROM runs ORDER BY run_id",
+        )?;
+        let mut rows = st.query([])?;
+        while let Some(r) = rows.next()? {
+            ids.push(r.get::<_, i64>(0)?);
+            out.id = r.get(1)?;
+            let params: String = r.get(3)?;
+            out.runs.push(npqos_sim::results::RunResult {
+                label: r.get(2)?,
+                params: serde_json::from_str(&params).with_context(|| format!("{}: runs.params", path.display()))?,
+                complete: r.get(4)?,
+                stop_reason: r.get(5)?,
+                events: r.get::<_, i64>(6)? as u64,
+                sim_time_ns: r.get::<_, i64>(7)? as u64,
+                ..Default::default()
+            });
+        }
+    }
+    let nan = |v: Option<f64>| v.unwrap_or(f64::NAN);
+    for (id, run) in ids.iter().zip(out.runs.iter_mut()) {
+        let mut st = db.prepare_cached("SELECT name, value, unit FROM scalars WHERE run_id = ?1 ORDER BY rowid")?;
+        let mut rows = st.query([id])?;
+        while let Some(r) = rows.next()? {
+            run.scalars.push(npqos_sim::results::Scalar { name: r.get(0)?, value: nan(r.get(1)?), unit: r.get(2)? });
+        }
+        let mut st =
+            db.prepare_cached("SELECT name, x, y, x_unit, unit FROM series WHERE run_id = ?1 ORDER BY rowid")?;
+        let mut rows = st.query([id])?;
+        while let Some(r) = rows.next()? {
+            let name: String = r.get(0)?;
+            let point = (r.get::<_, f64>(1)?, nan(r.get(2)?));
+            match run.series.last_mut() {
+                Some(s) if s.name == name => s.points.push(point),
+                _ => run.series.push(npqos_sim::results::Series {
+                    name,
+                    x_unit: r.get(3)?,
+                    unit: r.get(4)?,
+                    points: vec![point],
+                }),
+            }
+        }
+        let mut st =
+            db.prepare_cached("SELECT name, lo, hi, count, unit FROM histograms WHERE run_id = ?1 ORDER BY rowid")?;
+        let mut rows = st.query([id])?;
+        while let Some(r) = rows.next()? {
+            let name: String = r.get(0)?;
+            let bin = (r.get(1)?, r.get(2)?, r.get::<_, i64>(3)? as u64);
+            match run.histograms.last_mut() {
+                Some(h) if h.name == name => h.bins.push(bin),
+                _ => run.histograms.push(npqos_sim::results::Histogram { name, unit: r.get(4)?, bins: vec![bin] }),
+            }
+        }
+    }
+    out.aggregate_runs();
+    Ok(out)
 }
 
 fn csv_field(s: &str) -> String {

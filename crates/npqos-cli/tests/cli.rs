@@ -271,6 +271,81 @@ fn sweep_runs_the_grid_with_one_row_per_run() {
     assert!(stderr(&o).contains("queues.count=0"), "{}", stderr(&o));
 }
 
+#[test]
+fn a_resolved_scenario_runs_again_to_the_same_summary() {
+    let d = tempfile::tempdir().unwrap();
+    let s = write_scenario(d.path(), SMALL);
+    let (a, b) = (d.path().join("a"), d.path().join("b"));
+    let o = run(&["run", s.to_str().unwrap(), "--quiet", "--out", a.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let resolved = a.join("scenario.resolved.toml");
+    assert!(std::fs::read_to_string(&resolved).unwrap().contains("scenario = \"s\""));
+    let o = run(&["run", resolved.to_str().unwrap(), "--quiet", "--out", b.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    // Same name (from [meta]), same seed, same bytes.
+    assert_eq!(std::fs::read(a.join("summary.json")).unwrap(), std::fs::read(b.join("summary.json")).unwrap());
+    // [meta] is checked like every table.
+    let text = std::fs::read_to_string(&resolved).unwrap().replace("[meta]", "[meta]\nsenario = \"x\"");
+    let s2 = d.path().join("bad.toml");
+    std::fs::write(&s2, text).unwrap();
+    let o = run(&["run", s2.to_str().unwrap(), "--quiet"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("meta.senario"), "{}", stderr(&o));
+}
+
+#[test]
+fn a_sweep_run_again_runs_only_its_unfinished_points() {
+    let d = tempfile::tempdir().unwrap();
+    let s = write_scenario(d.path(), &SMALL.replace("replications = 4", "replications = 1"));
+    let out = d.path().join("sw");
+    let args = ["sweep", s.to_str().unwrap(), "--set", "queues.count=4,8,16", "--out", out.to_str().unwrap()];
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let csv = std::fs::read(out.join("sweep.csv")).unwrap();
+    let mtime = |p: &str| std::fs::metadata(out.join(p).join("summary.json")).unwrap().modified().unwrap();
+    let kept = mtime("point-0000");
+    // Each point is `npqos run` of its resolved scenario, byte for byte.
+    let again = d.path().join("again");
+    let o = run(&[
+        "run",
+        out.join("point-0001/scenario.resolved.toml").to_str().unwrap(),
+        "--quiet",
+        "--out",
+        again.to_str().unwrap(),
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(
+        std::fs::read(again.join("summary.json")).unwrap(),
+        std::fs::read(out.join("point-0001/summary.json")).unwrap()
+    );
+    std::fs::remove_dir_all(out.join("point-0002")).unwrap();
+    std::fs::create_dir(out.join(".point-0001.tmp-1-0")).unwrap();
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("2 of 3 points already finished"), "{}", stderr(&o));
+    assert_eq!(mtime("point-0000"), kept);
+    assert_eq!(std::fs::read(out.join("sweep.csv")).unwrap(), csv);
+    assert!(!out.join(".point-0001.tmp-1-0").exists());
+    // Another seed is another sweep: nothing is reused.
+    let mut with_seed = args.to_vec();
+    with_seed.extend(["--seed", "9"]);
+    let o = run(&with_seed);
+    assert!(o.status.success() && !stderr(&o).contains("already finished"), "{}", stderr(&o));
+}
+
+#[test]
+fn sweep_dask_without_the_python_package_is_bad_input() {
+    let d = tempfile::tempdir().unwrap();
+    let s = write_scenario(d.path(), SMALL);
+    let o = npqos()
+        .args(["sweep", s.to_str().unwrap(), "--set", "queues.count=4,8", "--dask", "tcp://127.0.0.1:8786", "--quiet"])
+        .env("NPQOS_PYTHON", "/nonexistent/python3")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--dask runs the sweep through the npqos Python package"), "{}", stderr(&o));
+}
+
 #[cfg(unix)]
 #[test]
 fn ctrl_c_writes_partial_results_marked_incomplete() {

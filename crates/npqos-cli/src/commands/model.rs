@@ -26,6 +26,13 @@ use npqos_core::model::kim::{offchip_per_reschedule, solve_queue, Gaps, HeapSize
 use npqos_sim::units::{parse_count, parse_duration, parse_rate, parse_size};
 use npqos_sim::workload::{mean_gap_for_overload, SizeDist};
 use serde_json::json;
+use std::io::Write;
+
+/// `writeln!` to the model's output, failing the command if the write fails.
+macro_rules! outln {
+    ($w:expr) => { writeln!($w)? };
+    ($w:expr, $($t:tt)*) => { writeln!($w, $($t)*)? };
+}
 
 #[derive(clap::Args, Debug)]
 pub struct ModelArgs {
@@ -103,18 +110,44 @@ fn count(s: &str) -> Result<u64, String> {
     parse_count(s).map_err(|e| e.to_string())
 }
 
+/// `npqos model SHORT ...`, printing to stdout.
 pub fn model(short: &str, a: &ModelArgs) -> Result<()> {
+    model_to(short, a, &mut std::io::stdout().lock())
+}
+
+/// A sizing model's results as the JSON `--json` prints, from the arguments `npqos model`
+/// takes (`["kim", "--queues", "1e6"]`): what `npqos.model.*` in Python returns. Argument
+/// errors are bad input carrying clap's message.
+pub fn model_json(argv: &[String]) -> Result<serde_json::Value> {
+    #[derive(clap::Parser)]
+    #[command(name = "npqos model")]
+    struct Cmd {
+        short: String,
+        #[command(flatten)]
+        args: ModelArgs,
+    }
+    let mut c =
+        <Cmd as clap::Parser>::try_parse_from(std::iter::once("npqos model".to_string()).chain(argv.iter().cloned()))
+            .map_err(|e| bad(e.to_string().trim().to_string()))?;
+    c.args.json = true;
+    let mut buf = Vec::new();
+    model_to(&c.short, &c.args, &mut buf)?;
+    Ok(serde_json::from_slice(&buf)?)
+}
+
+/// Runs model `short`, writing its table (or JSON) to `w`.
+pub fn model_to(short: &str, a: &ModelArgs, w: &mut dyn Write) -> Result<()> {
     match short {
-        "kim" => kim(a),
-        "dqs" => dqs(a),
-        "qcache" => qcache(a),
-        "predictive" => predictive(a),
-        "everest" => everest(a),
+        "kim" => kim(a, w),
+        "dqs" => dqs(a, w),
+        "qcache" => qcache(a, w),
+        "predictive" => predictive(a, w),
+        "everest" => everest(a, w),
         other => Err(bad(format!("unknown model {other:?}: expected one of kim, dqs, qcache, predictive, everest"))),
     }
 }
 
-fn kim(a: &ModelArgs) -> Result<()> {
+fn kim(a: &ModelArgs, w: &mut dyn Write) -> Result<()> {
     let link = parse_rate(&a.link).map_err(|e| bad(format!("--link {:?}: {e}", a.link)))?;
     let period = parse_duration(&a.fill_period).map_err(|e| bad(format!("--fill-period {:?}: {e}", a.fill_period)))?;
     if a.queues == 0 {
@@ -213,7 +246,8 @@ fn kim(a: &ModelArgs) -> Result<()> {
     if a.json {
         let m: serde_json::Map<String, serde_json::Value> =
             rows.iter().map(|(k, v, u, s)| (k.to_string(), json!({"value": v, "unit": u, "source": s}))).collect();
-        println!(
+        outln!(
+            w,
             "{}",
             serde_json::to_string_pretty(
                 &json!({"model": "kim", "queues": a.queues, "link": link.to_string(), "overload": a.overload, "sizes": a.sizes,
@@ -222,23 +256,23 @@ fn kim(a: &ModelArgs) -> Result<()> {
             )?
         );
     } else {
-        println!(
+        outln!(w,
             "kim sizing: {} queues on {link}, {} cores, overload {}, {} sizes, {} arrivals, alpha {alpha} B, cap {cap} B, fill period {period}",
             a.queues, a.cores, a.overload, a.sizes, a.arrivals
         );
         for (k, v, u, s) in rows {
-            println!("  {k:<30} {:>16} {u:<6} ({s})", num(v));
+            outln!(w, "  {k:<30} {:>16} {u:<6} ({s})", num(v));
         }
         if let Some((q, _, _)) = &stochastic {
             if q.truncated > 1e-6 {
-                println!(
+                outln!(w,
                     "  warning: the model's recursion stopped with {:.2e} of P(N) left (overload near or below 1): heap figures are lower bounds",
                     q.truncated
                 );
             }
         }
         if gaps == Gaps::Exponential {
-            println!("  (exponential gaps: our extension of the paper's model; eq 9 takes the schedulable time as N x T_int)");
+            outln!(w, "  (exponential gaps: our extension of the paper's model; eq 9 takes the schedulable time as N x T_int)");
         }
     }
     Ok(())
@@ -246,7 +280,7 @@ fn kim(a: &ModelArgs) -> Result<()> {
 
 /// dqs sizing: eq 5 memory and the expected AFM search costs (Theorems 1-2 as printed, and the
 /// exact random-BST expectations) for `l` active flows over each slot count.
-fn dqs(a: &ModelArgs) -> Result<()> {
+fn dqs(a: &ModelArgs, w: &mut dyn Write) -> Result<()> {
     use npqos_core::flowmap::theory as t;
     if a.slots.is_empty() || a.slots.contains(&0) {
         return Err(bad("npqos model dqs: --slots must be positive"));
@@ -283,20 +317,22 @@ fn dqs(a: &ModelArgs) -> Result<()> {
                 json!({"slots": m, "results": r})
             })
             .collect();
-        println!(
+        outln!(
+            w,
             "{}",
             serde_json::to_string_pretty(&json!({"model": "dqs", "active_flows": l, "physical_queues": n,
                 "flow_bits": a.flow_bits, "in_progress": a.in_progress, "brute_force_pointer_bits": brute, "points": pts}))?
         );
     } else {
-        println!("dqs sizing: {l} active flows, {n} physical queues, {}-bit flow ids", a.flow_bits);
+        outln!(w, "dqs sizing: {l} active flows, {n} physical queues, {}-bit flow ids", a.flow_bits);
         for (m, rows) in &points {
-            println!(" M = {m} slots");
+            outln!(w, " M = {m} slots");
             for (k, v, u, s) in rows {
-                println!("  {k:<30} {:>16} {u:<11} ({s})", num(*v));
+                outln!(w, "  {k:<30} {:>16} {u:<11} ({s})", num(*v));
             }
         }
-        println!(
+        outln!(
+            w,
             " brute force for {} flows in progress: {} bits of head/tail pointers (dqs section 1: 2 F log2 F)",
             a.in_progress,
             num(brute as f64)
@@ -308,7 +344,7 @@ fn dqs(a: &ModelArgs) -> Result<()> {
 /// qcache sizing: per subsystem, Table 5 latencies from Table 1, the memory-bound peak at a hit
 /// rate, the thread-bound rate `n / T̄`, the threads needed to reach the peak, and the
 /// single-queue (worst-case) rate `1 / S̄` (docs/qcache.md).
-fn qcache(a: &ModelArgs) -> Result<()> {
+fn qcache(a: &ModelArgs, w: &mut dyn Write) -> Result<()> {
     use npqos_core::queues::model::serial_ns;
     use npqos_core::queues::timing::{Op, Subsystem, TABLE1};
     if a.threads == 0 {
@@ -372,7 +408,8 @@ fn qcache(a: &ModelArgs) -> Result<()> {
         }));
     }
     if a.json {
-        println!(
+        outln!(
+            w,
             "{}",
             serde_json::to_string_pretty(
                 &json!({"model": "qcache", "threads": threads, "memory_mhz": memory_mhz, "timing": source, "subsystems": rows})
@@ -380,11 +417,15 @@ fn qcache(a: &ModelArgs) -> Result<()> {
         );
         return Ok(());
     }
-    println!(
+    outln!(
+        w,
         "qcache sizing: {} threads, memory {} MHz (one reference per cycle), hit rate {} ({source}; docs/qcache.md)",
-        threads, memory_mhz, a.hit_rate
+        threads,
+        memory_mhz,
+        a.hit_rate
     );
-    println!(
+    outln!(
+        w,
         " {:<4} {:>22} {:>22} {:>10} {:>9} {:>12} {:>12} {:>14} {:>10} {:>11}",
         "sub",
         "enqueue hit/miss (ns)",
@@ -400,7 +441,8 @@ fn qcache(a: &ModelArgs) -> Result<()> {
     for r in &rows {
         let l = &r["latency_ns"];
         let f = |k: &str| r[k].as_f64().unwrap_or(f64::NAN);
-        println!(
+        outln!(
+            w,
             " {:<4} {:>22} {:>22} {:>10} {:>9} {:>12} {:>12} {:>14} {:>10} {:>11}",
             r["subsystem"].as_str().unwrap_or("?"),
             format!("{} / {}", l["enqueue_hit"], l["enqueue_miss"]),
@@ -414,8 +456,8 @@ fn qcache(a: &ModelArgs) -> Result<()> {
             num(f("one_queue_mops")),
         );
     }
-    println!(" distinct q = min(memory, threads): every operation on its own queue; threads = those needed to reach the memory bound;");
-    println!(" 1 queue = every operation on one queue, always a hit (1 / time the queue is held). Contention in between: npqos reproduce qcache-model.");
+    outln!(w, " distinct q = min(memory, threads): every operation on its own queue; threads = those needed to reach the memory bound;");
+    outln!(w, " 1 queue = every operation on one queue, always a hit (1 / time the queue is held). Contention in between: npqos reproduce qcache-model.");
     Ok(())
 }
 
@@ -444,13 +486,14 @@ fn fq_spec(a: &ModelArgs) -> Result<npqos_sim::models::predictive::scenario::FqS
     }
 }
 
-fn predictive(a: &ModelArgs) -> Result<()> {
+fn predictive(a: &ModelArgs, w: &mut dyn Write) -> Result<()> {
     let f = fq_spec(a)?;
     let rows = npqos_sim::models::predictive::scenario::fq_sizing(&f);
     let reserved: f64 = rows.iter().map(|r| r.share).sum();
     let processing: f64 = rows.iter().map(|r| r.processing).sum();
     if a.json {
-        println!(
+        outln!(
+            w,
             "{}",
             serde_json::to_string_pretty(&json!({
                 "model": "predictive", "processors": f.processors, "load": f.load,
@@ -459,13 +502,14 @@ fn predictive(a: &ModelArgs) -> Result<()> {
         );
         return Ok(());
     }
-    println!(
+    outln!(w,
         "predictive sizing: {} flows on {} processor(s) at 2 GHz, each offered {} x its reservation (Table 1 / 10; docs/predictive.md)",
         rows.len(),
         f.processors,
         f.load
     );
-    println!(
+    outln!(
+        w,
         " {:<18} {:>6} {:>7} {:>10} {:>9} {:>11} {:>12} {:>11} {:>14} {:>14}",
         "flow",
         "size",
@@ -479,7 +523,8 @@ fn predictive(a: &ModelArgs) -> Result<()> {
         "EFQ eq18 (us)"
     );
     for r in &rows {
-        println!(
+        outln!(
+            w,
             " {:<18} {:>6} {:>7} {:>10} {:>9} {:>11} {:>12} {:>11} {:>14} {:>14}",
             r.name,
             r.size,
@@ -495,17 +540,18 @@ fn predictive(a: &ModelArgs) -> Result<()> {
     }
     let verdict =
         if processing <= f.processors as f64 * (1.0 + 1e-9) { "admitted" } else { "REFUSED: more than the processors" };
-    println!(
+    outln!(
+        w,
         " reserved shares sum to {} of {} processor(s); eq 4 processing at this load: {} processors ({verdict}).",
         num(reserved),
         f.processors,
         num(processing)
     );
-    println!(" V = the largest estimation error (Table 1's variation); bounds: the worst misordering against the WF2Q+ oracle for one flow.");
+    outln!(w, " V = the largest estimation error (Table 1's variation); bounds: the worst misordering against the WF2Q+ oracle for one flow.");
     Ok(())
 }
 
-fn everest(a: &ModelArgs) -> Result<()> {
+fn everest(a: &ModelArgs, w: &mut dyn Write) -> Result<()> {
     let Some(path) = &a.scenario else {
         return Err(bad(
             "npqos model everest: --scenario FILE is required (an everest scenario: its services and traffic)",
@@ -519,7 +565,8 @@ fn everest(a: &ModelArgs) -> Result<()> {
     let rows = npqos_sim::models::everest::scenario::sizing(&sc, seed).map_err(|e| bad(e.to_string()))?;
     let total: u32 = rows.iter().map(|r| r.n_max).sum();
     if a.json {
-        println!(
+        outln!(
+            w,
             "{}",
             serde_json::to_string_pretty(&json!({
                 "model": "everest", "processors": e.processors, "duration_ns": sc.duration.as_nanos(),
@@ -528,18 +575,29 @@ fn everest(a: &ModelArgs) -> Result<()> {
         );
         return Ok(());
     }
-    println!(
+    outln!(
+        w,
         "everest sizing: {} services, N_p = {}, {} of the scenario's traffic (seed {seed}; eq 7, docs/everest.md)",
         rows.len(),
         e.processors,
         sc.duration
     );
-    println!(
+    outln!(
+        w,
         " {:<16} {:>10} {:>10} {:>10} {:>10} {:>7} {:>9} {:>12} {:>7}",
-        "service", "t_pkt (us)", "D (us)", "packets", "mean load", "N_max", "G (eq 7)", "G x N_p", "whole"
+        "service",
+        "t_pkt (us)",
+        "D (us)",
+        "packets",
+        "mean load",
+        "N_max",
+        "G (eq 7)",
+        "G x N_p",
+        "whole"
     );
     for r in &rows {
-        println!(
+        outln!(
+            w,
             " {:<16} {:>10} {:>10} {:>10} {:>10} {:>7} {:>9} {:>12} {:>7}",
             r.name,
             num(r.t_pkt_ns as f64 / 1e3),
@@ -552,7 +610,7 @@ fn everest(a: &ModelArgs) -> Result<()> {
             r.whole_processors,
         );
     }
-    println!(
+    outln!(w,
         " N_max: fewest dedicated processors (FIFO, no context switch) finishing every packet within D; sum {total} against N_p = {} ({}).",
         e.processors,
         if total <= e.processors { "every service can be guaranteed its N_max at once" } else { "the guarantees are shares of an overcommitted N_p" }

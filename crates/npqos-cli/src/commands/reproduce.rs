@@ -6,6 +6,7 @@ use crate::progress::Progress;
 use anyhow::Result;
 use npqos_sim::experiments::declare::Compared;
 use npqos_sim::experiments::{self, ExperimentInfo, RunOptions, EXPERIMENTS};
+use npqos_sim::results::Output;
 use serde_json::json;
 use std::path::PathBuf;
 
@@ -31,13 +32,13 @@ pub fn list(ids: &[String], as_json: bool) -> Result<()> {
     Ok(())
 }
 
-fn unknown(id: &str) -> anyhow::Error {
+pub fn unknown(id: &str) -> anyhow::Error {
     let known = EXPERIMENTS.iter().map(|e| e.id).collect::<Vec<_>>().join(", ");
     bad(format!("unknown experiment id {id:?}: expected `all` or one of {known} (see `npqos list`)"))
 }
 
 /// An experiment's declaration as JSON: its grid, full and quick, and its paper values.
-fn declaration(e: &ExperimentInfo) -> serde_json::Value {
+pub fn declaration(e: &ExperimentInfo) -> serde_json::Value {
     let grid = |quick: bool| {
         let g = (e.grid)(quick);
         json!({ "points": g.points(), "sweeps": g.sweeps })
@@ -93,6 +94,28 @@ fn describe(e: &ExperimentInfo) -> String {
     s
 }
 
+/// Runs experiment `id` (bad input if unknown): its output and the description of the
+/// results directory `npqos reproduce` writes for it.
+pub fn reproduce_one(id: &str, quick: bool, seed: u64, threads: usize, progress: &Progress) -> Result<(Output, Meta)> {
+    if experiments::find(id).is_none() {
+        return Err(unknown(id));
+    }
+    let started = std::time::SystemTime::now();
+    let t0 = std::time::Instant::now();
+    let result = experiments::run(id, RunOptions { quick, seed, threads: threads.max(1) }, &mut |f| progress.set(f))
+        .expect("id checked above");
+    let events = result.runs.iter().map(|r| r.events).sum();
+    let meta = Meta {
+        kind: "reproduce",
+        seed,
+        resolved: None,
+        extra: serde_json::Map::from_iter([("quick".to_string(), json!(quick))]),
+        run_info: super::run::run_info(started, t0.elapsed().as_secs_f64(), events, threads),
+        seeds: vec![],
+    };
+    Ok((result, meta))
+}
+
 pub fn reproduce(
     ids: &[String],
     quick: bool,
@@ -119,20 +142,8 @@ pub fn reproduce(
             None => output::default_dir("reproduce", id),
         };
         let progress = Progress::new(id, quiet);
-        let started = std::time::SystemTime::now();
-        let t0 = std::time::Instant::now();
-        let result = experiments::run(id, RunOptions { quick, seed, threads }, &mut |f| progress.set(f))
-            .expect("id checked above");
+        let (result, meta) = reproduce_one(id, quick, seed, threads, &progress)?;
         progress.finish();
-        let events = result.runs.iter().map(|r| r.events).sum();
-        let meta = Meta {
-            kind: "reproduce",
-            seed,
-            resolved: None,
-            extra: serde_json::Map::from_iter([("quick".to_string(), json!(quick))]),
-            run_info: super::run::run_info(started, t0.elapsed().as_secs_f64(), events, threads),
-            seeds: vec![],
-        };
         output::write_all(&dir, &result, &meta)?;
         if !quiet {
             println!("{id}: {} compared quantities -> {}", result.comparisons.len(), dir.display());

@@ -128,13 +128,10 @@ pub fn execute(
     Ok(out)
 }
 
-/// `threads`: as given, or one per CPU, lowered while the replications that would run in
-/// parallel do not fit the scenario's memory budget.
-pub fn run(path: &Path, out: Option<PathBuf>, seed: Option<u64>, threads: Option<usize>, quiet: bool) -> Result<()> {
-    let (_, mut sc) = load(path)?;
-    if let Some(s) = seed {
-        sc.seed = s;
-    }
+/// The worker threads of a run: as given, or one per CPU, lowered while the replications that
+/// would run in parallel do not fit the scenario's memory budget. Refuses (bad input) a count
+/// whose parallel replications do not fit.
+pub fn threads_for(sc: &Scenario, threads: Option<usize>, file: &str) -> Result<usize> {
     let threads = threads.map(|t| t.max(1)).unwrap_or_else(|| {
         let mut t = std::thread::available_parallelism().map_or(1, |n| n.get());
         while t > 1 && sc.estimate_memory(t.clamp(1, sc.replications as usize) as u32) > sc.memory_budget {
@@ -146,20 +143,34 @@ pub fn run(path: &Path, out: Option<PathBuf>, seed: Option<u64>, threads: Option
     let need = sc.estimate_memory(parallel);
     if need > sc.memory_budget {
         return Err(bad(format!(
-            "{}: {parallel} replications in parallel need an estimated {}, above run.memory_budget = {}; use fewer --threads or raise the budget",
-            path.display(),
+            "{file}: {parallel} replications in parallel need an estimated {}, above run.memory_budget = {}; use fewer --threads or raise the budget",
             human_bytes(need),
             human_bytes(sc.memory_budget)
         )));
     }
-    let name = path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "scenario".into());
-    let dir = out.unwrap_or_else(|| output::default_dir("run", &name));
-    let flag = interrupt_flag();
-    let progress = Progress::new(&name, quiet);
+    Ok(threads)
+}
+
+/// The name a run of `path` goes by (its results' `id`): the name a resolved scenario records,
+/// else the file's stem.
+pub fn name_of(path: &Path, table: &toml::Table) -> String {
+    Scenario::name_in(table).unwrap_or_else(|| {
+        path.file_stem().map(|s| s.to_string_lossy().to_string()).unwrap_or_else(|| "scenario".into())
+    })
+}
+
+/// Runs scenario `sc` named `name` on `threads` workers: its output and the description of
+/// the results directory `npqos run` writes for it.
+pub fn run_named(
+    sc: &Scenario,
+    name: &str,
+    threads: usize,
+    interrupt: &Arc<AtomicBool>,
+    progress: &Progress,
+) -> Result<(Output, Meta)> {
     let started = std::time::SystemTime::now();
     let t0 = std::time::Instant::now();
-    let result = execute(&sc, &name, threads, &flag, &progress)?;
-    progress.finish();
+    let result = execute(sc, name, threads, interrupt, progress)?;
     let elapsed = t0.elapsed().as_secs_f64();
     let events: u64 = result.runs.iter().map(|r| r.events).sum();
     let meta = Meta {
@@ -173,6 +184,22 @@ pub fn run(path: &Path, out: Option<PathBuf>, seed: Option<u64>, threads: Option
         run_info: run_info(started, elapsed, events, threads),
         seeds: (0..sc.replications).map(|i| replication_seed(sc.seed, i)).collect(),
     };
+    Ok((result, meta))
+}
+
+/// `npqos run`.
+pub fn run(path: &Path, out: Option<PathBuf>, seed: Option<u64>, threads: Option<usize>, quiet: bool) -> Result<()> {
+    let (table, mut sc) = load(path)?;
+    if let Some(s) = seed {
+        sc.seed = s;
+    }
+    let threads = threads_for(&sc, threads, &path.display().to_string())?;
+    let name = name_of(path, &table);
+    let dir = out.unwrap_or_else(|| output::default_dir("run", &name));
+    let flag = interrupt_flag();
+    let progress = Progress::new(&name, quiet);
+    let (result, meta) = run_named(&sc, &name, threads, &flag, &progress)?;
+    progress.finish();
     output::write_all(&dir, &result, &meta)?;
     if !quiet {
         print_aggregate(&result);

@@ -6,7 +6,8 @@ use anyhow::Result;
 use npqos_sim::trace::stats::{TraceStats, SIZE_BIN_EDGES};
 use std::path::PathBuf;
 
-pub fn stats(files: &[PathBuf], json: bool, lenient: bool) -> Result<()> {
+/// The statistics of each file, then their total when there are several.
+fn collect(files: &[PathBuf], lenient: bool) -> Result<Vec<TraceStats>> {
     let mut all = Vec::with_capacity(files.len());
     for f in files {
         all.push(TraceStats::of_file(f, lenient).map_err(from_trace)?);
@@ -14,6 +15,17 @@ pub fn stats(files: &[PathBuf], json: bool, lenient: bool) -> Result<()> {
     if files.len() > 1 {
         all.push(TraceStats::total(&all));
     }
+    Ok(all)
+}
+
+/// What `npqos trace stats --json` prints: one object per file, then a `total` object when
+/// several files are given.
+pub fn stats_json(files: &[PathBuf], lenient: bool) -> Result<Vec<serde_json::Value>> {
+    Ok(collect(files, lenient)?.iter().map(|s| s.to_json()).collect())
+}
+
+pub fn stats(files: &[PathBuf], json: bool, lenient: bool) -> Result<()> {
+    let all = collect(files, lenient)?;
     if json {
         let v: Vec<serde_json::Value> = all.iter().map(|s| s.to_json()).collect();
         println!("{}", serde_json::to_string_pretty(&v)?);

@@ -380,7 +380,7 @@ impl Scenario {
         };
         let known = Spec::tables(&model);
         for (k, v) in root {
-            if !known.contains(&k.as_str()) {
+            if k != "meta" && !known.contains(&k.as_str()) {
                 let list: Vec<String> =
                     known.iter().map(|k| if *k == "model" { k.to_string() } else { format!("[{k}]") }).collect();
                 let message = if k == "shaper" {
@@ -391,6 +391,16 @@ impl Scenario {
                 probs.push(Problem { key: k.clone(), value: Some(show(v)), message });
             }
         }
+
+        // `[meta]`: what npqos records in `scenario.resolved.toml` (the scenario's name, seed,
+        // version, commit). Read so a resolved scenario runs again as it is; only the name
+        // has an effect (`Scenario::name_in`).
+        let mut meta = Reader::new(root, "meta", &mut probs);
+        meta.string("scenario", "", &mut probs);
+        meta.int("seed", 0, 0, i64::MAX, &mut probs);
+        meta.string("npqos_version", "", &mut probs);
+        meta.string("git_commit", "", &mut probs);
+        meta.finish(&mut probs);
 
         let mut run = Reader::new(root, "run", &mut probs);
         let seed = run.int("seed", 1, 0, i64::MAX, &mut probs) as u64;
@@ -442,6 +452,15 @@ impl Scenario {
     /// The model's name.
     pub fn model(&self) -> &'static str {
         self.spec.model()
+    }
+
+    /// The scenario name a resolved scenario records (`[meta] scenario`), if any: a run of
+    /// `scenario.resolved.toml` keeps the name of the run that wrote it.
+    pub fn name_in(root: &toml::Table) -> Option<String> {
+        match root.get("meta")?.get("scenario")? {
+            toml::Value::String(s) if !s.is_empty() => Some(s.clone()),
+            _ => None,
+        }
     }
 
     /// The link tables of a `link` or `kim` scenario.
