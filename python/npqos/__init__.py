@@ -79,19 +79,19 @@ def _load(scenario: Any, seed: Optional[int] = None, overrides=None, name: Optio
     if isinstance(scenario, os.PathLike):
         return _native.load(os.fspath(scenario), "path", _overrides(overrides), seed, name)
     if isinstance(scenario, str):
-        is_path = "\n" not in scenario and "=" not in scenario
+        is_path = os.path.exists(scenario) or ("\n" not in scenario and "=" not in scenario)
         return _native.load(scenario, "path" if is_path else "toml", _overrides(overrides), seed, name)
     raise BadInput(f"scenario: expected a path, TOML text or a dict, not {type(scenario).__name__}")
 
 
-def _frame(columns: tuple, names: list) -> pd.DataFrame:
-    """A DataFrame from native columns; the JSON ``params`` column becomes one column per
-    parameter, right after the first column (``run`` or ``metric``)."""
-    data = dict(zip(names, columns))
-    params = data.pop("params", None)
-    df = pd.DataFrame(data)
-    if params is None:
-        return df
+def _frame(rows: list, names: list) -> pd.DataFrame:
+    """A DataFrame from native rows: ``((run, params, seed), (values...))`` for per-run tables,
+    flat tuples otherwise. The JSON ``params`` column becomes one column per parameter, right
+    after the first column (``run`` or ``metric``)."""
+    if rows and isinstance(rows[0][0], tuple):
+        rows = [key + values for key, values in rows]
+    df = pd.DataFrame.from_records(rows, columns=names)
+    params = df.pop("params")
     parsed = {s: json.loads(s) for s in dict.fromkeys(params)}
     keys: list = []
     for p in parsed.values():

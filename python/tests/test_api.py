@@ -2,6 +2,7 @@
 
 import json
 import pathlib
+import re
 import struct
 import threading
 import time
@@ -40,10 +41,11 @@ def test_write_is_the_directory_npqos_run_writes(root, npqos_bin, tmp_path):
     cli_files = sorted(p.name for p in (tmp_path / "cli").iterdir())
     assert sorted(p.name for p in (tmp_path / "py").iterdir()) == cli_files
     # Every deterministic file is the same, byte for byte (run.json holds the wall clock and
-    # the command line; the sqlite file's pages are not compared; the resolved scenario names
-    # the commit each build came from).
+    # the command line; the sqlite file's pages are not compared; the resolved scenario and the
+    # report name the commit each build came from).
     def body(p):
-        return b"".join(line for line in p.read_bytes().splitlines(True) if not line.startswith(b"git_commit"))
+        text = b"".join(line for line in p.read_bytes().splitlines(True) if not line.startswith(b"git_commit"))
+        return re.sub(rb"\(commit [0-9a-f]+(-dirty)?\)", b"(commit)", text)
 
     for f in cli_files:
         if f.endswith((".json", ".csv", ".svg", ".md", ".toml")) and f != "run.json":
@@ -94,7 +96,9 @@ def test_reproduce_has_comparisons():
 
 def test_listings():
     e = npqos.experiments()
-    assert "kim-table2" in set(e["id"]) and (e["quick_points"] > 0).all()
+    # (Experiments over the trace corpus have no points without it: no `> 0` for all.)
+    kim = e.set_index("id").loc["kim-table2"]
+    assert kim["quick_points"] == 2 and kim["points"] == 4 and kim["paper_values"] > 0
     assert npqos.experiment("kim-table2")["paper"]
     m = npqos.models()
     assert {"link", "kim", "router"} <= set(m["name"])

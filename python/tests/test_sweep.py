@@ -48,9 +48,14 @@ def test_dask_sweep_equals_local_and_points_equal_npqos_run(cluster, npqos_bin, 
         assert (point / "summary.json").read_bytes() == (tmp_path / f"cli-{i}" / "summary.json").read_bytes(), i
 
 
+def _executing(dask_worker):
+    """The keys of the tasks a worker is running (on the worker)."""
+    return [ts.key for ts in dask_worker.state.executing]
+
+
 def test_a_killed_worker_loses_and_duplicates_no_point(cluster, tmp_path):
     c, client = cluster
-    s = scenario_file(tmp_path, "3s")
+    s = scenario_file(tmp_path, "6s")
     result = {}
 
     def go():
@@ -61,16 +66,18 @@ def test_a_killed_worker_loses_and_duplicates_no_point(cluster, tmp_path):
 
     t = threading.Thread(target=go)
     t.start()
-    victim = None
+    # Kill a worker process while it runs a point: SIGKILL, as the OOM killer would.
+    victim, running = None, []
     deadline = time.monotonic() + 60
-    while victim is None and time.monotonic() < deadline:
-        busy = [w for w, keys in client.processing().items() if keys]
-        if busy:
-            time.sleep(0.5)  # into the point's run
-            victim = busy[0]
+    while not running and time.monotonic() < deadline:
+        for w, keys in client.run(_executing).items():
+            if keys:
+                victim, running = w, keys
+                break
         else:
             time.sleep(0.05)
-    assert victim is not None, "no task started"
+    assert running, "no task started"
+    time.sleep(0.3)  # into the point's run (a point takes seconds)
     pid = client.run(os.getpid, workers=[victim])[victim]
     os.kill(pid, signal.SIGKILL)
     t.join(timeout=300)
@@ -89,7 +96,7 @@ def test_a_killed_worker_loses_and_duplicates_no_point(cluster, tmp_path):
     # The killed worker's point ran again from scratch: the values are those of a clean sweep.
     clean = npqos.sweep(s, GRID8, jobs=2)
     pd.testing.assert_frame_equal(df, clean, check_exact=True)
-    print(f"\nkilled worker {victim} (pid {pid}) mid-sweep; 8 of 8 points, each once")
+    print(f"\nkilled worker {victim} (pid {pid}) while it ran {running}; 8 of 8 points, each once")
 
 
 def test_resume_runs_only_the_missing_points(tmp_path):

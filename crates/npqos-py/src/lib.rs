@@ -170,20 +170,19 @@ struct RunOutput {
     meta: Meta,
 }
 
-type Params = Vec<String>;
+/// A row's run: label, parameters (JSON) and seed.
+type RunKey = (String, String, u64);
 
 impl RunOutput {
-    /// Per run: label, parameters (JSON) and seed.
-    fn run_keys(&self) -> Vec<(String, String, u64)> {
-        self.out
-            .runs
-            .iter()
-            .enumerate()
-            .map(|(i, r)| {
-                let seed = self.meta.seeds.get(i).copied().unwrap_or(self.meta.seed);
-                (r.label.clone(), serde_json::to_string(&r.params).unwrap_or_default(), seed)
-            })
-            .collect()
+    /// One row per item `items` gives for each run, each prefixed by the run's key.
+    fn rows<T>(&self, items: impl Fn(&npqos_sim::results::RunResult) -> Vec<T>) -> Vec<(RunKey, T)> {
+        let mut out = Vec::new();
+        for (i, r) in self.out.runs.iter().enumerate() {
+            let seed = self.meta.seeds.get(i).copied().unwrap_or(self.meta.seed);
+            let key = (r.label.clone(), serde_json::to_string(&r.params).unwrap_or_default(), seed);
+            out.extend(items(r).into_iter().map(|t| (key.clone(), t)));
+        }
+        out
     }
 }
 
@@ -206,78 +205,40 @@ impl RunOutput {
     fn write(&self, py: Python<'_>, dir: PathBuf) -> PyResult<()> {
         py.detach(|| output::write_all(&dir, &self.out, &self.meta)).map_err(py_err)
     }
-    /// Columns of the scalars: run, params (JSON), seed, name, value, unit.
-    #[allow(clippy::type_complexity)]
-    fn scalars(&self) -> (Vec<String>, Params, Vec<u64>, Vec<String>, Vec<f64>, Vec<String>) {
-        let keys = self.run_keys();
-        let mut c = (vec![], vec![], vec![], vec![], vec![], vec![]);
-        for (r, (label, params, seed)) in self.out.runs.iter().zip(&keys) {
-            for s in &r.scalars {
-                c.0.push(label.clone());
-                c.1.push(params.clone());
-                c.2.push(*seed);
-                c.3.push(s.name.clone());
-                c.4.push(s.value);
-                c.5.push(s.unit.clone());
-            }
-        }
-        c
+    /// Rows of the scalars: ((run, params JSON, seed), (name, value, unit)).
+    fn scalars(&self) -> Vec<(RunKey, (String, f64, String))> {
+        self.rows(|r| r.scalars.iter().map(|s| (s.name.clone(), s.value, s.unit.clone())).collect())
     }
-    /// Columns of the time series: run, params (JSON), seed, name, x, y, x_unit, unit.
+    /// Rows of the time series: (run key, (name, x, y, x_unit, unit)).
     #[allow(clippy::type_complexity)]
-    fn series(&self) -> (Vec<String>, Params, Vec<u64>, Vec<String>, Vec<f64>, Vec<f64>, Vec<String>, Vec<String>) {
-        let keys = self.run_keys();
-        let mut c = (vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-        for (r, (label, params, seed)) in self.out.runs.iter().zip(&keys) {
-            for s in &r.series {
-                for &(x, y) in &s.points {
-                    c.0.push(label.clone());
-                    c.1.push(params.clone());
-                    c.2.push(*seed);
-                    c.3.push(s.name.clone());
-                    c.4.push(x);
-                    c.5.push(y);
-                    c.6.push(s.x_unit.clone());
-                    c.7.push(s.unit.clone());
-                }
-            }
-        }
-        c
+    fn series(&self) -> Vec<(RunKey, (String, f64, f64, String, String))> {
+        self.rows(|r| {
+            r.series
+                .iter()
+                .flat_map(|s| s.points.iter().map(|&(x, y)| (s.name.clone(), x, y, s.x_unit.clone(), s.unit.clone())))
+                .collect()
+        })
     }
-    /// Columns of the histograms: run, params (JSON), seed, name, lo, hi, count, unit.
+    /// Rows of the histograms: (run key, (name, lo, hi, count, unit)).
     #[allow(clippy::type_complexity)]
-    fn histograms(&self) -> (Vec<String>, Params, Vec<u64>, Vec<String>, Vec<f64>, Vec<f64>, Vec<u64>, Vec<String>) {
-        let keys = self.run_keys();
-        let mut c = (vec![], vec![], vec![], vec![], vec![], vec![], vec![], vec![]);
-        for (r, (label, params, seed)) in self.out.runs.iter().zip(&keys) {
-            for h in &r.histograms {
-                for &(lo, hi, n) in &h.bins {
-                    c.0.push(label.clone());
-                    c.1.push(params.clone());
-                    c.2.push(*seed);
-                    c.3.push(h.name.clone());
-                    c.4.push(lo);
-                    c.5.push(hi);
-                    c.6.push(n);
-                    c.7.push(h.unit.clone());
-                }
-            }
-        }
-        c
+    fn histograms(&self) -> Vec<(RunKey, (String, f64, f64, u64, String))> {
+        self.rows(|r| {
+            r.histograms
+                .iter()
+                .flat_map(|h| h.bins.iter().map(|&(lo, hi, n)| (h.name.clone(), lo, hi, n, h.unit.clone())))
+                .collect()
+        })
     }
-    /// Columns of the comparison with the paper: metric, params (JSON), ours, paper, unit, source.
-    #[allow(clippy::type_complexity)]
-    fn comparisons(&self) -> (Vec<String>, Params, Vec<f64>, Vec<Option<f64>>, Vec<String>, Vec<String>) {
-        let mut c = (vec![], vec![], vec![], vec![], vec![], vec![]);
-        for k in &self.out.comparisons {
-            c.0.push(k.metric.clone());
-            c.1.push(serde_json::to_string(&k.params).unwrap_or_default());
-            c.2.push(k.ours);
-            c.3.push(k.paper);
-            c.4.push(k.unit.clone());
-            c.5.push(k.source.clone());
-        }
-        c
+    /// Rows of the comparison with the paper: (metric, params JSON, ours, paper, unit, source).
+    fn comparisons(&self) -> Vec<(String, String, f64, Option<f64>, String, String)> {
+        self.out
+            .comparisons
+            .iter()
+            .map(|k| {
+                let params = serde_json::to_string(&k.params).unwrap_or_default();
+                (k.metric.clone(), params, k.ours, k.paper, k.unit.clone(), k.source.clone())
+            })
+            .collect()
     }
     /// The mean and 95% confidence half-width of each scalar over the replications.
     fn aggregate(&self) -> Vec<(String, f64, f64, String)> {
