@@ -120,10 +120,7 @@ fn load(
     let (mut table, file, base_dir) = match kind {
         "path" => {
             let p = Path::new(source);
-            let text = std::fs::read_to_string(p)
-                .map_err(|e| BadInput::new_err(format!("{source}: cannot read scenario: {e}")))?;
-            let t: toml::Table = toml::from_str(&text)
-                .map_err(|e| BadInput::new_err(format!("{source}: TOML syntax error: {}", e.to_string().trim())))?;
+            let t = cli_run::read_table(p).map_err(py_err)?;
             (t, source.to_string(), p.parent().map(Path::to_path_buf).unwrap_or_default())
         }
         "toml" => {

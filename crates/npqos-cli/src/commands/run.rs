@@ -26,13 +26,17 @@ pub fn interrupt_flag() -> Arc<AtomicBool> {
     .clone()
 }
 
-/// Reads and validates a scenario file; problems are bad input (exit 2).
-pub fn load(path: &Path) -> Result<(toml::Table, Scenario)> {
+/// Reads a scenario file's TOML (not yet validated); problems are bad input (exit 2).
+pub fn read_table(path: &Path) -> Result<toml::Table> {
     let text =
         std::fs::read_to_string(path).map_err(|e| bad(format!("{}: cannot read scenario: {e}", path.display())))?;
+    toml::from_str(&text).map_err(|e| bad(format!("{}: TOML syntax error: {}", path.display(), e.to_string().trim())))
+}
+
+/// Reads and validates a scenario file; problems are bad input (exit 2).
+pub fn load(path: &Path) -> Result<(toml::Table, Scenario)> {
+    let table = read_table(path)?;
     let base = path.parent().unwrap_or(Path::new("."));
-    let table: toml::Table = toml::from_str(&text)
-        .map_err(|e| bad(format!("{}: TOML syntax error: {}", path.display(), e.to_string().trim())))?;
     let sc = Scenario::from_table(&table, &path.display().to_string(), base)?;
     Ok((table, sc))
 }

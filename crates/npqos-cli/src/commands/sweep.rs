@@ -168,11 +168,7 @@ impl Plan {
     /// resolved scenario is this point's (so a directory of another sweep is never reused).
     pub fn finished(&self, dir: &Path, p: &Point) -> bool {
         let d = dir.join(p.dir_name());
-        let complete = std::fs::read(d.join("summary.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .is_some_and(|v| v["complete"] == Value::Bool(true));
-        if !complete {
+        if !summary_complete(&d) {
             return false;
         }
         let Some(mut t) = std::fs::read_to_string(d.join("scenario.resolved.toml"))
@@ -232,14 +228,8 @@ pub fn point_tmp(sweep_dir: &Path, dir_name: &str) -> PathBuf {
 /// removed, so a point that ran twice is stored once. Returns whether `tmp` was installed.
 pub fn commit_point(sweep_dir: &Path, dir_name: &str, tmp: &Path) -> Result<bool> {
     let dst = sweep_dir.join(dir_name);
-    let complete = |d: &Path| {
-        std::fs::read(d.join("summary.json"))
-            .ok()
-            .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
-            .is_some_and(|v| v["complete"] == Value::Bool(true))
-    };
     if dst.exists() {
-        if complete(&dst) {
+        if summary_complete(&dst) {
             let _ = std::fs::remove_dir_all(tmp);
             return Ok(false);
         }
@@ -248,12 +238,20 @@ pub fn commit_point(sweep_dir: &Path, dir_name: &str, tmp: &Path) -> Result<bool
     match std::fs::rename(tmp, &dst) {
         Ok(()) => Ok(true),
         // Another attempt of the same point got there first.
-        Err(_) if complete(&dst) => {
+        Err(_) if summary_complete(&dst) => {
             let _ = std::fs::remove_dir_all(tmp);
             Ok(false)
         }
         Err(e) => Err(e).with_context(|| format!("renaming {} to {}", tmp.display(), dst.display())),
     }
+}
+
+/// Whether the results directory `d` has a summary.json that says `"complete": true`.
+fn summary_complete(d: &Path) -> bool {
+    std::fs::read(d.join("summary.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice::<Value>(&b).ok())
+        .is_some_and(|v| v["complete"] == Value::Bool(true))
 }
 
 /// Removes temporary point directories an interrupted sweep left behind.
