@@ -48,7 +48,7 @@ def test_write_is_the_directory_npqos_run_writes(root, npqos_bin, tmp_path):
         return re.sub(rb"\(commit [0-9a-f]+(-dirty)?\)", b"(commit)", text)
 
     for f in cli_files:
-        if f.endswith((".json", ".csv", ".svg", ".md", ".toml")) and f != "run.json":
+        if f.endswith((".json", ".csv", ".svg", ".md", ".html", ".toml")) and f != "run.json":
             assert body(tmp_path / "py" / f) == body(tmp_path / "cli" / f), f
 
 

@@ -8,3 +8,4 @@ pub mod error;
 pub mod output;
 mod plots;
 pub mod progress;
+pub mod report;

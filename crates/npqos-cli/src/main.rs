@@ -14,7 +14,7 @@ static ALLOC: alloc::HugePageHint = alloc::HugePageHint;
 
 #[derive(Parser)]
 #[command(name = "npqos", version, about = "Network-processor QoS: library, simulator and tool", long_about = None,
-    after_help = "Examples:\n  npqos list\n  npqos models\n  npqos reproduce kim-table1 --quick\n  npqos run scenarios/demo.toml --out results/demo\n  npqos trace stats capture.pcap --json\n  npqos model kim --queues 1000000 --link 100Gbps --overload 1.29\n  npqos sweep scenarios/demo.toml --set traffic.overload=0.5,0.9,1.2 --jobs 2\n\nExit codes: 0 success, 1 internal failure, 2 bad input, 130 interrupted (partial results written).")]
+    after_help = "Examples:\n  npqos list\n  npqos models\n  npqos reproduce kim-table1 --quick\n  npqos run scenarios/demo.toml --out results/demo\n  npqos trace stats capture.pcap --json\n  npqos model kim --queues 1000000 --link 100Gbps --overload 1.29\n  npqos sweep scenarios/demo.toml --set traffic.overload=0.5,0.9,1.2 --jobs 2\n  npqos report results/reproduce\n\nExit codes: 0 success, 1 internal failure, 2 bad input, 130 interrupted (partial results written).")]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -77,6 +77,17 @@ enum Cmd {
         /// depend on it)
         #[arg(long)]
         threads: Option<usize>,
+        #[arg(long)]
+        quiet: bool,
+    },
+    /// (Re)write report.html for results directories, and index.html over reproductions
+    #[command(
+        after_help = "Examples:\n  npqos report results/run/demo\n  npqos report results/reproduce      # every reproduction's report and the index\n  npqos report results/sweep/demo     # the sweep's report and each point's\n\nThe pages are made from the directory's own files (report.md, the SVG plots, the resolved\nscenario, comparison.json): nothing runs again."
+    )]
+    Report {
+        /// Results directories (of run, reproduce or sweep), or a directory holding them
+        #[arg(required = true)]
+        dirs: Vec<PathBuf>,
         #[arg(long)]
         quiet: bool,
     },
@@ -164,6 +175,7 @@ fn main() -> ExitCode {
             let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             commands::reproduce::reproduce(&ids, quick, out, seed, threads.max(1), quiet)
         }
+        Cmd::Report { dirs, quiet } => npqos_cli::report::report(&dirs, quiet),
         Cmd::Trace(TraceCmd::Stats { files, json, lenient }) => commands::trace::stats(&files, json, lenient),
         Cmd::Model { short, args } => commands::model::model(&short, &args),
         Cmd::Sweep { scenario, sets, jobs, out, seed, dask, quiet } => {

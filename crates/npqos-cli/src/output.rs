@@ -117,7 +117,7 @@ pub fn write_all(dir: &Path, out: &Output, meta: &Meta) -> Result<()> {
     write_csvs(dir, out)?;
     let plot_files = write_plots(dir, out)?;
     write_atomic(dir, "report.md", report_md(out, meta, &plot_files).as_bytes())?;
-    Ok(())
+    crate::report::write_html(dir)
 }
 
 fn write_sqlite(dir: &Path, out: &Output, meta: &Meta) -> Result<()> {

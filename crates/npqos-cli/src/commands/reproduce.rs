@@ -8,7 +8,7 @@ use npqos_sim::experiments::declare::Compared;
 use npqos_sim::experiments::{self, ExperimentInfo, RunOptions, EXPERIMENTS};
 use npqos_sim::results::Output;
 use serde_json::json;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 /// `npqos list [IDS] [--json]`.
 pub fn list(ids: &[String], as_json: bool) -> Result<()> {
@@ -136,11 +136,28 @@ pub fn reproduce(
     }
     todo.dedup();
     let flag = super::run::interrupt_flag();
-    for id in todo {
-        let dir = match &out {
-            Some(d) => d.join(id),
-            None => output::default_dir("reproduce", id),
-        };
+    let root = out.unwrap_or_else(|| output::default_dir("reproduce", ""));
+    let r = reproduce_into(&todo, &root, quick, seed, threads, quiet, &flag);
+    // The index covers every reproduction under the root, also those of earlier runs, and is
+    // written after an interrupted or failed one too.
+    let listed = crate::report::write_index_if_any(&root)?;
+    if !quiet && listed > 0 {
+        println!("index of {listed} reproductions: {}", root.join("index.html").display());
+    }
+    r
+}
+
+fn reproduce_into(
+    todo: &[&str],
+    root: &Path,
+    quick: bool,
+    seed: u64,
+    threads: usize,
+    quiet: bool,
+    flag: &std::sync::atomic::AtomicBool,
+) -> Result<()> {
+    for &id in todo {
+        let dir = root.join(id);
         let progress = Progress::new(id, quiet);
         let (result, meta) = reproduce_one(id, quick, seed, threads, &progress)?;
         progress.finish();

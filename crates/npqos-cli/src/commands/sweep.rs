@@ -332,6 +332,7 @@ pub fn assemble(
     let info = run_info(started, elapsed_s, events, workers);
     write_atomic(dir, "run.json", serde_json::to_string_pretty(&Value::Object(info))?.as_bytes())?;
     write_report(dir, &plan.name, &plan.axes, &collected)?;
+    crate::report::write_html(dir)?;
     Ok(complete)
 }
 
