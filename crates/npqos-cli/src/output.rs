@@ -343,12 +343,18 @@ fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
             });
         }
     }
+    let style = plots::Style::new(&specs, &out.comparisons);
     let mut files = Vec::new();
     for spec in &specs {
         let name = format!("{}.svg", spec.name);
-        let svg = plots::render(spec)?;
+        let svg = plots::render_styled(spec, &style)?;
         write_atomic(dir, &name, svg.as_bytes())?;
-        files.push((name, spec.title.clone()));
+        let mut title = spec.title.clone();
+        let n = style.paper_points(&spec.name);
+        if n > 0 {
+            title = format!("{title} (hollow diamonds: the paper's {n} value{})", if n == 1 { "" } else { "s" });
+        }
+        files.push((name, title));
     }
     Ok(files)
 }

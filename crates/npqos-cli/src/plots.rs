@@ -1,4 +1,10 @@
 //! SVG plots with plotters: lines, markers or histogram bars, linear or logarithmic axes.
+//!
+//! What every plot gets, whatever the experiment: the legend in a panel of its own beside the
+//! data (it never hides a curve), a logarithmic y axis when all values are positive and span
+//! more than two decades, the colour a [`Style`] gives each legend label (one colour per
+//! mechanism or scheduler across an experiment's plots), and the paper's numbers as hollow
+//! diamonds in the colour of the curve they belong to.
 
 use anyhow::{anyhow, Result};
 use npqos_sim::results::{PlotKind, PlotSpec};
@@ -15,6 +21,68 @@ const COLORS: [RGBColor; 8] = [
     RGBColor(227, 119, 194),
     RGBColor(127, 127, 127),
 ];
+
+/// A curve's label and the paper's (x, value) points that belong to it.
+type Marks = (String, Vec<(f64, f64)>);
+
+/// How an output's plots are drawn together: a colour per legend label, and the paper's values
+/// to mark.
+#[derive(Default)]
+pub struct Style {
+    /// Legend labels in order of first appearance over all plots; a label's colour is its index.
+    labels: Vec<String>,
+    /// The paper's numbers: (label of the curve, (x, paper value)) per plot name.
+    paper: std::collections::HashMap<String, Vec<Marks>>,
+}
+
+impl Style {
+    /// The style of `specs`: colours by label, and each compared quantity whose `ours` is exactly
+    /// a plotted point (the plot shows that quantity there) marked with the paper's value at
+    /// that x. A quantity matching points of several curves of one plot, or `ours` = 0, is not
+    /// placed: the match would be a guess.
+    pub fn new(specs: &[PlotSpec], comparisons: &[npqos_sim::results::Comparison]) -> Style {
+        let mut labels: Vec<String> = Vec::new();
+        for (l, _) in specs.iter().flat_map(|s| s.lines.iter()) {
+            if !labels.contains(l) {
+                labels.push(l.clone());
+            }
+        }
+        let mut paper = std::collections::HashMap::new();
+        for spec in specs.iter().filter(|s| s.kind != PlotKind::Bars) {
+            let mut marks: Vec<Marks> = Vec::new();
+            for c in comparisons {
+                let Some(p) = c.paper else { continue };
+                if c.ours == 0.0 || !c.ours.is_finite() || !p.is_finite() {
+                    continue;
+                }
+                let hits: Vec<(&String, f64)> = spec
+                    .lines
+                    .iter()
+                    .flat_map(|(l, pts)| pts.iter().filter(|q| q.1 == c.ours).map(move |q| (l, q.0)))
+                    .collect();
+                let [(label, x)] = hits[..] else { continue };
+                match marks.iter_mut().find(|m| &m.0 == label) {
+                    Some(m) => m.1.push((x, p)),
+                    None => marks.push((label.clone(), vec![(x, p)])),
+                }
+            }
+            if !marks.is_empty() {
+                paper.insert(spec.name.clone(), marks);
+            }
+        }
+        Style { labels, paper }
+    }
+
+    fn colour(&self, label: &str, i: usize) -> RGBColor {
+        let k = self.labels.iter().position(|l| l == label).unwrap_or(i);
+        COLORS[k % COLORS.len()]
+    }
+
+    /// How many of the paper's values a plot shows.
+    pub fn paper_points(&self, plot: &str) -> usize {
+        self.paper.get(plot).map_or(0, |m| m.iter().map(|(_, p)| p.len()).sum())
+    }
+}
 
 /// Compact tick labels: 1.5k, 2M, 0.25, 3e-6.
 fn tick(v: f64) -> String {
@@ -41,12 +109,33 @@ fn err<E: std::fmt::Display>(spec: &PlotSpec) -> impl Fn(E) -> anyhow::Error + '
     move |e| anyhow!("plot {}: {e}", spec.name)
 }
 
-/// Renders `spec` to an SVG document.
+/// Renders `spec` alone (its own colours, no paper values) to an SVG document.
 pub fn render(spec: &PlotSpec) -> Result<String> {
+    render_styled(spec, &Style::new(std::slice::from_ref(spec), &[]))
+}
+
+/// Renders `spec` with the colours and paper values of `style` to an SVG document.
+pub fn render_styled(spec: &PlotSpec, style: &Style) -> Result<String> {
+    let marks: &[Marks] = style.paper.get(&spec.name).map_or(&[], |m| m.as_slice());
+    let all = || spec.lines.iter().flat_map(|(_, p)| p.iter()).chain(marks.iter().flat_map(|(_, p)| p.iter()));
+    // A logarithmic y axis where the values are positive and span more than two decades.
+    let mut spec_owned;
+    let spec = if !spec.log_y && spec.kind != PlotKind::Bars && {
+        let ys: Vec<f64> = all().map(|p| p.1).filter(|y| y.is_finite()).collect();
+        !ys.is_empty()
+            && ys.iter().all(|&y| y > 0.0)
+            && ys.iter().copied().fold(f64::MIN, f64::max) / ys.iter().copied().fold(f64::MAX, f64::min) > 100.0
+    } {
+        spec_owned = spec.clone();
+        spec_owned.log_y = true;
+        &spec_owned
+    } else {
+        spec
+    };
     let finite =
         |&(x, y): &(f64, f64)| x.is_finite() && y.is_finite() && (!spec.log_x || x > 0.0) && (!spec.log_y || y > 0.0);
     let (mut x0, mut x1, mut y0, mut y1) = (f64::MAX, f64::MIN, 0.0f64, f64::MIN);
-    for &(x, y) in spec.lines.iter().flat_map(|(_, p)| p.iter()).filter(|p| finite(p)) {
+    for &(x, y) in all().filter(|p| finite(p)) {
         x0 = x0.min(x);
         x1 = x1.max(x);
         y0 = y0.min(y);
@@ -69,7 +158,7 @@ pub fn render(spec: &PlotSpec) -> Result<String> {
     }
     if spec.log_y {
         // y0 started at 0: take the smallest positive value instead.
-        y0 = spec.lines.iter().flat_map(|(_, p)| p.iter()).filter(|p| finite(p)).map(|p| p.1).fold(f64::MAX, f64::min);
+        y0 = all().filter(|p| finite(p)).map(|p| p.1).fold(f64::MAX, f64::min);
         if y0 == f64::MAX {
             (y0, y1) = (1.0, 10.0);
         }
@@ -83,22 +172,74 @@ pub fn render(spec: &PlotSpec) -> Result<String> {
     }
     let mut svg = String::new();
     {
-        let root = SVGBackend::with_string(&mut svg, (820, 480)).into_drawing_area();
+        // The legend gets a panel of its own, as wide as its longest entry needs.
+        let entries = legend_entries(spec, marks);
+        let longest = entries.iter().map(|e| e.0.chars().count()).max().unwrap_or(0);
+        let panel = if entries.is_empty() { 0 } else { (longest as u32 * 7 + 44).clamp(110, 300) };
+        let root = SVGBackend::with_string(&mut svg, (820 + panel, 480)).into_drawing_area();
         root.fill(&WHITE).map_err(err(spec))?;
+        let (plot, legend) = root.split_horizontally(820);
         match (spec.log_x, spec.log_y) {
-            (true, true) => draw(&root, spec, (x0..x1).log_scale(), (y0..y1).log_scale())?,
-            (true, false) => draw(&root, spec, (x0..x1).log_scale(), y0..y1)?,
-            (false, true) => draw(&root, spec, x0..x1, (y0..y1).log_scale())?,
-            (false, false) => draw(&root, spec, x0..x1, y0..y1)?,
+            (true, true) => draw(&plot, spec, style, marks, (x0..x1).log_scale(), (y0..y1).log_scale())?,
+            (true, false) => draw(&plot, spec, style, marks, (x0..x1).log_scale(), y0..y1)?,
+            (false, true) => draw(&plot, spec, style, marks, x0..x1, (y0..y1).log_scale())?,
+            (false, false) => draw(&plot, spec, style, marks, x0..x1, y0..y1)?,
         }
+        draw_legend(&legend, spec, style, &entries)?;
         root.present().map_err(err(spec))?;
     }
     Ok(svg)
 }
 
+/// The legend's entries: each curve (label, its index), then each curve's paper values.
+fn legend_entries(spec: &PlotSpec, marks: &[Marks]) -> Vec<(String, usize, bool)> {
+    let mut e: Vec<(String, usize, bool)> = spec
+        .lines
+        .iter()
+        .enumerate()
+        .filter(|(_, (l, _))| !l.is_empty())
+        .map(|(i, (l, _))| (l.clone(), i, false))
+        .collect();
+    for (l, _) in marks {
+        let i = spec.lines.iter().position(|(x, _)| x == l).unwrap_or(0);
+        e.push((format!("paper: {l}"), i, true));
+    }
+    e
+}
+
+/// The legend panel: a swatch and a label per entry, top down.
+fn draw_legend(
+    area: &DrawingArea<SVGBackend<'_>, plotters::coord::Shift>,
+    spec: &PlotSpec,
+    style: &Style,
+    entries: &[(String, usize, bool)],
+) -> Result<()> {
+    let font = ("sans-serif", 13).into_font();
+    for (k, (label, i, paper)) in entries.iter().enumerate() {
+        let y = 56 + k as i32 * 20;
+        let c = style.colour(&spec.lines[*i].0, *i);
+        if *paper {
+            let rim = [(12, y - 6), (18, y), (12, y + 6), (6, y)];
+            area.draw(&Polygon::new(rim.to_vec(), WHITE.filled())).map_err(err(spec))?;
+            area.draw(&PathElement::new([&rim[..], &rim[..1]].concat(), c.stroke_width(2))).map_err(err(spec))?;
+        } else {
+            match spec.kind {
+                PlotKind::Bars => area.draw(&Rectangle::new([(4, y - 5), (20, y + 5)], c.filled())),
+                PlotKind::Points => area.draw(&Circle::new((12, y), 4, c.filled())),
+                PlotKind::Lines => area.draw(&PathElement::new(vec![(2, y), (22, y)], c.stroke_width(2))),
+            }
+            .map_err(err(spec))?;
+        }
+        area.draw(&Text::new(label.clone(), (28, y - 7), font.clone())).map_err(err(spec))?;
+    }
+    Ok(())
+}
+
 fn draw<'a, XR, YR>(
     root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
     spec: &PlotSpec,
+    style: &Style,
+    marks: &[Marks],
     x: XR,
     y: YR,
 ) -> Result<()>
@@ -127,7 +268,7 @@ where
     let finite =
         |&(a, b): &(f64, f64)| a.is_finite() && b.is_finite() && (!spec.log_x || a > 0.0) && (!spec.log_y || b > 0.0);
     for (i, (label, points)) in spec.lines.iter().enumerate() {
-        let c = COLORS[i % COLORS.len()];
+        let c = style.colour(label, i);
         let pts: Vec<(f64, f64)> = points.iter().copied().filter(finite).collect();
         match spec.kind {
             PlotKind::Bars => {
@@ -145,11 +286,7 @@ where
                         r
                     })
                     .collect();
-                chart
-                    .draw_series(bars)
-                    .map_err(err(spec))?
-                    .label(label)
-                    .legend(move |(a, b)| Rectangle::new([(a, b - 5), (a + 10, b + 5)], c.filled()));
+                chart.draw_series(bars).map_err(err(spec))?;
             }
             PlotKind::Points => {
                 let marker = i % 2;
@@ -161,34 +298,84 @@ where
                             Cross::new(p, 7, c.stroke_width(2)).into_dyn()
                         }
                     }))
-                    .map_err(err(spec))?
-                    .label(label)
-                    .legend(move |(a, b)| -> DynElement<_, _> {
-                        if marker == 0 {
-                            Circle::new((a + 5, b), 4, c.filled()).into_dyn()
-                        } else {
-                            Cross::new((a + 5, b), 5, c.stroke_width(2)).into_dyn()
-                        }
-                    });
+                    .map_err(err(spec))?;
             }
             PlotKind::Lines => {
-                chart
-                    .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-                    .map_err(err(spec))?
-                    .label(label)
-                    .legend(move |(a, b)| PathElement::new(vec![(a, b), (a + 16, b)], c.stroke_width(2)));
+                chart.draw_series(LineSeries::new(pts.clone(), c.stroke_width(2))).map_err(err(spec))?;
                 if pts.len() <= 40 {
                     chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(err(spec))?;
                 }
             }
         }
     }
-    chart
-        .configure_series_labels()
-        .position(SeriesLabelPosition::UpperRight)
-        .background_style(WHITE.mix(0.85))
-        .border_style(BLACK)
-        .draw()
-        .map_err(err(spec))?;
+    // The paper's values: hollow diamonds with a dark rim, in the colour of their curve.
+    for (label, pts) in marks {
+        let i = spec.lines.iter().position(|(l, _)| l == label).unwrap_or(0);
+        let c = style.colour(label, i);
+        let pts: Vec<(f64, f64)> = pts.iter().copied().filter(finite).collect();
+        chart
+            .draw_series(pts.iter().map(|&p| {
+                EmptyElement::at(p)
+                    + Polygon::new(vec![(0, -7), (7, 0), (0, 7), (-7, 0)], WHITE.filled())
+                    + PathElement::new(vec![(0, -7), (7, 0), (0, 7), (-7, 0), (0, -7)], c.stroke_width(2))
+            }))
+            .map_err(err(spec))?;
+    }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use npqos_sim::results::Comparison;
+
+    fn spec(name: &str, lines: Vec<(&str, Vec<(f64, f64)>)>) -> PlotSpec {
+        PlotSpec {
+            name: name.into(),
+            title: name.into(),
+            x_label: "x".into(),
+            y_label: "y".into(),
+            lines: lines.into_iter().map(|(l, p)| (l.to_string(), p)).collect(),
+            kind: PlotKind::Lines,
+            log_x: false,
+            log_y: false,
+        }
+    }
+
+    fn compared(ours: f64, paper: Option<f64>) -> Comparison {
+        Comparison::new("m", Default::default(), ours, paper, "u", "Table 1")
+    }
+
+    #[test]
+    fn paper_values_go_where_ours_is_plotted_and_nowhere_else() {
+        let a = spec("a", vec![("qc", vec![(1.0, 10.0), (2.0, 20.0)]), ("nc", vec![(1.0, 5.0), (2.0, 7.0)])]);
+        let b = spec("b", vec![("nc", vec![(1.0, 7.0)]), ("qc", vec![(3.0, 7.0)])]);
+        let c = [
+            compared(20.0, Some(25.0)), // qc at x = 2 in a
+            compared(7.0, Some(8.0)),   // nc at x = 2 in a; two curves in b: not placed there
+            compared(0.0, Some(1.0)),   // zero: never placed
+            compared(5.0, None),        // no paper number
+        ];
+        let style = Style::new(&[a.clone(), b.clone()], &c);
+        assert_eq!(style.paper["a"], vec![("qc".to_string(), vec![(2.0, 25.0)]), ("nc".to_string(), vec![(2.0, 8.0)])]);
+        assert!(!style.paper.contains_key("b"));
+        assert_eq!((style.paper_points("a"), style.paper_points("b")), (2, 0));
+        // One colour per label across both plots, whatever its place in each.
+        assert_eq!(style.colour("nc", 0), style.colour("nc", 1));
+        assert_ne!(style.colour("nc", 0), style.colour("qc", 0));
+    }
+
+    #[test]
+    fn the_legend_sits_beside_the_data_and_decades_get_a_log_axis() {
+        let s = spec("s", vec![("a long legend entry", vec![(1.0, 1e3), (2.0, 1e6)])]);
+        let svg = render(&s).unwrap();
+        let width: u32 = svg.split("width=\"").nth(1).unwrap().split('"').next().unwrap().parse().unwrap();
+        assert!(width > 820, "the legend panel widens the picture: {width}");
+        assert!(
+            svg.contains("\n1M\n") && svg.contains("\n100k\n") && svg.contains("\n10k\n"),
+            "decade ticks on a log axis"
+        );
+        let flat = render(&spec("f", vec![("", vec![(1.0, 1.0), (2.0, 50.0)])])).unwrap();
+        assert!(flat.starts_with("<svg width=\"820\""), "no legend, no panel");
+    }
 }
