@@ -33,7 +33,12 @@ pub struct Style {
     labels: Vec<String>,
     /// The paper's numbers: (label of the curve, (x, paper value)) per plot name.
     paper: std::collections::HashMap<String, Vec<Marks>>,
+    /// Confidence intervals: (label of the curve, (x, low, high)) per plot name.
+    whiskers: std::collections::HashMap<String, Vec<Whiskers>>,
 }
+
+/// A curve's label and its (x, low, high) intervals.
+pub type Whiskers = (String, Vec<(f64, f64, f64)>);
 
 impl Style {
     /// The style of `specs`: colours by label, and each compared quantity whose `ours` is exactly
@@ -70,7 +75,14 @@ impl Style {
                 paper.insert(spec.name.clone(), marks);
             }
         }
-        Style { labels, paper }
+        Style { labels, paper, whiskers: Default::default() }
+    }
+
+    /// Draws intervals (a vertical whisker from low to high at x) on the curves of plot `name`.
+    pub fn set_whiskers(&mut self, name: &str, whiskers: Vec<Whiskers>) {
+        if !whiskers.is_empty() {
+            self.whiskers.insert(name.to_string(), whiskers);
+        }
     }
 
     fn colour(&self, label: &str, i: usize) -> RGBColor {
@@ -110,6 +122,7 @@ fn err<E: std::fmt::Display>(spec: &PlotSpec) -> impl Fn(E) -> anyhow::Error + '
 }
 
 /// Renders `spec` alone (its own colours, no paper values) to an SVG document.
+#[cfg(test)]
 pub fn render(spec: &PlotSpec) -> Result<String> {
     render_styled(spec, &Style::new(std::slice::from_ref(spec), &[]))
 }
@@ -117,7 +130,16 @@ pub fn render(spec: &PlotSpec) -> Result<String> {
 /// Renders `spec` with the colours and paper values of `style` to an SVG document.
 pub fn render_styled(spec: &PlotSpec, style: &Style) -> Result<String> {
     let marks: &[Marks] = style.paper.get(&spec.name).map_or(&[], |m| m.as_slice());
-    let all = || spec.lines.iter().flat_map(|(_, p)| p.iter()).chain(marks.iter().flat_map(|(_, p)| p.iter()));
+    let ends: Vec<(f64, f64)> = style
+        .whiskers
+        .get(&spec.name)
+        .into_iter()
+        .flatten()
+        .flat_map(|(_, w)| w.iter().flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]))
+        .collect();
+    let all = || {
+        spec.lines.iter().flat_map(|(_, p)| p.iter()).chain(marks.iter().flat_map(|(_, p)| p.iter())).chain(ends.iter())
+    };
     // A logarithmic y axis where the values are positive and span more than two decades.
     let mut spec_owned;
     let spec = if !spec.log_y && spec.kind != PlotKind::Bars && {
@@ -305,6 +327,23 @@ where
                 if pts.len() <= 40 {
                     chart.draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled()))).map_err(err(spec))?;
                 }
+            }
+        }
+    }
+    // Confidence intervals: a whisker with short caps, in the colour of the curve.
+    for (label, ws) in style.whiskers.get(&spec.name).into_iter().flatten() {
+        let i = spec.lines.iter().position(|(l, _)| l == label).unwrap_or(0);
+        let c = style.colour(label, i);
+        for &(xv, lo, hi) in ws.iter().filter(|w| finite(&(w.0, w.1)) && finite(&(w.0, w.2))) {
+            chart
+                .draw_series(std::iter::once(PathElement::new(vec![(xv, lo), (xv, hi)], c.stroke_width(1))))
+                .map_err(err(spec))?;
+            for end in [lo, hi] {
+                chart
+                    .draw_series(std::iter::once(
+                        EmptyElement::at((xv, end)) + PathElement::new(vec![(-4, 0), (4, 0)], c.stroke_width(1)),
+                    ))
+                    .map_err(err(spec))?;
             }
         }
     }

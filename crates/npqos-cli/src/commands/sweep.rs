@@ -495,37 +495,69 @@ fn write_report(dir: &Path, name: &str, axes: &[(String, Vec<String>)], pts: &[(
             .collect();
         let _ = writeln!(s, "| {} | {} | {} |", p.index, vals.join(" | "), nums.join(" | "));
     }
+    // One plot per main scalar and numeric axis: the scalar's mean against the axis, a curve
+    // per combination of the other axes' values, whiskers for the 95% confidence interval where
+    // points have replications.
     let x_numeric = |v: &str| v.trim_matches('"').parse::<f64>().ok();
-    if let Some((key, _)) = axes.first() {
-        if pts.iter().all(|(p, _)| x_numeric(&p.values[0].1).is_some()) {
+    let mut plotted = false;
+    for (k, (key, _)) in axes.iter().enumerate() {
+        if !pts.iter().all(|(p, _)| x_numeric(&p.values[k].1).is_some()) {
+            continue;
+        }
+        if !plotted {
             s.push_str("\n## Plots\n\n");
-            for metric in &shown {
-                let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
-                for (p, o) in pts {
-                    let rest = p.values[1..].iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
-                    let legend = if rest.is_empty() { metric.to_string() } else { rest };
-                    let y = o.aggregate.iter().find(|a| a.0 == *metric).map(|a| a.1).unwrap_or(f64::NAN);
-                    let x = x_numeric(&p.values[0].1).expect("checked");
-                    match lines.iter_mut().find(|l| l.0 == legend) {
-                        Some(l) => l.1.push((x, y)),
-                        None => lines.push((legend, vec![(x, y)])),
+            plotted = true;
+        }
+        for metric in &shown {
+            let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+            let mut whiskers: Vec<crate::plots::Whiskers> = Vec::new();
+            for (p, o) in pts {
+                let rest = p
+                    .values
+                    .iter()
+                    .enumerate()
+                    .filter(|(j, _)| *j != k)
+                    .map(|(_, (k, v))| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                let legend = if rest.is_empty() { metric.to_string() } else { rest };
+                let Some(a) = o.aggregate.iter().find(|a| a.0 == *metric) else { continue };
+                let x = x_numeric(&p.values[k].1).expect("checked");
+                match lines.iter_mut().find(|l| l.0 == legend) {
+                    Some(l) => l.1.push((x, a.1)),
+                    None => lines.push((legend.clone(), vec![(x, a.1)])),
+                }
+                if o.runs.len() > 1 && a.2.is_finite() && a.2 > 0.0 {
+                    match whiskers.iter_mut().find(|w| w.0 == legend) {
+                        Some(w) => w.1.push((x, a.1 - a.2, a.1 + a.2)),
+                        None => whiskers.push((legend, vec![(x, a.1 - a.2, a.1 + a.2)])),
                     }
                 }
-                let unit = first.aggregate.iter().find(|a| a.0 == *metric).map(|a| a.3.clone()).unwrap_or_default();
-                let spec = PlotSpec {
-                    name: format!("sweep-{metric}"),
-                    title: format!("{metric} vs {key}"),
-                    x_label: key.clone(),
-                    y_label: format!("{metric} ({unit})"),
-                    lines,
-                    kind: PlotKind::Lines,
-                    log_x: false,
-                    log_y: false,
-                };
-                let file = format!("{}.svg", spec.name);
-                write_atomic(dir, &file, crate::plots::render(&spec)?.as_bytes())?;
-                let _ = writeln!(s, "![{metric} vs {key}]({file})\n");
             }
+            for l in &mut lines {
+                l.1.sort_by(|a, b| a.0.total_cmp(&b.0));
+            }
+            let unit = first.aggregate.iter().find(|a| a.0 == *metric).map(|a| a.3.clone()).unwrap_or_default();
+            let spec = PlotSpec {
+                name: if k == 0 { format!("sweep-{metric}") } else { format!("sweep-{metric}-by-{key}") },
+                title: format!("{metric} vs {key}"),
+                x_label: key.clone(),
+                y_label: if unit.is_empty() { metric.to_string() } else { format!("{metric} ({unit})") },
+                lines,
+                kind: PlotKind::Lines,
+                log_x: false,
+                log_y: false,
+            };
+            let mut style = crate::plots::Style::new(std::slice::from_ref(&spec), &[]);
+            style.set_whiskers(&spec.name, whiskers);
+            let file = format!("{}.svg", spec.name);
+            write_atomic(dir, &file, crate::plots::render_styled(&spec, &style)?.as_bytes())?;
+            let ci = if pts.iter().any(|(_, o)| o.runs.len() > 1) {
+                " (whiskers: 95% confidence interval over the replications)"
+            } else {
+                ""
+            };
+            let _ = writeln!(s, "![{metric} vs {key}{ci}]({file})\n");
         }
     }
     write_atomic(dir, "report.md", s.as_bytes())

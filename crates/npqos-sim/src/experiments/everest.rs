@@ -389,7 +389,8 @@ impl Runs {
         self.points[..per_x].iter().map(|p| p.sched).collect()
     }
 
-    /// A markdown table (rows: schedulers, columns: x) of `f`, and one plot per workload.
+    /// A markdown table (rows: schedulers, columns: x) of `f`, and one plot per workload (its
+    /// axes named for people: [`plot_name`]).
     #[allow(clippy::too_many_arguments)]
     fn table_and_plots(
         &self,
@@ -428,15 +429,29 @@ impl Runs {
             out.notes.push(t.into());
             out.plots.push(PlotSpec {
                 name: format!("{}-{name}", fig.to_lowercase().replace([' ', '.', '(', ')'], "")),
-                title: format!("{fig}: {metric} vs {x_name} ({name})"),
-                x_label: x_name.into(),
-                y_label: format!("{metric} ({unit})"),
+                title: format!("{fig}: {} vs {} ({name} traffic)", plot_name(metric), plot_name(x_name)),
+                x_label: plot_name(x_name).into(),
+                y_label: format!("{} ({unit})", plot_name(metric)),
                 lines,
                 kind: PlotKind::Lines,
                 log_x,
                 log_y,
             });
         }
+    }
+}
+
+/// How a plot names a metric or parameter of the everest experiments (their tables keep the
+/// names the results use).
+fn plot_name(name: &str) -> &str {
+    match name {
+        "late_percent" => "late packets",
+        "context_switches_per_s" => "processor switches per second",
+        "mean_delay" => "mean delay",
+        "D_ms" => "deadline D (ms)",
+        "processors" => "processors",
+        "t_sw_over_D" => "switching time over deadline, t_sw / D",
+        other => other,
     }
 }
 
