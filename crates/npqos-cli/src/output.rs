@@ -386,10 +386,13 @@ fn report_md(out: &Output, meta: &Meta, plots: &[(String, String)]) -> String {
     if !out.complete() {
         let _ = writeln!(s, "> **This run was interrupted or hit its event budget: the numbers below cover only the simulated time reached.**\n");
     }
-    if !out.comparisons.is_empty() {
+    // Quantities the paper gives a number for come first; our values at the paper's points
+    // where it gives none (it draws a curve, or the run is --quick) come after the plots.
+    let (with_paper, without): (Vec<_>, Vec<_>) = out.comparisons.iter().partition(|c| c.paper.is_some());
+    if !with_paper.is_empty() {
         let _ = writeln!(s, "## Ours beside the paper\n");
         let _ = writeln!(s, "| metric | params | ours | paper | diff | unit | source |\n|---|---|---|---|---|---|---|");
-        for c in &out.comparisons {
+        for c in &with_paper {
             let p = c.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
             let (paper, diff) = match c.paper {
                 Some(x) if x != 0.0 => (num(x), format!("{:+.1}%", (c.ours - x) / x.abs() * 100.0)),
@@ -415,8 +418,24 @@ fn report_md(out: &Output, meta: &Meta, plots: &[(String, String)]) -> String {
         }
         s.push('\n');
     }
+    if !plots.is_empty() {
+        let _ = writeln!(s, "## Plots\n");
+        for (f, t) in plots {
+            let _ = writeln!(s, "### {t}\n\n![{t}]({f})\n");
+        }
+    }
+    if !out.timings.is_empty() {
+        let _ =
+            writeln!(s, "## Wall-clock measurements (this machine, this run; not deterministic, also in run.json)\n");
+        let _ = writeln!(s, "| measurement | params | value | unit |\n|---|---|---|---|");
+        for t in &out.timings {
+            let p = t.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
+            let _ = writeln!(s, "| {} | {p} | {} | {} |", t.name, num(t.value), t.unit);
+        }
+        s.push('\n');
+    }
     if out.aggregate.is_empty() && !out.runs.is_empty() {
-        // Runs are different configurations: one row each.
+        // Runs are different configurations: one row each (after the plots: it can be long).
         let mut names: Vec<&str> = Vec::new();
         for r in &out.runs {
             for sc in &r.scalars {
@@ -433,21 +452,18 @@ fn report_md(out: &Output, meta: &Meta, plots: &[(String, String)]) -> String {
         }
         s.push('\n');
     }
-    if !out.timings.is_empty() {
-        let _ =
-            writeln!(s, "## Wall-clock measurements (this machine, this run; not deterministic, also in run.json)\n");
-        let _ = writeln!(s, "| measurement | params | value | unit |\n|---|---|---|---|");
-        for t in &out.timings {
-            let p = t.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
-            let _ = writeln!(s, "| {} | {p} | {} | {} |", t.name, num(t.value), t.unit);
+    if !without.is_empty() {
+        let _ = writeln!(s, "## Ours where the paper gives no number\n");
+        let _ = writeln!(
+            s,
+            "The paper draws these as curves, or states them only at full scale; our values at its points:\n"
+        );
+        let _ = writeln!(s, "| metric | params | ours | unit | source |\n|---|---|---|---|---|");
+        for c in &without {
+            let p = c.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(", ");
+            let _ = writeln!(s, "| {} | {p} | {} | {} | {} |", c.metric, num(c.ours), c.unit, c.source);
         }
         s.push('\n');
-    }
-    if !plots.is_empty() {
-        let _ = writeln!(s, "## Plots\n");
-        for (f, t) in plots {
-            let _ = writeln!(s, "### {t}\n\n![{t}]({f})\n");
-        }
     }
     if !out.notes.is_empty() {
         let _ = writeln!(s, "## Notes\n");
