@@ -343,6 +343,9 @@ fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
             });
         }
     }
+    if let Some(spec) = plots::agreement(&out.id, &out.comparisons) {
+        specs.push(spec);
+    }
     let style = plots::Style::new(&specs, &out.comparisons);
     let mut files = Vec::new();
     for spec in &specs {

@@ -35,6 +35,8 @@ pub struct Style {
     paper: std::collections::HashMap<String, Vec<Marks>>,
     /// Confidence intervals: (label of the curve, (x, low, high)) per plot name.
     whiskers: std::collections::HashMap<String, Vec<Whiskers>>,
+    /// Horizontal guide lines (y values) per plot name.
+    guides: std::collections::HashMap<String, Vec<f64>>,
 }
 
 /// A curve's label and its (x, low, high) intervals.
@@ -53,7 +55,7 @@ impl Style {
             }
         }
         let mut paper = std::collections::HashMap::new();
-        for spec in specs.iter().filter(|s| s.kind != PlotKind::Bars) {
+        for spec in specs.iter().filter(|s| s.kind != PlotKind::Bars && s.name != "paper-agreement") {
             let mut marks: Vec<Marks> = Vec::new();
             for c in comparisons {
                 let Some(p) = c.paper else { continue };
@@ -75,7 +77,11 @@ impl Style {
                 paper.insert(spec.name.clone(), marks);
             }
         }
-        Style { labels, paper, whiskers: Default::default() }
+        let mut guides = std::collections::HashMap::new();
+        if let Some(a) = specs.iter().find(|s| s.name == "paper-agreement") {
+            guides.insert(a.name.clone(), AGREEMENT_GUIDES.to_vec());
+        }
+        Style { labels, paper, whiskers: Default::default(), guides }
     }
 
     /// Draws intervals (a vertical whisker from low to high at x) on the curves of plot `name`.
@@ -94,6 +100,42 @@ impl Style {
     pub fn paper_points(&self, plot: &str) -> usize {
         self.paper.get(plot).map_or(0, |m| m.iter().map(|(_, p)| p.len()).sum())
     }
+}
+
+/// The agreement plot of a reproduction: ours / the paper's number for every compared quantity
+/// with a paper number (x: its place in comparison.json), one marker series per metric, with
+/// guide lines ([`AGREEMENT_GUIDES`]) at 1 (agreement), 0.9 and 1.1, 0.5 and 2. Unit-free, so quantities of every
+/// unit share it; `None` when there is nothing to compare.
+pub const AGREEMENT_GUIDES: [f64; 5] = [1.0, 0.9, 1.1, 0.5, 2.0];
+
+pub fn agreement(id: &str, comparisons: &[npqos_sim::results::Comparison]) -> Option<PlotSpec> {
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut n = 0usize;
+    for c in comparisons {
+        let Some(p) = c.paper else { continue };
+        n += 1;
+        let r = c.ours / p;
+        if !r.is_finite() || r <= 0.0 {
+            continue;
+        }
+        match lines.iter_mut().find(|l| l.0 == c.metric) {
+            Some(l) => l.1.push((n as f64, r)),
+            None => lines.push((c.metric.clone(), vec![(n as f64, r)])),
+        }
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    Some(PlotSpec {
+        name: "paper-agreement".into(),
+        title: format!("{id}: ours / the paper's number (grey: 1, ±10%, 2x)"),
+        x_label: "compared quantity (row of comparison.json with a paper number)".into(),
+        y_label: "ours / paper".into(),
+        lines,
+        kind: PlotKind::Points,
+        log_x: false,
+        log_y: true,
+    })
 }
 
 /// Compact tick labels: 1.5k, 2M, 0.25, 3e-6.
@@ -136,6 +178,14 @@ pub fn render_styled(spec: &PlotSpec, style: &Style) -> Result<String> {
         .into_iter()
         .flatten()
         .flat_map(|(_, w)| w.iter().flat_map(|&(x, lo, hi)| [(x, lo), (x, hi)]))
+        .chain(
+            style
+                .guides
+                .get(&spec.name)
+                .into_iter()
+                .flatten()
+                .filter_map(|&g| spec.lines.iter().flat_map(|(_, p)| p.first()).next().map(|p| (p.0, g))),
+        )
         .collect();
     let all = || {
         spec.lines.iter().flat_map(|(_, p)| p.iter()).chain(marks.iter().flat_map(|(_, p)| p.iter())).chain(ends.iter())
@@ -247,6 +297,7 @@ fn draw_legend(
         } else {
             match spec.kind {
                 PlotKind::Bars => area.draw(&Rectangle::new([(4, y - 5), (20, y + 5)], c.filled())),
+                PlotKind::Points if i % 2 == 1 => area.draw(&Cross::new((12, y), 5, c.stroke_width(2))).map(|_| ()),
                 PlotKind::Points => area.draw(&Circle::new((12, y), 4, c.filled())),
                 PlotKind::Lines => area.draw(&PathElement::new(vec![(2, y), (22, y)], c.stroke_width(2))),
             }
@@ -330,6 +381,14 @@ where
             }
         }
     }
+    // Guide lines across the plot, light grey; the first (agreement) darker.
+    for (k, &g) in style.guides.get(&spec.name).into_iter().flatten().enumerate() {
+        let (lo, hi) = (chart.x_range().start, chart.x_range().end);
+        let grey = if k == 0 { RGBColor(90, 90, 90) } else { RGBColor(185, 185, 185) };
+        chart
+            .draw_series(std::iter::once(PathElement::new(vec![(lo, g), (hi, g)], grey.stroke_width(1))))
+            .map_err(err(spec))?;
+    }
     // Confidence intervals: a whisker with short caps, in the colour of the curve.
     for (label, ws) in style.whiskers.get(&spec.name).into_iter().flatten() {
         let i = spec.lines.iter().position(|(l, _)| l == label).unwrap_or(0);
@@ -402,6 +461,18 @@ mod tests {
         // One colour per label across both plots, whatever its place in each.
         assert_eq!(style.colour("nc", 0), style.colour("nc", 1));
         assert_ne!(style.colour("nc", 0), style.colour("qc", 0));
+    }
+
+    #[test]
+    fn the_agreement_plot_shows_ours_over_the_paper_for_each_compared_quantity() {
+        assert!(agreement("x", &[compared(5.0, None)]).is_none());
+        let c = [compared(5.0, None), compared(12.0, Some(10.0)), compared(3.0, Some(6.0))];
+        let a = agreement("x", &c).unwrap();
+        assert_eq!(a.lines, vec![("m".to_string(), vec![(1.0, 1.2), (2.0, 0.5)])]);
+        assert!(a.log_y);
+        let style = Style::new(std::slice::from_ref(&a), &c);
+        assert_eq!(style.guides["paper-agreement"], AGREEMENT_GUIDES.to_vec());
+        render_styled(&a, &style).unwrap();
     }
 
     #[test]
