@@ -315,11 +315,13 @@ fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
                 .iter()
                 .filter_map(|r| r.series.iter().find(|x| x.name == s.name).map(|x| (r.label.clone(), x.points.clone())))
                 .collect();
+            // Series and histograms are named for code (`egress_backlog`); plots say it in words.
+            let words = s.name.replace('_', " ");
             specs.push(PlotSpec {
                 name: format!("series-{}", s.name),
-                title: format!("{} over time", s.name),
+                title: format!("{words} over time"),
                 x_label: format!("time ({})", s.x_unit),
-                y_label: format!("{} ({})", s.name, s.unit),
+                y_label: format!("{words} ({})", s.unit),
                 lines,
                 kind: PlotKind::Lines,
                 log_x: false,
@@ -331,10 +333,11 @@ fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
                 continue;
             }
             let pts: Vec<(f64, f64)> = h.bins.iter().map(|(_, hi, c)| (*hi, *c as f64)).collect();
+            let words = h.name.replace('_', " ");
             specs.push(PlotSpec {
                 name: format!("hist-{}", h.name),
-                title: format!("{} distribution ({})", h.name, first.label),
-                x_label: format!("{} ({})", h.name, h.unit),
+                title: format!("{words} distribution ({})", first.label),
+                x_label: format!("{words} ({})", h.unit),
                 y_label: "count".into(),
                 lines: vec![(first.label.clone(), pts)],
                 kind: PlotKind::Bars,
