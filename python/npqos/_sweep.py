@@ -34,10 +34,9 @@ def _run_point(toml: str, with_files: bool, threads: int = 1) -> dict:
     from npqos import _native as native  # imported on the worker
 
     if not with_files:
-        summary, aggregate = native.run_point(toml, None, threads)
-        return {"aggregate": aggregate, "files": None}
+        return {"aggregate": native.run_point(toml, None, threads), "files": None}
     with tempfile.TemporaryDirectory(prefix="npqos-point-") as d:
-        summary, aggregate = native.run_point(toml, d, threads)
+        aggregate = native.run_point(toml, d, threads)
         files = {n: pathlib.Path(d, n).read_bytes() for n in sorted(os.listdir(d))}
     return {"aggregate": aggregate, "files": files}
 
@@ -139,11 +138,11 @@ def sweep(scenario, grid: Mapping[str, Any], client=None, jobs: int = 1, out=Non
 
         def local(point):
             if out_path is None:
-                _, aggregate = _native.run_point(point[3], None, 1)
-                return {"aggregate": aggregate, "files": None}
+                return _run_point(point[3], False)
+            # Written in place (no round trip through bytes as from a Dask worker).
             tmp = pathlib.Path(_native.point_tmp(os.fspath(out_path), point[1]))
             try:
-                _, aggregate = _native.run_point(point[3], os.fspath(tmp), 1)
+                aggregate = _native.run_point(point[3], os.fspath(tmp), 1)
                 _native.commit_point(os.fspath(out_path), point[1], os.fspath(tmp))
             finally:
                 if tmp.exists():

@@ -346,10 +346,11 @@ fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
             });
         }
     }
+    let mut style = plots::Style::new(&specs, &out.comparisons);
     if let Some(spec) = plots::agreement(&out.id, &out.comparisons) {
+        style.set_guides(&spec.name, &plots::AGREEMENT_GUIDES);
         specs.push(spec);
     }
-    let style = plots::Style::new(&specs, &out.comparisons);
     let mut files = Vec::new();
     for spec in &specs {
         let name = format!("{}.svg", spec.name);

@@ -55,7 +55,7 @@ impl Style {
             }
         }
         let mut paper = std::collections::HashMap::new();
-        for spec in specs.iter().filter(|s| s.kind != PlotKind::Bars && s.name != "paper-agreement") {
+        for spec in specs.iter().filter(|s| s.kind != PlotKind::Bars) {
             let mut marks: Vec<Marks> = Vec::new();
             for c in comparisons {
                 let Some(p) = c.paper else { continue };
@@ -77,11 +77,12 @@ impl Style {
                 paper.insert(spec.name.clone(), marks);
             }
         }
-        let mut guides = std::collections::HashMap::new();
-        if let Some(a) = specs.iter().find(|s| s.name == "paper-agreement") {
-            guides.insert(a.name.clone(), AGREEMENT_GUIDES.to_vec());
-        }
-        Style { labels, paper, whiskers: Default::default(), guides }
+        Style { labels, paper, whiskers: Default::default(), guides: Default::default() }
+    }
+
+    /// Draws horizontal guide lines at `ys` across plot `name` (the first darker).
+    pub fn set_guides(&mut self, name: &str, ys: &[f64]) {
+        self.guides.insert(name.to_string(), ys.to_vec());
     }
 
     /// Draws intervals (a vertical whisker from low to high at x) on the curves of plot `name`.
@@ -102,12 +103,13 @@ impl Style {
     }
 }
 
-/// The agreement plot of a reproduction: ours / the paper's number for every compared quantity
-/// with a paper number (x: its place in comparison.json), one marker series per metric, with
-/// guide lines ([`AGREEMENT_GUIDES`]) at 1 (agreement), 0.9 and 1.1, 0.5 and 2. Unit-free, so quantities of every
-/// unit share it; `None` when there is nothing to compare.
+/// Where the agreement plot's guide lines go: 1 (agreement), ±10%, 2x.
 pub const AGREEMENT_GUIDES: [f64; 5] = [1.0, 0.9, 1.1, 0.5, 2.0];
 
+/// The agreement plot of a reproduction: ours / the paper's number for every compared quantity
+/// with a paper number (x: its place in comparison.json), one marker series per metric, to be
+/// drawn with [`AGREEMENT_GUIDES`]. Unit-free, so quantities of every unit share it; `None` when
+/// there is nothing to compare.
 pub fn agreement(id: &str, comparisons: &[npqos_sim::results::Comparison]) -> Option<PlotSpec> {
     let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
     let mut n = 0usize;
@@ -184,6 +186,7 @@ pub fn render_styled(spec: &PlotSpec, style: &Style) -> Result<String> {
                 .get(&spec.name)
                 .into_iter()
                 .flatten()
+                // Only the y of a guide matters to the range; any plotted x will do.
                 .filter_map(|&g| spec.lines.iter().flat_map(|(_, p)| p.first()).next().map(|p| (p.0, g))),
         )
         .collect();
@@ -470,9 +473,9 @@ mod tests {
         let a = agreement("x", &c).unwrap();
         assert_eq!(a.lines, vec![("m".to_string(), vec![(1.0, 1.2), (2.0, 0.5)])]);
         assert!(a.log_y);
-        let style = Style::new(std::slice::from_ref(&a), &c);
-        assert_eq!(style.guides["paper-agreement"], AGREEMENT_GUIDES.to_vec());
-        render_styled(&a, &style).unwrap();
+        let mut style = Style::new(std::slice::from_ref(&a), &c);
+        style.set_guides(&a.name, &AGREEMENT_GUIDES);
+        assert!(render_styled(&a, &style).unwrap().contains("stroke=\"#5A5A5A\""), "the agreement guide is drawn");
     }
 
     #[test]

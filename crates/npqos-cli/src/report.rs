@@ -86,6 +86,7 @@ fn numeric(cell: &str) -> bool {
 fn markdown_html(md: &str, dir: &Path) -> String {
     let mut events = Vec::new();
     let mut in_image = false;
+    let mut in_head = false;
     let mut in_cell = false;
     let mut cell_text = String::new();
     let mut cell_events: Vec<Event> = Vec::new();
@@ -119,6 +120,14 @@ fn markdown_html(md: &str, dir: &Path) -> String {
             }
             Event::End(TagEnd::Image) => in_image = false,
             _ if in_image => {}
+            Event::Start(Tag::TableHead) => {
+                in_head = true;
+                events.push(Event::Start(Tag::TableHead));
+            }
+            Event::End(TagEnd::TableHead) => {
+                in_head = false;
+                events.push(Event::End(TagEnd::TableHead));
+            }
             Event::Start(Tag::TableCell) => {
                 in_cell = true;
                 cell_text.clear();
@@ -126,11 +135,17 @@ fn markdown_html(md: &str, dir: &Path) -> String {
             }
             Event::End(TagEnd::TableCell) => {
                 in_cell = false;
-                // Cells are written by hand so numbers can carry a class.
+                // Cells are written by hand so numbers can carry a class (header cells are <th>).
                 let mut inner = String::new();
                 pulldown_cmark::html::push_html(&mut inner, cell_events.drain(..));
-                let class = if numeric(&cell_text) { " class=\"num\"" } else { "" };
-                events.push(Event::Html(format!("<td{class}>{inner}</td>").into()));
+                let html = if in_head {
+                    format!("<th>{inner}</th>")
+                } else if numeric(&cell_text) {
+                    format!("<td class=\"num\">{inner}</td>")
+                } else {
+                    format!("<td>{inner}</td>")
+                };
+                events.push(Event::Html(html.into()));
             }
             e if in_cell => {
                 if let Event::Text(t) | Event::Code(t) = &e {
@@ -143,24 +158,7 @@ fn markdown_html(md: &str, dir: &Path) -> String {
     }
     let mut html = String::new();
     pulldown_cmark::html::push_html(&mut html, events.into_iter());
-    // In the header row pulldown-cmark expects <th>: our hand-written <td>s there become <th>.
-    fix_header_cells(&html)
-}
-
-/// Turns the `<td>` cells inside `<thead>` into `<th>`.
-fn fix_header_cells(html: &str) -> String {
-    let mut out = String::with_capacity(html.len());
-    let mut rest = html;
-    while let Some(a) = rest.find("<thead>") {
-        out.push_str(&rest[..a]);
-        let Some(b) = rest[a..].find("</thead>") else { break };
-        let head = &rest[a..a + b];
-        let head = head.replace("<td class=\"num\">", "<th>").replace("<td>", "<th>").replace("</td>", "</th>");
-        out.push_str(&head);
-        rest = &rest[a + b..];
-    }
-    out.push_str(rest);
-    out
+    html
 }
 
 /// A complete page around `body`.
@@ -253,9 +251,13 @@ fn reproductions(root: &Path) -> Vec<(String, PathBuf, Value)> {
     found
 }
 
-/// Writes `root/index.html` over every reproduction under `root`. Returns how many it lists.
+/// Writes `root/index.html` over every reproduction under `root`, if there is any. Returns how
+/// many it lists.
 pub fn write_index(root: &Path) -> Result<usize> {
     let list = reproductions(root);
+    if list.is_empty() {
+        return Ok(0);
+    }
     let mut rows = String::new();
     let mut total = Agreement::default();
     let mut complete_n = 0;
@@ -333,7 +335,7 @@ pub fn report(dirs: &[PathBuf], quiet: bool) -> Result<()> {
             write_html(d)?;
             n += 1;
         }
-        let indexed = write_index_if_any(dir)?;
+        let indexed = write_index(dir)?;
         if n == 0 {
             return Err(bad(format!(
                 "{}: no report.md here or in its subdirectories; expected a results directory of npqos run, reproduce or sweep",
@@ -346,14 +348,6 @@ pub fn report(dirs: &[PathBuf], quiet: bool) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Writes index.html in `root` if it holds reproductions; how many.
-pub fn write_index_if_any(root: &Path) -> Result<usize> {
-    if reproductions(root).is_empty() {
-        return Ok(0);
-    }
-    write_index(root)
 }
 
 #[cfg(test)]

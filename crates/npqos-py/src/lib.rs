@@ -346,23 +346,21 @@ fn plan_sweep(scenario: &Scenario, axes: Vec<(String, Vec<String>)>, seed: Optio
 }
 
 /// Runs one sweep point (its resolved TOML) as `npqos run` of it does. With `dir`, writes its
-/// results directory there. Returns summary.json's text and the aggregate scalars.
+/// results directory there. Returns the aggregate scalars (name, mean, ci95, unit).
 #[pyfunction]
 #[pyo3(signature = (toml, dir=None, threads=1))]
-#[allow(clippy::type_complexity)]
 fn run_point(
     py: Python<'_>,
     toml: String,
     dir: Option<PathBuf>,
     threads: usize,
-) -> PyResult<(String, Vec<(String, f64, f64, String)>)> {
+) -> PyResult<Vec<(String, f64, f64, String)>> {
     run_released(py, |flag| {
-        let (o, meta) = sweep::run_point_output(&toml, threads.max(1), flag)?;
-        if let Some(d) = &dir {
-            output::write_all(d, &o, &meta)?;
-        }
-        let summary = format!("{}\n", serde_json::to_string_pretty(&output::summary_json(&o, &meta))?);
-        Ok((summary, o.aggregate.clone()))
+        let o = match &dir {
+            Some(d) => sweep::run_point(&toml, d, threads.max(1), flag)?,
+            None => sweep::run_point_output(&toml, threads.max(1), flag)?.0,
+        };
+        Ok(o.aggregate)
     })
 }
 

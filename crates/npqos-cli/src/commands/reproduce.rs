@@ -140,7 +140,7 @@ pub fn reproduce(
     let r = reproduce_into(&todo, &root, quick, seed, threads, quiet, &flag);
     // The index covers every reproduction under the root, also those of earlier runs, and is
     // written after an interrupted or failed one too.
-    let listed = crate::report::write_index_if_any(&root)?;
+    let listed = crate::report::write_index(&root)?;
     if !quiet && listed > 0 {
         println!("index of {listed} reproductions: {}", root.join("index.html").display());
     }

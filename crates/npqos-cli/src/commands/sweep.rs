@@ -400,7 +400,7 @@ pub fn sweep(
                     flag.store(true, Ordering::Relaxed);
                     return;
                 }
-                progress.set(finished.fetch_add(1, Ordering::Relaxed) as f64 / todo.len() as f64);
+                progress.set((finished.fetch_add(1, Ordering::Relaxed) + 1) as f64 / todo.len() as f64);
             });
         }
     });
