@@ -326,6 +326,7 @@ fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
                 kind: PlotKind::Lines,
                 log_x: false,
                 log_y: false,
+                ..Default::default()
             });
         }
         for h in &first.histograms {
@@ -343,6 +344,7 @@ fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
                 kind: PlotKind::Bars,
                 log_x: true,
                 log_y: false,
+                ..Default::default()
             });
         }
     }

@@ -43,10 +43,11 @@ pub struct Style {
 pub type Whiskers = (String, Vec<(f64, f64, f64)>);
 
 impl Style {
-    /// The style of `specs`: colours by label, and each compared quantity whose `ours` is exactly
-    /// a plotted point (the plot shows that quantity there) marked with the paper's value at
-    /// that x. A quantity matching points of several curves of one plot, or `ours` = 0, is not
-    /// placed: the match would be a guess.
+    /// The style of `specs`: colours by label, and the paper's values to mark: those the plot
+    /// places itself ([`PlotSpec::paper`]), and each compared quantity whose `ours` is exactly a
+    /// plotted point (the plot shows that quantity there), marked with the paper's value at that
+    /// x. A quantity matching points of several curves of one plot, or `ours` = 0, is not placed
+    /// that way: the match would be a guess.
     pub fn new(specs: &[PlotSpec], comparisons: &[npqos_sim::results::Comparison]) -> Style {
         let mut labels: Vec<String> = Vec::new();
         for (l, _) in specs.iter().flat_map(|s| s.lines.iter()) {
@@ -57,6 +58,12 @@ impl Style {
         let mut paper = std::collections::HashMap::new();
         for spec in specs.iter().filter(|s| s.kind != PlotKind::Bars) {
             let mut marks: Vec<Marks> = Vec::new();
+            // One diamond per point: two compared quantities can be the same point.
+            let mut add = |label: &String, point: (f64, f64)| match marks.iter_mut().find(|m| &m.0 == label) {
+                Some(m) if m.1.contains(&point) => {}
+                Some(m) => m.1.push(point),
+                None => marks.push((label.clone(), vec![point])),
+            };
             for c in comparisons {
                 let Some(p) = c.paper else { continue };
                 if c.ours == 0.0 || !c.ours.is_finite() || !p.is_finite() {
@@ -68,9 +75,12 @@ impl Style {
                     .flat_map(|(l, pts)| pts.iter().filter(|q| q.1 == c.ours).map(move |q| (l, q.0)))
                     .collect();
                 let [(label, x)] = hits[..] else { continue };
-                match marks.iter_mut().find(|m| &m.0 == label) {
-                    Some(m) => m.1.push((x, p)),
-                    None => marks.push((label.clone(), vec![(x, p)])),
+                add(label, (x, p));
+            }
+            // The experiment's own placements.
+            for (label, pts) in &spec.paper {
+                for p in pts {
+                    add(label, *p);
                 }
             }
             if !marks.is_empty() {
@@ -120,9 +130,11 @@ pub fn agreement(id: &str, comparisons: &[npqos_sim::results::Comparison]) -> Op
         if !r.is_finite() || r <= 0.0 {
             continue;
         }
-        match lines.iter_mut().find(|l| l.0 == c.metric) {
+        // The legend says the metric in words (threads to 95pct of peak), not in code.
+        let name = c.metric.replace('_', " ");
+        match lines.iter_mut().find(|l| l.0 == name) {
             Some(l) => l.1.push((n as f64, r)),
-            None => lines.push((c.metric.clone(), vec![(n as f64, r)])),
+            None => lines.push((name, vec![(n as f64, r)])),
         }
     }
     if lines.is_empty() {
@@ -137,6 +149,7 @@ pub fn agreement(id: &str, comparisons: &[npqos_sim::results::Comparison]) -> Op
         kind: PlotKind::Points,
         log_x: false,
         log_y: true,
+        ..Default::default()
     })
 }
 
@@ -193,12 +206,14 @@ pub fn render_styled(spec: &PlotSpec, style: &Style) -> Result<String> {
     let all = || {
         spec.lines.iter().flat_map(|(_, p)| p.iter()).chain(marks.iter().flat_map(|(_, p)| p.iter())).chain(ends.iter())
     };
-    // A logarithmic y axis where the values are positive and span more than two decades.
+    // A logarithmic y axis where the values are positive and span more than two decades, unless
+    // they are fractions (at most 1: a CDF or a rate reads better on a linear axis).
     let mut spec_owned;
     let spec = if !spec.log_y && spec.kind != PlotKind::Bars && {
         let ys: Vec<f64> = all().map(|p| p.1).filter(|y| y.is_finite()).collect();
         !ys.is_empty()
             && ys.iter().all(|&y| y > 0.0)
+            && ys.iter().any(|&y| y > 1.0)
             && ys.iter().copied().fold(f64::MIN, f64::max) / ys.iter().copied().fold(f64::MAX, f64::min) > 100.0
     } {
         spec_owned = spec.clone();
@@ -223,7 +238,9 @@ pub fn render_styled(spec: &PlotSpec, style: &Style) -> Result<String> {
         // Room for the first bar, which starts half-way (log) or one bar-width (linear) before it.
         x0 = if spec.log_x { x0 / 2.0 } else { x0 - (x1 - x0) / spec.lines[0].1.len().max(1) as f64 };
     }
-    if spec.log_x {
+    if !spec.x_categories.is_empty() {
+        (x0, x1) = (-0.5, spec.x_categories.len() as f64 - 0.5);
+    } else if spec.log_x {
         x0 /= 1.2;
         x1 *= 1.2;
     } else {
@@ -254,16 +271,54 @@ pub fn render_styled(spec: &PlotSpec, style: &Style) -> Result<String> {
         let root = SVGBackend::with_string(&mut svg, (820 + panel, 480)).into_drawing_area();
         root.fill(&WHITE).map_err(err(spec))?;
         let (plot, legend) = root.split_horizontally(820);
+        // Logarithmic axes get their ticks here: plotters' own start at the first power of ten,
+        // leaving a range like 16..1024 with labels at 100 and 1000 only.
+        let xs: Vec<f64> = spec.lines.iter().flat_map(|(_, p)| p.iter().map(|q| q.0)).collect();
+        let kx = log_ticks(x0, x1, &xs);
+        let ky = log_ticks(y0, y1, &[]);
         match (spec.log_x, spec.log_y) {
-            (true, true) => draw(&plot, spec, style, marks, (x0..x1).log_scale(), (y0..y1).log_scale())?,
-            (true, false) => draw(&plot, spec, style, marks, (x0..x1).log_scale(), y0..y1)?,
-            (false, true) => draw(&plot, spec, style, marks, x0..x1, (y0..y1).log_scale())?,
+            (true, true) => draw(
+                &plot,
+                spec,
+                style,
+                marks,
+                (x0..x1).log_scale().with_key_points(kx),
+                (y0..y1).log_scale().with_key_points(ky),
+            )?,
+            (true, false) => draw(&plot, spec, style, marks, (x0..x1).log_scale().with_key_points(kx), y0..y1)?,
+            (false, true) => draw(&plot, spec, style, marks, x0..x1, (y0..y1).log_scale().with_key_points(ky))?,
             (false, false) => draw(&plot, spec, style, marks, x0..x1, y0..y1)?,
         }
         draw_legend(&legend, spec, style, &entries)?;
         root.present().map_err(err(spec))?;
     }
     Ok(svg)
+}
+
+/// Ticks of a logarithmic axis over [lo, hi]: the plotted values themselves where there are a
+/// few distinct ones (powers of two, say), else 1, 2, 5 per decade, else one per decade.
+fn log_ticks(lo: f64, hi: f64, values: &[f64]) -> Vec<f64> {
+    let mut distinct: Vec<f64> = values.iter().copied().filter(|v| v.is_finite() && *v > 0.0).collect();
+    distinct.sort_by(f64::total_cmp);
+    distinct.dedup();
+    if (2..=12).contains(&distinct.len()) {
+        return distinct;
+    }
+    let (lo, hi) = (lo.max(f64::MIN_POSITIVE), hi.max(f64::MIN_POSITIVE));
+    let decades = lo.log10().floor() as i32..=hi.log10().ceil() as i32;
+    let within = |steps: &[f64]| -> Vec<f64> {
+        decades
+            .clone()
+            .flat_map(|e| steps.iter().map(move |m| m * 10f64.powi(e)))
+            .filter(|v| (lo..=hi).contains(v))
+            .collect()
+    };
+    let fine = within(&[1.0, 2.0, 5.0]);
+    if fine.len() <= 14 {
+        fine
+    } else {
+        within(&[1.0])
+    }
 }
 
 /// The legend's entries: each curve (label, its index), then each curve's paper values.
@@ -332,11 +387,21 @@ where
         .y_label_area_size(64)
         .build_cartesian_2d(x, y)
         .map_err(err(spec))?;
+    // A categorical axis names its integer positions and nothing between them.
+    let category = |v: &f64| {
+        let i = v.round();
+        match spec.x_categories.get(i as usize) {
+            Some(name) if (v - i).abs() < 1e-6 && i >= 0.0 => name.clone(),
+            _ => String::new(),
+        }
+    };
+    let n_categories = spec.x_categories.len();
     chart
         .configure_mesh()
         .x_desc(&spec.x_label)
         .y_desc(&spec.y_label)
-        .x_label_formatter(&|v| tick(*v))
+        .x_labels(if n_categories > 0 { 2 * n_categories + 1 } else { 10 })
+        .x_label_formatter(&|v| if n_categories > 0 { category(v) } else { tick(*v) })
         .y_label_formatter(&|v| tick(*v))
         .light_line_style(WHITE.mix(0.0))
         .draw()
@@ -440,6 +505,7 @@ mod tests {
             kind: PlotKind::Lines,
             log_x: false,
             log_y: false,
+            ..Default::default()
         }
     }
 
@@ -490,5 +556,37 @@ mod tests {
         );
         let flat = render(&spec("f", vec![("", vec![(1.0, 1.0), (2.0, 50.0)])])).unwrap();
         assert!(flat.starts_with("<svg width=\"820\""), "no legend, no panel");
+        // A CDF spanning decades stays linear: fractions read better that way.
+        let cdf = render(&spec("c", vec![("", vec![(1.0, 1e-4), (2.0, 0.5), (3.0, 1.0)])])).unwrap();
+        assert!(cdf.contains("\n0.5\n") && !cdf.contains("\n1.0e-4\n"), "fractions on a linear axis");
+    }
+
+    #[test]
+    fn log_axes_tick_at_the_plotted_values_or_at_1_2_5() {
+        assert_eq!(log_ticks(12.0, 1300.0, &[16.0, 32.0, 64.0, 1024.0]), vec![16.0, 32.0, 64.0, 1024.0]);
+        let many: Vec<f64> = (1..40).map(|i| i as f64 * 7.0).collect();
+        assert_eq!(log_ticks(5.0, 300.0, &many), vec![5.0, 10.0, 20.0, 50.0, 100.0, 200.0]);
+        assert_eq!(log_ticks(1.0, 1e9, &[]), (0..=9).map(|e| 10f64.powi(e)).collect::<Vec<_>>(), "decades only");
+        let mut s = spec("m", vec![("a", vec![(16.0, 1.0), (64.0, 2.0), (256.0, 3.0)])]);
+        s.log_x = true;
+        let svg = render(&s).unwrap();
+        assert!(["\n16\n", "\n64\n", "\n256\n"].iter().all(|t| svg.contains(t)), "every M labelled");
+    }
+
+    #[test]
+    fn a_categorical_axis_names_its_positions_and_the_paper_goes_where_the_plot_puts_it() {
+        let mut s = spec("c", vec![("ours", vec![(0.0, 30.0), (1.0, 15.0)])]);
+        s.kind = PlotKind::Points;
+        s.x_categories = vec!["sfq".into(), "efq".into()];
+        s.paper = vec![("ours".into(), vec![(1.0, 7.0)])];
+        let style = Style::new(std::slice::from_ref(&s), &[]);
+        assert_eq!(style.paper_points("c"), 1);
+        let svg = render_styled(&s, &style).unwrap();
+        assert!(svg.contains("\nsfq\n") && svg.contains("\nefq\n"), "category names on the x axis");
+        assert!(!svg.contains("\n0.5\n"), "nothing between categories");
+        assert!(svg.contains("\npaper: ours\n"), "the legend names the paper's values");
+        // A compared quantity matched on the same point as a placement is drawn once.
+        let c = [compared(15.0, Some(7.0))];
+        assert_eq!(Style::new(std::slice::from_ref(&s), &c).paper_points("c"), 1);
     }
 }

@@ -227,3 +227,59 @@ fn page_requests(log: &str) -> Vec<String> {
         .map(String::from)
         .collect()
 }
+
+/// The paper's values on the plots of the quantities the paper gives numbers for, where those
+/// quantities are ratios, thresholds or crossings rather than plotted points as such: the count
+/// each plot's caption states, which is the number of hollow diamonds it draws.
+#[test]
+fn plots_show_the_papers_values_beside_ours() {
+    let d = tempfile::tempdir().unwrap();
+    let ids = ["kim-table10", "predictive-fig5-7", "predictive-fig10-12", "qcache-fig5", "qcache-fig6", "qcache-fig10"];
+    let mut args = vec!["reproduce"];
+    args.extend(ids);
+    args.extend(["--quick", "--quiet", "--out", d.path().to_str().unwrap()]);
+    let o = run(&args);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let shown = |id: &str, plot: &str| -> usize {
+        let svg = std::fs::read_to_string(d.path().join(id).join(format!("{plot}.svg"))).unwrap();
+        // A diamond is a white four-point polygon; the legend draws one per curve with paper values.
+        let diamonds = svg.matches("<polygon opacity=\"1\" fill=\"#FFFFFF\"").count();
+        let report = std::fs::read_to_string(d.path().join(id).join("report.md")).unwrap();
+        let line = report.lines().find(|l| l.contains(&format!("({plot}.svg)"))).unwrap();
+        let stated = line
+            .split("the paper's ")
+            .nth(1)
+            .and_then(|t| t.split(' ').next())
+            .map_or(0, |n| n.parse::<usize>().unwrap());
+        let legend = svg.matches("\npaper: ").count();
+        assert_eq!(diamonds, stated + legend, "{id}/{plot}: drawn vs stated");
+        stated
+    };
+    for (id, plot, n) in [
+        ("kim-table10", "table10-error", 4),
+        ("predictive-fig5-7", "fig5-misordering", 4),
+        ("predictive-fig10-12", "fig10", 4),
+        ("predictive-fig10-12", "fig11", 4),
+        ("qcache-fig5", "fig5_throughput", 5),
+        ("qcache-fig6", "fig6a_hit_rate", 3),
+        ("qcache-fig6", "fig6b_weight", 3),
+        ("qcache-fig10", "fig10_interarrival_cdf", 4),
+    ] {
+        assert_eq!(shown(id, plot), n, "{id}/{plot}");
+    }
+    // Every quantity these reproductions compare with a paper number is on one of its plots
+    // (the agreement plot aside), except the one with no plot of its own: kim's mean error.
+    for id in ids {
+        let c: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(d.path().join(id).join("comparison.json")).unwrap()).unwrap();
+        let with_paper = c["comparisons"].as_array().unwrap().iter().filter(|r| !r["paper"].is_null()).count();
+        let report = std::fs::read_to_string(d.path().join(id).join("report.md")).unwrap();
+        let drawn: usize = report
+            .lines()
+            .filter(|l| l.starts_with("![") && !l.contains("paper-agreement.svg"))
+            .filter_map(|l| l.split("the paper's ").nth(1)?.split(' ').next()?.parse::<usize>().ok())
+            .sum();
+        let unplotted = usize::from(id == "kim-table10");
+        assert!(drawn + unplotted >= with_paper, "{id}: {drawn} drawn of {with_paper}");
+    }
+}

@@ -355,6 +355,7 @@ pub fn run(id: &str, opts: RunOptions, progress: &mut dyn FnMut(f64)) -> Option<
             c.source = p.source.to_string();
         }
     }
+    out.place_paper_values();
     Some(out)
 }
 
@@ -525,6 +526,7 @@ fn kim_table1(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outp
         kind: PlotKind::Points,
         log_x: true,
         log_y: false,
+        ..Default::default()
     });
     out.plots.push(PlotSpec {
         name: "overload".into(),
@@ -535,6 +537,7 @@ fn kim_table1(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outp
         kind: PlotKind::Lines,
         log_x: false,
         log_y: false,
+        ..Default::default()
     });
     out.assumptions = vec![
         "Table I sizes are bytes on the wire and its ratios are per-packet probabilities.".into(),

@@ -80,7 +80,7 @@ impl Comparison {
 }
 
 /// What a plot of an experiment shows (drawn by the CLI).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 pub struct PlotSpec {
     /// File stem of the SVG.
     pub name: String,
@@ -94,13 +94,66 @@ pub struct PlotSpec {
     pub log_x: bool,
     /// Logarithmic y axis (points with y <= 0 are not drawn).
     pub log_y: bool,
+    /// Where the paper's numbers for compared quantities go on this plot ([`PlotSpec::mark`]),
+    /// resolved into `paper` once the numbers are known ([`Output::place_paper_values`]).
+    pub marks: Vec<PaperMark>,
+    /// The paper's values drawn on this plot: (label of the curve, (x, y)) as hollow diamonds
+    /// in the curve's colour. A compared quantity whose `ours` is exactly one plotted point is
+    /// drawn there without being listed here.
+    pub paper: Vec<(String, Vec<(f64, f64)>)>,
+    /// A categorical x axis: `x_categories[i]` names x = i (schedulers, traffic mixes).
+    pub x_categories: Vec<String>,
+}
+
+/// Where a compared quantity's paper number goes on a plot.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct PaperMark {
+    /// The curve it belongs to (its legend label).
+    pub curve: String,
+    pub metric: String,
+    pub params: BTreeMap<String, serde_json::Value>,
+    pub place: Place,
+    /// The plot's unit per unit of the comparison (100 where a fraction is plotted in %).
+    pub scale: f64,
+}
+
+/// How a paper number becomes a point.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Place {
+    /// The number is a y value at this x (a value at a setting).
+    AtX(f64),
+    /// The number is an x position at this y (where a curve crosses a level: the thread count
+    /// reaching 95% of the peak, the largest weight still at line rate).
+    AtY(f64),
+}
+
+impl PlotSpec {
+    /// Draws the paper's number for the compared quantity `metric` at `params`, if the
+    /// comparison has one, on curve `curve` at `place`.
+    pub fn mark(&mut self, curve: &str, metric: &str, params: &BTreeMap<String, serde_json::Value>, place: Place) {
+        self.mark_scaled(curve, metric, params, place, 1.0);
+    }
+    /// [`PlotSpec::mark`] for a plot that shows the quantity times `scale` (a fraction in %).
+    pub fn mark_scaled(
+        &mut self,
+        curve: &str,
+        metric: &str,
+        params: &BTreeMap<String, serde_json::Value>,
+        place: Place,
+        scale: f64,
+    ) {
+        let (curve, metric, params) = (curve.into(), metric.into(), params.clone());
+        self.marks.push(PaperMark { curve, metric, params, place, scale });
+    }
 }
 
 /// How a plot draws its points.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PlotKind {
     /// Lines through the points (time series, sweeps).
+    #[default]
     Lines,
     /// Markers only (discrete categories such as packet sizes).
     Points,
@@ -126,6 +179,30 @@ pub struct Output {
     /// Wall-clock measurements (e.g. ns per heap operation on this machine). Not deterministic,
     /// so they go to `run.json` and the report, never to `summary.json` or `comparison.json`.
     pub timings: Vec<Timing>,
+}
+
+impl Output {
+    /// Resolves every plot's [`PaperMark`]s against the comparisons: a mark whose comparison
+    /// has a paper number becomes a point of [`PlotSpec::paper`]. Panics on a mark that names no
+    /// comparison: the experiment is wrong (caught by its quick test).
+    pub fn place_paper_values(&mut self) {
+        for spec in &mut self.plots {
+            for m in std::mem::take(&mut spec.marks) {
+                let c = self.comparisons.iter().find(|c| c.metric == m.metric && c.params == m.params).unwrap_or_else(
+                    || panic!("plot {} marks {} at {:?}: no such comparison", spec.name, m.metric, m.params),
+                );
+                let Some(p) = c.paper else { continue };
+                let point = match m.place {
+                    Place::AtX(x) => (x, p * m.scale),
+                    Place::AtY(y) => (p * m.scale, y),
+                };
+                match spec.paper.iter_mut().find(|(l, _)| *l == m.curve) {
+                    Some((_, pts)) => pts.push(point),
+                    None => spec.paper.push((m.curve, vec![point])),
+                }
+            }
+        }
+    }
 }
 
 /// A note of a report: a Markdown paragraph or a table.
@@ -265,6 +342,41 @@ pub fn t95(df: usize) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn paper_marks_become_points_where_the_comparison_has_a_paper_number() {
+        let at = |v: i64| BTreeMap::from([("n".to_string(), serde_json::json!(v))]);
+        let mut out = Output {
+            comparisons: vec![
+                Comparison::new("ratio", at(1), 4.0, Some(5.0), "x", "Fig. 1"),
+                Comparison::new("ratio", at(2), 6.0, None, "x", "Fig. 1"),
+                Comparison::new("threads", at(1), 12.0, Some(18.0), "threads", "text"),
+                Comparison::new("hit", at(1), 0.31, Some(0.3), "", "text"),
+            ],
+            plots: vec![PlotSpec { name: "p".into(), lines: vec![("c".into(), vec![])], ..Default::default() }],
+            ..Default::default()
+        };
+        let p = &mut out.plots[0];
+        p.mark("c", "ratio", &at(1), Place::AtX(1.0));
+        p.mark("c", "ratio", &at(2), Place::AtX(2.0)); // no paper number: nothing drawn
+        p.mark("c", "threads", &at(1), Place::AtY(60.0));
+        p.mark_scaled("d", "hit", &at(1), Place::AtX(32.0), 100.0);
+        out.place_paper_values();
+        let p = &out.plots[0];
+        assert!(p.marks.is_empty());
+        assert_eq!(
+            p.paper,
+            vec![("c".to_string(), vec![(1.0, 5.0), (18.0, 60.0)]), ("d".to_string(), vec![(32.0, 30.0)])]
+        );
+    }
+
+    #[test]
+    #[should_panic(expected = "no such comparison")]
+    fn a_mark_naming_no_comparison_is_a_defect() {
+        let mut out = Output { plots: vec![PlotSpec::default()], ..Default::default() };
+        out.plots[0].mark("c", "nothing", &BTreeMap::new(), Place::AtX(1.0));
+        out.place_paper_values();
+    }
 
     #[test]
     fn a_table_renders_as_markdown_with_its_caption() {

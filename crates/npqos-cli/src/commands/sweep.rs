@@ -547,6 +547,7 @@ fn write_report(dir: &Path, name: &str, axes: &[(String, Vec<String>)], pts: &[(
                 kind: PlotKind::Lines,
                 log_x: false,
                 log_y: false,
+                ..Default::default()
             };
             let mut style = crate::plots::Style::new(std::slice::from_ref(&spec), &[]);
             style.set_whiskers(&spec.name, whiskers);

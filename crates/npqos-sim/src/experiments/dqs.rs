@@ -14,7 +14,7 @@
 use super::declare::{stated_at, Grid};
 use super::RunOptions;
 use crate::models::dqs::{process, run_link, DqsLinkParams, DqsLinkResult, ProcModel, SyntheticFlows};
-use crate::results::{Comparison, Note, Output, PlotKind, PlotSpec, RunResult, Table};
+use crate::results::{Comparison, Note, Output, Place, PlotKind, PlotSpec, RunResult, Table};
 use crate::rng::RngStreams;
 use crate::trace::corpus::Corpus;
 use crate::workload::SizeDist;
@@ -504,6 +504,7 @@ pub fn fig5_8(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outp
             kind: PlotKind::Lines,
             log_x: false,
             log_y: false,
+            ..Default::default()
         });
     }
     for (name, title, y, lines) in [
@@ -520,6 +521,7 @@ pub fn fig5_8(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outp
             kind: PlotKind::Lines,
             log_x: true,
             log_y: false,
+            ..Default::default()
         });
     }
     out.notes.push(rows.into());
@@ -538,6 +540,23 @@ pub fn fig9_13(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Out
     let speedups: Vec<f64> = g.values("by speedup", "speedup");
     let (sp_slots, m_speedup): (u32, f64) = (g.value("by speedup", "slots"), g.value("by M", "speedup"));
     let models = [ProcModel::Spsq, ProcModel::Mpsq, ProcModel::Mpmq];
+    let mut ratio_plots = [
+        PlotSpec {
+            name: "fig10_mpmq_over_spsq".into(),
+            title: format!("dqs Fig. 10: MPMQ / SPSQ throughput vs speedup, M = {sp_slots}"),
+            x_label: "speedup".into(),
+            y_label: "MPMQ throughput / SPSQ throughput".into(),
+            ..Default::default()
+        },
+        PlotSpec {
+            name: "fig12_mpmq_over_spsq".into(),
+            title: format!("dqs Fig. 12: MPMQ / SPSQ throughput vs M, speedup {m_speedup}"),
+            x_label: "AFM slots M".into(),
+            y_label: "MPMQ throughput / SPSQ throughput".into(),
+            log_x: true,
+            ..Default::default()
+        },
+    ];
     let mut rows = Table::new([
         "workload",
         "M",
@@ -554,6 +573,8 @@ pub fn fig9_13(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Out
         let mut buf_s = thr_s.clone();
         let mut thr_m = thr_s.clone();
         let mut buf_m = thr_s.clone();
+        // MPMQ / SPSQ throughput (the paper's "about 5x"): (x, ratio, params) by speedup and by M.
+        let (mut ratio_s, mut ratio_m) = (Vec::new(), Vec::new());
         let mut emit = |m: u32,
                         sp: f64,
                         reqs: &[crate::models::dqs::Request],
@@ -583,6 +604,8 @@ pub fn fig9_13(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Out
             let ratio = res[2].throughput / res[0].throughput;
             let mut p = params(w, m);
             p.insert("speedup".into(), json!(sp));
+            let x = if by_speedup { sp } else { m as f64 };
+            if by_speedup { &mut ratio_s } else { &mut ratio_m }.push((x, ratio, p.clone()));
             out.comparisons.push(Comparison::new(
                 "mpmq_over_spsq_throughput",
                 p,
@@ -643,12 +666,21 @@ pub fn fig9_13(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Out
                 kind: PlotKind::Lines,
                 log_x,
                 log_y: false,
+                ..Default::default()
             });
         }
         for (mi, &m) in slots.iter().enumerate() {
             out.runs.push(link_run(format!("{w} M={m}"), w, m, &rs[wi * n + mi]));
         }
+        ratio_plots[0].lines.push((w.to_string(), ratio_s.iter().map(|r| (r.0, r.1)).collect()));
+        ratio_plots[1].lines.push((w.to_string(), ratio_m.iter().map(|r| (r.0, r.1)).collect()));
+        for (plot, points) in ratio_plots.iter_mut().zip([&ratio_s, &ratio_m]) {
+            for (x, _, p) in points {
+                plot.mark(w, "mpmq_over_spsq_throughput", p, Place::AtX(*x));
+            }
+        }
     }
+    out.plots.extend(ratio_plots);
     out.notes.push(rows.into());
     out.assumptions.push("Processing models (dqs section 5): time in mapping cycles; request i arrives at i / speedup (speedup = enqueue rate / dequeue rate, one dequeue per cycle); the request sequence (sub-table, nodes compared, new flow) is the one recorded in the load-0.95 DRR run, so the AFM state does not depend on the speedup (the paper's Fig. 9, search time growing with speedup, is not modelled).".into());
     out.assumptions.push("A search occupies its mapping process max(1, nodes compared) cycles; a new flow then takes one cycle of the single queue allocator, granted in request order (the paper: allocation is serial). SPSQ does the allocation in its one process. The hash is pipelined before the task queue.".into());

@@ -21,7 +21,7 @@ use crate::models::everest::{
     classify_corpus, n_max, natpt_services, offered_profile, queue_bins, run, EverestParams, EverestResult,
     SyntheticTraffic, Traffic, NATPT_SERVICES,
 };
-use crate::results::{Comparison, Note, Output, PlotKind, PlotSpec, RunResult, Table, Timing};
+use crate::results::{Comparison, Note, Output, Place, PlotKind, PlotSpec, RunResult, Table, Timing};
 use npqos_core::alloc::guarantee::shares;
 use npqos_core::alloc::Policy;
 use npqos_core::Duration;
@@ -436,6 +436,7 @@ impl Runs {
                 kind: PlotKind::Lines,
                 log_x,
                 log_y,
+                ..Default::default()
             });
         }
     }
@@ -470,23 +471,35 @@ fn fmt_val(v: f64) -> String {
 /// The paper's claim of section 5.2 / abstract: Everest has over an order of magnitude fewer
 /// late packets than Static, Quantum and Cohort-E at t_sw = D = 2 ms.
 fn order_of_magnitude_rows(out: &mut Output, g: &Runs, xi: usize, source: &str) {
+    let scheds =
+        [Sched::Static, Sched::Quantum(5), Sched::Quantum(20), Sched::CohortE, Sched::EverestLd, Sched::EverestAe];
+    let mut plot = PlotSpec {
+        name: "late-over-everest".into(),
+        title: "Late packets relative to Everest at D = t_sw (the paper: more than 10x)".into(),
+        x_label: "scheduler".into(),
+        y_label: "late packets / Everest's late packets".into(),
+        kind: PlotKind::Points,
+        x_categories: scheds.iter().map(|s| s.label().to_string()).collect(),
+        ..Default::default()
+    };
     for w in 0..g.ws.len() {
+        let mut points = Vec::new();
         let ev = g.get(w, Sched::Everest, xi);
         let mut t = Table::new(["scheduler", "late packets", "x Everest"]).captioned(format!(
             "Late packets relative to Everest ({}; Everest: {} late of {}). The paper: 'more than an order of magnitude' fewer with Everest.",
             g.ws[w].name, ev.late, ev.packets
         ));
-        for s in
-            [Sched::Static, Sched::Quantum(5), Sched::Quantum(20), Sched::CohortE, Sched::EverestLd, Sched::EverestAe]
-        {
+        for (i, &s) in scheds.iter().enumerate() {
             let r = g.get(w, s, xi);
             let ratio = r.late as f64 / ev.late.max(1) as f64;
+            points.push((i as f64, ratio));
             t.row([s.label().to_string(), r.late.to_string(), fmt_val(ratio)]);
             let params = BTreeMap::from([
                 ("workload".into(), json!(g.ws[w].name)),
                 ("scheduler".into(), json!(s.label())),
                 ("everest_late_packets".into(), json!(ev.late)),
             ]);
+            plot.mark(g.ws[w].name, "late_packets_over_everest", &params, Place::AtX(i as f64));
             out.comparisons.push(Comparison::new(
                 "late_packets_over_everest",
                 params,
@@ -500,7 +513,9 @@ fn order_of_magnitude_rows(out: &mut Output, g: &Runs, xi: usize, source: &str) 
         let (table, reading) = late_by_service(g, w, xi);
         out.notes.push(table.into());
         out.notes.push(reading.into());
+        plot.lines.push((g.ws[w].name.to_string(), points));
     }
+    out.plots.push(plot);
 }
 
 /// Where the late packets are, per service, at one grid point: the data behind "why not an
@@ -684,6 +699,7 @@ pub fn fig3b(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
             kind: PlotKind::Lines,
             log_x: true,
             log_y: false,
+            ..Default::default()
         });
     }
     out

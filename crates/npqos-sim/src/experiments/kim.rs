@@ -8,7 +8,7 @@
 use super::declare::{stated, At, Grid, PaperValue};
 use super::RunOptions;
 use crate::models::kim::{self, KimParams};
-use crate::results::{Comparison, Note, Output, PlotKind, PlotSpec, RunResult};
+use crate::results::{Comparison, Note, Output, Place, PlotKind, PlotSpec, RunResult};
 use npqos_core::shaper::{BucketParams, PeriodicShaper};
 use npqos_core::{Duration, Instant, Rate};
 use serde_json::json;
@@ -157,6 +157,7 @@ pub fn fig7(grid: &Grid) -> Output {
         kind: PlotKind::Lines,
         log_x: true,
         log_y: false,
+        ..Default::default()
     });
     out.assumptions =
         vec!["One read-modify-write (two memory accesses) per queue per fill, fills at k x period (section 5.1.1)."
@@ -217,6 +218,15 @@ pub fn table2(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> O
         ["2KB", "4KB", "8KB"].iter().map(|l| (format!("ours, {l} locked"), vec![])).collect();
     let mut paper_lines: Vec<(String, Vec<(f64, f64)>)> =
         ["2KB", "4KB", "8KB"].iter().map(|l| (format!("paper, {l} locked"), vec![])).collect();
+    let mut resch_plot = PlotSpec {
+        name: "table2-reschedules".into(),
+        title: "kim Table II: reschedules in 10 s".into(),
+        x_label: "number of queues".into(),
+        y_label: "reschedules".into(),
+        lines: vec![("ours".into(), vec![]), ("our stochastic model".into(), vec![])],
+        log_x: true,
+        ..Default::default()
+    };
     for (n, r, scale) in &sims {
         for (k, l) in ["2KB", "4KB", "8KB"].iter().enumerate() {
             let ours = r.get(&format!("offchip_{l}")).unwrap_or(0.0) * scale;
@@ -234,10 +244,19 @@ pub fn table2(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> O
                 source: "Table II".into(),
             });
         }
+        let resch = r.get("reschedules").unwrap_or(0.0) * scale;
+        resch_plot.lines[0].1.push((*n as f64, resch));
+        resch_plot.lines[1].1.push((*n as f64, model_prediction(*n).0 * 10.0));
+        resch_plot.mark(
+            "ours",
+            "reschedules_10s",
+            &BTreeMap::from([("queues".into(), json!(n))]),
+            Place::AtX(*n as f64),
+        );
         out.comparisons.push(Comparison {
             metric: "reschedules_10s".into(),
             params: BTreeMap::from([("queues".into(), json!(n))]),
-            ours: r.get("reschedules").unwrap_or(0.0) * scale,
+            ours: resch,
             paper: None,
             unit: "reschedules".into(),
             source: "Table II".into(),
@@ -310,7 +329,9 @@ pub fn table2(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> O
         kind: PlotKind::Lines,
         log_x: true,
         log_y: false,
+        ..Default::default()
     });
+    out.plots.push(resch_plot);
     out.notes.push(Note::from(differences_note()));
     out.notes.push(TABLE2_NOTE.into());
     out
@@ -347,14 +368,22 @@ pub fn fig8(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Out
     let sims = simulate(grid, opts, progress);
     let mut out = Output { assumptions: assumptions(opts.quick), ..Default::default() };
     let (mut mean_l, mut max_l) = (vec![], vec![]);
+    let mut marks = Vec::new();
     for (n, r, _) in &sims {
         let (mean, max) = (r.get("heap_mean_per_core").unwrap_or(0.0), r.get("heap_max_per_core").unwrap_or(0.0));
         mean_l.push((*n as f64, mean));
         max_l.push((*n as f64, max));
         for (metric, ours) in [("heap_mean_per_core", mean), ("heap_max_per_core", max)] {
+            let params = BTreeMap::from([("queues".into(), json!(n)), ("cores".into(), json!(100))]);
+            marks.push((
+                if metric == "heap_mean_per_core" { "mean" } else { "max" },
+                metric,
+                params.clone(),
+                *n as f64,
+            ));
             out.comparisons.push(Comparison {
                 metric: metric.into(),
-                params: BTreeMap::from([("queues".into(), json!(n)), ("cores".into(), json!(100))]),
+                params,
                 ours,
                 paper: None,
                 unit: "nodes".into(),
@@ -363,7 +392,7 @@ pub fn fig8(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Out
         }
         out.runs.push(r.clone());
     }
-    out.plots.push(PlotSpec {
+    let mut plot = PlotSpec {
         name: "fig8".into(),
         title: "kim Fig. 8: heap size per core (100 cores)".into(),
         x_label: "number of queues".into(),
@@ -372,7 +401,12 @@ pub fn fig8(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Out
         kind: PlotKind::Lines,
         log_x: true,
         log_y: false,
-    });
+        ..Default::default()
+    };
+    for (curve, metric, params, n) in &marks {
+        plot.mark(curve, metric, params, Place::AtX(*n));
+    }
+    out.plots.push(plot);
     out.notes.push(Note::from(differences_note()));
     out
 }
@@ -435,6 +469,12 @@ pub fn table10(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> 
     .iter()
     .map(|l| (l.to_string(), vec![]))
     .collect();
+    let mut error_lines: Vec<(String, Vec<(f64, f64)>)> =
+        ["uniform: paper's model", "uniform: renewal model", "imix: paper's model", "imix: renewal model"]
+            .iter()
+            .map(|l| (l.to_string(), vec![]))
+            .collect();
+    let mut error_marks = Vec::new();
     let mut errors = Vec::new();
     for ((d, o), (p, mut r)) in cases.iter().zip(points.iter().zip(runs)) {
         let share = p.link.share(p.queues as u64);
@@ -483,6 +523,9 @@ pub fn table10(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> 
             });
         }
         let k = if *d == "imix" { 3 } else { 0 };
+        error_lines[k / 3 * 2].1.push((*o, err));
+        error_lines[k / 3 * 2 + 1].1.push((*o, err_renewal));
+        error_marks.push((error_lines[k / 3 * 2].0.clone(), *o, params.clone()));
         lines[k].1.push((*o, sim));
         lines[k + 1].1.push((*o, model.mean));
         lines[k + 2].1.push((*o, renewal.mean));
@@ -515,7 +558,21 @@ pub fn table10(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> 
         kind: PlotKind::Lines,
         log_x: false,
         log_y: false,
+        ..Default::default()
     });
+    let mut error_plot = PlotSpec {
+        name: "table10-error".into(),
+        title: "kim Table X: the model's error against the simulated heap size".into(),
+        x_label: "overload factor".into(),
+        y_label: "|model - simulation| / simulation (%)".into(),
+        lines: error_lines,
+        kind: PlotKind::Points,
+        ..Default::default()
+    };
+    for (curve, o, params) in &error_marks {
+        error_plot.mark(curve, "model_error_percent", params, Place::AtX(*o));
+    }
+    out.plots.push(error_plot);
     let mut a = assumptions(opts.quick);
     a.truncate(4);
     a.push("Constant inter-arrival times (Fig. 10's caption) with a uniformly random phase per queue; full runs simulate 3 s and exclude the first 1 s (warm-up) from the heap sizes (1e6 queues average out quickly; the high-overload cases cost up to 1.25e8 arrivals per simulated second); --quick simulates 4 s with 1 s of warm-up.".into());
@@ -603,6 +660,7 @@ pub fn fig12(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
             kind: PlotKind::Lines,
             log_x: false,
             log_y: false,
+            ..Default::default()
         });
     }
     let mut a = assumptions(opts.quick);

@@ -113,6 +113,7 @@ pub fn fig9(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
             kind: PlotKind::Lines,
             log_x: false,
             log_y: false,
+            ..Default::default()
         });
     }
     out.notes.push("The heap size per core approaches the number of queues per core (10,000) as the overload grows: a queue fed faster than its rate spends ever less time schedulable, and with arrivals to a disabled queue dropped the reschedules per queue approach (overload - 1) x BW / alpha per second, bounded by the packet rate.".into());
@@ -219,6 +220,7 @@ pub fn fig11(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outpu
         kind: PlotKind::Lines,
         log_x: false,
         log_y: false,
+        ..Default::default()
     });
     out.notes.push(summary.into());
     out.notes.push(Note::from("The paper: a lower delta_th reacts more aggressively and gives fewer reschedules overall, and in all cases the loop holds the count near delta_th. The table shows the settled count per interval in the overloaded phases against each delta_th, and the fixed-alpha run shows what the feedback removes."));
@@ -345,6 +347,7 @@ pub fn delay(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outpu
         kind: PlotKind::Points,
         log_x: false,
         log_y: false,
+        ..Default::default()
     });
     out.assumptions = vec![
         format!("{queues} queues at 2 Mbps each (the mean flow rate of the paper's CAIDA data, Table XI) sharing a {} link in `shared` mode: one server of the link rate serving eligible non-empty queues round robin, one packet per turn; the paper's delay runs use its real traces, which we do not have (synthetic IMIX sizes and exponential gaps instead).", link),

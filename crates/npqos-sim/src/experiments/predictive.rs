@@ -4,7 +4,7 @@
 use super::declare::{At, Grid, PaperValue};
 use super::RunOptions;
 use crate::models::predictive::{paper_flows, run, FlowSpec, FqParams, FqResult, VARIATION};
-use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult, Table};
+use crate::results::{Comparison, Output, Place, PlotKind, PlotSpec, RunResult, Table};
 use npqos_core::sched::estimate::TABLE1;
 use npqos_core::sched::fq::Discipline;
 use serde_json::json;
@@ -113,7 +113,18 @@ pub fn fig5_7(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outp
     out.assumptions = assumptions(dur);
     let mut table = Table::new(["flow", "scheduler", "interarrival", "mean delay", "max delay", "max misordering (paper)", "max vs oracle", "mean vs oracle", "bound (eq 13 SFQ / eq 18 EFQ)"]).captioned("Per-flow delays (us). Misordering (paper) = delay - interarrival; vs oracle = delay - the same packet's delay under WF2Q+.");
     let oracle = rs.last().expect("WF2Q+ runs last");
-    for (d, r) in DISCS.iter().zip(&rs) {
+    // The worst misordering delay of the forwarding flow and its bound, per scheduler.
+    let mut worst = PlotSpec {
+        name: "fig5-misordering".into(),
+        title: format!("{}: worst misordering delay and its bound", SHOWN[0].0),
+        x_label: "scheduler".into(),
+        y_label: "delay - interarrival time (us)".into(),
+        lines: vec![("worst misordering delay".into(), vec![]), ("bound (eq 13 SFQ, eq 18 EFQ)".into(), vec![])],
+        kind: PlotKind::Points,
+        x_categories: DISCS.iter().map(|d| d.label().to_string()).collect(),
+        ..Default::default()
+    };
+    for (i, (d, r)) in DISCS.iter().zip(&rs).enumerate() {
         let vo = vs_oracle(r, oracle);
         let mut rr = run_result(*d, r, dur);
         rr.scalar("packets", r.packets as f64, "packets");
@@ -156,6 +167,13 @@ pub fn fig5_7(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outp
                 "eq 7 against WF2Q+",
             ));
             if a == 0 {
+                let x = i as f64;
+                worst.lines[0].1.push((x, mis * 1e-3));
+                worst.mark("worst misordering delay", "max_misordering_delay", &params, Place::AtX(x));
+                if let Some(b) = bound {
+                    worst.lines[1].1.push((x, b * 1e-3));
+                    worst.mark("bound (eq 13 SFQ, eq 18 EFQ)", "misordering_bound", &params, Place::AtX(x));
+                }
                 out.comparisons.push(Comparison::new(
                     "max_misordering_delay",
                     params.clone(),
@@ -196,8 +214,10 @@ pub fn fig5_7(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outp
             kind: PlotKind::Points,
             log_x: false,
             log_y: false,
+            ..Default::default()
         });
     }
+    out.plots.push(worst);
     out.notes.push(table.into());
     out
 }
@@ -285,6 +305,7 @@ pub fn fig8(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
         kind: PlotKind::Points,
         log_x: true,
         log_y: false,
+        ..Default::default()
     });
     out
 }

@@ -6,7 +6,7 @@ use super::RunOptions;
 use crate::models::efq_lap::{self, Bursts, Mode, SwitchParams};
 use crate::models::lap::{mean_te_ns, params, run, stream, LapParams, LapResult, Mix, StreamPacket, IMIX};
 use crate::models::predictive::paper_flows;
-use crate::results::{Comparison, Output, PlotKind, PlotSpec, RunResult, Table};
+use crate::results::{Comparison, Output, Place, PlotKind, PlotSpec, RunResult, Table};
 use npqos_core::sched::lap::Policy;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -155,6 +155,7 @@ pub fn fig9(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
             kind: PlotKind::Lines,
             log_x: false,
             log_y: false,
+            ..Default::default()
         });
     }
     out.notes.push(table.into());
@@ -224,6 +225,7 @@ pub fn fig10_12(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
         "order std dev (packets)",
     ]);
     let mut lines: BTreeMap<&str, [Vec<(f64, f64)>; 3]> = BTreeMap::new();
+    let mut marked = Vec::new();
     for (p, r) in points.iter().zip(&rs) {
         let rel = r.throughput_gbps() / topt;
         let qs = p.q.map_or("all".to_string(), |q| q.to_string());
@@ -248,6 +250,7 @@ pub fn fig10_12(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
         l[1].push((q as f64, r.cold_fraction()));
         l[2].push((q as f64, r.order_std));
         let params = BTreeMap::from([("scheduler".into(), json!(p.policy.label())), ("q".into(), json!(q))]);
+        marked.push((p.policy.label(), q as f64, params.clone()));
         out.comparisons.push(Comparison::new(
             "throughput_vs_topt",
             params.clone(),
@@ -281,7 +284,7 @@ pub fn fig10_12(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
         if k < 2 {
             ls.push(("t-opt".into(), span(tl[k])));
         }
-        out.plots.push(PlotSpec {
+        let mut plot = PlotSpec {
             name: name.into(),
             title: format!("{title} ({apps} applications, {PROCESSORS} processors)"),
             x_label: "packets visible in queue memory (q)".into(),
@@ -290,7 +293,12 @@ pub fn fig10_12(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
             kind: PlotKind::Lines,
             log_x: true,
             log_y: false,
-        });
+            ..Default::default()
+        };
+        for (curve, q, params) in marked.iter().filter(|_| k < 2) {
+            plot.mark(curve, ["throughput_vs_topt", "cold_fraction"][k], params, Place::AtX(*q));
+        }
+        out.plots.push(plot);
     }
     out.notes.push(table.into());
     out
@@ -419,6 +427,7 @@ pub fn switch(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outp
         kind: PlotKind::Lines,
         log_x: false,
         log_y: false,
+        ..Default::default()
     });
     out
 }

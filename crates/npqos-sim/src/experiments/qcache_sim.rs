@@ -11,7 +11,7 @@ use super::dqs::load_ndpi;
 use super::{par_map, RunOptions};
 use crate::models::qcache::sim::{run, SimConfig, SimStats};
 use crate::models::qcache::workload::{OpStream, Pattern, WorkloadSpec};
-use crate::results::{Comparison, Note, Output, PlotKind, PlotSpec, RunResult, Table, Timing as WallTiming};
+use crate::results::{Comparison, Note, Output, Place, PlotKind, PlotSpec, RunResult, Table, Timing as WallTiming};
 use crate::rng::RngStreams;
 use npqos_core::flowmap::hash::H3;
 use npqos_core::queues::model::{estimate, gaps, hits, thresholds, ModelParams};
@@ -202,6 +202,7 @@ fn plot(
         kind,
         log_x,
         log_y: false,
+        ..Default::default()
     }
 }
 
@@ -244,6 +245,8 @@ pub fn fig5(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
         "hit rate at 32 threads",
         "off-chip refs/op",
     ]);
+    // Each throughput curve's 95%-of-peak level and the threads at its peak: (curve, level, x, params).
+    let mut crossings = Vec::new();
     for sub in Subsystem::ALL {
         let pts = &sweep[sub.label()];
         let (p, n) = peak(pts);
@@ -269,9 +272,15 @@ pub fn fig5(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
         } else {
             (None, "section 4.2: 18-20 threads for nc, dc, sqc (a range, no single number)")
         };
-        out.comparisons.push(Comparison::new("threads_to_95pct_of_peak", pr, n as f64, paper, "threads", src));
+        out.comparisons.push(Comparison::new("threads_to_95pct_of_peak", pr.clone(), n as f64, paper, "threads", src));
+        let at_peak = pts.iter().find(|q| q.1.throughput_mops == p).map_or(0.0, |q| q.0 as f64);
+        crossings.push((curve(&w.label, sub), 0.95 * p, at_peak, pr));
     }
     out.plots = sweep_plots(&w, &sweep, "fig5", "R (uniformly random)");
+    for (c, y, x, pr) in &crossings {
+        out.plots[0].mark(c, "threads_to_95pct_of_peak", pr, Place::AtY(*y));
+        out.plots[0].mark(c, "peak_throughput", pr, Place::AtX(*x));
+    }
     out.notes.push(rows.into());
     out.notes.push("All four subsystems make three off-chip references per operation at near-zero hit rates, so all saturate the memory port at 200/3 = 66.7 M ops/s; the paper's peak is 'slightly over 80M' — its memory must sustain about 240 M references/s where Table 1's 200 MHz clock gives us 200 M. The queuing cache gets there with the fewest threads because its operation is the shortest (132.5 ns on a miss against 194-212.5 ns for the others).".into());
     out
@@ -285,9 +294,11 @@ pub fn fig6(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
     let sweep = thread_sweep(&w, opts, g, &mut out, &mut |x| progress(0.5 * x));
     out.plots = sweep_plots(&w, &sweep, "fig6a", "SD1_30");
     for sub in Subsystem::ALL.into_iter().filter(|s| s.cached()) {
+        let pr = params(&[("subsystem", json!(sub.label())), ("workload", json!("SD1_30")), ("threads", json!(32))]);
+        out.plots[1].mark_scaled(&curve(&w.label, sub), "hit_rate", &pr, Place::AtX(32.0), 100.0);
         out.comparisons.push(Comparison::new(
             "hit_rate",
-            params(&[("subsystem", json!(sub.label())), ("workload", json!("SD1_30")), ("threads", json!(32))]),
+            pr,
             at(&sweep[sub.label()], 32).hit_rate,
             None,
             "",
@@ -319,6 +330,8 @@ pub fn fig6(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
         "largest weight still >= R level",
         "at 100%",
     ]);
+    // The paper's largest weight still at the R level, drawn at that level: (curve, level, params).
+    let mut weight_marks = Vec::new();
     for sub in Subsystem::ALL {
         let l = &lines[sub.label()];
         let r = r_level[sub.label()];
@@ -332,9 +345,11 @@ pub fn fig6(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
             format!("{:.1}", l.last().expect("weights").1),
         ]);
         if sub.cached() {
+            let pr = params(&[("subsystem", json!(sub.label())), ("threads", json!(32))]);
+            weight_marks.push((curve("SD1_k", sub), r, pr.clone()));
             out.comparisons.push(Comparison::new(
                 "largest_weight_at_or_above_R_throughput",
-                params(&[("subsystem", json!(sub.label())), ("threads", json!(32))]),
+                pr,
                 keep,
                 None,
                 "%",
@@ -343,7 +358,7 @@ pub fn fig6(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
         }
     }
     out.notes.push(table.into());
-    out.plots.push(plot(
+    let mut weight_plot = plot(
         "fig6b_weight",
         "SD1_k, 32 threads: throughput vs the dominating queue's weight",
         "weight of the dominating queue (%)",
@@ -351,7 +366,11 @@ pub fn fig6(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
         Subsystem::ALL.iter().map(|s| (curve("SD1_k", *s), lines[s.label()].clone())).collect(),
         PlotKind::Lines,
         false,
-    ));
+    );
+    for (c, level, pr) in &weight_marks {
+        weight_plot.mark(c, "largest_weight_at_or_above_R_throughput", pr, Place::AtY(*level));
+    }
+    out.plots.push(weight_plot);
     out.notes.push("Hits rise with the weight, but so does serialization on the one queue: nc, dc and sqc hold it for a whole operation (212.5, 153.75, 122.5 ns), qc only for its engine's 47.5 ns, so qc keeps the benefit over the widest range. At 100% every subsystem is at its worst-case level (qcache-worstcase).".into());
     out
 }
@@ -393,6 +412,7 @@ pub fn fig7(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
         "section 4.3.2",
     ));
     for sub in Subsystem::ALL.into_iter().filter(|s| s.cached()) {
+        out.plots[1].mark_scaled(&curve(&w.label, sub), "hit_rate", &p32(sub), Place::AtX(32.0), 100.0);
         out.comparisons.push(Comparison::new(
             "hit_rate",
             p32(sub),
@@ -442,19 +462,22 @@ pub fn fig7(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
             format!("{:.1}", v[3]),
         ]);
     }
+    let mut peaks = Vec::new();
     for sub in Subsystem::ALL.into_iter().filter(|s| s.cached()) {
         let l = &lines[sub.label()];
         let best = l.iter().copied().fold((0.0, 0.0), |a, b| if b.1 > a.1 { b } else { a });
+        let pr = params(&[("subsystem", json!(sub.label())), ("threads", json!(32))]);
+        peaks.push((curve("SDn_90", sub), best.1, pr.clone()));
         out.comparisons.push(Comparison::new(
             "dominating_set_size_at_peak",
-            params(&[("subsystem", json!(sub.label())), ("threads", json!(32))]),
+            pr,
             best.0,
             None,
             "queues",
             "section 4.3.2: throughput rises until the cache capacity (32 entries; the data cache declines from 64)",
         ));
     }
-    out.plots.push(plot(
+    let mut set_plot = plot(
         "fig7b_set_size",
         "SDn_90, 32 threads: throughput vs dominating-set size",
         "queues in the dominating set",
@@ -462,7 +485,12 @@ pub fn fig7(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
         Subsystem::ALL.iter().map(|s| (curve("SDn_90", *s), lines[s.label()].clone())).collect(),
         PlotKind::Lines,
         true,
-    ));
+    );
+    // The paper's set size at the peak, drawn at our peak throughput.
+    for (c, level, pr) in &peaks {
+        set_plot.mark(c, "dominating_set_size_at_peak", pr, Place::AtY(*level));
+    }
+    out.plots.push(set_plot);
     out.plots.push(plot(
         "fig7b_hit_rate",
         "SDn_90, 32 threads: hit rate vs dominating-set size",
@@ -616,13 +644,18 @@ pub fn fig9(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
                 ));
             }
             let src = if sub == Subsystem::Nc { "section 4.4 gives no nc number" } else { "section 4.4" };
+            let c = curve(&wls[1].label, sub);
+            out.plots[2].mark(&c, "threads_to_95pct_of_peak", &pc, Place::AtY(0.95 * p));
             out.comparisons.push(Comparison::new("threads_to_95pct_of_peak", pc, n as f64, None, "threads", src));
         }
-        for (name, sw) in [("edge", edge), ("core", core)] {
+        for (i, (name, sw)) in [("edge", edge), ("core", core)].into_iter().enumerate() {
             for sub in Subsystem::ALL.into_iter().filter(|s| s.cached()) {
+                let pr =
+                    params(&[("subsystem", json!(sub.label())), ("workload", json!(name)), ("threads", json!(32))]);
+                out.plots[2 * i + 1].mark_scaled(&curve(&wls[i].label, sub), "hit_rate", &pr, Place::AtX(32.0), 100.0);
                 out.comparisons.push(Comparison::new(
                     "hit_rate",
-                    params(&[("subsystem", json!(sub.label())), ("workload", json!(name)), ("threads", json!(32))]),
+                    pr,
                     at(&sw[sub.label()], 32).hit_rate,
                     None,
                     "",

@@ -225,6 +225,7 @@ pub fn ablation(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
             kind: PlotKind::Points,
             log_x: false,
             log_y: true,
+            ..Default::default()
         });
         out.plots.push(PlotSpec {
             name: format!("ablation-cost-{w}"),
@@ -235,6 +236,7 @@ pub fn ablation(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
             kind: PlotKind::Points,
             log_x: false,
             log_y: true,
+            ..Default::default()
         });
     }
     out

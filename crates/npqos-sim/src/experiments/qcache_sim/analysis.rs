@@ -178,6 +178,8 @@ pub fn fig10(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
     let wls = model_workloads(opts.seed, &mut out);
     let n: usize = grid.value("distances", "ops");
     let mut lines = Vec::new();
+    // The paper's fractions below a threshold, drawn at the threshold: (curve, metric, params, x).
+    let mut marks = Vec::new();
     let mut table = Table::new([
         "workload",
         "median distance",
@@ -241,6 +243,8 @@ pub fn fig10(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
             x *= 2f64.powf(0.25);
         }
         lines.push((w.label.clone(), pts));
+        marks.push((w.label.clone(), "fraction_below_loss_threshold_qc", pr("loss qc"), lq));
+        marks.push((w.label.clone(), "fraction_below_gain_threshold", pr("gain 32"), 32.0));
         let mut r = RunResult { label: w.label.clone(), complete: true, events: n as u64, ..Default::default() };
         r.params.insert("workload".into(), json!(w.label));
         r.scalar("median_distance", median as f64, "ops");
@@ -251,7 +255,7 @@ pub fn fig10(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
         progress((i + 1) as f64 / wls.len() as f64);
     }
     out.notes.push(table.into());
-    out.plots.push(plot(
+    let mut cdf = plot(
         "fig10_interarrival_cdf",
         "Inter-arrival distance (operations since the previous one on the same queue): CDF",
         "operations",
@@ -259,6 +263,10 @@ pub fn fig10(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
         lines,
         PlotKind::Lines,
         true,
-    ));
+    );
+    for (c, metric, pr, x) in &marks {
+        cdf.mark(c, metric, pr, Place::AtX(*x));
+    }
+    out.plots.push(cdf);
     out
 }
