@@ -678,3 +678,37 @@ proptest! {
         }
     }
 }
+
+/// Issue #21 item 1: eq 18 does not bound a packet's delay under EFQ minus its delay under
+/// WF2Q+ on a processor that cannot be interrupted. Eq 17 charges a misordering the gap between
+/// the two packets' finish tags (a fluid server's view); on a real processor a misordered
+/// packet waits for the whole of the other one. Smallest case: one processor, two flows of
+/// share 0.5, one packet each at t = 0. Flow 0: estimate 10 us, actual 10 us; flow 1: estimate
+/// 9 us, actual 11 us (error V = 2 us). EFQ serves flow 1 first (smaller estimated finish), so
+/// flow 0's packet completes at 21 us instead of WF2Q+'s 10 us: 11 us later, where eq 18 gives
+/// 2 us. Against the fluid ideal (20 us) EFQ is 1 us late: the paper's bound holds in the sense
+/// it is derived (docs/predictive.md "EFQ's misordering").
+#[test]
+fn eq18_does_not_bound_the_per_packet_delay_difference_on_one_processor() {
+    let finish_of_flow0 = |disc| {
+        let mut q = FairQueue::new(disc, 1, &[0.5, 0.5]).unwrap();
+        q.enq(0, pkt(0, 0, 10_000.0, 10_000.0, 0)).unwrap();
+        q.enq(0, pkt(1, 1, 9_000.0, 11_000.0, 0)).unwrap();
+        let mut now = 0u64;
+        loop {
+            let d = q.deq(now).expect("flow 0's packet is still queued");
+            now += d.packet.actual_ns as u64;
+            q.done(&d.packet);
+            if d.packet.flow.0 == 0 {
+                return now as f64;
+            }
+        }
+    };
+    let (efq, wf2q) = (finish_of_flow0(Discipline::Efq), finish_of_flow0(Discipline::Wf2qPlus));
+    assert_eq!((efq, wf2q), (21_000.0, 10_000.0));
+    let (_, eq18) = super::fq::misordering_bounds(&[10_000.0, 11_000.0], &[0.0, 2_000.0], 0, 0.5).unwrap();
+    assert_eq!(eq18, 2_000.0);
+    assert!(efq - wf2q > 5.0 * eq18, "11 us against a 2 us bound");
+    // The fluid ideal at share 0.5 finishes flow 0's 10 us packet at 20 us: EFQ is 1 us behind.
+    assert!(efq - 20_000.0 <= eq18);
+}
