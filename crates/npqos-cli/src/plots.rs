@@ -332,7 +332,12 @@ fn legend_entries(spec: &PlotSpec, marks: &[Marks]) -> Vec<(String, usize, bool)
         .collect();
     for (l, _) in marks {
         let i = spec.lines.iter().position(|(x, _)| x == l).unwrap_or(0);
-        e.push((format!("paper: {l}"), i, true));
+        // "ours, 2KB locked" becomes "paper, 2KB locked", not "paper: ours, 2KB locked".
+        let label = match l.strip_prefix("ours") {
+            Some(rest) if rest.is_empty() || rest.starts_with(',') => format!("paper{rest}"),
+            _ => format!("paper: {l}"),
+        };
+        e.push((label, i, true));
     }
     e
 }
@@ -584,7 +589,7 @@ mod tests {
         let svg = render_styled(&s, &style).unwrap();
         assert!(svg.contains("\nsfq\n") && svg.contains("\nefq\n"), "category names on the x axis");
         assert!(!svg.contains("\n0.5\n"), "nothing between categories");
-        assert!(svg.contains("\npaper: ours\n"), "the legend names the paper's values");
+        assert!(svg.contains("\npaper\n"), "the legend names the paper's values (\"paper\", for the curve \"ours\")");
         // A compared quantity matched on the same point as a placement is drawn once.
         let c = [compared(15.0, Some(7.0))];
         assert_eq!(Style::new(std::slice::from_ref(&s), &c).paper_points("c"), 1);

@@ -32,7 +32,8 @@ fn version_help_and_list() {
     let o = run(&["list", "kim-table2"]);
     let out = stdout(&o);
     assert!(out.contains("queues (queues) = 1000, 10000, 100000, 1000000") && out.contains("2273204"), "{out}");
-    assert!(out.contains("grid with --quick: 2 points") && out.contains("(full runs only)"), "{out}");
+    assert!(out.contains("grid with --quick: 4 points") && out.contains("(full runs only)"), "{out}");
+    assert!(out.contains("implied alpha [2 points]"), "the labelled variant's sweep: {out}");
     let o = run(&["list", "kim-nope"]);
     assert_eq!(o.status.code(), Some(2));
     // `npqos models`: every scenario model, one per line, name tab description; each name is

@@ -251,7 +251,7 @@ fn plots_show_the_papers_values_beside_ours() {
             .nth(1)
             .and_then(|t| t.split(' ').next())
             .map_or(0, |n| n.parse::<usize>().unwrap());
-        let legend = svg.matches("\npaper: ").count();
+        let legend = ["\npaper: ", "\npaper, ", "\npaper\n"].iter().map(|m| svg.matches(m).count()).sum::<usize>();
         assert_eq!(diamonds, stated + legend, "{id}/{plot}: drawn vs stated");
         stated
     };

@@ -75,6 +75,13 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         run: kim::fig8,
     },
     ExperimentInfo {
+        id: "kim-power",
+        description: "kim Tables VIII-IX: DRAM power (total, dynamic) of periodic fill vs the event-driven scheme, 1e4..1e6 queues, from our access counts and a labelled energy model",
+        grid: kim::power_grid,
+        paper: kim::PAPER_POWER,
+        run: kim::power,
+    },
+    ExperimentInfo {
         id: "kim-table10",
         description: "kim Table X / Fig. 10: stochastic model vs simulated heap size per core, constant arrivals, uniform and IMIX",
         grid: kim::table10_grid,

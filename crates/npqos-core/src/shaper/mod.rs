@@ -45,6 +45,18 @@ pub enum Decision {
     Throttled { until: Instant },
 }
 
+/// How a shaped queue's packet conforms to its bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Conformance {
+    /// kim Algorithm 1: send, then pay (the bucket may go negative and the queue is throttled):
+    /// `on_send` / `on_send_on`.
+    #[default]
+    SendThenPay,
+    /// Linux tbf, ns-3 TbfQueueDisc: the packet waits until the bucket holds its size
+    /// (`try_send` / `try_send_on`); the bucket never goes negative.
+    WaitForTokens,
+}
+
 /// Parameters of one queue's bucket.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BucketParams {

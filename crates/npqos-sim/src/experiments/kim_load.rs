@@ -9,6 +9,7 @@ use crate::models::kim::{Fill, KimParams, LinkMode, WhileDisabled};
 use crate::results::{Comparison, Note, Output, PlotKind, PlotSpec, Table};
 use crate::workload::{GapDist, SizeDist};
 use npqos_core::shaper::Adaptive;
+use npqos_core::shaper::Conformance;
 use npqos_core::{Duration, Rate};
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -251,10 +252,32 @@ const DELAY_SOURCE: &str = "section 5.2.3 text";
 /// 2 Mbps queues, the mean rate of the paper's CAIDA flows (Table XI: 2.01-2.28 Mbps), the basis
 /// of its queue count. Full: 50,000 such queues fill 100 Gbps; quick: 500.
 pub fn delay_grid(quick: bool) -> Grid {
+    let queues = if quick { 500u32 } else { 50_000 };
     Grid::one("runs")
         .axis("overload", "1", [0.9, 0.95])
         .axis("alpha_bytes", "B (0: periodic 1 ms fill)", [3000u64, 1500, 500, 0])
-        .axis("queues", "queues", [if quick { 500u32 } else { 50_000 }])
+        .axis("queues", "queues", [queues])
+        // Issue #21 item 3: does the paper's order (event-driven faster) follow under
+        // wait-for-tokens conformance, a very small alpha, or an ideal (unshared) link?
+        .sweep("variants")
+        .axis("overload", "1", [0.9, 0.95])
+        .axis("variant", "", DELAY_VARIANTS.map(|v| v.0))
+        .axis("queues", "queues", [queues])
+}
+
+/// The kim-delay variants: (name, conformance, fill, alpha in bytes, link mode).
+const DELAY_VARIANTS: [(&str, Conformance, Option<u64>, u64, LinkMode); 6] = [
+    ("wait-for-tokens event-driven", Conformance::WaitForTokens, None, 3000, LinkMode::Shared),
+    ("wait-for-tokens periodic 1 ms", Conformance::WaitForTokens, Some(1), 0, LinkMode::Shared),
+    ("event-driven alpha=64B", Conformance::SendThenPay, None, 64, LinkMode::Shared),
+    ("ideal link event-driven alpha=3000B", Conformance::SendThenPay, None, 3000, LinkMode::Ideal),
+    ("ideal link event-driven alpha=64B", Conformance::SendThenPay, None, 64, LinkMode::Ideal),
+    ("ideal link periodic 1 ms", Conformance::SendThenPay, Some(1), 0, LinkMode::Ideal),
+];
+
+/// A run's parameters as a compared quantity's setting (the seed left out).
+fn compared_params(r: &crate::results::RunResult) -> BTreeMap<String, serde_json::Value> {
+    r.params.iter().filter(|(k, _)| *k != "seed").map(|(k, v)| (k.clone(), v.clone())).collect()
 }
 
 /// kim section 5.2.3: mean packet delay, event-driven vs periodic fill with a 1 ms period.
@@ -293,7 +316,25 @@ pub fn delay(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outpu
             });
         }
     }
-    let runs = run_points(&points, opts, progress);
+    let base = points.len();
+    let variants: Vec<String> = g.values("variants", "variant");
+    let variant_overloads: Vec<f64> = g.values("variants", "overload");
+    for &o in &variant_overloads {
+        for v in &variants {
+            let &(_, conformance, period_ms, alpha, link_mode) =
+                DELAY_VARIANTS.iter().find(|d| d.0 == v).expect("the grid's variants are DELAY_VARIANTS");
+            points.push(KimParams {
+                conformance,
+                fill: period_ms.map_or(Fill::EventDriven, |ms| Fill::Periodic(Duration::from_millis(ms))),
+                alpha_bytes: alpha,
+                link_mode,
+                ..points[0].clone()
+            });
+            points.last_mut().expect("just pushed").overload = o;
+        }
+    }
+    let mut runs = run_points(&points, opts, progress);
+    let variant_runs = runs.split_off(base);
     let mut out = Output::default();
     let mut bars: Vec<(String, Vec<(f64, f64)>)> = fills.iter().map(|f| (format!("ours, {}", f.0), vec![])).collect();
     let mut table = Table::new(["overload", "shaper", "ours (ms)", "paper (ms)"]);
@@ -308,8 +349,7 @@ pub fn delay(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outpu
         }
         let k = fills.iter().position(|f| &f.0 == fname).expect("fill");
         bars[k].1.push((o, ms));
-        let params: BTreeMap<String, serde_json::Value> =
-            r.params.iter().filter(|(k, _)| *k != "seed").map(|(k, v)| (k.clone(), v.clone())).collect();
+        let params = compared_params(&r);
         let paper = super::declare::stated(PAPER_DELAY, "mean_delay", &params);
         table.row([o.to_string(), fname.to_string(), format!("{ms:.3}"), paper.map_or("—".into(), |p| p.to_string())]);
         out.comparisons.push(Comparison {
@@ -347,6 +387,58 @@ pub fn delay(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outpu
         kind: PlotKind::Points,
         log_x: false,
         log_y: false,
+        ..Default::default()
+    });
+    // The variants, beside the main grid's event-driven (alpha 3000 B) and periodic delays.
+    let mut vt = Table::new(["overload", "variant", "mean delay (ms)", "event-driven / periodic"]).captioned(
+        "Variants (issue #21 item 3): wait-for-tokens conformance (Linux tbf: a packet waits until the bucket holds it, alpha plays no part), a very small alpha (64 B), and an ideal link (queues do not share the link: a packet waits only for its own shaper). The last column divides each event-driven delay by the periodic delay of the same conformance and link.",
+    );
+    let mut vlines: Vec<(String, Vec<(f64, f64)>)> = variants.iter().map(|v| (v.clone(), vec![])).collect();
+    let ms_of = |r: &crate::results::RunResult| r.get("mean_delay").unwrap_or(0.0) / 1e6;
+    for (k, mut r) in variant_runs.into_iter().enumerate() {
+        let (o, v) = (variant_overloads[k / variants.len()], &variants[k % variants.len()]);
+        let ms = ms_of(&r);
+        vlines[k % variants.len()].1.push((o, ms));
+        r.label = format!("{v} overload={o}");
+        r.params.insert("variant".into(), json!(v));
+        r.params.insert("overload".into(), json!(o));
+        out.comparisons.push(Comparison {
+            metric: "mean_delay".into(),
+            params: compared_params(&r),
+            ours: ms,
+            paper: None,
+            unit: "ms".into(),
+            source: "variant of section 5.2.3 (not in the paper)".into(),
+        });
+        out.runs.push(r);
+    }
+    let delay_of = |label: &str| out.runs.iter().find(|r| r.label == label).map(ms_of);
+    for &o in &variant_overloads {
+        for v in &variants {
+            let Some(ms) = delay_of(&format!("{v} overload={o}")) else { continue };
+            // The periodic delay with the same conformance and link.
+            let periodic = if v.starts_with("wait-for-tokens") {
+                "wait-for-tokens periodic 1 ms".to_string()
+            } else if v.starts_with("ideal link") {
+                "ideal link periodic 1 ms".to_string()
+            } else {
+                "periodic 1 ms".to_string()
+            };
+            let ratio = match (v.contains("periodic"), delay_of(&format!("{periodic} overload={o}"))) {
+                (false, Some(p)) if p > 0.0 => format!("{:.3}", ms / p),
+                _ => "—".into(),
+            };
+            vt.row([o.to_string(), v.clone(), format!("{ms:.3}"), ratio]);
+        }
+    }
+    out.notes.push(vt.into());
+    out.plots.push(PlotSpec {
+        name: "delay-variants".into(),
+        title: "kim section 5.2.3 variants: mean packet delay".into(),
+        x_label: "overload factor".into(),
+        y_label: "mean delay (ms)".into(),
+        lines: vlines,
+        kind: PlotKind::Points,
         ..Default::default()
     });
     out.assumptions = vec![
@@ -412,5 +504,13 @@ mod tests {
             let small = d(&format!("event-driven alpha=500B overload={ov}"));
             assert!(small < big, "overload {ov}: alpha 500 B {small} vs 3000 B {big}");
         }
+        // Issue #21 item 3: send-then-pay with alpha = 3000 B is slower than periodic fill (our
+        // main result); under wait-for-tokens the event-driven shaper is the faster (the paper's
+        // order), as it is on an ideal link with a small alpha.
+        let d9 = |v: &str| d(&format!("{v} overload=0.9"));
+        assert!(d9("event-driven alpha=3000B") > d9("periodic 1 ms"));
+        assert!(d9("wait-for-tokens event-driven") < d9("wait-for-tokens periodic 1 ms"));
+        assert!(d9("ideal link event-driven alpha=64B") < d9("ideal link periodic 1 ms"));
+        assert!(d9("ideal link event-driven alpha=3000B") > d9("ideal link periodic 1 ms"));
     }
 }

@@ -24,7 +24,7 @@ use npqos_core::sched::drr::Drr;
 use npqos_core::shaper::heap::{HeapCounters, NODE_BYTES};
 use npqos_core::shaper::wheel::WheelCounters;
 use npqos_core::shaper::{
-    Adaptive, BucketParams, Decision, EventCounters, EventShaper, PeriodicShaper, ShaperError, Timer,
+    Adaptive, BucketParams, Conformance, Decision, EventCounters, EventShaper, PeriodicShaper, ShaperError, Timer,
 };
 use npqos_core::{CoreId, Duration, Instant, QueueId, Rate};
 use rand::Rng;
@@ -71,6 +71,10 @@ pub struct KimParams {
     /// Where throttled queues wait under event-driven fill.
     pub timer: Timer,
     pub while_disabled: WhileDisabled,
+    /// How a packet conforms: Algorithm 1's send-then-pay (the paper), or wait-for-tokens
+    /// (Linux tbf: the head packet waits until the bucket holds it; needs `WhileDisabled::Queue`
+    /// and a cap of at least the largest packet).
+    pub conformance: Conformance,
     pub adaptive: Option<Adaptive>,
     /// Heap tick: 2^tick_shift ns.
     pub tick_shift: u32,
@@ -145,6 +149,7 @@ impl KimParams {
             },
             timer: sh.timer,
             while_disabled: if sh.queue_while_disabled { WhileDisabled::Queue } else { WhileDisabled::Drop },
+            conformance: sh.conformance,
             adaptive: sh.adaptive.map(|(gamma, delta_th, alpha_min_bytes, interval)| Adaptive {
                 gamma,
                 delta_th,
@@ -231,6 +236,7 @@ impl KimParams {
             fill: Fill::EventDriven,
             timer: Timer::Heap,
             while_disabled: WhileDisabled::Drop,
+            conformance: Conformance::SendThenPay,
             adaptive: None,
             tick_shift: 6,
             duration: Duration::from_secs(10),
@@ -366,28 +372,60 @@ impl Kim {
 
     /// Dequeues and sends the head packet of `qi` (non-empty, eligible) through the shaper;
     /// returns the packet's size and whether the send throttled the queue.
+    /// Under wait-for-tokens the packet may not conform: it stays at the head, the queue is
+    /// throttled until the bucket will hold it, and the size returned is 0 (nothing sent).
     fn send_one(&mut self, qi: usize, engine: &mut Engine<Ev>) -> (u32, bool) {
-        let p = self.pool.pop(QueueId::from_index(qi)).expect("send_one is called on a non-empty queue");
+        let queue = QueueId::from_index(qi);
+        if self.p.conformance == Conformance::WaitForTokens {
+            let size = self.pool.head(queue).expect("send_one is called on a non-empty queue").size;
+            if size as u64 > self.p.cap_bytes {
+                // It could never conform: dropped, as tbf drops it (the scenario reader refuses
+                // synthetic sizes above the cap, so only trace sizes get here).
+                self.pool.pop(queue);
+                self.counts.dropped += 1;
+                return (0, false);
+            }
+            if self.decide(qi, size, engine) {
+                return (0, true);
+            }
+            let p = self.pool.pop(queue).expect("non-empty");
+            self.count_sent(p.size, p.arrival.as_nanos(), engine.now().as_nanos());
+            return (p.size, false);
+        }
+        let p = self.pool.pop(queue).expect("send_one is called on a non-empty queue");
         (p.size, self.send_packet(qi, p.size, p.arrival.as_nanos(), engine))
     }
 
-    /// Sends a packet of `size` bytes from `qi` that arrived at `arrival` ns through the shaper;
-    /// returns whether the send throttled the queue.
-    fn send_packet(&mut self, qi: usize, size: u32, arrival: u64, engine: &mut Engine<Ev>) -> bool {
-        let now = engine.now();
-        let now_ns = now.as_nanos();
+    fn count_sent(&mut self, size: u32, arrival: u64, now_ns: u64) {
         self.counts.sent_pkts += 1;
         self.counts.sent_bytes += size as u64;
         if now_ns >= self.p.warmup.as_nanos() {
             self.counts.delay_pkts += 1;
             self.counts.delay_sum_ns += (now_ns - arrival) as u128;
         }
-        let throttled = match &mut self.shaper {
+    }
+
+    /// Sends a packet of `size` bytes from `qi` that arrived at `arrival` ns through the shaper
+    /// (send-then-pay); returns whether the send throttled the queue.
+    fn send_packet(&mut self, qi: usize, size: u32, arrival: u64, engine: &mut Engine<Ev>) -> bool {
+        self.count_sent(size, arrival, engine.now().as_nanos());
+        self.decide(qi, size, engine)
+    }
+
+    /// The shaper's decision on a packet of `size` bytes from `qi` now, under the run's
+    /// conformance: send-then-pay (the packet is sent; returns whether that throttled the queue)
+    /// or wait-for-tokens (returns whether the packet must wait: the queue is throttled until
+    /// its bucket will hold it; otherwise it was paid for and is sent).
+    fn decide(&mut self, qi: usize, size: u32, engine: &mut Engine<Ev>) -> bool {
+        let now = engine.now();
+        let wait = self.p.conformance == Conformance::WaitForTokens;
+        let (queue, bytes) = (QueueId::from_index(qi), size as u64);
+        match &mut self.shaper {
             Shaper::Event(_) => {
                 let (slot, m) = self.group_of(qi);
                 let g = &mut self.groups[slot];
                 let c = slot + m * g.core.random_range(0..g.cores) as usize;
-                self.core_touch(c, now_ns);
+                self.core_touch(c, now.as_nanos());
                 // Algorithm 1 line 6 reads and writes the queue's bucket state (tokens and T_lu,
                 // 16 B) through the same data cache as the heap (a separate address region).
                 for cache in self.caches[c].iter_mut() {
@@ -399,9 +437,13 @@ impl Kim {
                 let inserts0 = if log { self.heap_inserts(0) } else { 0 };
                 let Shaper::Event(s) = &mut self.shaper else { unreachable!() };
                 let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
-                let d = s
-                    .on_send_on(CoreId::from_index(c), QueueId::from_index(qi), size as u64, now, &mut obs)
-                    .expect("cores and queues are in range and time does not go back");
+                let core = CoreId::from_index(c);
+                let d = if wait {
+                    s.try_send_on(core, queue, bytes, now, &mut obs)
+                } else {
+                    s.on_send_on(core, queue, bytes, now, &mut obs)
+                }
+                .expect("cores and queues are in range, time does not go back, packets fit the cap");
                 if log && heap_counters(s, 0).inserts > inserts0 {
                     if let Decision::Throttled { until } = d {
                         self.log.push(HeapOp::Insert { queue: qi as u32, time: until, now });
@@ -411,18 +453,18 @@ impl Kim {
                 self.core_done(c, engine);
                 matches!(d, Decision::Throttled { .. })
             }
-            Shaper::Periodic(s) => match s
-                .on_send(QueueId::from_index(qi), size as u64, now)
-                .expect("queues are in range and time does not go back")
-            {
-                Decision::Eligible => false,
-                Decision::Throttled { until } => {
-                    engine.schedule(until, Ev::FillWake(qi as u32));
-                    true
+            Shaper::Periodic(s) => {
+                let d = if wait { s.try_send(queue, bytes, now) } else { s.on_send(queue, bytes, now) }
+                    .expect("queues are in range, time does not go back, packets fit the cap");
+                match d {
+                    Decision::Eligible => false,
+                    Decision::Throttled { until } => {
+                        engine.schedule(until, Ev::FillWake(qi as u32));
+                        true
+                    }
                 }
-            },
-        };
-        throttled
+            }
+        }
     }
 
     fn heap_inserts(&self, c: usize) -> u64 {
@@ -482,12 +524,12 @@ impl Kim {
     /// Shared mode: the link starts the head packet of the next queue in the round. A queue
     /// leaves the round when it empties or its send throttles it.
     fn start_next(&mut self, engine: &mut Engine<Ev>) {
-        let ring = self.ring.as_mut().expect("shared link mode");
-        while let Some(queue) = ring.select(|_| 1) {
+        while let Some(queue) = self.ring.as_mut().expect("shared link mode").select(|_| 1) {
             let qi = queue.index();
             if self.pool.is_empty(queue) || !eligible(&self.shaper, queue) {
                 // (A queue in the round is non-empty and eligible: only its own send changes
                 // that. Kept as a guard.)
+                let ring = self.ring.as_mut().expect("shared link mode");
                 ring.dequeued(queue, true).expect("the queue select() named");
                 continue;
             }
@@ -495,6 +537,9 @@ impl Kim {
             let ring = self.ring.as_mut().expect("shared link mode");
             ring.dequeued(queue, throttled || self.pool.is_empty(queue)).expect("the queue select() named");
             self.admit_work();
+            if size == 0 {
+                continue; // wait-for-tokens: the head packet did not conform; the next queue goes
+            }
             self.link_busy = true;
             let t = self.p.link.tx_time(size as u64).unwrap_or(Duration::NANOSECOND).max(Duration::NANOSECOND);
             engine.schedule_in(t, Ev::LinkDone);
@@ -580,6 +625,7 @@ impl Model for Kim {
                 // once), so the packet leaves now without being buffered.
                 // (Dropping while disabled, the buffer is never used: no need to look at it.)
                 if self.p.link_mode == LinkMode::Ideal
+                    && self.p.conformance == Conformance::SendThenPay
                     && (self.p.while_disabled == WhileDisabled::Drop || self.pool.is_empty(QueueId::from_index(qi)))
                     && self.eligible(qi)
                 {

@@ -81,6 +81,8 @@ pub struct ShaperSpec {
     pub alpha: u64,
     pub cap: u64,
     pub queue_while_disabled: bool,
+    /// Send-then-pay (Algorithm 1) or wait-for-tokens (Linux tbf).
+    pub conformance: npqos_core::shaper::Conformance,
     pub shared_link: bool,
     pub cache: bool,
     /// (gamma, delta_th, alpha_min, interval) when adaptive.
@@ -369,6 +371,30 @@ pub(crate) fn read(
             });
         }
         let wd = sh.choice("while_disabled", "drop", &["drop", "queue"], probs);
+        let conformance = sh.choice("conformance", "send-then-pay", &["send-then-pay", "wait-for-tokens"], probs);
+        if conformance == "wait-for-tokens" {
+            if wd != "queue" {
+                probs.push(Problem {
+                    key: "shaper.conformance".into(),
+                    value: Some("\"wait-for-tokens\"".into()),
+                    message: "a packet waiting for tokens waits in its queue: it needs while_disabled = \"queue\""
+                        .into(),
+                });
+            }
+            let largest = match &traffic {
+                Traffic::Synthetic { sizes: SizeSpec::Dist(d), .. } => d.max() as u64,
+                _ => 0, // trace sizes: a packet larger than the cap is dropped, as tbf does
+            };
+            if cap < largest {
+                probs.push(Problem {
+                    key: "shaper.cap".into(),
+                    value: Some(format!("\"{cap}B\"")),
+                    message: format!(
+                        "expected at least the largest packet ({largest}B): under wait-for-tokens a packet must fit the bucket"
+                    ),
+                });
+            }
+        }
         let lm = sh.choice("link_mode", "ideal", &["ideal", "shared"], probs);
         let cache = sh.boolean("cache", false, probs);
         let adaptive = sh.boolean("adaptive", false, probs);
@@ -432,6 +458,11 @@ pub(crate) fn read(
             alpha,
             cap,
             queue_while_disabled: wd == "queue",
+            conformance: if conformance == "wait-for-tokens" {
+                npqos_core::shaper::Conformance::WaitForTokens
+            } else {
+                npqos_core::shaper::Conformance::SendThenPay
+            },
             shared_link: lm == "shared",
             cache,
             adaptive: adaptive.then_some((gamma, delta_th, alpha_min, interval)),
@@ -575,6 +606,12 @@ pub(crate) fn to_toml(l: &LinkSpec, shaper: Option<&ShaperSpec>, root: &mut toml
         k.insert("alpha".into(), fmt_size(sh.alpha).into());
         k.insert("cap".into(), fmt_size(sh.cap).into());
         k.insert("while_disabled".into(), if sh.queue_while_disabled { "queue" } else { "drop" }.into());
+        let conf = if sh.conformance == npqos_core::shaper::Conformance::WaitForTokens {
+            "wait-for-tokens"
+        } else {
+            "send-then-pay"
+        };
+        k.insert("conformance".into(), conf.into());
         k.insert("link_mode".into(), if sh.shared_link { "shared" } else { "ideal" }.into());
         k.insert("cache".into(), sh.cache.into());
         k.insert("shards".into(), (sh.shards as i64).into());

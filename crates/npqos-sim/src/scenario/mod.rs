@@ -691,6 +691,30 @@ mod tests {
         }
     }
 
+    /// `conformance`: read and resolved; wait-for-tokens needs queueing while disabled and a cap
+    /// that holds the largest packet.
+    #[test]
+    fn the_kim_conformance_key() {
+        use npqos_core::shaper::Conformance;
+        let base = "model = \"kim\"\n[queues]\ncount = 100\n[shaper]\n";
+        let ok = parse(&format!("{base}conformance = \"wait-for-tokens\"\nwhile_disabled = \"queue\"\n")).unwrap();
+        assert_eq!(ok.shaper().unwrap().conformance, Conformance::WaitForTokens);
+        let again = Scenario::from_table(&ok.to_toml(), "t", Path::new(".")).unwrap();
+        assert_eq!(again, ok, "conformance survives the resolved TOML");
+        assert_eq!(parse(base).unwrap().shaper().unwrap().conformance, Conformance::SendThenPay);
+        for (toml, needle) in [
+            ("conformance = \"wait-for-tokens\"", "needs while_disabled = \"queue\""),
+            (
+                "conformance = \"wait-for-tokens\"\nwhile_disabled = \"queue\"\nalpha = \"500B\"\ncap = \"1000B\"",
+                "expected at least the largest packet (1500B)",
+            ),
+            ("conformance = \"tbf\"", "shaper.conformance"),
+        ] {
+            let e = parse(&format!("{base}{toml}\n")).unwrap_err().to_string();
+            assert!(e.contains(needle), "{needle} in {e}");
+        }
+    }
+
     #[test]
     fn set_key_overrides() {
         let mut t: toml::Table = toml::from_str("[link]\nrate = \"1Gbps\"").unwrap();

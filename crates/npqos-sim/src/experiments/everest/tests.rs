@@ -50,7 +50,11 @@ fn fig3a_quick_everest_has_the_fewest_late_packets_at_d_equal_t_sw() {
         }
     }
     assert!(out.comparisons.iter().any(|c| c.metric == "late_packets_over_everest" && c.paper == Some(10.0)));
-    assert!(out.plots.iter().all(|p| p.log_y));
+    assert!(out.plots.iter().filter(|p| p.name.starts_with("fig3a")).all(|p| p.log_y));
+    // The ratio plot carries the paper's "more than 10x" at every baseline of every workload.
+    let ratios = out.plots.iter().find(|p| p.name == "late-over-everest").expect("the ratio plot");
+    let marks: usize = ratios.paper.iter().map(|(_, pts)| pts.len()).sum();
+    assert_eq!(marks, 4 * workload_names(&out).len());
 }
 
 #[test]

@@ -82,6 +82,42 @@ fn shared_link_serves_round_robin_within_the_link_rate() {
     assert!(sent_bits <= 1.02 * 100e6 * 5.0, "{sent_bits} bits in 5 s on 100 Mbps");
 }
 
+/// Wait-for-tokens (tbf) conformance, both shapers, ideal and shared link: every arrival is
+/// sent, buffered or dropped by the tail; a backlogged queue (overload 2) sends at its CIR and
+/// never above it (the bucket never goes negative, so the count of bytes is bounded by the
+/// buckets' initial cap plus CIR x time); a packet never jumps its queue's head.
+#[test]
+fn wait_for_tokens_holds_the_rate_without_going_negative() {
+    for fill in [Fill::EventDriven, Fill::Periodic(Duration::from_millis(1))] {
+        for link_mode in [LinkMode::Ideal, LinkMode::Shared] {
+            let p = KimParams {
+                conformance: Conformance::WaitForTokens,
+                while_disabled: WhileDisabled::Queue,
+                overload: 2.0,
+                link_mode,
+                ..small(fill)
+            };
+            let r = run(&p, 5, None, &mut |_| {}).unwrap();
+            let (sent, arrived) = (r.get("sent_packets").unwrap(), r.get("arrived_packets").unwrap());
+            assert!(
+                r.get("dropped_packets").unwrap() > 0.0,
+                "{fill:?} {link_mode:?}: overload 2 overflows the buffers"
+            );
+            assert_eq!(r.get("dropped_while_disabled"), Some(0.0));
+            assert!(sent < arrived);
+            let ratio = r.get("rate_ratio").unwrap();
+            // Sent bytes over 5 s against the CIRs' sum (100 Mbps) plus the initial buckets.
+            let bound = 1.0 + (1000.0 * 3000.0 * 8.0) / (100e6 * 5.0);
+            assert!(ratio > 0.97 && ratio <= bound, "{fill:?} {link_mode:?}: rate ratio {ratio}");
+        }
+    }
+    // Send-then-pay in the same setting may also overdraw each bucket by one packet (1500 B).
+    let stp = KimParams { while_disabled: WhileDisabled::Queue, overload: 2.0, ..small(Fill::EventDriven) };
+    let ratio = run(&stp, 5, None, &mut |_| {}).unwrap().get("rate_ratio").unwrap();
+    let bound = 1.0 + (1000.0 * (3000.0 + 1500.0) * 8.0) / (100e6 * 5.0);
+    assert!(ratio > 0.97 && ratio <= bound, "send-then-pay: {ratio}");
+}
+
 /// Cache model: more locked cache, fewer misses per delete; every op touches the cache.
 #[test]
 fn cache_model_attributes_misses_to_inserts_and_deletes() {

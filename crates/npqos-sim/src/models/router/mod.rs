@@ -31,6 +31,7 @@ use npqos_core::alloc::Policy;
 use npqos_core::classify::{Prefix, Rule};
 use npqos_core::sched::fq::Discipline;
 use npqos_core::shaper::Adaptive;
+pub use npqos_core::shaper::Conformance;
 use npqos_core::{Duration, Rate};
 pub use stages::{IngressKind, QmemParams};
 use std::sync::atomic::AtomicBool;
@@ -133,15 +134,6 @@ pub enum ShaperKind {
     Periodic {
         period: Duration,
     },
-}
-
-/// How a shaped queue's packet conforms.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Conformance {
-    /// kim Algorithm 1: send, then pay (the bucket may go negative, the queue is throttled).
-    SendThenPay,
-    /// Linux tbf, ns-3 TbfQueueDisc: the packet waits until the bucket holds its size.
-    WaitForTokens,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq)]
