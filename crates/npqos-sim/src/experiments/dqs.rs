@@ -105,16 +105,24 @@ impl Workload {
         }
     }
 
-    /// One run through the flow table with `slots` slots.
+    /// One run through the flow table with `slots` slots at the offered load of every run.
     pub fn run(&self, slots: u32, record: bool, seed: u64, progress: &mut dyn FnMut(f64)) -> DqsLinkResult {
+        self.run_at(slots, LOAD, record, seed, progress)
+    }
+
+    /// [`Workload::run`] at offered load `load` (arrival rate / link rate: above 1 the enqueue
+    /// rate exceeds the dequeue rate by that factor, the paper's speedup).
+    pub fn run_at(
+        &self,
+        slots: u32,
+        load: f64,
+        record: bool,
+        seed: u64,
+        progress: &mut dyn FnMut(f64),
+    ) -> DqsLinkResult {
         let streams = RngStreams::new(seed);
         let h3_seed: u64 = streams.stream("dqs.h3", 0).random();
-        let p = DqsLinkParams {
-            table: table(slots, h3_seed),
-            load: LOAD,
-            record_requests: record,
-            record_departures: false,
-        };
+        let p = DqsLinkParams { table: table(slots, h3_seed), load, record_requests: record, record_departures: false };
         match self {
             Workload::Ndpi { corpus, copies } => {
                 let mut rng = streams.stream("dqs.trace", 0);
@@ -536,7 +544,20 @@ pub fn fig9_13(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Out
     let mut out = Output::default();
     let ws = workloads(opts, g, &mut out);
     let slots: Vec<u32> = g.values("links", "slots");
-    let rs = sweep(&ws, &slots, true, opts, progress);
+    let rs = sweep(&ws, &slots, true, opts, &mut |x| progress(0.6 * x));
+    // Fig. 9: the flow table itself at enqueue rate = speedup x dequeue rate (the link at load
+    // = speedup), so the table's state, and with it the search and update cost, follows the
+    // backlog the speedup builds.
+    let f9_speedups: Vec<f64> = g.values("fig 9", "speedup");
+    let f9_slots: u32 = g.value("fig 9", "slots");
+    let f9_points: Vec<(usize, f64)> = (0..ws.len()).flat_map(|w| f9_speedups.iter().map(move |&sp| (w, sp))).collect();
+    let f9 = super::par_map(
+        opts.threads,
+        &f9_points,
+        |&(w, sp), prog| ws[w].run_at(f9_slots, sp, false, opts.seed, prog),
+        &mut |x| progress(0.6 + 0.4 * x),
+    );
+    fig9(&mut out, &ws, &f9_points, &f9, f9_slots);
     let speedups: Vec<f64> = g.values("by speedup", "speedup");
     let (sp_slots, m_speedup): (u32, f64) = (g.value("by speedup", "slots"), g.value("by M", "speedup"));
     let models = [ProcModel::Spsq, ProcModel::Mpsq, ProcModel::Mpmq];
@@ -682,10 +703,68 @@ pub fn fig9_13(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Out
     }
     out.plots.extend(ratio_plots);
     out.notes.push(rows.into());
-    out.assumptions.push("Processing models (dqs section 5): time in mapping cycles; request i arrives at i / speedup (speedup = enqueue rate / dequeue rate, one dequeue per cycle); the request sequence (sub-table, nodes compared, new flow) is the one recorded in the load-0.95 DRR run, so the AFM state does not depend on the speedup (the paper's Fig. 9, search time growing with speedup, is not modelled).".into());
+    out.assumptions.push("Processing models (dqs section 5, Figs 10-13): time in mapping cycles; request i arrives at i / speedup (speedup = enqueue rate / dequeue rate, one dequeue per cycle); the request sequence (sub-table, nodes compared, new flow) is the one recorded in the load-0.95 DRR run, so in Figs 10-13 the AFM state does not depend on the speedup. Fig. 9 runs the flow table itself at each speedup instead (next assumption).".into());
+    out.assumptions.push("Fig. 9: the DRR link model with its output rate set to the arrival rate / speedup (offered load = speedup), M = 64, the same arrivals and table (64Ki queues, 1Mi 64-byte blocks; arrivals that find the buffer full are dropped and counted): a flow stays in the table while it has packets queued, so a speedup above 1 builds a backlog, more flows are active, and every lookup searches a fuller table. The paper measures on NLANR1, which we do not have.".into());
     out.assumptions.push("A search occupies its mapping process max(1, nodes compared) cycles; a new flow then takes one cycle of the single queue allocator, granted in request order (the paper: allocation is serial). SPSQ does the allocation in its one process. The hash is pipelined before the task queue.".into());
     out.assumptions.push(format!("A task-queue entry is {} bytes (13-byte 5-tuple, 2-byte sequence tag, 1-byte sub-table id); MPMQ memory is M x the largest task queue, as the paper computes it (peak of the sum also shown). Normalised throughput = (requests / arrival span) / (requests / output span).", crate::models::dqs::REQUEST_BYTES));
     out
+}
+
+/// dqs Fig. 9: nodes compared per search (a known flow) and per update (a new flow's insert)
+/// against the speedup, one plot per workload, with the mean active flows and drops in a table.
+fn fig9(out: &mut Output, ws: &[Workload], points: &[(usize, f64)], rs: &[DqsLinkResult], slots: u32) {
+    let mut t = Table::new([
+        "workload",
+        "speedup",
+        "search (nodes)",
+        "update (nodes)",
+        "mean active flows",
+        "dropped (buffer full / no queue)",
+    ])
+    .captioned(format!(
+        "dqs Fig. 9: the flow table run at enqueue rate = speedup x dequeue rate (M = {slots}); nodes compared per lookup of a known flow (search) and per new flow's insert (update)."
+    ));
+    let mut lines: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    for (&(w, sp), r) in points.iter().zip(rs) {
+        let name = ws[w].name();
+        let mean = |b: &crate::models::dqs::Beside| if b.count > 0 { b.measured / b.count as f64 } else { 0.0 };
+        let (search, update) = (mean(&r.search), mean(&r.update));
+        let active = r.sum_active / r.samples.max(1) as f64;
+        t.row([
+            name.to_string(),
+            sp.to_string(),
+            format!("{search:.3}"),
+            format!("{update:.3}"),
+            format!("{active:.1}"),
+            format!("{} / {}", r.dropped_buffer_full, r.dropped_no_queue),
+        ]);
+        for (label, v) in [("search", search), ("update", update)] {
+            let curve = format!("{name} {label}");
+            match lines.iter_mut().find(|l| l.0 == curve) {
+                Some(l) => l.1.push((sp, v)),
+                None => lines.push((curve, vec![(sp, v)])),
+            }
+        }
+        let mut p = params(name, slots);
+        p.insert("speedup".into(), json!(sp));
+        for (metric, v, unit) in [
+            ("fig9_search_nodes", search, "nodes"),
+            ("fig9_update_nodes", update, "nodes"),
+            ("fig9_mean_active_flows", active, "flows"),
+        ] {
+            out.comparisons.push(Comparison::new(metric, p.clone(), v, None, unit, "Fig. 9 (plotted only)"));
+        }
+    }
+    out.notes.push(t.into());
+    out.plots.push(PlotSpec {
+        name: "fig9".into(),
+        title: format!("dqs Fig. 9: nodes compared per search and per update vs speedup, M = {slots}"),
+        x_label: "speedup (enqueue rate / dequeue rate)".into(),
+        y_label: "nodes compared".into(),
+        lines,
+        kind: PlotKind::Lines,
+        ..Default::default()
+    });
 }
 
 /// dqs-scale: 1e6 in-progress flows (synthetic), of which only the active ones hold queues;

@@ -115,11 +115,16 @@ pub const PAPER_FIG9_13: &[PaperValue] = &[
     PaperValue::new("mpmq_over_spsq_throughput", &[("workload", At::Text("ndpi"))], 5.0, "Fig. 10 (text: MPMQ about 5x SPSQ)"),
 ];
 
-/// dqs Figs 9-13's grid: the recorded links (workloads x M), then the processing models replayed
-/// on them against the speedup at M = 64 and against M at speedup 8.
-pub fn fig9_13_grid(_quick: bool) -> Grid {
+/// dqs Figs 9-13's grid: the recorded links (workloads x M), Fig. 9's flow table at each
+/// speedup (M = 64), then the processing models replayed on the recorded links against the
+/// speedup at M = 64 and against M at speedup 8.
+pub fn fig9_13_grid(quick: bool) -> Grid {
     let models = ["SPSQ", "MPSQ", "MPMQ"];
+    let f9: &[f64] = if quick { &[1.0, 2.0, 4.0, 8.0] } else { &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0] };
     links(&[16, 32, 64, 128, 256, 1024])
+        .sweep("fig 9")
+        .axis("speedup", "1", f9)
+        .axis("slots", "slots", [64u32])
         .sweep("by speedup")
         .axis("model", "", models)
         .axis("speedup", "1", [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0])
