@@ -647,6 +647,7 @@ pub fn fig3a(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
     );
     let xi = xs.iter().position(|&x| x == 2.0).expect("D = 2 ms in the sweep");
     order_of_magnitude_rows(&mut out, &g, xi, FIG3A_SOURCE);
+    out.notes.push("**Why not 10x** (issue #21; docs/everest.md). The paper states no per-service rates (its Table 2 has only t_pkt), so its workload implies no particular split; ours is TCP-dominated, and its heaviest service, bursting past its guarantee, is late as often under Everest as under Static. The margin is the service mix's: with equal mean work per service (`scenarios/everest-equal-work.toml`, 10 s) Everest is 0.025% late and Static 217x that.".into());
     out
 }
 

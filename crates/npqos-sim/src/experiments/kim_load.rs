@@ -432,6 +432,7 @@ pub fn delay(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outpu
         }
     }
     out.notes.push(vt.into());
+    out.notes.push(Note::from("**Which setting gives the paper's order** (issue #21; docs/kim.md). Under wait-for-tokens conformance, or with an alpha far below a packet (64 B), the event-driven shaper is the faster, as in the paper, but by a few percent, not the paper's 15-19%; an ideal link instead of the shared one changes the ratio by a few percent either way. With either shaper a queue at 0.9-0.95 of its 2 Mbps waits mostly behind its own backlog; the 1 ms fill granularity the event-driven shaper saves is a small part of that."));
     out.plots.push(PlotSpec {
         name: "delay-variants".into(),
         title: "kim section 5.2.3 variants: mean packet delay".into(),

@@ -282,7 +282,7 @@ pub fn fig5(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
         out.plots[0].mark(c, "peak_throughput", pr, Place::AtX(*x));
     }
     out.notes.push(rows.into());
-    out.notes.push("All four subsystems make three off-chip references per operation at near-zero hit rates, so all saturate the memory port at 200/3 = 66.7 M ops/s; the paper's peak is 'slightly over 80M' — its memory must sustain about 240 M references/s where Table 1's 200 MHz clock gives us 200 M. The queuing cache gets there with the fewest threads because its operation is the shortest (132.5 ns on a miss against 194-212.5 ns for the others).".into());
+    out.notes.push("All four subsystems make three off-chip references per operation at near-zero hit rates, so all saturate the memory port at 200/3 = 66.7 M ops/s; the paper's peak is 'slightly over 80M' — its memory must sustain about 240 M references/s where Table 1's 200 MHz clock gives us 200 M. No Table 1 parameter read as written gives 80 (issue #21; docs/qcache.md has the candidates): a 240 MHz memory would, against Table 1; pairing the enqueue's two writes in one memory cycle (section 3.1: they 'can be carried out concurrently') gives nc 80 and Table 5's 170 ns but leaves the cached subsystems at 67; and the paper itself says 90 in sections 4.4 and 4.6. The queuing cache gets there with the fewest threads because its operation is the shortest (132.5 ns on a miss against 194-212.5 ns for the others).".into());
     out
 }
 
