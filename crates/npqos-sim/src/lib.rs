@@ -14,10 +14,12 @@
 //! * [`results`]: the in-memory result of a run (scalars, series, histograms), written out by
 //!   the CLI.
 //! * [`experiments`]: the `npqos reproduce` registry.
+//! * [`live`]: `npqos live`'s data plane without its I/O (classify, dqs, kim shaper, DRR on real frames).
 //! * [`testkit`]: helpers the test suites share (visible skips).
 
 pub mod engine;
 pub mod experiments;
+pub mod live;
 pub mod models;
 pub mod results;
 pub mod rng;

@@ -79,6 +79,12 @@ pub struct DqsConfig {
     /// DRR round and [`Dqs::dequeue`] returns nothing. The composed router's per-service
     /// schedulers serve dqs queues so (docs/router.md).
     pub caller_schedules: bool,
+    /// Bytes one physical queue may hold (`None`: only the shared buffer limits it). Beyond
+    /// the paper, whose queues share the buffer freely: with tail drop on a shared buffer, the
+    /// flows whose packets happen to arrive just after a departure take every freed block and
+    /// the others are locked out (measured in docs/live.md); a per-queue limit, as a qdisc gives
+    /// each class, keeps every backlogged flow served.
+    pub queue_limit: Option<u64>,
 }
 
 impl Default for DqsConfig {
@@ -95,6 +101,7 @@ impl Default for DqsConfig {
             store_payload: false,
             check_invariants: false,
             caller_schedules: false,
+            queue_limit: None,
         }
     }
 }
@@ -106,6 +113,8 @@ pub enum DropReason {
     BufferFull,
     /// A new flow found no free physical queue (policy [`Exhausted::Drop`]).
     NoQueue,
+    /// The flow's queue holds [`DqsConfig::queue_limit`] bytes.
+    QueueFull,
 }
 
 /// A queued packet.
@@ -155,6 +164,7 @@ pub struct DqsCounters {
     pub dequeued: u64,
     pub dropped_buffer_full: u64,
     pub dropped_no_queue: u64,
+    pub dropped_queue_full: u64,
     pub flows_activated: u64,
     pub flows_released: u64,
     /// Flows mapped to the shared overflow queue.
@@ -240,6 +250,16 @@ impl Dqs {
     pub fn enqueue(&mut self, key: &FlowKey, len: u32, payload: Option<&[u8]>) -> Enqueue {
         let slot = self.hash.slot(key);
         let out = match self.afm.find(slot, key) {
+            Find::Found { value, compares, .. }
+                if self.cfg.queue_limit.is_some_and(|l| self.buf.bytes(value) + len as u64 > l) =>
+            {
+                self.counters.dropped_queue_full += 1;
+                Enqueue::Dropped { reason: DropReason::QueueFull, compares, slot, new_flow: false }
+            }
+            Find::Vacant(v) if self.cfg.queue_limit.is_some_and(|l| len as u64 > l) => {
+                self.counters.dropped_queue_full += 1;
+                Enqueue::Dropped { reason: DropReason::QueueFull, compares: v.compares, slot, new_flow: true }
+            }
             Find::Found { node, value, compares } => {
                 if self.buf.push(value, len, node, payload) {
                     self.flow_packets[node as usize] += 1;
@@ -407,6 +427,21 @@ mod tests {
     use crate::flow::PROTO_TCP;
     use proptest::prelude::*;
     use rand::{Rng, SeedableRng};
+
+    #[test]
+    fn a_queue_limit_drops_what_would_overfill_the_flows_queue() {
+        let mut d = Dqs::new(DqsConfig { queues: 4, queue_limit: Some(250), ..Default::default() }).unwrap();
+        assert!(matches!(d.enqueue(&key(1), 100, None), Enqueue::Queued(_)));
+        assert!(matches!(d.enqueue(&key(1), 100, None), Enqueue::Queued(_)));
+        let full = d.enqueue(&key(1), 100, None);
+        assert!(matches!(full, Enqueue::Dropped { reason: DropReason::QueueFull, new_flow: false, .. }), "{full:?}");
+        let big = d.enqueue(&key(2), 300, None);
+        assert!(matches!(big, Enqueue::Dropped { reason: DropReason::QueueFull, new_flow: true, .. }), "{big:?}");
+        assert!(matches!(d.enqueue(&key(1), 50, None), Enqueue::Queued(_)), "up to the limit exactly");
+        assert_eq!(d.counters().dropped_queue_full, 2);
+        assert_eq!(d.active_flows(), 1);
+        d.check().unwrap();
+    }
 
     fn key(i: u32) -> FlowKey {
         FlowKey::new(std::net::Ipv4Addr::from(i).into(), std::net::Ipv4Addr::from(1).into(), PROTO_TCP, 1, 2)

@@ -139,6 +139,8 @@ impl Ingress {
                     Err(match reason {
                         DropReason::BufferFull => IngressDrop::BufferFull,
                         DropReason::NoQueue => IngressDrop::NoQueue,
+                        // The router sets no per-queue limit: its queues share the buffer.
+                        DropReason::QueueFull => IngressDrop::BufferFull,
                     })
                 }
             },

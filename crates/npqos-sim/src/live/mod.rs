@@ -1,0 +1,576 @@
+//! `npqos live`'s data plane without its I/O (docs/live.md): the pipeline the command runs on
+//! real frames, driven here by whoever holds the clock and the rings.
+//!
+//! [`Forwarder`] composes the library's mechanisms, the same code the simulator calls:
+//!
+//! 1. classification of each frame by its 5-tuple (the trace decoder's
+//!    [`crate::trace::decode`]); frames that carry no IP packet form one flow of their own;
+//! 2. dqs ([`npqos_core::flowmap::Dqs`]): the flow's physical queue from the pool, the frame's
+//!    bytes in the block buffer, a drop with its reason when the buffer or the pool is exhausted;
+//! 3. kim's event-driven shaper ([`npqos_core::shaper::EventShaper`]), one bucket per physical
+//!    queue at the flow rate, send-then-pay (Algorithm 1) or wait-for-tokens (tbf);
+//! 4. DRR ([`npqos_core::sched::drr::Drr`]) over the queues that hold frames and are not
+//!    throttled, towards the output interface, as many frames as the caller has room for.
+//!
+//! The caller tells it `now` (CLOCK_MONOTONIC in `npqos live`, any clock in a test), hands it
+//! frames with [`Forwarder::receive`], asks [`Forwarder::next_wakeup`] when the shaper next needs
+//! it, calls [`Forwarder::wake`] then, and takes frames for the wire from
+//! [`Forwarder::transmit`]. It counts every frame: in = out + dropped (by reason) + queued.
+//!
+//! A flow's bucket lives with its physical queue, as the rest of its state does in dqs: while
+//! the flow has frames queued. See docs/live.md, Assumptions, for what that means for a flow
+//! that goes idle.
+
+pub mod spec;
+
+pub use spec::{LiveSpec, Wait};
+
+use crate::results::{Histogram, Note, RunResult, Series, Table};
+use crate::trace::decode::decode;
+use crate::trace::reader::{linktype, Record};
+use npqos_core::flow::FlowKey;
+use npqos_core::flowmap::{Dqs, DropReason, Enqueue};
+use npqos_core::id::{CoreId, QueueId};
+use npqos_core::sched::drr::Drr;
+use npqos_core::shaper::{BucketParams, Conformance, Decision, EventShaper};
+use npqos_core::{Error, Instant};
+use std::collections::HashMap;
+
+/// Why a frame was not forwarded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reason {
+    /// dqs: not enough free blocks in the buffer.
+    BufferFull,
+    /// dqs: a new flow found every physical queue taken (`on_exhausted = "drop"`).
+    NoQueue,
+    /// dqs: the flow's queue holds `[table] queue_limit` bytes.
+    QueueFull,
+    /// Wait-for-tokens: the frame is larger than the bucket's cap, so it could never conform
+    /// (Linux tbf drops such packets too).
+    AboveCap,
+    /// The frame is larger than a transmit slot.
+    Oversize,
+    /// Still queued when forwarding stopped.
+    Stopped,
+}
+
+impl Reason {
+    pub const ALL: [Reason; 6] =
+        [Reason::BufferFull, Reason::NoQueue, Reason::QueueFull, Reason::AboveCap, Reason::Oversize, Reason::Stopped];
+    pub fn name(self) -> &'static str {
+        match self {
+            Reason::BufferFull => "buffer_full",
+            Reason::NoQueue => "no_queue",
+            Reason::QueueFull => "queue_full",
+            Reason::AboveCap => "above_cap",
+            Reason::Oversize => "oversize",
+            Reason::Stopped => "stopped",
+        }
+    }
+}
+
+/// What became of a received frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Arrival {
+    Queued,
+    Dropped(Reason),
+}
+
+/// What one flow did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FlowStats {
+    pub key: FlowKey,
+    /// The frames carried no IP packet (the one non-IP flow).
+    pub non_ip: bool,
+    pub frames_in: u64,
+    pub bytes_in: u64,
+    pub frames_out: u64,
+    pub bytes_out: u64,
+    /// Per [`Reason::ALL`].
+    pub drops: [u64; 6],
+    /// Times the flow was given a physical queue (and so the bucket that queue holds).
+    pub activations: u64,
+    pub first_in_ns: u64,
+    pub last_in_ns: u64,
+    pub first_out_ns: u64,
+    pub last_out_ns: u64,
+    first_out_len: u64,
+}
+
+impl FlowStats {
+    fn new(key: FlowKey, non_ip: bool) -> Self {
+        FlowStats {
+            key,
+            non_ip,
+            frames_in: 0,
+            bytes_in: 0,
+            frames_out: 0,
+            bytes_out: 0,
+            drops: [0; 6],
+            activations: 0,
+            first_in_ns: 0,
+            last_in_ns: 0,
+            first_out_ns: 0,
+            last_out_ns: 0,
+            first_out_len: 0,
+        }
+    }
+    pub fn dropped(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+    /// Rate achieved on the output, bits/s: the bytes after the first frame over the time
+    /// from the first frame's transmission to the last's (the first frame's bytes are the
+    /// ones sent at its start). `None` with fewer than two frames out.
+    pub fn rate_out_bps(&self) -> Option<f64> {
+        let span = self.last_out_ns.checked_sub(self.first_out_ns).filter(|&s| s > 0)?;
+        Some((self.bytes_out - self.first_out_len) as f64 * 8e9 / span as f64)
+    }
+    /// Rate offered on the input, bits/s, measured the same way.
+    pub fn rate_in_bps(&self) -> Option<f64> {
+        let span = self.last_in_ns.checked_sub(self.first_in_ns).filter(|&s| s > 0)?;
+        Some(self.bytes_in.saturating_sub(self.bytes_in / self.frames_in.max(1)) as f64 * 8e9 / span as f64)
+    }
+    /// The flow as a label: `udp 198.18.0.1:5000 > 198.18.0.2:6000`.
+    pub fn label(&self) -> String {
+        if self.non_ip {
+            return "non-IP frames".into();
+        }
+        let k = &self.key;
+        let proto = match k.proto {
+            6 => "tcp".to_string(),
+            17 => "udp".to_string(),
+            1 => "icmp".to_string(),
+            58 => "icmpv6".to_string(),
+            p => format!("proto {p}"),
+        };
+        let (s, d) = (k.src_ip(), k.dst_ip());
+        if k.src_port == 0 && k.dst_port == 0 {
+            format!("{proto} {s} > {d}")
+        } else if k.is_v6 {
+            format!("{proto} [{s}]:{} > [{d}]:{}", k.src_port, k.dst_port)
+        } else {
+            format!("{proto} {s}:{} > {d}:{}", k.src_port, k.dst_port)
+        }
+    }
+}
+
+/// The key of the non-IP flow: no IP flow has zone `u16::MAX` (zones come from trace copies).
+const NON_IP: FlowKey =
+    FlowKey { src: [0; 16], dst: [0; 16], src_port: 0, dst_port: 0, proto: 0, is_v6: false, zone: u16::MAX };
+const NO_FLOW: u32 = u32::MAX;
+/// The shaper's one core: `npqos live` forwards on one thread.
+const CORE: CoreId = CoreId(0);
+
+/// Totals over the run, beyond the per-flow counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Totals {
+    pub frames_in: u64,
+    pub bytes_in: u64,
+    pub frames_out: u64,
+    pub bytes_out: u64,
+    pub drops: [u64; 6],
+    /// Timer wake-ups that re-enabled at least one queue.
+    pub wakeups: u64,
+    /// Largest number of queues waiting in the shaper's heap.
+    pub heap_max: usize,
+    pub active_flows_max: usize,
+    pub blocks_in_use_max: u32,
+}
+
+/// The pipeline. See the module documentation.
+pub struct Forwarder {
+    spec: LiveSpec,
+    dqs: Dqs,
+    shaper: EventShaper,
+    drr: Drr,
+    max_frame: u32,
+    flows: HashMap<FlowKey, u32, foldhash::fast::FixedState>,
+    stats: Vec<FlowStats>,
+    /// Per physical queue, the flow it holds (its stats index); the shared queue holds many.
+    queue_flow: Vec<u32>,
+    shared: Option<QueueId>,
+    woken: Vec<QueueId>,
+    frame: Vec<u8>,
+    totals: Totals,
+    series: [Vec<(f64, f64)>; 4],
+    start: Option<Instant>,
+    last_sample: (u64, u64),
+    heap_sum: f64,
+    samples: u64,
+}
+
+impl Forwarder {
+    /// A forwarder for `spec` whose transmit slots hold frames of at most `max_frame` bytes.
+    ///
+    /// Errors: a configuration a mechanism refuses (the spec reader catches the common ones).
+    pub fn new(spec: &LiveSpec, max_frame: u32) -> Result<Self, Error> {
+        let dqs = Dqs::new(spec.table)?;
+        let shared = dqs.shared_queue();
+        let queues = spec.table.queues + shared.is_some() as u32;
+        let bucket = BucketParams { cir: spec.flow_rate, cap_bytes: spec.cap, alpha_bytes: spec.alpha };
+        let shaper = EventShaper::new(&vec![bucket; queues as usize], 1, 0, 6)
+            .map_err(|e| Error::BadParameter { parameter: "shaper", value: e.to_string(), expected: "a valid bucket" })?
+            .with_timer(spec.timer);
+        Ok(Forwarder {
+            dqs,
+            shaper,
+            drr: Drr::new(queues, spec.table.quantum as u64)?,
+            max_frame,
+            flows: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
+            stats: Vec::new(),
+            queue_flow: vec![NO_FLOW; queues as usize],
+            shared,
+            woken: Vec::with_capacity(64),
+            frame: Vec::with_capacity(max_frame as usize),
+            totals: Totals::default(),
+            series: Default::default(),
+            start: None,
+            last_sample: (0, 0),
+            heap_sum: 0.0,
+            samples: 0,
+            spec: spec.clone(),
+        })
+    }
+
+    pub fn spec(&self) -> &LiveSpec {
+        &self.spec
+    }
+    pub fn totals(&self) -> &Totals {
+        &self.totals
+    }
+    pub fn flows(&self) -> &[FlowStats] {
+        &self.stats
+    }
+    pub fn shaper(&self) -> &EventShaper {
+        &self.shaper
+    }
+    /// Frames in the buffer.
+    pub fn queued(&self) -> u64 {
+        let c = self.dqs.counters();
+        c.enqueued - c.dequeued
+    }
+
+    fn flow_of(&mut self, key: FlowKey, non_ip: bool) -> usize {
+        let n = self.stats.len() as u32;
+        let i = *self.flows.entry(key).or_insert(n);
+        if i == n {
+            self.stats.push(FlowStats::new(key, non_ip));
+        }
+        i as usize
+    }
+
+    fn key_of(frame: &[u8]) -> (FlowKey, bool) {
+        let rec = Record { ts_ns: 0, orig_len: frame.len() as u32, link: linktype::ETHERNET, data: frame, offset: 0 };
+        match decode(&rec) {
+            Ok(m) => (m.flow, false),
+            Err(_) => (NON_IP, true),
+        }
+    }
+
+    fn drop(&mut self, f: usize, reason: Reason) -> Arrival {
+        self.stats[f].drops[reason as usize] += 1;
+        self.totals.drops[reason as usize] += 1;
+        Arrival::Dropped(reason)
+    }
+
+    /// A frame arrived at `now` (no earlier than any time given before).
+    pub fn receive(&mut self, frame: &[u8], now: Instant) -> Arrival {
+        let now_ns = now.as_nanos();
+        self.start.get_or_insert(now);
+        let (key, non_ip) = Self::key_of(frame);
+        let f = self.flow_of(key, non_ip);
+        let len = frame.len() as u32;
+        let s = &mut self.stats[f];
+        if s.frames_in == 0 {
+            s.first_in_ns = now_ns;
+        }
+        s.frames_in += 1;
+        s.bytes_in += len as u64;
+        s.last_in_ns = now_ns;
+        self.totals.frames_in += 1;
+        self.totals.bytes_in += len as u64;
+        if len > self.max_frame {
+            return self.drop(f, Reason::Oversize);
+        }
+        if self.spec.conformance == Conformance::WaitForTokens && len as u64 > self.spec.cap {
+            return self.drop(f, Reason::AboveCap);
+        }
+        match self.dqs.enqueue(&key, len, Some(frame)) {
+            Enqueue::Queued(e) => {
+                if Some(e.queue) != self.shared {
+                    self.queue_flow[e.queue.index()] = f as u32;
+                }
+                self.stats[f].activations += e.new_flow as u64;
+                if !self.shaper.is_disabled(e.queue) {
+                    self.drr.enqueued(e.queue).expect("dqs queue ids are the DRR's");
+                }
+                self.totals.active_flows_max = self.totals.active_flows_max.max(self.dqs.active_flows());
+                let used = self.dqs.buffer().total_blocks() - self.dqs.buffer().free_blocks();
+                self.totals.blocks_in_use_max = self.totals.blocks_in_use_max.max(used);
+                Arrival::Queued
+            }
+            Enqueue::Dropped { reason: DropReason::BufferFull, .. } => self.drop(f, Reason::BufferFull),
+            Enqueue::Dropped { reason: DropReason::NoQueue, .. } => self.drop(f, Reason::NoQueue),
+            Enqueue::Dropped { reason: DropReason::QueueFull, .. } => self.drop(f, Reason::QueueFull),
+        }
+    }
+
+    /// When [`Self::wake`] must next be called: the shaper's `next_wakeup()`.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        self.shaper.next_wakeup()
+    }
+
+    /// The shaper's timer call: queues whose reschedule time has come are enabled again and
+    /// rejoin the DRR round if they hold frames. Calling it early is harmless.
+    pub fn wake(&mut self, now: Instant) -> Result<(), Error> {
+        self.woken.clear();
+        self.shaper.on_wakeup(now, &mut self.woken)?;
+        if !self.woken.is_empty() {
+            self.totals.wakeups += 1;
+        }
+        for &q in &self.woken {
+            if self.dqs.buffer().packets(q.0) > 0 {
+                self.drr.enqueued(q)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Up to `room` frames for the wire at `now`, each handed to `emit`, by DRR over the queues
+    /// that hold frames and are not throttled. Returns how many were emitted.
+    pub fn transmit(&mut self, now: Instant, room: usize, mut emit: impl FnMut(&[u8])) -> Result<usize, Error> {
+        let wait = self.spec.conformance == Conformance::WaitForTokens;
+        let mut sent = 0;
+        while sent < room {
+            let buf = self.dqs.buffer();
+            let Some(q) = self.drr.select(|q| buf.head_len(q.0).unwrap_or(0) as u64) else { break };
+            let len = buf.head_len(q.0).expect("the DRR round holds only non-empty queues") as u64;
+            let d = if wait {
+                self.shaper.try_send_on(CORE, q, len, now, &mut ())?
+            } else {
+                self.shaper.on_send_on(CORE, q, len, now, &mut ())?
+            };
+            let throttled = matches!(d, Decision::Throttled { .. });
+            if throttled {
+                self.totals.heap_max = self.totals.heap_max.max(self.shaper.waiting(CORE));
+            }
+            if wait && throttled {
+                // The frame waits at the head of its queue for its tokens.
+                self.drr.dequeued(q, true)?;
+                continue;
+            }
+            let out = self.dqs.dequeue_queue(q, Some(&mut self.frame))?.expect("the selected queue is non-empty");
+            emit(&self.frame);
+            sent += 1;
+            let f = match self.queue_flow[q.index()] {
+                NO_FLOW => {
+                    let (key, non_ip) = Self::key_of(&self.frame);
+                    self.flow_of(key, non_ip)
+                }
+                f => f as usize,
+            };
+            let now_ns = now.as_nanos();
+            let s = &mut self.stats[f];
+            if s.frames_out == 0 {
+                s.first_out_ns = now_ns;
+                s.first_out_len = out.len as u64;
+            }
+            s.frames_out += 1;
+            s.bytes_out += out.len as u64;
+            s.last_out_ns = now_ns;
+            self.totals.frames_out += 1;
+            self.totals.bytes_out += out.len as u64;
+            let empty = self.dqs.buffer().packets(q.0) == 0;
+            if out.queue_released {
+                self.queue_flow[q.index()] = NO_FLOW;
+            }
+            self.drr.dequeued(q, empty || throttled)?;
+        }
+        Ok(sent)
+    }
+
+    /// Stops forwarding: every frame still queued is counted as dropped ([`Reason::Stopped`]).
+    pub fn stop(&mut self) {
+        let queues = self.queue_flow.len() as u32;
+        for q in 0..queues {
+            while let Ok(Some(d)) = self.dqs.dequeue_queue(QueueId(q), Some(&mut self.frame)) {
+                let f = match self.queue_flow[q as usize] {
+                    NO_FLOW => {
+                        let (key, non_ip) = Self::key_of(&self.frame);
+                        self.flow_of(key, non_ip)
+                    }
+                    f => f as usize,
+                };
+                if d.queue_released {
+                    self.queue_flow[q as usize] = NO_FLOW;
+                }
+                self.drop(f, Reason::Stopped);
+            }
+        }
+    }
+
+    /// Records one point of each time series at `now` (output rate over the interval since the
+    /// last sample, heap size, active flows, buffer blocks in use).
+    pub fn sample(&mut self, now: Instant) {
+        let Some(start) = self.start else { return };
+        let t = now.saturating_since(start).as_secs_f64();
+        let (t0, b0) = self.last_sample;
+        let dt = now.as_nanos().saturating_sub(t0.max(start.as_nanos()));
+        if dt > 0 {
+            let mbps = (self.totals.bytes_out - b0) as f64 * 8e3 / dt as f64;
+            self.series[0].push((t, mbps));
+        }
+        let heap = self.shaper.waiting(CORE);
+        self.heap_sum += heap as f64;
+        self.samples += 1;
+        self.series[1].push((t, heap as f64));
+        self.series[2].push((t, self.dqs.active_flows() as f64));
+        let used = self.dqs.buffer().total_blocks() - self.dqs.buffer().free_blocks();
+        self.series[3].push((t, used as f64));
+        self.last_sample = (now.as_nanos(), self.totals.bytes_out);
+    }
+
+    /// Flows whose offered rate was above the shaped rate (by 1%): the ones a shaper must hold
+    /// to the rate.
+    pub fn backlogged(&self) -> impl Iterator<Item = &FlowStats> {
+        let r = self.spec.flow_rate.bits_per_sec() as f64;
+        self.stats.iter().filter(move |s| s.frames_out >= 2 && s.rate_in_bps().is_some_and(|i| i > 1.01 * r))
+    }
+
+    /// The run's results: totals, drops by reason, the shaper's counters, per-flow rates (a
+    /// histogram and a table of the largest flows), the time series. `extra` are the I/O
+    /// layer's own counts (ring drops, send errors), added as scalars.
+    pub fn result(&self, elapsed_ns: u64, complete: bool, stop_reason: &str, extra: &[(&str, f64, &str)]) -> RunResult {
+        let mut r = RunResult {
+            label: "live".into(),
+            complete,
+            stop_reason: stop_reason.into(),
+            sim_time_ns: elapsed_ns,
+            ..Default::default()
+        };
+        let t = &self.totals;
+        let c = self.shaper.counters();
+        let rate = self.spec.flow_rate.bits_per_sec() as f64;
+        r.scalar("flows", self.stats.len() as f64, "flows");
+        r.scalar("frames_in", t.frames_in as f64, "frames");
+        r.scalar("bytes_in", t.bytes_in as f64, "B");
+        r.scalar("frames_out", t.frames_out as f64, "frames");
+        r.scalar("bytes_out", t.bytes_out as f64, "B");
+        for reason in Reason::ALL {
+            r.scalar(&format!("dropped_{}", reason.name()), t.drops[reason as usize] as f64, "frames");
+        }
+        r.scalar("queued_at_end", self.queued() as f64, "frames");
+        for (name, v, unit) in extra {
+            r.scalar(name, *v, unit);
+        }
+        r.scalar("flow_rate_configured", rate / 1e6, "Mbps");
+        let back: Vec<f64> = self.backlogged().filter_map(FlowStats::rate_out_bps).collect();
+        r.scalar("backlogged_flows", back.len() as f64, "flows");
+        if !back.is_empty() {
+            let mean = back.iter().sum::<f64>() / back.len() as f64;
+            let min = back.iter().copied().fold(f64::INFINITY, f64::min);
+            let max = back.iter().copied().fold(0.0, f64::max);
+            let err = back.iter().map(|b| (b / rate - 1.0).abs()).fold(0.0, f64::max);
+            r.scalar("backlogged_rate_mean", mean / 1e6, "Mbps");
+            r.scalar("backlogged_rate_min", min / 1e6, "Mbps");
+            r.scalar("backlogged_rate_max", max / 1e6, "Mbps");
+            r.scalar("backlogged_rate_error_max", 100.0 * err, "%");
+        }
+        r.scalar("reschedules", c.reschedules as f64, "reschedules");
+        r.scalar("reenabled", c.reenabled as f64, "queues");
+        r.scalar("timer_wakeups", t.wakeups as f64, "wake-ups");
+        r.scalar("heap_max", t.heap_max as f64, "queues");
+        r.scalar("heap_mean", if self.samples > 0 { self.heap_sum / self.samples as f64 } else { 0.0 }, "queues");
+        r.scalar("active_flows_max", t.active_flows_max as f64, "flows");
+        r.scalar("queues_in_use_max", self.dqs.buffer().max_queues_in_use() as f64, "queues");
+        r.scalar("buffer_blocks_in_use_max", t.blocks_in_use_max as f64, "blocks");
+        for (i, (name, unit)) in [
+            ("output_rate", "Mbps"),
+            ("heap_size", "queues"),
+            ("active_flows", "flows"),
+            ("buffer_blocks_in_use", "blocks"),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            r.series.push(Series {
+                name: name.into(),
+                x_unit: "s".into(),
+                unit: unit.into(),
+                points: self.series[i].clone(),
+            });
+        }
+        // Per-flow achieved rates relative to the configured rate, 1% bins.
+        let rates: Vec<f64> = self.stats.iter().filter_map(FlowStats::rate_out_bps).map(|b| 100.0 * b / rate).collect();
+        if !rates.is_empty() {
+            let hi = rates.iter().copied().fold(0.0, f64::max).ceil().max(1.0) as usize;
+            let mut bins = vec![0u64; hi + 1];
+            for x in &rates {
+                bins[(*x as usize).min(hi)] += 1;
+            }
+            r.histograms.push(Histogram {
+                name: "flow_rate_out".into(),
+                unit: "% of flow_rate".into(),
+                bins: bins
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &n)| n > 0)
+                    .map(|(i, &n)| (i as f64, i as f64 + 1.0, n))
+                    .collect(),
+            });
+        }
+        r
+    }
+
+    /// The report's notes: a table of the flows with the most bytes in (at most `max_rows`).
+    pub fn notes(&self, max_rows: usize) -> Vec<Note> {
+        let mut idx: Vec<usize> = (0..self.stats.len()).collect();
+        idx.sort_by_key(|&i| (std::cmp::Reverse(self.stats[i].bytes_in), i));
+        let mut t = Table::new(["flow", "frames in", "frames out", "dropped", "Mbps in", "Mbps out", "vs flow_rate"])
+            .captioned(format!(
+            "The {} flows with the most bytes in, of {} (all in flows.csv). Rates are measured from each flow's first \
+                 to its last frame; flow_rate is {}.",
+            idx.len().min(max_rows),
+            idx.len(),
+            self.spec.flow_rate
+        ));
+        let rate = self.spec.flow_rate.bits_per_sec() as f64;
+        for &i in idx.iter().take(max_rows) {
+            let s = &self.stats[i];
+            let mbps = |v: Option<f64>| v.map_or("-".to_string(), |b| format!("{:.3}", b / 1e6));
+            let rel = s.rate_out_bps().map_or("-".to_string(), |b| format!("{:+.2}%", 100.0 * (b / rate - 1.0)));
+            t.row([
+                s.label(),
+                s.frames_in.to_string(),
+                s.frames_out.to_string(),
+                s.dropped().to_string(),
+                mbps(s.rate_in_bps()),
+                mbps(s.rate_out_bps()),
+                rel,
+            ]);
+        }
+        vec![Note::Table(t)]
+    }
+
+    /// Every flow as CSV: `flow,frames_in,bytes_in,frames_out,bytes_out,<drops by reason>,activations,rate_in_bps,rate_out_bps`.
+    pub fn flows_csv(&self) -> String {
+        let mut s = String::from("flow,frames_in,bytes_in,frames_out,bytes_out");
+        for r in Reason::ALL {
+            s.push_str(",dropped_");
+            s.push_str(r.name());
+        }
+        s.push_str(",activations,rate_in_bps,rate_out_bps\n");
+        for f in &self.stats {
+            let opt = |v: Option<f64>| v.map_or(String::new(), |b| format!("{b:.0}"));
+            s.push_str(&format!("{},{},{},{},{}", f.label(), f.frames_in, f.bytes_in, f.frames_out, f.bytes_out));
+            for d in f.drops {
+                s.push_str(&format!(",{d}"));
+            }
+            s.push_str(&format!(",{},{},{}\n", f.activations, opt(f.rate_in_bps()), opt(f.rate_out_bps())));
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests;

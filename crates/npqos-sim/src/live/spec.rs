@@ -1,0 +1,268 @@
+//! The `npqos live` configuration file: `[live]` (interfaces, duration, I/O), `[shaper]` (the
+//! kim model's keys plus `flow_rate`) and `[table]` (the dqs model's keys), read with the
+//! scenario reader, so errors name the key path, the value and what was expected.
+//!
+//! A minimal file is four keys:
+//!
+//! ```toml
+//! [live]
+//! input = "eth1"
+//! output = "eth2"
+//! duration = "30s"
+//! [shaper]
+//! flow_rate = "10Mbps"
+//! ```
+
+use crate::scenario::{Problem, Problems, Reader};
+use crate::units::fmt_size;
+use npqos_core::flowmap::{DqsConfig, Exhausted, HashKind};
+use npqos_core::shaper::{Conformance, Timer, MAX_BUCKET_BYTES};
+use npqos_core::{Duration, Rate};
+
+/// How the forwarding loop waits for frames and for the shaper's next wake-up.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// Sleep in `ppoll` until a frame arrives or `next_wakeup()` comes (one core shared).
+    Sleep,
+    /// Spin on the rings and the clock (lowest latency; one core busy all the time).
+    Poll,
+}
+
+/// A validated `npqos live` configuration with every default filled in.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LiveSpec {
+    /// Interface frames are read from.
+    pub input: String,
+    /// Interface frames are written to.
+    pub output: String,
+    /// How long to forward; `None`: until Ctrl-C.
+    pub duration: Option<Duration>,
+    pub wait: Wait,
+    /// Bytes of the receive ring (TPACKET_V3 blocks).
+    pub rx_ring: u64,
+    /// Frames of the transmit ring.
+    pub tx_frames: u32,
+    /// The interval of the time series (output rate, heap size, active flows).
+    pub sample_every: Duration,
+    /// Every flow's shaped rate.
+    pub flow_rate: Rate,
+    /// kim's reschedule threshold, bytes.
+    pub alpha: u64,
+    /// Bucket cap, bytes.
+    pub cap: u64,
+    pub conformance: Conformance,
+    pub timer: Timer,
+    /// The dqs flow table (AFM slots, physical queues, block buffer, DRR quantum).
+    pub table: DqsConfig,
+}
+
+/// Largest interface name (IFNAMSIZ - 1).
+const IFNAME_MAX: usize = 15;
+
+fn interface(r: &mut Reader<'_>, key: &str, probs: &mut Vec<Problem>) -> String {
+    let present = r.present(key);
+    let name = r.string(key, "", probs);
+    let path = r.path(key);
+    if !present {
+        probs.push(Problem { key: path, value: None, message: "required: the name of a network interface".into() });
+    } else if name.is_empty()
+        || name.len() > IFNAME_MAX
+        || name.contains(['/', ' ', '\t', '\n', ':'])
+        || name == "."
+        || name == ".."
+    {
+        probs.push(Problem {
+            key: path,
+            value: Some(format!("{name:?}")),
+            message: format!("expected an interface name of 1 to {IFNAME_MAX} characters without '/', ':' or spaces"),
+        });
+    }
+    name
+}
+
+/// Reads and validates a configuration; every problem is reported, not only the first.
+pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
+    let mut probs = Vec::new();
+    for (k, v) in root {
+        if !["live", "shaper", "table"].contains(&k.as_str()) {
+            probs.push(Problem {
+                key: k.clone(),
+                value: Some(crate::scenario::show(v)),
+                message: "unknown table (an npqos live file has [live], [shaper] and [table])".into(),
+            });
+        }
+    }
+    let mut l = Reader::new(root, "live", &mut probs);
+    let input = interface(&mut l, "input", &mut probs);
+    let output = interface(&mut l, "output", &mut probs);
+    if !input.is_empty() && input == output {
+        probs.push(Problem {
+            key: "live.output".into(),
+            value: Some(format!("{output:?}")),
+            message: "expected an interface other than live.input (frames would loop)".into(),
+        });
+    }
+    let duration = l.present("duration").then(|| l.positive_duration("duration", Duration::ZERO, &mut probs));
+    let wait = l.choice("wait", "sleep", &["sleep", "poll"], &mut probs);
+    let rx_ring = l.size("rx_ring", 16 << 20, &mut probs);
+    if !(1 << 20..=1 << 30).contains(&rx_ring) {
+        probs.push(Problem {
+            key: "live.rx_ring".into(),
+            value: Some(format!("\"{}\"", fmt_size(rx_ring))),
+            message: "expected a size from 1MiB to 1GiB".into(),
+        });
+    }
+    let tx_frames = l.int("tx_frames", 4096, 64, 1 << 20, &mut probs) as u32;
+    let sample_every = l.positive_duration("sample_every", Duration::from_millis(100), &mut probs);
+    l.finish(&mut probs);
+
+    let mut s = Reader::new(root, "shaper", &mut probs);
+    let rate_present = s.present("flow_rate");
+    let flow_rate = s.rate("flow_rate", Rate::from_bits_per_sec(0), &mut probs);
+    if !rate_present {
+        probs.push(Problem {
+            key: "shaper.flow_rate".into(),
+            value: None,
+            message: "required: the rate every flow is shaped to, such as \"10Mbps\"".into(),
+        });
+    } else if flow_rate.is_zero() {
+        probs.push(Problem {
+            key: "shaper.flow_rate".into(),
+            value: Some(format!("\"{}\"", flow_rate)),
+            message: "expected a positive rate".into(),
+        });
+    }
+    let alpha = s.size("alpha", 3000, &mut probs);
+    let cap = s.size("cap", alpha, &mut probs);
+    if alpha > cap {
+        probs.push(Problem {
+            key: "shaper.alpha".into(),
+            value: Some(format!("\"{alpha}B\"")),
+            message: format!("expected at most shaper.cap ({cap}B)"),
+        });
+    }
+    if cap == 0 || cap > MAX_BUCKET_BYTES {
+        probs.push(Problem {
+            key: "shaper.cap".into(),
+            value: Some(format!("\"{cap}B\"")),
+            message: format!("expected a positive size of at most {MAX_BUCKET_BYTES}B"),
+        });
+    }
+    let conformance = s.choice("conformance", "send-then-pay", &["send-then-pay", "wait-for-tokens"], &mut probs);
+    let timer = s.choice("timer", "heap", &["heap", "wheel"], &mut probs);
+    s.finish(&mut probs);
+
+    let mut t = Reader::new(root, "table", &mut probs);
+    let slots = t.int("slots", 256, 1, 1 << 24, &mut probs) as u32;
+    let hash = t.choice("hash", "h3", &["h3", "foldhash"], &mut probs);
+    let queues = t.int("queues", 1 << 16, 1, 1 << 26, &mut probs) as u32;
+    let blocks = t.int("blocks", 1 << 20, 1, 1 << 30, &mut probs) as u32;
+    let block_size = t.size("block_size", 64, &mut probs);
+    let quantum = t.size("quantum", 1536, &mut probs);
+    for (k, v, lo, hi) in [("block_size", block_size, 16, 65_536), ("quantum", quantum, 1, 1 << 24)] {
+        if !(lo..=hi).contains(&v) {
+            probs.push(Problem {
+                key: format!("table.{k}"),
+                value: Some(format!("\"{v}B\"")),
+                message: format!("expected a size from {lo}B to {hi}B"),
+            });
+        }
+    }
+    let exhausted = t.choice("on_exhausted", "drop", &["drop", "shared"], &mut probs);
+    let queue_limit = t.present("queue_limit").then(|| t.size("queue_limit", 0, &mut probs));
+    if queue_limit == Some(0) {
+        probs.push(Problem {
+            key: "table.queue_limit".into(),
+            value: Some("\"0B\"".into()),
+            message: "expected a positive size (leave it out for no per-queue limit)".into(),
+        });
+    }
+    t.finish(&mut probs);
+    if (blocks as u64).saturating_mul(block_size) > 16 << 30 {
+        probs.push(Problem {
+            key: "table.blocks".into(),
+            value: Some(blocks.to_string()),
+            message: format!(
+                "expected at most 16GiB of buffer (blocks x block_size = {})",
+                fmt_size(blocks as u64 * block_size)
+            ),
+        });
+    }
+
+    if !probs.is_empty() {
+        return Err(Problems { file: file.to_string(), list: probs });
+    }
+    Ok(LiveSpec {
+        input,
+        output,
+        duration,
+        wait: if wait == "poll" { Wait::Poll } else { Wait::Sleep },
+        rx_ring,
+        tx_frames,
+        sample_every,
+        flow_rate,
+        alpha,
+        cap,
+        conformance: if conformance == "wait-for-tokens" {
+            Conformance::WaitForTokens
+        } else {
+            Conformance::SendThenPay
+        },
+        timer: if timer == "wheel" { Timer::Wheel } else { Timer::Heap },
+        table: DqsConfig {
+            slots,
+            hash: if hash == "foldhash" { HashKind::Fast { seed: 0 } } else { HashKind::H3 { seed: 0 } },
+            queues,
+            blocks,
+            block_size: block_size as u32,
+            quantum: quantum as u32,
+            on_exhausted: if exhausted == "shared" { Exhausted::SharedQueue } else { Exhausted::Drop },
+            store_payload: true,
+            caller_schedules: true,
+            queue_limit,
+            ..Default::default()
+        },
+    })
+}
+
+impl LiveSpec {
+    /// Every parameter with its default filled in, in the file's own keys (for
+    /// `scenario.resolved.toml`).
+    pub fn to_toml(&self) -> toml::Table {
+        let mut l = toml::Table::new();
+        l.insert("input".into(), self.input.clone().into());
+        l.insert("output".into(), self.output.clone().into());
+        if let Some(d) = self.duration {
+            l.insert("duration".into(), d.to_string().into());
+        }
+        l.insert("wait".into(), if self.wait == Wait::Poll { "poll" } else { "sleep" }.into());
+        l.insert("rx_ring".into(), fmt_size(self.rx_ring).into());
+        l.insert("tx_frames".into(), (self.tx_frames as i64).into());
+        l.insert("sample_every".into(), self.sample_every.to_string().into());
+        let mut s = toml::Table::new();
+        s.insert("flow_rate".into(), self.flow_rate.to_string().into());
+        s.insert("alpha".into(), fmt_size(self.alpha).into());
+        s.insert("cap".into(), fmt_size(self.cap).into());
+        let c = if self.conformance == Conformance::WaitForTokens { "wait-for-tokens" } else { "send-then-pay" };
+        s.insert("conformance".into(), c.into());
+        s.insert("timer".into(), if self.timer == Timer::Wheel { "wheel" } else { "heap" }.into());
+        let t = &self.table;
+        let mut g = toml::Table::new();
+        g.insert("slots".into(), (t.slots as i64).into());
+        g.insert("hash".into(), if matches!(t.hash, HashKind::Fast { .. }) { "foldhash" } else { "h3" }.into());
+        g.insert("queues".into(), (t.queues as i64).into());
+        g.insert("blocks".into(), (t.blocks as i64).into());
+        g.insert("block_size".into(), fmt_size(t.block_size as u64).into());
+        g.insert("quantum".into(), fmt_size(t.quantum as u64).into());
+        let ex = if t.on_exhausted == Exhausted::SharedQueue { "shared" } else { "drop" };
+        g.insert("on_exhausted".into(), ex.into());
+        if let Some(l) = t.queue_limit {
+            g.insert("queue_limit".into(), fmt_size(l).into());
+        }
+        let mut root = toml::Table::new();
+        root.insert("live".into(), l.into());
+        root.insert("shaper".into(), s.into());
+        root.insert("table".into(), g.into());
+        root
+    }
+}
