@@ -5,6 +5,8 @@
 
 pub mod commands;
 pub mod error;
+#[cfg(target_os = "linux")]
+pub mod live;
 pub mod output;
 mod plots;
 pub mod progress;

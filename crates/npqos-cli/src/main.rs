@@ -91,6 +91,24 @@ enum Cmd {
         #[arg(long)]
         quiet: bool,
     },
+    /// Shape real packets between two network interfaces with the library's mechanisms (Linux):
+    /// flows by 5-tuple, dqs queues, kim's event-driven shaper per flow, DRR to the output
+    #[command(
+        after_help = "Examples:\n  sudo npqos live live.toml\n  sudo npqos live live.toml --duration 30s --out results/live/eth1\n\nA minimal CONFIG.toml:\n  [live]\n  input = \"eth1\"\n  output = \"eth2\"\n  duration = \"30s\"\n  [shaper]\n  flow_rate = \"10Mbps\"\n\nNeeds CAP_NET_RAW (root, or setcap cap_net_raw,cap_net_admin+ep). Ctrl-C stops and writes\nwhat was measured. See docs/live.md."
+    )]
+    Live {
+        /// Configuration file (TOML: [live], [shaper], [table])
+        config: PathBuf,
+        /// Output directory [default: results/live/<config name>]
+        #[arg(long)]
+        out: Option<PathBuf>,
+        /// Override live.duration (e.g. 30s); without one, runs until Ctrl-C
+        #[arg(long)]
+        duration: Option<String>,
+        /// No status line and no summary on stdout
+        #[arg(long)]
+        quiet: bool,
+    },
     /// Packet-trace tools
     #[command(subcommand)]
     Trace(TraceCmd),
@@ -175,6 +193,7 @@ fn main() -> ExitCode {
             let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             commands::reproduce::reproduce(&ids, quick, out, seed, threads.max(1), quiet)
         }
+        Cmd::Live { config, out, duration, quiet } => commands::live::live(&config, out, duration, quiet),
         Cmd::Report { dirs, quiet } => npqos_cli::report::report(&dirs, quiet),
         Cmd::Trace(TraceCmd::Stats { files, json, lenient }) => commands::trace::stats(&files, json, lenient),
         Cmd::Model { short, args } => commands::model::model(&short, &args),

@@ -25,6 +25,29 @@ impl Progress {
         bar.set_prefix(label.to_string());
         Progress { bar: Some(bar) }
     }
+    /// A bar with a status line (`npqos live`): over the duration if there is one, else a
+    /// spinner until Ctrl-C.
+    pub fn new_live(label: &str, quiet: bool, bounded: bool) -> Self {
+        if quiet || !std::io::stderr().is_terminal() {
+            return Progress { bar: None };
+        }
+        let bar = if bounded { ProgressBar::new(SCALE) } else { ProgressBar::new_spinner() };
+        let template = if bounded {
+            "{prefix:>6} [{bar:20}] {elapsed_precise} {msg}"
+        } else {
+            "{prefix:>6} {spinner} {elapsed_precise} {msg} (Ctrl-C stops)"
+        };
+        bar.set_style(ProgressStyle::with_template(template).expect("valid template").progress_chars("=> "));
+        bar.set_prefix(label.to_string());
+        Progress { bar: Some(bar) }
+    }
+    /// Sets the status line.
+    pub fn message(&self, msg: String) {
+        if let Some(b) = &self.bar {
+            b.set_message(msg);
+            b.tick();
+        }
+    }
     /// Sets progress to `frac` of the whole.
     pub fn set(&self, frac: f64) {
         if let Some(b) = &self.bar {

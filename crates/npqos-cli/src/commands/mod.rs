@@ -1,4 +1,5 @@
 //! One module per subcommand.
+pub mod live;
 pub mod model;
 pub mod reproduce;
 pub mod run;

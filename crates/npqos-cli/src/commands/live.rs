@@ -1,0 +1,103 @@
+//! `npqos live CONFIG.toml [--out DIR] [--duration D]`: forward frames between two interfaces
+//! through the library's mechanisms and write the standard results directory.
+
+use crate::error::{bad, Interrupted};
+use crate::output::{self, Meta};
+use crate::progress::Progress;
+use anyhow::Result;
+use npqos_sim::results::Output;
+use serde_json::json;
+use std::path::{Path, PathBuf};
+
+/// Reads and validates a live configuration; problems are bad input (exit 2).
+pub fn load(path: &Path, duration: Option<&str>) -> Result<npqos_sim::live::LiveSpec> {
+    let mut table = crate::commands::run::read_table(path)?;
+    if let Some(d) = duration {
+        npqos_sim::scenario::set_key(&mut table, "live.duration", &format!("{d:?}"))
+            .map_err(|e| bad(format!("--duration {d}: {e}")))?;
+    }
+    Ok(npqos_sim::live::spec::read(&table, &path.display().to_string())?)
+}
+
+#[cfg(target_os = "linux")]
+pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet: bool) -> Result<()> {
+    use crate::live::ring::OpenError;
+    let spec = load(config, duration.as_deref())?;
+    let name = config.file_stem().map_or("live".into(), |s| s.to_string_lossy().into_owned());
+    let dir = out.unwrap_or_else(|| output::default_dir("live", &name));
+    let stop = crate::commands::run::interrupt_flag();
+    let progress = Progress::new_live("live", quiet, spec.duration.is_some());
+    let rate = spec.flow_rate;
+    let run = crate::live::forward(&spec, &stop, |fw, frac| {
+        let t = fw.totals();
+        let drops: u64 = t.drops.iter().sum();
+        progress.set(frac);
+        progress.message(format!(
+            "{} flows  in {}  out {}  dropped {}  heap {}  (flow_rate {rate})",
+            fw.flows().len(),
+            t.frames_in,
+            t.frames_out,
+            drops,
+            fw.shaper().waiting(npqos_core::id::CoreId(0)),
+        ));
+    })
+    .map_err(|e| match e {
+        OpenError::NoInterface(_) | OpenError::Permission(_) => bad(format!("{}: {e}", config.display())),
+        other => anyhow::Error::new(other),
+    })?;
+    progress.finish();
+    let fw = &run.forwarder;
+    let stop_reason = if run.complete { "duration" } else { "interrupted" };
+    let result = fw.result(run.elapsed_ns, run.complete, stop_reason, &run.io_scalars());
+    let mut outp = Output { id: format!("live/{name}"), runs: vec![result], ..Default::default() };
+    outp.notes = fw.notes(20);
+    outp.assumptions = vec![
+        "Rates are frame bytes (Ethernet header to payload, no FCS, preamble or gap), as htb and tbf count them.".into(),
+        "A flow's bucket lives with its dqs physical queue: a flow that empties its queue and is given one again starts from that queue's bucket (docs/live.md).".into(),
+    ];
+    let per_frame = run.cpu_ns as f64 / run.forwarder.totals().frames_out.max(1) as f64;
+    let mut run_info = serde_json::Map::new();
+    run_info.insert("elapsed_s".into(), json!(run.elapsed_ns as f64 / 1e9));
+    run_info.insert("cpu_s".into(), json!(run.cpu_ns as f64 / 1e9));
+    run_info.insert("cpu_ns_per_forwarded_frame".into(), json!(per_frame));
+    run_info.insert("input".into(), json!(spec.input));
+    run_info.insert("output".into(), json!(spec.output));
+    let mut extra = serde_json::Map::new();
+    extra.insert("scenario".into(), json!(name));
+    let meta = Meta { kind: "live", seed: 0, resolved: Some(spec.to_toml()), extra, run_info, seeds: vec![0] };
+    output::write_all(&dir, &outp, &meta)?;
+    output::write_atomic(&dir, "flows.csv", fw.flows_csv().as_bytes())?;
+    if !quiet {
+        let t = fw.totals();
+        let get = |k: &str| outp.runs[0].get(k).unwrap_or(f64::NAN);
+        println!(
+            "npqos live {} -> {}: {:.1} s, {} frames in, {} out, {} dropped ({} in the receive ring), {} flows",
+            spec.input,
+            spec.output,
+            run.elapsed_ns as f64 / 1e9,
+            t.frames_in,
+            t.frames_out,
+            t.drops.iter().sum::<u64>(),
+            run.rx.ring_drops,
+            fw.flows().len()
+        );
+        println!(
+            "  backlogged flows: {}, rate mean {:.3} Mbps (configured {rate}), worst error {:.2}%; {:.0} ns CPU per forwarded frame",
+            get("backlogged_flows"),
+            get("backlogged_rate_mean"),
+            get("backlogged_rate_error_max"),
+            per_frame
+        );
+        println!("  results in {}", dir.display());
+    }
+    if !run.complete {
+        return Err(anyhow::Error::new(Interrupted(dir.display().to_string())));
+    }
+    Ok(())
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn live(config: &Path, _out: Option<PathBuf>, duration: Option<String>, _quiet: bool) -> Result<()> {
+    load(config, duration.as_deref())?;
+    Err(bad("npqos live needs Linux (AF_PACKET sockets)"))
+}

@@ -1,0 +1,164 @@
+//! `npqos live` (docs/live.md): the library's mechanisms forwarding real frames from one network
+//! interface to another, Linux only.
+//!
+//! * [`ring`]: AF_PACKET sockets with TPACKET_V3 rings (receive in blocks, send in batches);
+//! * [`forward`]: the loop: frames from the receive ring into [`npqos_sim::live::Forwarder`]
+//!   with `now` from CLOCK_MONOTONIC, the shaper woken at its `next_wakeup()`, eligible frames
+//!   out through the transmit ring, sleeping in `ppoll` (or spinning) in between;
+//! * [`netns`]: network namespaces joined by veth pairs, a UDP sender and a counting receiver:
+//!   the test bed of the namespace test and the benchmark.
+
+pub mod netns;
+pub mod ring;
+
+use npqos_core::Instant;
+use npqos_sim::live::{Forwarder, LiveSpec, Wait};
+use ring::{OpenError, RxCounters, RxRing, TxCounters, TxRing};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// CLOCK_MONOTONIC in nanoseconds.
+pub fn monotonic_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// CPU time of the calling thread, nanoseconds.
+pub fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+}
+
+/// What a forwarding run measured.
+pub struct LiveRun {
+    pub forwarder: Forwarder,
+    pub rx: RxCounters,
+    pub tx: TxCounters,
+    /// From the first ring being ready to the stop, ns.
+    pub elapsed_ns: u64,
+    /// CPU time of the forwarding thread, ns.
+    pub cpu_ns: u64,
+    /// Ran for the whole duration (not stopped by Ctrl-C).
+    pub complete: bool,
+}
+
+impl LiveRun {
+    /// The I/O layer's counts, as scalars for the results.
+    pub fn io_scalars(&self) -> Vec<(&'static str, f64, &'static str)> {
+        vec![
+            ("rx_frames", self.rx.frames as f64, "frames"),
+            ("dropped_rx_ring", self.rx.ring_drops as f64, "frames"),
+            ("dropped_rx_truncated", self.rx.truncated as f64, "frames"),
+            ("rx_blocks", self.rx.blocks as f64, "blocks"),
+            ("tx_errors", self.tx.errors as f64, "frames"),
+            ("tx_flushes", self.tx.flushes as f64, "send calls"),
+        ]
+    }
+}
+
+/// Frames taken from the receive ring between two looks at the clock and the transmit side:
+/// a block holds up to ~250 full-size frames; more blocks per turn batch better but let the
+/// shaper's wake-up slip.
+const BLOCKS_PER_TURN: usize = 4;
+
+/// Forwards from `spec.input` to `spec.output` until `spec.duration` has passed or `stop` is
+/// raised. `status` is called about every 200 ms with the forwarder and the fraction of the
+/// duration done (0 without a duration).
+pub fn forward(
+    spec: &LiveSpec,
+    stop: &AtomicBool,
+    mut status: impl FnMut(&Forwarder, f64),
+) -> Result<LiveRun, OpenError> {
+    let mut rx = RxRing::open(&spec.input, spec.rx_ring)?;
+    let mut tx = TxRing::open(&spec.output, spec.tx_frames)?;
+    let mut fw = Forwarder::new(spec, tx.max_frame()).map_err(|e| OpenError::Io {
+        iface: spec.input.clone(),
+        what: "building the forwarder",
+        err: std::io::Error::other(e.to_string()),
+    })?;
+    // Timer slack of 1 ns: ppoll wakes when the shaper asked, not up to 50 us later.
+    // SAFETY: prctl with an integer argument.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
+    let cpu0 = thread_cpu_ns();
+    let t0 = monotonic_ns();
+    let end = spec.duration.map(|d| t0 + d.as_nanos());
+    let sample_every = spec.sample_every.as_nanos();
+    let mut next_sample = t0 + sample_every;
+    let mut next_status = t0;
+    let mut complete = true;
+    loop {
+        let mut now = monotonic_ns();
+        if end.is_some_and(|e| now >= e) {
+            break;
+        }
+        if stop.load(Ordering::Relaxed) {
+            complete = false;
+            break;
+        }
+        let mut got = 0;
+        for _ in 0..BLOCKS_PER_TURN {
+            let t = Instant::from_nanos(now);
+            let n = rx.next_block(|frame, _ts| {
+                fw.receive(frame, t);
+            });
+            if n == 0 {
+                break;
+            }
+            got += n;
+            now = monotonic_ns();
+        }
+        let t = Instant::from_nanos(now);
+        if fw.next_wakeup().is_some_and(|w| w <= t) {
+            let _ = fw.wake(t);
+        }
+        let room = tx.room(256);
+        if room > 0 {
+            let _ = fw.transmit(t, room, |frame| tx.push(frame));
+        }
+        tx.flush();
+        if now >= next_sample {
+            fw.sample(t);
+            next_sample += sample_every;
+        }
+        if now >= next_status {
+            status(&fw, end.map_or(0.0, |e| (now - t0) as f64 / (e - t0) as f64));
+            next_status = now + 200_000_000;
+        }
+        if got > 0 || rx.ready() {
+            continue;
+        }
+        // Nothing to read: sleep until a block arrives, the shaper's next wake-up, the next
+        // sample or the end.
+        let mut until = next_sample.min(next_status);
+        if let Some(w) = fw.next_wakeup() {
+            until = until.min(w.as_nanos());
+        }
+        if let Some(e) = end {
+            until = until.min(e);
+        }
+        if room == 0 || tx.pending() > 0 {
+            until = until.min(now + 20_000); // the transmit ring is full: look again soon
+        }
+        if spec.wait == Wait::Sleep && until > now {
+            let d = (until - now).min(100_000_000);
+            let ts = libc::timespec { tv_sec: (d / 1_000_000_000) as i64, tv_nsec: (d % 1_000_000_000) as i64 };
+            let mut pfd = libc::pollfd { fd: rx.fd(), events: libc::POLLIN | libc::POLLERR, revents: 0 };
+            // SAFETY: one valid pollfd, a valid timeout, no signal mask change.
+            unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+        }
+    }
+    let stop_ns = monotonic_ns();
+    fw.sample(Instant::from_nanos(stop_ns));
+    fw.stop();
+    Ok(LiveRun {
+        rx: rx.counters(),
+        tx: tx.counters(),
+        forwarder: fw,
+        elapsed_ns: stop_ns - t0,
+        cpu_ns: thread_cpu_ns() - cpu0,
+        complete,
+    })
+}

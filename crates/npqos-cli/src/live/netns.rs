@@ -1,0 +1,333 @@
+//! A test bed of three network namespaces: a sender, a middle box and a receiver, joined by
+//! two veth pairs (`s0`-`in0`, `out0`-`r0`). The sender has 198.18.0.1/24 (RFC 2544's
+//! benchmarking range) and a permanent neighbour entry for 198.18.0.2 pointing at the
+//! receiver's MAC, so frames go one way only and pass the middle box unchanged; the receiver
+//! has no address (its kernel ignores the frames) and counts them on a packet ring. The middle
+//! box runs `npqos live in0 -> out0`, or the kernel (a bridge with htb on `out0`).
+//!
+//! Used by the namespace test (tests/live.rs) and the benchmark (benches/live.rs). Needs root.
+
+use super::ring::RxRing;
+use super::{monotonic_ns, thread_cpu_ns};
+use std::collections::HashMap;
+use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Runs `ip`/`tc` (or any command), returning its error output on failure.
+pub fn sh(args: &[&str]) -> Result<String, String> {
+    let out = Command::new(args[0]).args(&args[1..]).output().map_err(|e| format!("{}: {e}", args[0]))?;
+    if !out.status.success() {
+        return Err(format!("`{}` failed: {}", args.join(" "), String::from_utf8_lossy(&out.stderr).trim()));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+/// Why the bed cannot be built here, if it cannot: not root, no `ip`, or no namespaces.
+pub fn unavailable() -> Option<String> {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("not root (network namespaces and packet sockets need it)".into());
+    }
+    if sh(&["ip", "-V"]).is_err() {
+        return Some("the `ip` command (iproute2) is not installed".into());
+    }
+    let probe = format!("npqos-probe-{}", std::process::id());
+    if let Err(e) = sh(&["ip", "netns", "add", &probe]) {
+        return Some(format!("network namespaces cannot be created: {e}"));
+    }
+    let _ = sh(&["ip", "netns", "del", &probe]);
+    None
+}
+
+/// The three namespaces; deleted (with their veths) on drop.
+pub struct Bed {
+    pub snd: String,
+    pub mid: String,
+    pub rcv: String,
+    pub rcv_mac: String,
+}
+
+pub const SENDER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 1);
+pub const RECEIVER_IP: Ipv4Addr = Ipv4Addr::new(198, 18, 0, 2);
+/// Flow `i` is UDP from SENDER_IP port `FIRST_PORT + i / DST_PORTS` to RECEIVER_IP port
+/// `DST_BASE + i % DST_PORTS`.
+pub const FIRST_PORT: u16 = 5000;
+pub const DST_BASE: u16 = 10000;
+pub const DST_PORTS: u32 = 1000;
+
+impl Bed {
+    /// Builds the bed; `tag` makes the namespace names unique (`npqos-<tag>-snd`...).
+    pub fn new(tag: &str) -> Result<Bed, String> {
+        let n = |r: &str| format!("npqos-{tag}-{r}");
+        let bed = Bed { snd: n("snd"), mid: n("mid"), rcv: n("rcv"), rcv_mac: String::new() };
+        for ns in [&bed.snd, &bed.mid, &bed.rcv] {
+            let _ = sh(&["ip", "netns", "del", ns]);
+            sh(&["ip", "netns", "add", ns])?;
+        }
+        let mut bed = bed;
+        let (s, m, r) = (bed.snd.clone(), bed.mid.clone(), bed.rcv.clone());
+        sh(&["ip", "link", "add", "s0", "netns", &s, "type", "veth", "peer", "name", "in0", "netns", &m])?;
+        sh(&["ip", "link", "add", "out0", "netns", &m, "type", "veth", "peer", "name", "r0", "netns", &r])?;
+        for (ns, ifs) in [(&s, &["s0"][..]), (&m, &["in0", "out0"][..]), (&r, &["r0"][..])] {
+            sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])?;
+            sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"])?;
+            for i in ifs {
+                sh(&["ip", "-n", ns, "link", "set", i, "up"])?;
+            }
+        }
+        sh(&["ip", "-n", &s, "addr", "add", "198.18.0.1/24", "dev", "s0"])?;
+        let link = sh(&["ip", "-n", &r, "-o", "link", "show", "r0"])?;
+        let mac = link.split("link/ether ").nth(1).and_then(|t| t.split_whitespace().next()).ok_or("no MAC on r0")?;
+        bed.rcv_mac = mac.to_string();
+        sh(&["ip", "-n", &s, "neigh", "replace", "198.18.0.2", "lladdr", mac, "dev", "s0", "nud", "permanent"])?;
+        Ok(bed)
+    }
+
+    /// The kernel forwards `in0` to `out0` (a bridge) with htb on `out0`: one class per flow
+    /// (`flows` flows as [`flow_ports`] numbers them) at `rate` with a `limit`-byte FIFO, the
+    /// rest in an unshaped default class.
+    pub fn kernel_htb(&self, flows: u32, rate_bps: u64, limit: u64) -> Result<(), String> {
+        let m = &self.mid;
+        sh(&["ip", "-n", m, "link", "add", "br0", "type", "bridge"])?;
+        sh(&["ip", "-n", m, "link", "set", "in0", "master", "br0"])?;
+        sh(&["ip", "-n", m, "link", "set", "out0", "master", "br0"])?;
+        sh(&["ip", "-n", m, "link", "set", "br0", "up"])?;
+        if flows > 0xfffe {
+            return Err(format!("htb has 16-bit class ids: at most 65534 classes, not {flows}"));
+        }
+        let mut batch = String::from("qdisc add dev out0 root handle 1: htb default ffff\n");
+        batch.push_str("class add dev out0 parent 1: classid 1:ffff htb rate 10gbit\n");
+        // Hashed u32 filters: one table of 256 buckets keyed on the low byte of the
+        // destination port, so a frame's filter is found in a short list.
+        batch.push_str("filter add dev out0 parent 1: prio 1 handle 2: protocol ip u32 divisor 256\n");
+        batch.push_str(
+            "filter add dev out0 parent 1: prio 1 protocol ip u32 ht 800:: match ip protocol 17 0xff hashkey mask 0x000000ff at 20 link 2:\n",
+        );
+        for i in 0..flows {
+            let (sp, dp) = flow_ports(i);
+            let c = i + 1;
+            batch.push_str(&format!(
+                "class add dev out0 parent 1: classid 1:{c:x} htb rate {rate_bps}bit ceil {rate_bps}bit\n"
+            ));
+            batch.push_str(&format!("qdisc add dev out0 parent 1:{c:x} bfifo limit {limit}\n"));
+            batch.push_str(&format!(
+                "filter add dev out0 parent 1: prio 1 protocol ip u32 ht 2:{:x}: match ip sport {sp} 0xffff match ip dport {dp} 0xffff flowid 1:{c:x}\n",
+                dp & 0xff
+            ));
+        }
+        let path = std::env::temp_dir().join(format!("{}-tc.batch", self.mid));
+        std::fs::write(&path, batch).map_err(|e| e.to_string())?;
+        let r = sh(&["tc", "-n", m, "-batch", &path.display().to_string()]);
+        let _ = std::fs::remove_file(&path);
+        r.map(|_| ())
+    }
+
+    /// Frames htb dropped on `out0` (its qdiscs' drop counters).
+    pub fn htb_drops(&self) -> u64 {
+        let s = sh(&["tc", "-n", &self.mid, "-s", "qdisc", "show", "dev", "out0"]).unwrap_or_default();
+        s.split("dropped ").skip(1).filter_map(|t| t.split(',').next()?.trim().parse::<u64>().ok()).sum::<u64>() / 2
+        // the root htb counts its children's drops again
+    }
+}
+
+impl Drop for Bed {
+    fn drop(&mut self) {
+        for ns in [&self.snd, &self.mid, &self.rcv] {
+            let _ = sh(&["ip", "netns", "del", ns]);
+        }
+    }
+}
+
+/// The (source, destination) ports of flow `i`.
+pub fn flow_ports(i: u32) -> (u16, u16) {
+    (FIRST_PORT + (i / DST_PORTS) as u16, DST_BASE + (i % DST_PORTS) as u16)
+}
+
+/// Runs `f` on a new thread inside namespace `ns` (the thread's network namespace only).
+pub fn in_ns<T: Send + 'static>(
+    ns: &str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> std::thread::JoinHandle<Result<T, String>> {
+    let path = format!("/var/run/netns/{ns}");
+    std::thread::spawn(move || {
+        let file = std::fs::File::open(&path).map_err(|e| format!("{path}: {e}"))?;
+        // SAFETY: setns on a namespace file we hold open; affects only this thread's network ns.
+        if unsafe { libc::setns(file.as_raw_fd(), libc::CLONE_NEWNET) } != 0 {
+            return Err(format!("setns {path}: {}", std::io::Error::last_os_error()));
+        }
+        Ok(f())
+    })
+}
+
+/// Pins the calling thread to CPU `cpu`.
+pub fn pin(cpu: usize) {
+    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET within its size.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu, &mut set);
+        libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set);
+    }
+}
+
+/// What the sender offered.
+#[derive(Clone, Debug, Default)]
+pub struct Offered {
+    /// Datagrams handed to the kernel, per flow.
+    pub sent: Vec<u64>,
+    /// `send` calls that failed (not sent, not counted above).
+    pub send_errors: u64,
+    pub elapsed_ns: u64,
+}
+
+/// Sends `flows` UDP flows of `payload`-byte datagrams, each at `rate_bps` of frames (payload +
+/// 42 bytes of headers) or as fast as possible with `rate_bps` 0, round robin, for
+/// `duration_ns`. Each datagram carries its flow's sequence number in its first 4 bytes. Run
+/// it inside the sender's namespace ([`in_ns`]).
+pub fn send_udp(flows: u32, rate_bps: u64, payload: usize, duration_ns: u64) -> Result<Offered, String> {
+    let srcs = flows.div_ceil(DST_PORTS);
+    let socks: Vec<UdpSocket> = (0..srcs)
+        .map(|s| UdpSocket::bind(SocketAddrV4::new(SENDER_IP, FIRST_PORT + s as u16)).map_err(|e| e.to_string()))
+        .collect::<Result<_, _>>()?;
+    for s in &socks {
+        let big: libc::c_int = 4 << 20;
+        // SAFETY: setsockopt with an int.
+        unsafe {
+            libc::setsockopt(
+                s.as_raw_fd(),
+                libc::SOL_SOCKET,
+                libc::SO_SNDBUF,
+                &big as *const _ as *const libc::c_void,
+                4,
+            )
+        };
+    }
+    let frame_bits = ((payload + 42) * 8) as u64;
+    // Round robin over the flows: one datagram of each flow per round, a round every
+    // frame_bits / rate_bps.
+    let round_ns = (frame_bits * 1_000_000_000).checked_div(rate_bps).unwrap_or(0);
+    let mut buf = vec![0u8; payload];
+    let mut off = Offered { sent: vec![0; flows as usize], ..Default::default() };
+    let t0 = monotonic_ns();
+    let mut round = 0u64;
+    'outer: loop {
+        let due = t0 + round * round_ns;
+        loop {
+            let now = monotonic_ns();
+            if now >= t0 + duration_ns {
+                break 'outer;
+            }
+            if now >= due {
+                break;
+            }
+            if due - now > 200_000 {
+                std::thread::sleep(std::time::Duration::from_nanos(due - now - 100_000));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        for i in 0..flows {
+            let (sp, dp) = flow_ports(i);
+            let seq = off.sent[i as usize] as u32;
+            buf[..4].copy_from_slice(&seq.to_be_bytes());
+            let to = SocketAddrV4::new(RECEIVER_IP, dp);
+            match socks[(sp - FIRST_PORT) as usize].send_to(&buf, to) {
+                Ok(_) => off.sent[i as usize] += 1,
+                Err(_) => off.send_errors += 1,
+            }
+        }
+        round += 1;
+    }
+    off.elapsed_ns = monotonic_ns() - t0;
+    Ok(off)
+}
+
+/// What the receiver counted of one flow.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FlowSeen {
+    pub frames: u64,
+    pub bytes: u64,
+    pub first_ns: u64,
+    pub last_ns: u64,
+    first_len: u64,
+    next_seq: u32,
+    /// Frames whose sequence number was below one already seen.
+    pub reordered: u64,
+}
+
+impl FlowSeen {
+    /// Rate from the first frame to the last, bits/s (the first frame's bytes excluded).
+    pub fn rate_bps(&self) -> Option<f64> {
+        let span = self.last_ns.checked_sub(self.first_ns).filter(|&s| s > 0)?;
+        Some((self.bytes - self.first_len) as f64 * 8e9 / span as f64)
+    }
+}
+
+/// What the receiver counted.
+#[derive(Clone, Debug, Default)]
+pub struct Received {
+    /// Keyed by flow index ([`flow_ports`] inverted).
+    pub flows: HashMap<u32, FlowSeen>,
+    pub other_frames: u64,
+    pub ring_drops: u64,
+}
+
+/// Counts the test flows arriving on `iface` (a packet ring, kernel timestamps) until `stop`
+/// is raised. Run it inside the receiver's namespace.
+pub fn receive(iface: &str, stop: &AtomicBool) -> Result<Received, String> {
+    let mut rx = RxRing::open(iface, 64 << 20).map_err(|e| e.to_string())?;
+    let mut got = Received::default();
+    while !stop.load(Ordering::Relaxed) {
+        let n = rx.next_block(|f, ts| {
+            // Ethernet + IPv4 (no options) + UDP to the receiver.
+            if f.len() < 46 || f[12..14] != [8, 0] || f[23] != 17 || f[30..34] != RECEIVER_IP.octets() {
+                got.other_frames += 1;
+                return;
+            }
+            let sp = u16::from_be_bytes([f[34], f[35]]);
+            let dp = u16::from_be_bytes([f[36], f[37]]);
+            let seq = u32::from_be_bytes([f[42], f[43], f[44], f[45]]);
+            let i = (sp - FIRST_PORT) as u32 * DST_PORTS + (dp - DST_BASE) as u32;
+            let s = got.flows.entry(i).or_default();
+            if s.frames == 0 {
+                s.first_ns = ts;
+                s.first_len = f.len() as u64;
+            }
+            if s.frames > 0 && seq < s.next_seq {
+                s.reordered += 1;
+            }
+            s.next_seq = s.next_seq.max(seq + 1);
+            s.frames += 1;
+            s.bytes += f.len() as u64;
+            s.last_ns = ts;
+        });
+        if n == 0 {
+            std::thread::sleep(std::time::Duration::from_micros(200));
+        }
+    }
+    while rx.next_block(|_, _| {}) > 0 {}
+    got.ring_drops = rx.counters().ring_drops;
+    Ok(got)
+}
+
+/// Busy CPU time of the whole machine so far (user + nice + system + irq + softirq), ns, from
+/// /proc/stat: what the kernel spends forwarding shows here and nowhere else.
+pub fn machine_busy_ns() -> u64 {
+    let s = std::fs::read_to_string("/proc/stat").unwrap_or_default();
+    let line = s.lines().next().unwrap_or("");
+    let v: Vec<u64> = line.split_whitespace().skip(1).filter_map(|x| x.parse().ok()).collect();
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let busy = v.first().copied().unwrap_or(0)
+        + v.get(1).copied().unwrap_or(0)
+        + v.get(2).copied().unwrap_or(0)
+        + v.get(5).copied().unwrap_or(0)
+        + v.get(6).copied().unwrap_or(0);
+    busy * 1_000_000_000 / hz
+}
+
+/// CPU time of the calling thread (re-exported for the bench).
+pub fn thread_cpu() -> u64 {
+    thread_cpu_ns()
+}

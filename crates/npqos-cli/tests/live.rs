@@ -1,0 +1,213 @@
+//! `npqos live` on real frames: three network namespaces joined by veth pairs (a sender, the
+//! middle box, a receiver), 8 UDP flows offered at twice their shaped rate. The same bed with
+//! the kernel's htb in the middle gives the comparison. Skipped, with the reason printed, when
+//! not root or when namespaces cannot be made.
+
+#![cfg(target_os = "linux")]
+
+use npqos_cli::live::netns::{self, Bed, Received};
+use std::collections::HashMap;
+use std::process::Command;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+const FLOWS: u32 = 8;
+const RATE: f64 = 10e6;
+const OFFERED: u64 = 20_000_000;
+const PAYLOAD: usize = 1000;
+const SEND_NS: u64 = 3_000_000_000;
+/// Bytes each flow may queue: in npqos live `[table] queue_limit`, in htb each class's bfifo.
+const LIMIT: u64 = 32 * 1024;
+
+struct Outcome {
+    sent: Vec<u64>,
+    send_errors: u64,
+    got: Received,
+    /// Per flow, dropped by reason (npqos live) or in total (htb: per qdisc, summed).
+    dropped: Vec<u64>,
+    drop_text: String,
+}
+
+/// Runs the sender and the receiver around whatever forwards in the middle.
+fn offer(bed: &Bed) -> (Vec<u64>, u64, Received) {
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let rcv = netns::in_ns(&bed.rcv, move || netns::receive("r0", &s2));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let snd = netns::in_ns(&bed.snd, || netns::send_udp(FLOWS, OFFERED, PAYLOAD, SEND_NS));
+    let off = snd.join().unwrap().unwrap().unwrap();
+    // Let the queues drain (32 KiB at 10 Mbps is 26 ms) and the receive ring retire its block.
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    stop.store(true, Ordering::Relaxed);
+    let got = rcv.join().unwrap().unwrap().unwrap();
+    (off.sent, off.send_errors, got)
+}
+
+fn run_npqos(tag: &str, conformance: &str) -> Outcome {
+    let bed = Bed::new(tag).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("live.toml");
+    std::fs::write(
+        &cfg,
+        format!(
+            "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"5s\"\n[shaper]\nflow_rate = \"10Mbps\"\nconformance = \"{conformance}\"\n[table]\nblocks = 65536\nqueue_limit = \"{LIMIT}B\"\n"
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (sent, send_errors, got) = offer(&bed);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "npqos live exited with {status}");
+    // flows.csv: flow,frames_in,bytes_in,frames_out,bytes_out,dropped_<reason>...,activations,...
+    let csv = std::fs::read_to_string(out.join("flows.csv")).unwrap();
+    let mut lines = csv.lines();
+    let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+    let drop_cols: Vec<usize> = (0..header.len()).filter(|&i| header[i].starts_with("dropped_")).collect();
+    let mut dropped = vec![0u64; FLOWS as usize];
+    let mut reasons: HashMap<String, u64> = HashMap::new();
+    for l in lines {
+        let c: Vec<&str> = l.split(',').collect();
+        let Some(port) = c[0].split(':').nth(1).and_then(|p| p.split_whitespace().next()) else { continue };
+        let sp: u16 = port.parse().unwrap();
+        let dp: u16 = c[0].rsplit(':').next().unwrap().parse().unwrap();
+        assert_eq!(sp, netns::FIRST_PORT, "only the test's flows: {l}");
+        let i = (dp - netns::DST_BASE) as usize;
+        for &k in &drop_cols {
+            let n: u64 = c[k].parse().unwrap();
+            dropped[i] += n;
+            *reasons.entry(header[k].to_string()).or_default() += n;
+        }
+    }
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let ring = summary["runs"][0]["scalars"]["dropped_rx_ring"].as_f64().unwrap();
+    assert_eq!(ring, 0.0, "the receive ring kept up");
+    let mut r: Vec<_> = reasons.into_iter().filter(|(_, n)| *n > 0).collect();
+    r.sort();
+    let drop_text = r.iter().map(|(k, n)| format!("{k} {n}")).collect::<Vec<_>>().join(", ");
+    Outcome { sent, send_errors, got, dropped, drop_text }
+}
+
+fn run_htb(tag: &str) -> Outcome {
+    let bed = Bed::new(tag).unwrap();
+    bed.kernel_htb(FLOWS, RATE as u64, LIMIT).unwrap();
+    let (sent, send_errors, got) = offer(&bed);
+    let total = bed.htb_drops();
+    // htb's drops are per class; the test's total accounting uses their sum.
+    let mut dropped = vec![0u64; FLOWS as usize];
+    dropped[0] = total;
+    Outcome { sent, send_errors, got, dropped, drop_text: format!("bfifo {total}") }
+}
+
+fn rate(o: &Outcome, i: u32) -> f64 {
+    o.got.flows.get(&i).and_then(|f| f.rate_bps()).unwrap_or(0.0)
+}
+
+#[test]
+fn npqos_live_shapes_8_flows_to_their_rate_beside_htb() {
+    if let Some(why) = netns::unavailable() {
+        println!("SKIPPED npqos live namespace test: {why}");
+        return;
+    }
+    let tag = format!("t{}", std::process::id() % 100_000);
+    let stp = run_npqos(&format!("{tag}a"), "send-then-pay");
+    let wft = run_npqos(&format!("{tag}b"), "wait-for-tokens");
+    let htb = run_htb(&format!("{tag}c"));
+
+    println!(
+        "8 UDP flows of {PAYLOAD} B datagrams ({} B frames), each offered {} Mbps for {} s, shaped to {} Mbps",
+        PAYLOAD + 42,
+        OFFERED / 1_000_000,
+        SEND_NS / 1_000_000_000,
+        RATE / 1e6
+    );
+    println!("flow  npqos send-then-pay Mbps  npqos wait-for-tokens Mbps  htb Mbps");
+    for i in 0..FLOWS {
+        println!("{i:>4}  {:>24.3}  {:>26.3}  {:>8.3}", rate(&stp, i) / 1e6, rate(&wft, i) / 1e6, rate(&htb, i) / 1e6);
+    }
+    for (name, o) in [("npqos live send-then-pay", &stp), ("npqos live wait-for-tokens", &wft), ("htb", &htb)] {
+        let sent: u64 = o.sent.iter().sum();
+        let got: u64 = o.got.flows.values().map(|f| f.frames).sum();
+        let dropped: u64 = o.dropped.iter().sum();
+        println!(
+            "{name}: sent {sent} (send errors {}), received {got}, dropped {dropped} ({}), other frames {}",
+            o.send_errors, o.drop_text, o.got.other_frames
+        );
+        assert_eq!(o.got.ring_drops, 0, "{name}: the receiver's ring kept up");
+        assert_eq!(sent, got + dropped, "{name}: every frame accounted for");
+        for i in 0..FLOWS {
+            let r = rate(o, i);
+            assert!((r / RATE - 1.0).abs() < 0.02, "{name}: flow {i} at {:.3} Mbps, not within 2% of 10", r / 1e6);
+            assert_eq!(o.got.flows[&i].reordered, 0, "{name}: flow {i} reordered");
+        }
+    }
+    // npqos accounts per flow.
+    for o in [&stp, &wft] {
+        for i in 0..FLOWS {
+            assert_eq!(o.sent[i as usize], o.got.flows[&i].frames + o.dropped[i as usize], "flow {i}");
+        }
+    }
+}
+
+fn live_cmd(cfg: &str) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.toml");
+    std::fs::write(&p, cfg).unwrap();
+    Command::new(env!("CARGO_BIN_EXE_npqos")).arg("live").arg(&p).arg("--quiet").output().unwrap()
+}
+
+#[test]
+fn a_missing_interface_and_a_bad_key_are_bad_input() {
+    let o = live_cmd("[live]\ninput = \"npqos-none0\"\noutput = \"npqos-none1\"\nduration = \"1s\"\n[shaper]\nflow_rate = \"10Mbps\"\n");
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("no network interface named \"npqos-none0\""), "{err}");
+
+    let o = live_cmd(
+        "[live]\ninput = \"a\"\noutput = \"b\"\n[shaper]\nflow_rate = \"fast\"\nconformance = \"eventually\"\n",
+    );
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    for k in ["shaper.flow_rate", "\"fast\"", "shaper.conformance", "\"eventually\"", "send-then-pay"] {
+        assert!(err.contains(k), "{k} missing from: {err}");
+    }
+}
+
+#[test]
+fn without_cap_net_raw_the_error_says_what_is_needed() {
+    // SAFETY: geteuid has no preconditions.
+    let root = unsafe { libc::geteuid() } == 0;
+    if !root || Command::new("setpriv").arg("--version").output().is_err() {
+        println!("SKIPPED capability test: needs root and setpriv to drop to an unprivileged user");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("c.toml");
+    std::fs::write(
+        &p,
+        "[live]\ninput = \"lo\"\noutput = \"lo2\"\nduration = \"1s\"\n[shaper]\nflow_rate = \"1Mbps\"\n",
+    )
+    .unwrap();
+    let _ = std::fs::set_permissions(dir.path(), std::os::unix::fs::PermissionsExt::from_mode(0o755));
+    let _ = std::fs::set_permissions(&p, std::os::unix::fs::PermissionsExt::from_mode(0o644));
+    let o = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all"])
+        .arg(env!("CARGO_BIN_EXE_npqos"))
+        .arg("live")
+        .arg(&p)
+        .arg("--quiet")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(err.contains("needs CAP_NET_RAW"), "{err}");
+}
