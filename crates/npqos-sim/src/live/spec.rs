@@ -156,22 +156,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     s.finish(&mut probs);
 
     let mut t = Reader::new(root, "table", &mut probs);
-    let slots = t.int("slots", 256, 1, 1 << 24, &mut probs) as u32;
-    let hash = t.choice("hash", "h3", &["h3", "foldhash"], &mut probs);
-    let queues = t.int("queues", 1 << 16, 1, 1 << 26, &mut probs) as u32;
-    let blocks = t.int("blocks", 1 << 20, 1, 1 << 30, &mut probs) as u32;
-    let block_size = t.size("block_size", 64, &mut probs);
-    let quantum = t.size("quantum", 1536, &mut probs);
-    for (k, v, lo, hi) in [("block_size", block_size, 16, 65_536), ("quantum", quantum, 1, 1 << 24)] {
-        if !(lo..=hi).contains(&v) {
-            probs.push(Problem {
-                key: format!("table.{k}"),
-                value: Some(format!("\"{v}B\"")),
-                message: format!("expected a size from {lo}B to {hi}B"),
-            });
-        }
-    }
-    let exhausted = t.choice("on_exhausted", "drop", &["drop", "shared"], &mut probs);
+    let table = crate::models::dqs::scenario::read_table_keys(&mut t, &mut probs);
     let queue_limit = t.present("queue_limit").then(|| t.size("queue_limit", 0, &mut probs));
     if queue_limit == Some(0) {
         probs.push(Problem {
@@ -181,14 +166,12 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         });
     }
     t.finish(&mut probs);
-    if (blocks as u64).saturating_mul(block_size) > 16 << 30 {
+    let buffer = table.blocks as u64 * table.block_size as u64;
+    if buffer > 16 << 30 {
         probs.push(Problem {
             key: "table.blocks".into(),
-            value: Some(blocks.to_string()),
-            message: format!(
-                "expected at most 16GiB of buffer (blocks x block_size = {})",
-                fmt_size(blocks as u64 * block_size)
-            ),
+            value: Some(table.blocks.to_string()),
+            message: format!("expected at most 16GiB of buffer (blocks x block_size = {})", fmt_size(buffer)),
         });
     }
 
@@ -212,19 +195,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
             Conformance::SendThenPay
         },
         timer: if timer == "wheel" { Timer::Wheel } else { Timer::Heap },
-        table: DqsConfig {
-            slots,
-            hash: if hash == "foldhash" { HashKind::Fast { seed: 0 } } else { HashKind::H3 { seed: 0 } },
-            queues,
-            blocks,
-            block_size: block_size as u32,
-            quantum: quantum as u32,
-            on_exhausted: if exhausted == "shared" { Exhausted::SharedQueue } else { Exhausted::Drop },
-            store_payload: true,
-            caller_schedules: true,
-            queue_limit,
-            ..Default::default()
-        },
+        table: DqsConfig { store_payload: true, caller_schedules: true, queue_limit, ..table },
     })
 }
 

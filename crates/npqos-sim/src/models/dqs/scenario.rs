@@ -65,9 +65,9 @@ pub struct DqsSpec {
 /// `[traffic]`: the shared flow-traffic reader's (`scenario::flows`).
 pub type DqsTraffic = crate::scenario::flows::FlowTraffic;
 
-/// Reads `[table]`, `[link]` and `[traffic]`, recording every problem.
-pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> DqsSpec {
-    let mut t = Reader::new(root, "table", probs);
+/// The `[table]` keys of the flow table, shared by the dqs model and `npqos live`: the
+/// configuration with hash seed 0 (a run sets its own), everything else at the `Dqs` defaults.
+pub(crate) fn read_table_keys(t: &mut Reader<'_>, probs: &mut Vec<Problem>) -> DqsConfig {
     let slots = t.int("slots", 256, 1, 1 << 24, probs) as u32;
     let hash = t.choice("hash", "h3", &["h3", "foldhash"], probs);
     let queues = t.int("queues", 1 << 16, 1, 1 << 26, probs) as u32;
@@ -84,6 +84,22 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
         }
     }
     let exhausted = t.choice("on_exhausted", "drop", &["drop", "shared"], probs);
+    DqsConfig {
+        slots,
+        hash: if hash == "foldhash" { HashKind::Fast { seed: 0 } } else { HashKind::H3 { seed: 0 } },
+        queues,
+        blocks,
+        block_size: block_size.clamp(16, 65_536) as u32,
+        quantum: quantum.clamp(1, 1 << 24) as u32,
+        on_exhausted: if exhausted == "shared" { Exhausted::SharedQueue } else { Exhausted::Drop },
+        ..Default::default()
+    }
+}
+
+/// Reads `[table]`, `[link]` and `[traffic]`, recording every problem.
+pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> DqsSpec {
+    let mut t = Reader::new(root, "table", probs);
+    let table = read_table_keys(&mut t, probs);
     t.finish(probs);
     let mut l = Reader::new(root, "link", probs);
     let load = l.float("load", 0.95, probs, |v| v > 0.0 && v <= 100.0, "greater than 0 and at most 100");
@@ -93,13 +109,13 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let traffic = DqsTraffic::read(&mut r, base_dir, 5_000, &[], probs);
     r.finish(probs);
     DqsSpec {
-        slots,
-        hash,
-        queues,
-        blocks,
-        block_size: block_size.clamp(16, 65_536) as u32,
-        quantum: quantum.clamp(1, 1 << 24) as u32,
-        shared_when_exhausted: exhausted == "shared",
+        slots: table.slots,
+        hash: if matches!(table.hash, HashKind::Fast { .. }) { "foldhash" } else { "h3" }.into(),
+        queues: table.queues,
+        blocks: table.blocks,
+        block_size: table.block_size,
+        quantum: table.quantum,
+        shared_when_exhausted: table.on_exhausted == Exhausted::SharedQueue,
         load,
         traffic,
     }
