@@ -7,8 +7,8 @@
 //!
 //! Used by the namespace test (tests/live.rs) and the benchmark (benches/live.rs). Needs root.
 
+use super::monotonic_ns;
 use super::ring::RxRing;
-use super::{monotonic_ns, thread_cpu_ns};
 use std::collections::HashMap;
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
@@ -325,9 +325,4 @@ pub fn machine_busy_ns() -> u64 {
         + v.get(5).copied().unwrap_or(0)
         + v.get(6).copied().unwrap_or(0);
     busy * 1_000_000_000 / hz
-}
-
-/// CPU time of the calling thread (re-exported for the bench).
-pub fn thread_cpu() -> u64 {
-    thread_cpu_ns()
 }
