@@ -347,10 +347,12 @@ impl EventShaper {
         }
     }
     /// Queues waiting in `core`'s timer (0 for an unknown core).
+    #[inline]
     pub fn waiting(&self, core: CoreId) -> usize {
         self.timers.get(core.index()).map_or(0, CoreTimer::len)
     }
     /// The earliest reschedule time in `core`'s timer, rounded up to its tick.
+    #[inline]
     pub fn earliest(&self, core: CoreId) -> Option<Instant> {
         self.timers.get(core.index()).and_then(CoreTimer::peek_time)
     }

@@ -19,12 +19,16 @@
 //!   274 s at 64 ns; the shaper re-inserts such queues).
 //! * **Insert**: O(1): one XOR, one leading-zero count, a push onto the bucket, a bit set, and
 //!   the bucket's minimum tick updated.
-//! * **Earliest time**: the lowest non-empty level's first set bit (two trailing-zero counts)
-//!   and that bucket's kept minimum: exact, O(1).
+//! * **Earliest time**: kept in one field, updated by every insert and by a pop that empties a
+//!   bucket or takes from the run (below), so "is anything due?" is one comparison.
 //! * **Pop due**: when level 0 is empty, the earliest bucket of the lowest non-empty level is
 //!   emptied into lower levels with the cursor moved to its minimum (a cascade; each entry
-//!   moves down at most nine times in its life, in practice two or three); then level 0's first
-//!   bucket holds exactly the earliest tick.
+//!   moves down at most nine times in its life); then level 0's first bucket holds exactly the
+//!   earliest tick. A bucket of at most [`RUN_MAX`] entries is not cascaded but sorted into the
+//!   **run**, a short vector served from its end, and the cursor moves to its largest tick
+//!   (every other entry lies beyond the bucket, so keeps its place). An insert at or before
+//!   that tick joins the run at its sorted place. With the kim row's reschedules (about 2,200
+//!   per core spread over 0.36 s), an entry moves once instead of two or three times.
 //!
 //! The levels, their occupancy words and the filing rule are [`crate::radix::Levels`], which
 //! the simulator's event queue uses too.
@@ -38,6 +42,9 @@ use crate::time::Instant;
 /// Levels of 64 buckets (6 bits of tick each: 60 bits).
 pub const LEVELS: usize = 10;
 
+/// The largest bucket sorted into the run rather than cascaded.
+pub const RUN_MAX: usize = 32;
+
 /// Operation counts of one [`TimerWheel`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WheelCounters {
@@ -45,6 +52,8 @@ pub struct WheelCounters {
     pub deletes: u64,
     /// Entries moved to a lower level by a cascade.
     pub cascaded: u64,
+    /// Entries sorted into the run (see the module documentation).
+    pub sorted: u64,
 }
 
 impl WheelCounters {
@@ -52,6 +61,7 @@ impl WheelCounters {
         self.inserts += o.inserts;
         self.deletes += o.deletes;
         self.cascaded += o.cascaded;
+        self.sorted += o.sorted;
     }
 }
 
@@ -62,6 +72,12 @@ pub struct TimerWheel {
     buckets: Levels<(u64, u32), LEVELS>,
     /// Per bucket, the smallest tick in it (meaningless while it is empty).
     min: Vec<u64>,
+    /// The smallest tick filed (`u64::MAX` when empty): the answer to "anything due?" without
+    /// looking at the levels.
+    earliest: u64,
+    /// Entries taken from a small first bucket, by tick from last to first: the earliest is
+    /// at the end. All at or before the cursor; every entry of the levels at or after it.
+    run: Vec<(u64, u32)>,
     cursor: u64,
     len: usize,
     tick_shift: u32,
@@ -75,6 +91,8 @@ impl TimerWheel {
         TimerWheel {
             buckets: Levels::new(),
             min: vec![u64::MAX; LEVELS * SLOTS],
+            earliest: u64::MAX,
+            run: Vec::with_capacity(RUN_MAX),
             cursor: 0,
             len: 0,
             tick_shift,
@@ -95,7 +113,7 @@ impl TimerWheel {
 
     /// The queues waiting, in bucket order.
     pub fn queues(&self) -> impl Iterator<Item = u32> + '_ {
-        self.buckets.iter().map(|&(_, q)| q)
+        self.run.iter().rev().chain(self.buckets.iter()).map(|&(_, q)| q)
     }
 
     /// Checks the structure: every entry in the bucket its tick names, every bucket's minimum
@@ -113,8 +131,19 @@ impl TimerWheel {
                 return Err(format!("bucket {b}: wrong minimum"));
             }
         }
+        if !self.run.is_sorted_by(|a, b| a.0 >= b.0) {
+            return Err("run out of order".into());
+        }
+        if let Some(&(t, q)) = self.run.iter().find(|x| x.0 > self.cursor) {
+            return Err(format!("run: queue {q} at tick {t} after the cursor {}", self.cursor));
+        }
+        n += self.run.len();
         if n != self.len {
             return Err(format!("{} entries counted as {}", n, self.len));
+        }
+        let least = self.buckets.iter().chain(&self.run).map(|x| x.0).min().unwrap_or(u64::MAX);
+        if least != self.earliest {
+            return Err(format!("earliest tick kept as {} but is {least}", self.earliest));
         }
         Ok(())
     }
@@ -153,36 +182,73 @@ impl TimerWheel {
             self.cursor = now.as_nanos() >> self.tick_shift;
         }
         // (A time already past is due at once, as in the heap.)
-        let tick = self.tick_of(time).max(self.cursor);
+        let tick = self.tick_of(time).max(now.as_nanos() >> self.tick_shift);
         self.counters.inserts += 1;
         self.len += 1;
-        self.put(tick, queue);
+        self.earliest = self.earliest.min(tick);
+        if tick < self.cursor {
+            // Only while a run holds the ticks up to the cursor: join it in order.
+            let at = self.run.partition_point(|x| x.0 > tick);
+            self.run.insert(at, (tick, queue));
+        } else {
+            self.put(tick, queue);
+        }
     }
 
     /// The earliest time filed, rounded up to its tick (as [`super::heap::ReschedHeap::peek_time`]).
+    #[inline]
     pub fn peek_time(&self) -> Option<Instant> {
-        self.buckets.first().map(|b| self.time_of(self.min[b]))
+        (self.earliest != u64::MAX).then(|| self.time_of(self.earliest))
     }
 
     /// Removes one queue whose tick is at or before `now` and returns it with its time.
     #[inline]
     pub fn pop_due(&mut self, now: Instant) -> Option<(u32, Instant)> {
-        let mut b = self.buckets.first()?;
-        let due = now.as_nanos() >> self.tick_shift;
-        if self.min[b] > due {
-            return None;
+        if self.earliest > now.as_nanos() >> self.tick_shift {
+            return None; // (also when empty)
         }
-        while b >= SLOTS {
-            self.cascade(b);
-            b = self.buckets.first().expect("a cascade keeps its entries");
-        }
-        let (tick, queue) = self.buckets.pop(b).expect("an occupied bucket has entries");
-        if self.buckets.slot(b).is_empty() {
-            self.min[b] = u64::MAX;
-        }
+        let (tick, queue) = match self.run.last() {
+            Some(&(t, _)) if t == self.earliest => self.pop_run(),
+            _ => self.pop_levels(),
+        };
         self.len -= 1;
         self.counters.deletes += 1;
         Some((queue, self.time_of(tick)))
+    }
+
+    /// Takes the earliest entry of the levels (the earliest of all).
+    #[inline]
+    fn pop_levels(&mut self) -> (u64, u32) {
+        let mut b = self.buckets.first().expect("an earliest tick is filed");
+        while b >= SLOTS {
+            if self.buckets.slot(b).len() <= RUN_MAX && self.run.is_empty() {
+                self.sort_into_run(b);
+                return self.pop_run();
+            }
+            self.cascade(b);
+            b = self.buckets.first().expect("a cascade keeps its entries");
+        }
+        let e = self.buckets.pop(b).expect("an occupied bucket has entries");
+        if self.buckets.slot(b).is_empty() {
+            self.min[b] = u64::MAX;
+            self.refresh_earliest();
+        }
+        e
+    }
+
+    #[inline]
+    fn pop_run(&mut self) -> (u64, u32) {
+        let e = self.run.pop().expect("the run holds the earliest");
+        self.refresh_earliest();
+        e
+    }
+
+    /// The earliest tick again, after the entry holding it left: the run's last or the first
+    /// bucket's minimum (exact: a level-0 bucket is one tick, a higher one keeps its minimum).
+    #[inline]
+    fn refresh_earliest(&mut self) {
+        let levels = self.buckets.first().map_or(u64::MAX, |f| self.min[f]);
+        self.earliest = self.run.last().map_or(levels, |r| r.0.min(levels));
     }
 
     /// Empties bucket `b` (above level 0) into lower levels, the cursor moved to its minimum:
@@ -198,6 +264,20 @@ impl TimerWheel {
             self.put(tick, queue);
         }
         // Keep the bucket's allocation for its next use.
+        self.buckets.give_back(b, entries, usize::MAX);
+    }
+
+    /// Sorts bucket `b` (above level 0, the first, the run empty) into the run and moves the
+    /// cursor to its last tick: the levels keep every other entry where it is, since all lie
+    /// beyond the bucket. Leaves `earliest` as it was (the bucket's minimum) for the caller's
+    /// pop to refresh.
+    fn sort_into_run(&mut self, b: usize) {
+        let mut entries = self.buckets.take(b);
+        self.min[b] = u64::MAX;
+        self.counters.sorted += entries.len() as u64;
+        entries.sort_unstable_by(|x, y| y.cmp(x));
+        self.cursor = entries[0].0;
+        self.run.extend_from_slice(&entries);
         self.buckets.give_back(b, entries, usize::MAX);
     }
 }
@@ -244,8 +324,37 @@ mod tests {
                 }
                 assert_eq!(h.len(), w.len());
                 assert_eq!(h.peek_time(), w.peek_time(), "seed {seed} step {step}");
+                if step % 997 == 0 {
+                    w.check().unwrap_or_else(|e| panic!("seed {seed} step {step}: {e}"));
+                }
             }
         }
+    }
+
+    /// A small bucket becomes the run; inserts at or before its last tick join it in order,
+    /// later ones go to the levels; everything comes out by tick.
+    #[test]
+    fn the_run_takes_inserts_in_order() {
+        let mut w = TimerWheel::new(0);
+        let now = Instant::from_nanos(0);
+        for (q, t) in [(1u32, 5000u64), (2, 4100), (3, 4500), (4, 900_000)] {
+            w.insert(q, Instant::from_nanos(t), now);
+        }
+        // 4100, 4500 and 5000 share a level-2 bucket: sorted into the run at the first pop.
+        assert_eq!(w.pop_due(Instant::from_nanos(4100)), Some((2, Instant::from_nanos(4100))));
+        assert_eq!(w.counters().sorted, 3);
+        let now = Instant::from_nanos(4200);
+        w.insert(5, Instant::from_nanos(4300), now); // joins the run, before 4500
+        w.insert(6, Instant::from_nanos(4999), now); // joins the run, before 5000
+        w.insert(7, Instant::from_nanos(6000), now); // beyond the run: the levels
+        w.check().unwrap();
+        assert_eq!(w.peek_time(), Some(Instant::from_nanos(4300)));
+        let mut out = vec![];
+        while let Some((q, t)) = w.pop_due(Instant::from_nanos(10_000_000)) {
+            out.push((t.as_nanos(), q));
+            w.check().unwrap();
+        }
+        assert_eq!(out, [(4300, 5), (4500, 3), (4999, 6), (5000, 1), (6000, 7), (900_000, 4)]);
     }
 
     #[test]
@@ -264,6 +373,6 @@ mod tests {
         assert!(w.is_empty() && w.pop_due(Instant::MAX).is_none());
         let c = *w.counters();
         assert_eq!((c.inserts, c.deletes), (2, 2));
-        assert!(c.cascaded >= 1, "the far entry started above level 0");
+        assert!(c.cascaded + c.sorted >= 1, "the far entry started above level 0");
     }
 }

@@ -1017,10 +1017,12 @@ fn combine(p: &KimParams, outs: Vec<ShardOut>) -> (RunResult, Vec<HeapOp>) {
             r.scalar("heap_deletes", h.deletes as f64, "1");
         } else {
             // The wheel's filings and releases (the same events as the heap's inserts and
-            // deletes), and its cascades; it has no heap array to account.
+            // deletes), its cascades and the entries it sorted into runs; it has no heap
+            // array to account.
             r.scalar("heap_inserts", wc.inserts as f64, "1");
             r.scalar("heap_deletes", wc.deletes as f64, "1");
             r.scalar("wheel_cascaded", wc.cascaded as f64, "1");
+            r.scalar("wheel_sorted", wc.sorted as f64, "1");
         }
         r.scalar("deferred", c.deferred as f64, "1");
         r.scalar("bucket_accesses", c.bucket_accesses as f64, "1");
