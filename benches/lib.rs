@@ -7,11 +7,13 @@
 //!
 //! * [`Event`]: npqos's `EventShaper` with one core's timer: the paper's reschedule heap
 //!   ([`Event::heap`]) or the bucketed find-first-set wheel ([`Event::wheel`], Eiffel style);
+//! * on one shared bucket path ([`Buckets`], the same record layout as `EventShaper`), the timer
+//!   structures alone:
+//! * [`Heap`]: npqos-core's reschedule heap (`shaper::heap::ReschedHeap`, the paper's);
 //! * [`OrderedMap`]: throttled queues in a `BTreeMap` keyed by release time, as Linux `fq`
 //!   keeps throttled flows in an rbtree and HTB its wait queue;
-//! * [`FfsWheel`]: the same buckets with npqos-core's bucketed find-first-set timer
-//!   (`shaper::wheel::TimerWheel`, Eiffel style): the timer structure alone, on the same
-//!   bucket path as the two below;
+//! * [`FfsWheel`]: npqos-core's bucketed find-first-set timer (`shaper::wheel::TimerWheel`,
+//!   Eiffel style);
 //! * [`TimingWheel`]: a single-level timing wheel of release slots, as in Carousel
 //!   (Saeed et al., SIGCOMM 2017): O(1) insert, one slot per tick, queues beyond the horizon
 //!   parked in the last slot and re-filed;
@@ -21,8 +23,15 @@
 //!
 //! A packet whose queue is throttled is dropped (kim's stochastic-model setting), so every
 //! shaper sees the same offered stream.
+//!
+//! The stream can run a few packets ahead ([`Stream::with_lookahead`]): [`drive`] then hints
+//! each shaper to start loading the bucket of the packet `k` places ahead
+//! ([`BenchShaper::prefetch`]), as a data plane working on bursts of packets does. Without it,
+//! at 1e6 queues every shaper waits on its bucket's cache miss for most of each packet and the
+//! timers are hidden behind it.
 
 use npqos_core::id::{CoreId, QueueId};
+use npqos_core::shaper::heap::ReschedHeap;
 use npqos_core::shaper::{BucketParams, Decision, EventShaper, Timer};
 use npqos_core::{Duration, Instant, Rate};
 use std::collections::BTreeMap;
@@ -34,17 +43,29 @@ pub trait BenchShaper {
     fn packet(&mut self, queue: usize, bytes: u64, now: Instant) -> bool;
     /// End-of-packet housekeeping: release every queue whose time has come.
     fn poll(&mut self, now: Instant);
+    /// A hint that a packet for `queue` comes soon: start loading its state (no effect on
+    /// decisions).
+    fn prefetch(&self, queue: usize);
 }
 
 /// Token units per byte (as npqos-core: 1 byte = 8e9 units, so a rate in bit/s earns exactly
 /// `rate` units per ns).
 const UNITS: i64 = 8_000_000_000;
 
-/// Lazily updated token buckets with kim's reschedule threshold (eqs 1-7).
+/// What every send changes: 16 bytes, as `EventShaper` keeps it.
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(16))]
+struct Hot {
+    tokens: i64,
+    t_lu: u64,
+}
+
+/// Lazily updated token buckets with kim's reschedule threshold (eqs 1-7), laid out as
+/// `EventShaper` lays them out: a throttled flag per queue in a byte array, and tokens and
+/// `T_lu` together in one 16-byte record.
 #[derive(Clone, Debug)]
 pub struct Buckets {
-    tokens: Vec<i64>,
-    t_lu: Vec<u64>,
+    hot: Vec<Hot>,
     throttled: Vec<bool>,
     cir: i64,
     cap: i64,
@@ -55,8 +76,7 @@ impl Buckets {
     pub fn new(n: usize, cir: Rate, cap_bytes: u64, alpha_bytes: u64) -> Self {
         let cap = cap_bytes as i64 * UNITS;
         Buckets {
-            tokens: vec![cap; n],
-            t_lu: vec![0; n],
+            hot: vec![Hot { tokens: cap, t_lu: 0 }; n],
             throttled: vec![false; n],
             cir: cir.bits_per_sec() as i64,
             cap,
@@ -66,20 +86,23 @@ impl Buckets {
     /// Charges a send; `Some(release time)` when it throttles the queue.
     #[inline]
     fn charge(&mut self, q: usize, bytes: u64, now: u64) -> Option<u64> {
-        let earned =
-            (self.tokens[q] as i128 + (now as i128 - self.t_lu[q] as i128) * self.cir as i128).min(self.cap as i128);
+        let h = self.hot[q];
+        let earned = (h.tokens as i128 + (now as i128 - h.t_lu as i128) * self.cir as i128).min(self.cap as i128);
         let tb = earned - bytes as i128 * UNITS as i128;
         if tb >= 0 {
-            self.tokens[q] = tb as i64;
-            self.t_lu[q] = now;
+            self.hot[q] = Hot { tokens: tb as i64, t_lu: now };
             return None;
         }
         let delay = ((self.alpha as i128 - tb) as u128).div_ceil(self.cir as u128) as u64;
         let t = now + delay;
-        self.tokens[q] = self.alpha;
-        self.t_lu[q] = t;
+        self.hot[q] = Hot { tokens: self.alpha, t_lu: t };
         self.throttled[q] = true;
         Some(t)
+    }
+    #[inline]
+    fn prefetch(&self, q: usize) {
+        npqos_core::hint::prefetch(&self.throttled, q);
+        npqos_core::hint::prefetch(&self.hot, q);
     }
 }
 
@@ -114,6 +137,46 @@ impl BenchShaper for Event {
     #[inline]
     fn poll(&mut self, now: Instant) {
         self.0.poll_core(CoreId(0), now, &mut (), |_| {}).expect("time in order");
+    }
+    #[inline]
+    fn prefetch(&self, queue: usize) {
+        self.0.prefetch(QueueId::from_index(queue));
+    }
+}
+
+/// Throttled queues in npqos-core's reschedule heap (the paper's; 64 ns ticks, no locked
+/// region), on the shared bucket path.
+pub struct Heap {
+    b: Buckets,
+    h: ReschedHeap,
+}
+
+impl Heap {
+    pub fn new(n: usize, cir: Rate, cap: u64, alpha: u64) -> Self {
+        Heap { b: Buckets::new(n, cir, cap, alpha), h: ReschedHeap::new(0, 6).expect("valid tick") }
+    }
+}
+
+impl BenchShaper for Heap {
+    #[inline]
+    fn packet(&mut self, queue: usize, bytes: u64, now: Instant) -> bool {
+        if self.b.throttled[queue] {
+            return false;
+        }
+        if let Some(t) = self.b.charge(queue, bytes, now.as_nanos()) {
+            self.h.insert(queue as u32, Instant::from_nanos(t), now, &mut ());
+        }
+        true
+    }
+    #[inline]
+    fn poll(&mut self, now: Instant) {
+        while let Some((q, _)) = self.h.pop_due(now, &mut ()) {
+            self.b.throttled[q as usize] = false;
+        }
+    }
+    #[inline]
+    fn prefetch(&self, queue: usize) {
+        self.b.prefetch(queue);
     }
 }
 
@@ -151,6 +214,10 @@ impl BenchShaper for OrderedMap {
             self.b.throttled[q as usize] = false;
         }
     }
+    #[inline]
+    fn prefetch(&self, queue: usize) {
+        self.b.prefetch(queue);
+    }
 }
 
 /// Throttled queues in npqos-core's bucketed FFS timer (64 ns buckets, exact to the tick).
@@ -181,6 +248,10 @@ impl BenchShaper for FfsWheel {
         while let Some((q, _)) = self.w.pop_due(now) {
             self.b.throttled[q as usize] = false;
         }
+    }
+    #[inline]
+    fn prefetch(&self, queue: usize) {
+        self.b.prefetch(queue);
     }
 }
 
@@ -258,6 +329,10 @@ impl BenchShaper for TimingWheel {
             }
         }
     }
+    #[inline]
+    fn prefetch(&self, queue: usize) {
+        self.b.prefetch(queue);
+    }
 }
 
 /// The periodic-fill baseline with a real sweep: every `period`, every bucket gains
@@ -309,24 +384,47 @@ impl BenchShaper for PeriodicSweep {
             }
         }
     }
+    #[inline]
+    fn prefetch(&self, queue: usize) {
+        npqos_core::hint::prefetch(&self.throttled, queue);
+        npqos_core::hint::prefetch(&self.tokens, queue);
+    }
 }
 
 /// The offered stream: packets to uniformly random queues, IMIX sizes (kim Table I), Poisson
 /// arrivals whose mean rate is `overload` x the link rate. A small xorshift generator, so its
-/// cost is a few ns per packet (measured alone as the `generator` baseline).
+/// cost is a few ns per packet (measured alone as the `generator` baseline). With a lookahead
+/// of `k`, the packets are generated `k` ahead of the one handed out (the same packets).
 pub struct Stream {
     state: u64,
     queues: u64,
     /// Mean inter-packet time in ns x 2^16 (fixed point).
     mean_gap_fp: u64,
+    /// Time of the last packet generated.
     pub now: u64,
+    /// The packets generated and not yet handed out (a ring of `lookahead` slots).
+    ahead: Vec<(usize, u64, Instant)>,
+    next: usize,
 }
 
 impl Stream {
     pub fn new(queues: usize, link: Rate, overload: f64, seed: u64) -> Self {
         let mean_bytes = 514.9;
         let gap_ns = mean_bytes * 8.0 / (link.bits_per_sec() as f64 * overload) * 1e9;
-        Stream { state: seed | 1, queues: queues as u64, mean_gap_fp: (gap_ns * 65536.0) as u64, now: 0 }
+        Stream {
+            state: seed | 1,
+            queues: queues as u64,
+            mean_gap_fp: (gap_ns * 65536.0) as u64,
+            now: 0,
+            ahead: Vec::new(),
+            next: 0,
+        }
+    }
+    /// Generates packets `k` ahead of the one [`Self::next_packet`] hands out, so that
+    /// [`Self::newest`] names a queue `k` packets before its turn.
+    pub fn with_lookahead(mut self, k: usize) -> Self {
+        self.ahead = (0..k).map(|_| self.generate()).collect();
+        self
     }
     #[inline]
     fn rand(&mut self) -> u64 {
@@ -337,9 +435,8 @@ impl Stream {
         self.state = x;
         x
     }
-    /// The next packet: (queue, bytes, time).
     #[inline]
-    pub fn next_packet(&mut self) -> (usize, u64, Instant) {
+    fn generate(&mut self) -> (usize, u64, Instant) {
         let r = self.rand();
         let q = ((r >> 32) * self.queues) >> 32;
         // IMIX: 7 x 40 B, 4 x 576 B, 1 x 1500 B out of 12.
@@ -356,15 +453,40 @@ impl Stream {
         self.now += ((-u.ln()) * self.mean_gap_fp as f64) as u64 >> 16;
         (q as usize, bytes, Instant::from_nanos(self.now))
     }
+    /// The next packet: (queue, bytes, time).
+    #[inline]
+    pub fn next_packet(&mut self) -> (usize, u64, Instant) {
+        if self.ahead.is_empty() {
+            return self.generate();
+        }
+        let p = self.generate();
+        let out = std::mem::replace(&mut self.ahead[self.next], p);
+        self.next = if self.next + 1 == self.ahead.len() { 0 } else { self.next + 1 };
+        out
+    }
+    /// The queue of the packet generated last (the lookahead's farthest), if there is a
+    /// lookahead.
+    #[inline]
+    pub fn newest(&self) -> Option<usize> {
+        if self.ahead.is_empty() {
+            return None;
+        }
+        let last = if self.next == 0 { self.ahead.len() - 1 } else { self.next - 1 };
+        Some(self.ahead[last].0)
+    }
 }
 
 /// Runs `packets` packets of `stream` through `s` (send, then end-of-packet poll); returns the
-/// number sent.
+/// number sent. With a lookahead, each packet first hints the shaper about the packet `k`
+/// places behind it.
 #[inline]
 pub fn drive<S: BenchShaper>(s: &mut S, stream: &mut Stream, packets: u64) -> u64 {
     let mut sent = 0;
     for _ in 0..packets {
         let (q, b, now) = stream.next_packet();
+        if let Some(a) = stream.newest() {
+            s.prefetch(a);
+        }
         sent += s.packet(q, b, now) as u64;
         s.poll(now);
     }
@@ -395,6 +517,47 @@ mod tests {
             throttled += (!x) as u32;
             a.poll(now);
             b.poll(now);
+        }
+        assert!(throttled > 10_000, "the workload throttles ({throttled})");
+    }
+
+    /// A lookahead hands out the same packets, and `newest` names the packet `k` ahead.
+    #[test]
+    fn the_lookahead_hands_out_the_same_packets() {
+        let mut a = Stream::new(N, Rate::gbps(1), 1.3, 5);
+        let mut b = Stream::new(N, Rate::gbps(1), 1.3, 5).with_lookahead(8);
+        let mut hinted = std::collections::VecDeque::new();
+        for i in 0..10_000 {
+            let p = b.next_packet();
+            assert_eq!(a.next_packet(), p, "packet {i}");
+            if i >= 8 {
+                assert_eq!(hinted.pop_front(), Some(p.0), "packet {i} was named 8 ahead");
+            }
+            hinted.push_back(b.newest().unwrap());
+        }
+    }
+
+    /// Every shaper on the shared bucket path that runs kim's arithmetic decides exactly as
+    /// npqos's `EventShaper`, with and without the lookahead's hints.
+    #[test]
+    fn the_shared_path_decides_exactly_like_the_event_shaper() {
+        let mut e = Event::heap(N, rate(), 3000, 3000);
+        let mut h = Heap::new(N, rate(), 3000, 3000);
+        let mut f = FfsWheel::new(N, rate(), 3000, 3000);
+        let mut s = Stream::new(N, Rate::gbps(1), 1.3, 11).with_lookahead(8);
+        let mut throttled = 0;
+        for i in 0..500_000 {
+            let (q, bytes, now) = s.next_packet();
+            let a = s.newest().unwrap();
+            e.prefetch(a);
+            h.prefetch(a);
+            f.prefetch(a);
+            let x = e.packet(q, bytes, now);
+            assert_eq!((h.packet(q, bytes, now), f.packet(q, bytes, now)), (x, x), "packet {i}");
+            throttled += (!x) as u32;
+            e.poll(now);
+            h.poll(now);
+            f.poll(now);
         }
         assert!(throttled > 10_000, "the workload throttles ({throttled})");
     }
