@@ -32,6 +32,7 @@
 
 use npqos_core::id::{CoreId, QueueId};
 use npqos_core::shaper::heap::ReschedHeap;
+use npqos_core::shaper::wheel::TimerWheel;
 use npqos_core::shaper::{BucketParams, Decision, EventShaper, Timer};
 use npqos_core::{Duration, Instant, Rate};
 use std::collections::BTreeMap;
@@ -144,33 +145,88 @@ impl BenchShaper for Event {
     }
 }
 
-/// Throttled queues in npqos-core's reschedule heap (the paper's; 64 ns ticks, no locked
-/// region), on the shared bucket path.
-pub struct Heap {
-    b: Buckets,
-    h: ReschedHeap,
+/// Where throttled queues wait on the shared bucket path: the timer structure under test.
+pub trait Waiting {
+    fn empty() -> Self;
+    /// Files `queue`, released at `release` ns (at or after `now`).
+    fn file(&mut self, queue: u32, release: u64, now: Instant);
+    /// Takes out one queue due at `now`, if any.
+    fn pop_due(&mut self, now: Instant) -> Option<u32>;
 }
 
-impl Heap {
-    pub fn new(n: usize, cir: Rate, cap: u64, alpha: u64) -> Self {
-        Heap { b: Buckets::new(n, cir, cap, alpha), h: ReschedHeap::new(0, 6).expect("valid tick") }
+/// npqos-core's reschedule heap (the paper's; 64 ns ticks, no locked region).
+impl Waiting for ReschedHeap {
+    fn empty() -> Self {
+        ReschedHeap::new(0, 6).expect("valid tick")
+    }
+    #[inline]
+    fn file(&mut self, queue: u32, release: u64, now: Instant) {
+        self.insert(queue, Instant::from_nanos(release), now, &mut ());
+    }
+    #[inline]
+    fn pop_due(&mut self, now: Instant) -> Option<u32> {
+        ReschedHeap::pop_due(self, now, &mut ()).map(|(q, _)| q)
     }
 }
 
-impl BenchShaper for Heap {
+/// An ordered map keyed by (release time, queue), as Linux `fq` keeps throttled flows in an
+/// rbtree and HTB its wait queue.
+impl Waiting for BTreeMap<(u64, u32), ()> {
+    fn empty() -> Self {
+        BTreeMap::new()
+    }
+    #[inline]
+    fn file(&mut self, queue: u32, release: u64, _now: Instant) {
+        self.insert((release, queue), ());
+    }
+    #[inline]
+    fn pop_due(&mut self, now: Instant) -> Option<u32> {
+        let e = self.first_entry()?;
+        (e.key().0 <= now.as_nanos()).then(|| e.remove_entry().0 .1)
+    }
+}
+
+/// npqos-core's bucketed FFS timer (64 ns buckets, exact to the tick).
+impl Waiting for TimerWheel {
+    fn empty() -> Self {
+        TimerWheel::new(6)
+    }
+    #[inline]
+    fn file(&mut self, queue: u32, release: u64, now: Instant) {
+        self.insert(queue, Instant::from_nanos(release), now);
+    }
+    #[inline]
+    fn pop_due(&mut self, now: Instant) -> Option<u32> {
+        TimerWheel::pop_due(self, now).map(|(q, _)| q)
+    }
+}
+
+/// The shared bucket path with throttled queues waiting in `W`.
+pub struct OnBuckets<W> {
+    b: Buckets,
+    w: W,
+}
+
+impl<W: Waiting> OnBuckets<W> {
+    pub fn new(n: usize, cir: Rate, cap: u64, alpha: u64) -> Self {
+        OnBuckets { b: Buckets::new(n, cir, cap, alpha), w: W::empty() }
+    }
+}
+
+impl<W: Waiting> BenchShaper for OnBuckets<W> {
     #[inline]
     fn packet(&mut self, queue: usize, bytes: u64, now: Instant) -> bool {
         if self.b.throttled[queue] {
             return false;
         }
         if let Some(t) = self.b.charge(queue, bytes, now.as_nanos()) {
-            self.h.insert(queue as u32, Instant::from_nanos(t), now, &mut ());
+            self.w.file(queue as u32, t, now);
         }
         true
     }
     #[inline]
     fn poll(&mut self, now: Instant) {
-        while let Some((q, _)) = self.h.pop_due(now, &mut ()) {
+        while let Some(q) = self.w.pop_due(now) {
             self.b.throttled[q as usize] = false;
         }
     }
@@ -180,80 +236,12 @@ impl BenchShaper for Heap {
     }
 }
 
-/// Throttled queues in an ordered map keyed by (release time, queue).
-pub struct OrderedMap {
-    b: Buckets,
-    waiting: BTreeMap<(u64, u32), ()>,
-}
-
-impl OrderedMap {
-    pub fn new(n: usize, cir: Rate, cap: u64, alpha: u64) -> Self {
-        OrderedMap { b: Buckets::new(n, cir, cap, alpha), waiting: BTreeMap::new() }
-    }
-}
-
-impl BenchShaper for OrderedMap {
-    #[inline]
-    fn packet(&mut self, queue: usize, bytes: u64, now: Instant) -> bool {
-        if self.b.throttled[queue] {
-            return false;
-        }
-        if let Some(t) = self.b.charge(queue, bytes, now.as_nanos()) {
-            self.waiting.insert((t, queue as u32), ());
-        }
-        true
-    }
-    #[inline]
-    fn poll(&mut self, now: Instant) {
-        let now = now.as_nanos();
-        while let Some(e) = self.waiting.first_entry() {
-            if e.key().0 > now {
-                break;
-            }
-            let (_, q) = e.remove_entry().0;
-            self.b.throttled[q as usize] = false;
-        }
-    }
-    #[inline]
-    fn prefetch(&self, queue: usize) {
-        self.b.prefetch(queue);
-    }
-}
-
-/// Throttled queues in npqos-core's bucketed FFS timer (64 ns buckets, exact to the tick).
-pub struct FfsWheel {
-    b: Buckets,
-    w: npqos_core::shaper::wheel::TimerWheel,
-}
-
-impl FfsWheel {
-    pub fn new(n: usize, cir: Rate, cap: u64, alpha: u64) -> Self {
-        FfsWheel { b: Buckets::new(n, cir, cap, alpha), w: npqos_core::shaper::wheel::TimerWheel::new(6) }
-    }
-}
-
-impl BenchShaper for FfsWheel {
-    #[inline]
-    fn packet(&mut self, queue: usize, bytes: u64, now: Instant) -> bool {
-        if self.b.throttled[queue] {
-            return false;
-        }
-        if let Some(t) = self.b.charge(queue, bytes, now.as_nanos()) {
-            self.w.insert(queue as u32, Instant::from_nanos(t), now);
-        }
-        true
-    }
-    #[inline]
-    fn poll(&mut self, now: Instant) {
-        while let Some((q, _)) = self.w.pop_due(now) {
-            self.b.throttled[q as usize] = false;
-        }
-    }
-    #[inline]
-    fn prefetch(&self, queue: usize) {
-        self.b.prefetch(queue);
-    }
-}
+/// The paper's heap on the shared path.
+pub type Heap = OnBuckets<ReschedHeap>;
+/// An ordered map on the shared path.
+pub type OrderedMap = OnBuckets<BTreeMap<(u64, u32), ()>>;
+/// The FFS wheel on the shared path.
+pub type FfsWheel = OnBuckets<TimerWheel>;
 
 const NIL: u32 = u32::MAX;
 
