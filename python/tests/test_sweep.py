@@ -129,7 +129,9 @@ def test_resume_runs_only_the_missing_points(tmp_path):
 
 def test_an_interrupted_sweep_resumes(tmp_path):
     """Ctrl-C (SIGINT) to `python -m npqos sweep`; the same command then runs only the rest."""
-    s = scenario_file(tmp_path, "1s")
+    # Points of 4 simulated seconds: with 1 s ones, on a fast machine the other seven points
+    # finished between the first one's directory appearing and the signal (seen once in CI).
+    s = scenario_file(tmp_path, "4s")
     out = tmp_path / "sw"
     cmd = [sys.executable, "-m", "npqos", "sweep", str(s), "--set", "traffic.overload=0.5,0.7,0.9,1.1",
            "--set", "queues.count=8,32", "--out", str(out), "--quiet"]
