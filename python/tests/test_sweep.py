@@ -133,8 +133,9 @@ def test_an_interrupted_sweep_resumes(tmp_path):
     out = tmp_path / "sw"
     cmd = [sys.executable, "-m", "npqos", "sweep", str(s), "--set", "traffic.overload=0.5,0.7,0.9,1.1",
            "--set", "queues.count=8,32", "--out", str(out), "--quiet"]
-    # SIGINT at its default in the child: an earlier test (the Dask cluster) can leave it ignored
-    # in this process, and an ignored SIGINT is inherited: the sweep then ran to its end.
+    # SIGINT at its default in the child. A shell without job control starts a background job
+    # (`.ci/run &`) with SIGINT ignored; pytest and this child inherit that, Python keeps an
+    # inherited SIG_IGN, and the sweep then ran to its end (exit 0).
     child = subprocess.Popen(cmd, stderr=subprocess.PIPE, text=True,
                              preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 60
