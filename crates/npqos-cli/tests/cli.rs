@@ -347,14 +347,30 @@ fn sweep_dask_without_the_python_package_is_bad_input() {
     assert!(stderr(&o).contains("--dask runs the sweep through the npqos Python package"), "{}", stderr(&o));
 }
 
-#[cfg(unix)]
+/// `npqos` with SIGINT set to `disposition` in the child (whatever this test process inherited:
+/// a background job of a shell without job control starts with SIGINT ignored).
+#[cfg(target_os = "linux")]
+fn npqos_with_sigint(disposition: libc::sighandler_t) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    let mut c = npqos();
+    // SAFETY: signal() is async-signal-safe, and the closure touches nothing else.
+    unsafe {
+        c.pre_exec(move || {
+            libc::signal(libc::SIGINT, disposition);
+            Ok(())
+        });
+    }
+    c
+}
+
+#[cfg(target_os = "linux")]
 #[test]
 fn ctrl_c_writes_partial_results_marked_incomplete() {
     let d = tempfile::tempdir().unwrap();
     let s =
         write_scenario(d.path(), "[run]\nduration = \"1000s\"\n[queues]\ncount = 1000\n[link]\nrate = \"10Gbps\"\n");
     let out = d.path().join("int");
-    let child = npqos()
+    let child = npqos_with_sigint(libc::SIG_DFL)
         .args(["run", s.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
         .stderr(std::process::Stdio::piped())
         .spawn()
@@ -370,6 +386,29 @@ fn ctrl_c_writes_partial_results_marked_incomplete() {
     assert_eq!(v["runs"][0]["stop_reason"], "interrupted");
     assert!(v["runs"][0]["scalars"]["delivered_packets"].as_f64().unwrap() > 0.0);
     assert!(std::fs::read_dir(&out).unwrap().all(|e| !e.unwrap().file_name().to_string_lossy().ends_with(".tmp")));
+}
+
+/// Started with SIGINT ignored (as `cmd &` in a script), a run keeps it ignored and finishes.
+#[cfg(target_os = "linux")]
+#[test]
+fn an_inherited_ignored_sigint_stays_ignored() {
+    let d = tempfile::tempdir().unwrap();
+    let s = write_scenario(d.path(), "[run]\nduration = \"10s\"\n[queues]\ncount = 16\n[link]\nrate = \"10Gbps\"\n");
+    let out = d.path().join("ign");
+    let mut child = npqos_with_sigint(libc::SIG_IGN)
+        .args(["run", s.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()])
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    // The signal must land while the run is going, or the test shows nothing.
+    assert!(child.try_wait().unwrap().is_none(), "the run ended before the signal; lengthen it");
+    let ok = std::process::Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap();
+    assert!(ok.success());
+    let o = child.wait_with_output().unwrap();
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(v["complete"], true);
 }
 
 #[test]

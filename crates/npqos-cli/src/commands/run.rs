@@ -12,18 +12,39 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
-/// The process-wide Ctrl-C flag (installed once).
+/// The process-wide Ctrl-C flag (installed once). When this process started with SIGINT
+/// ignored (a background job of a shell without job control, `nohup`-style launchers), it stays
+/// ignored and the flag never trips, as POSIX tools do: Ctrl-C at the terminal is then meant for
+/// the foreground job, not this one.
 pub fn interrupt_flag() -> Arc<AtomicBool> {
     static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
     FLAG.get_or_init(|| {
         let f = Arc::new(AtomicBool::new(false));
         let g = f.clone();
-        if let Err(e) = ctrlc::set_handler(move || g.store(true, Ordering::Relaxed)) {
+        if sigint_ignored() {
+            tracing::debug!("SIGINT was ignored at start; leaving it ignored");
+        } else if let Err(e) = ctrlc::set_handler(move || g.store(true, Ordering::Relaxed)) {
             tracing::warn!("cannot install the Ctrl-C handler: {e}");
         }
         f
     })
     .clone()
+}
+
+/// Whether SIGINT's disposition is "ignore" (inherited across exec).
+#[cfg(target_os = "linux")]
+fn sigint_ignored() -> bool {
+    // SAFETY: with a null new action, sigaction only writes the current one into `old`, a
+    // zeroed plain-data struct owned here.
+    unsafe {
+        let mut old: libc::sigaction = std::mem::zeroed();
+        libc::sigaction(libc::SIGINT, std::ptr::null(), &mut old) == 0 && old.sa_sigaction == libc::SIG_IGN
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn sigint_ignored() -> bool {
+    false
 }
 
 /// Reads a scenario file's TOML (not yet validated); problems are bad input (exit 2).
