@@ -339,6 +339,17 @@ impl EventShaper {
     pub fn tokens_bytes(&self, queue: QueueId) -> f64 {
         self.hot.get(queue.index()).map_or(0.0, |h| h.tokens as f64 / UNITS_PER_BYTE as f64)
     }
+    /// When `queue`'s bucket holds its cap again if nothing more is sent on it (`None` for an
+    /// unknown queue). From then on the bucket is the same as a new one, so a caller that maps
+    /// buckets to flows may hand it to another flow (`npqos live` does). While the queue is
+    /// disabled this lies after its reschedule time.
+    pub fn full_at(&self, queue: QueueId) -> Option<Instant> {
+        let h = self.hot.get(queue.index())?;
+        let pr = self.prof(queue.index());
+        let missing = (pr.cap as i128 - h.tokens as i128).max(0) as u128;
+        let ns = u64::try_from(missing.div_ceil(pr.cir as u128)).unwrap_or(u64::MAX);
+        Some(Instant::from_nanos(h.t_lu.saturating_add(ns)))
+    }
     /// The reschedule heap of `core` (`None` for an unknown core, or under [`Timer::Wheel`]).
     pub fn heap(&self, core: CoreId) -> Option<&ReschedHeap> {
         match self.timers.get(core.index()) {

@@ -238,6 +238,8 @@ fn algorithm_1_arithmetic() {
     assert_eq!(d, Decision::Throttled { until: t(5_600_000) });
     assert!(s.is_disabled(Q0));
     assert_eq!(s.tokens_bytes(Q0), 500.0, "eq 7: TB = alpha");
+    // Disabled: alpha at 5.6 ms, the other 500 B by 9.6 ms.
+    assert_eq!(s.full_at(Q0), Some(t(9_600_000)));
     assert_eq!(s.heap(CoreId(1)).unwrap().len(), 1, "inserted into the heap of the core that processed it");
     assert_eq!(s.next_wakeup(), Some(t(5_600_000)));
     let mut got = vec![];
@@ -249,6 +251,9 @@ fn algorithm_1_arithmetic() {
     // From T_lu = 5.6 ms with 500 B: at 6.6 ms, 625 B.
     assert_eq!(send(&mut s, 0, 625, t(6_600_000)), Decision::Eligible);
     assert_eq!(s.tokens_bytes(Q0), 0.0);
+    // Empty at 6.6 ms: 1000 B more at 125 B/ms, full at 14.6 ms.
+    assert_eq!(s.full_at(Q0), Some(t(14_600_000)));
+    assert_eq!(s.full_at(QueueId(1)), None);
     let c = s.counters();
     assert_eq!((c.sends, c.reschedules, c.reenabled), (3, 1, 1));
 }

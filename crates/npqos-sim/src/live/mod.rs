@@ -7,8 +7,8 @@
 //!    [`crate::trace::decode`]); frames that carry no IP packet form one flow of their own;
 //! 2. dqs ([`npqos_core::flowmap::Dqs`]): the flow's physical queue from the pool, the frame's
 //!    bytes in the block buffer, a drop with its reason when the buffer or the pool is exhausted;
-//! 3. kim's event-driven shaper ([`npqos_core::shaper::EventShaper`]), one bucket per physical
-//!    queue at the flow rate, send-then-pay (Algorithm 1) or wait-for-tokens (tbf);
+//! 3. kim's event-driven shaper ([`npqos_core::shaper::EventShaper`]), one bucket per flow at
+//!    the flow rate, send-then-pay (Algorithm 1) or wait-for-tokens (tbf);
 //! 4. DRR ([`npqos_core::sched::drr::Drr`]) over the queues that hold frames and are not
 //!    throttled, towards the output interface, as many frames as the caller has room for.
 //!
@@ -17,9 +17,12 @@
 //! it, calls [`Forwarder::wake`] then, and takes frames for the wire from
 //! [`Forwarder::transmit`]. It counts every frame: in = out + dropped (by reason) + queued.
 //!
-//! A flow's bucket lives with its physical queue, as the rest of its state does in dqs: while
-//! the flow has frames queued. See docs/live.md, Assumptions, for what that means for a flow
-//! that goes idle.
+//! A flow's bucket outlives its physical queue. dqs keeps a flow's queue only while it has
+//! frames queued; the flow keeps its bucket until the bucket is full again
+//! ([`EventShaper::full_at`]), from when it is the same as a new one and goes back to the pool.
+//! So a flow that empties its queue and comes back is held to the same bucket. The pool has two
+//! buckets per physical queue; only when every spare one is still filling is the one nearest
+//! to full taken from its idle flow (counted as `bucket_evictions`).
 
 pub mod spec;
 
@@ -34,7 +37,8 @@ use npqos_core::id::{CoreId, QueueId};
 use npqos_core::sched::drr::Drr;
 use npqos_core::shaper::{BucketParams, Conformance, Decision, EventShaper};
 use npqos_core::{Error, Instant};
-use std::collections::HashMap;
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap};
 
 /// Why a frame was not forwarded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -88,7 +92,8 @@ pub struct FlowStats {
     pub bytes_out: u64,
     /// Per [`Reason::ALL`].
     pub drops: [u64; 6],
-    /// Times the flow was given a physical queue (and so the bucket that queue holds).
+    /// Times the flow was given a physical queue (it keeps its bucket across them while the
+    /// bucket is not full).
     pub activations: u64,
     pub first_in_ns: u64,
     pub last_in_ns: u64,
@@ -158,6 +163,7 @@ impl FlowStats {
 const NON_IP: FlowKey =
     FlowKey { src: [0; 16], dst: [0; 16], src_port: 0, dst_port: 0, proto: 0, is_v6: false, zone: u16::MAX };
 const NO_FLOW: u32 = u32::MAX;
+const NONE: u32 = u32::MAX;
 /// The shaper's one core: `npqos live` forwards on one thread.
 const CORE: CoreId = CoreId(0);
 
@@ -175,6 +181,10 @@ pub struct Totals {
     pub heap_max: usize,
     pub active_flows_max: usize,
     pub blocks_in_use_max: u32,
+    /// Most buckets held at once by flows without a queue (still filling).
+    pub parked_buckets_max: usize,
+    /// Buckets taken from an idle flow before they were full (the pool ran short).
+    pub bucket_evictions: u64,
 }
 
 /// The pipeline. See the module documentation.
@@ -189,6 +199,20 @@ pub struct Forwarder {
     /// Per physical queue, the flow it holds (its stats index); the shared queue holds many.
     queue_flow: Vec<u32>,
     shared: Option<QueueId>,
+    /// The shared queue's one bucket (the last).
+    shared_bucket: u32,
+    /// Per flow (stats index): its physical queue while it has one, and its bucket, or NONE.
+    queue_of: Vec<u32>,
+    bucket_of: Vec<u32>,
+    /// Per flow bucket: the flow holding it or NO_FLOW, and while parked the time it is full
+    /// again (u64::MAX otherwise).
+    flow_of_bucket: Vec<u32>,
+    parked_until: Vec<u64>,
+    free_buckets: Vec<u32>,
+    /// Parked buckets by the time they are full again (entries whose time no longer matches
+    /// `parked_until` are stale).
+    parked: BinaryHeap<Reverse<(u64, u32)>>,
+    parked_now: usize,
     woken: Vec<QueueId>,
     frame: Vec<u8>,
     totals: Totals,
@@ -207,8 +231,11 @@ impl Forwarder {
         let dqs = Dqs::new(spec.table)?;
         let shared = dqs.shared_queue();
         let queues = spec.table.queues + shared.is_some() as u32;
+        // Two buckets per physical queue: one for each flow that holds a queue, and as many for
+        // idle flows whose buckets are still filling. Then the shared queue's.
+        let flow_buckets = 2 * spec.table.queues;
         let bucket = BucketParams { cir: spec.flow_rate, cap_bytes: spec.cap, alpha_bytes: spec.alpha };
-        let shaper = EventShaper::new(&vec![bucket; queues as usize], 1, 0, 6)
+        let shaper = EventShaper::new(&vec![bucket; (flow_buckets + shared.is_some() as u32) as usize], 1, 0, 6)
             .map_err(|e| Error::BadParameter { parameter: "shaper", value: e.to_string(), expected: "a valid bucket" })?
             .with_timer(spec.timer);
         Ok(Forwarder {
@@ -220,6 +247,14 @@ impl Forwarder {
             stats: Vec::new(),
             queue_flow: vec![NO_FLOW; queues as usize],
             shared,
+            shared_bucket: flow_buckets,
+            queue_of: Vec::new(),
+            bucket_of: Vec::new(),
+            flow_of_bucket: vec![NO_FLOW; flow_buckets as usize],
+            parked_until: vec![u64::MAX; flow_buckets as usize],
+            free_buckets: (0..flow_buckets).rev().collect(),
+            parked: BinaryHeap::new(),
+            parked_now: 0,
             woken: Vec::with_capacity(64),
             frame: Vec::with_capacity(max_frame as usize),
             totals: Totals::default(),
@@ -255,8 +290,93 @@ impl Forwarder {
         let i = *self.flows.entry(key).or_insert(n);
         if i == n {
             self.stats.push(FlowStats::new(key, non_ip));
+            self.queue_of.push(NONE);
+            self.bucket_of.push(NONE);
         }
         i as usize
+    }
+
+    /// The bucket that shapes physical queue `q`.
+    #[inline]
+    fn bucket(&self, q: QueueId) -> QueueId {
+        if Some(q) == self.shared {
+            return QueueId(self.shared_bucket);
+        }
+        QueueId(self.bucket_of[self.queue_flow[q.index()] as usize])
+    }
+
+    /// Flow `f` was given a physical queue: it takes back its own bucket if that is still
+    /// filling, or else one from the pool (full, or the parked one nearest to full).
+    fn bind_bucket(&mut self, f: usize, now: Instant) {
+        let b = self.bucket_of[f];
+        if b != NONE {
+            if self.parked_until[b as usize] != u64::MAX {
+                self.parked_until[b as usize] = u64::MAX;
+                self.parked_now -= 1;
+            }
+            return;
+        }
+        let b = self.take_bucket(now);
+        self.flow_of_bucket[b as usize] = f as u32;
+        self.bucket_of[f] = b;
+    }
+
+    fn take_bucket(&mut self, now: Instant) -> u32 {
+        // Parked buckets that are full again go back to the pool.
+        while let Some(&Reverse((t, b))) = self.parked.peek() {
+            if self.parked_until[b as usize] != t {
+                self.parked.pop();
+            } else if t <= now.as_nanos() && !self.shaper.is_disabled(QueueId(b)) {
+                self.parked.pop();
+                self.unbind(b);
+                self.free_buckets.push(b);
+            } else {
+                break;
+            }
+        }
+        if let Some(b) = self.free_buckets.pop() {
+            return b;
+        }
+        // Every spare bucket is still filling: take the one nearest to full. (There is always
+        // one: at most `queues` flows hold a queue, and there are twice as many buckets.)
+        while let Some(Reverse((t, b))) = self.parked.pop() {
+            if self.parked_until[b as usize] == t {
+                self.unbind(b);
+                self.totals.bucket_evictions += 1;
+                return b;
+            }
+        }
+        unreachable!("more flows hold a queue than there are physical queues")
+    }
+
+    /// Bucket `b` leaves its (idle) flow.
+    fn unbind(&mut self, b: u32) {
+        let f = self.flow_of_bucket[b as usize];
+        self.bucket_of[f as usize] = NONE;
+        self.flow_of_bucket[b as usize] = NO_FLOW;
+        self.parked_until[b as usize] = u64::MAX;
+        self.parked_now -= 1;
+    }
+
+    /// Flow `f` lost its physical queue `q` at `now`: its bucket stays with it until full.
+    fn release(&mut self, q: QueueId, now: Instant) {
+        let f = self.queue_flow[q.index()];
+        self.queue_flow[q.index()] = NO_FLOW;
+        if f == NO_FLOW {
+            return;
+        }
+        self.queue_of[f as usize] = NONE;
+        let b = self.bucket_of[f as usize];
+        let full = self.shaper.full_at(QueueId(b)).map_or(0, Instant::as_nanos);
+        self.parked_now += 1;
+        if full <= now.as_nanos() && !self.shaper.is_disabled(QueueId(b)) {
+            self.unbind(b);
+            self.free_buckets.push(b);
+        } else {
+            self.parked_until[b as usize] = full;
+            self.parked.push(Reverse((full, b)));
+            self.totals.parked_buckets_max = self.totals.parked_buckets_max.max(self.parked_now);
+        }
     }
 
     fn key_of(frame: &[u8]) -> (FlowKey, bool) {
@@ -299,9 +419,13 @@ impl Forwarder {
             Enqueue::Queued(e) => {
                 if Some(e.queue) != self.shared {
                     self.queue_flow[e.queue.index()] = f as u32;
+                    self.queue_of[f] = e.queue.0;
+                    if e.new_flow || self.bucket_of[f] == NONE {
+                        self.bind_bucket(f, now);
+                    }
                 }
                 self.stats[f].activations += e.new_flow as u64;
-                if !self.shaper.is_disabled(e.queue) {
+                if !self.shaper.is_disabled(self.bucket(e.queue)) {
                     self.drr.enqueued(e.queue).expect("dqs queue ids are the DRR's");
                 }
                 self.totals.active_flows_max = self.totals.active_flows_max.max(self.dqs.active_flows());
@@ -328,7 +452,18 @@ impl Forwarder {
         if !self.woken.is_empty() {
             self.totals.wakeups += 1;
         }
-        for &q in &self.woken {
+        for &b in &self.woken {
+            let q = if b.0 == self.shared_bucket {
+                self.shared.expect("the shared bucket exists with the shared queue")
+            } else {
+                match self.flow_of_bucket[b.index()] {
+                    NO_FLOW => continue,
+                    f => match self.queue_of[f as usize] {
+                        NONE => continue,
+                        q => QueueId(q),
+                    },
+                }
+            };
             if self.dqs.buffer().packets(q.0) > 0 {
                 self.drr.enqueued(q)?;
             }
@@ -345,10 +480,11 @@ impl Forwarder {
             let buf = self.dqs.buffer();
             let Some(q) = self.drr.select(|q| buf.head_len(q.0).unwrap_or(0) as u64) else { break };
             let len = buf.head_len(q.0).expect("the DRR round holds only non-empty queues") as u64;
+            let b = self.bucket(q);
             let d = if wait {
-                self.shaper.try_send_on(CORE, q, len, now, &mut ())?
+                self.shaper.try_send_on(CORE, b, len, now, &mut ())?
             } else {
-                self.shaper.on_send_on(CORE, q, len, now, &mut ())?
+                self.shaper.on_send_on(CORE, b, len, now, &mut ())?
             };
             let throttled = matches!(d, Decision::Throttled { .. });
             if throttled {
@@ -382,7 +518,7 @@ impl Forwarder {
             self.totals.bytes_out += out.len as u64;
             let empty = self.dqs.buffer().packets(q.0) == 0;
             if out.queue_released {
-                self.queue_flow[q.index()] = NO_FLOW;
+                self.release(q, now);
             }
             self.drr.dequeued(q, empty || throttled)?;
         }
@@ -402,7 +538,11 @@ impl Forwarder {
                     f => f as usize,
                 };
                 if d.queue_released {
+                    let f = self.queue_flow[q as usize];
                     self.queue_flow[q as usize] = NO_FLOW;
+                    if f != NO_FLOW {
+                        self.queue_of[f as usize] = NONE;
+                    }
                 }
                 self.drop(f, Reason::Stopped);
             }
@@ -480,6 +620,8 @@ impl Forwarder {
         r.scalar("reenabled", c.reenabled as f64, "queues");
         r.scalar("timer_wakeups", t.wakeups as f64, "wake-ups");
         r.scalar("heap_max", t.heap_max as f64, "queues");
+        r.scalar("parked_buckets_max", t.parked_buckets_max as f64, "buckets");
+        r.scalar("bucket_evictions", t.bucket_evictions as f64, "buckets");
         r.scalar("heap_mean", if self.samples > 0 { self.heap_sum / self.samples as f64 } else { 0.0 }, "queues");
         r.scalar("active_flows_max", t.active_flows_max as f64, "flows");
         r.scalar("queues_in_use_max", self.dqs.buffer().max_queues_in_use() as f64, "queues");

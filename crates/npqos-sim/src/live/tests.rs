@@ -94,14 +94,14 @@ fn check_shaped(conformance: &str) {
         assert_eq!(st.frames_out + st.dropped(), st.frames_in, "flow {f} accounted (drained)");
         // The token bucket's bound: over any interval a flow sends at most the cap, plus (send-
         // then-pay) the one frame that overdraws, beyond rate x time; and a backlogged flow no
-        // less than rate x time less the cap. A flow's bucket lives with its physical queue, so
-        // each time the flow is given a queue again it may find up to a cap more (docs/live.md).
+        // less than rate x time less the cap. The flow keeps its bucket when it loses its
+        // physical queue and is given one again, so the bound holds across activations.
         let span = (st.last_out_ns - st.first_out_ns) as f64 / 1e9;
         let after_first = (st.bytes_out - 1042) as f64;
         let ideal = 10e6 / 8.0 * span;
         assert!(st.activations < 20, "flow {f}: {} activations", st.activations);
         assert!(
-            after_first <= ideal + 3000.0 * st.activations as f64 + 1042.0,
+            after_first <= ideal + 3000.0 + 1042.0,
             "{conformance}: flow {f} sent {after_first} B, rate allows {ideal}"
         );
         assert!(after_first >= ideal - 3000.0, "{conformance}: flow {f} sent {after_first} B, rate allows {ideal}");
@@ -111,6 +111,73 @@ fn check_shaped(conformance: &str) {
     assert!(r.get("backlogged_rate_error_max").unwrap() < 0.5, "within 0.5% over 2 s");
     assert!(r.get("reschedules").unwrap() > 1000.0);
     assert!(r.get("heap_max").unwrap() >= 1.0);
+    assert_eq!(r.get("bucket_evictions"), Some(0.0));
+    fw.shaper().check_invariants().unwrap();
+}
+
+#[test]
+fn a_flow_that_comes_back_keeps_its_bucket() {
+    // Two physical queues, 10 Mbps, cap 3000 B, alpha 1500 B, frames of 1042 B. Flow 0 spends
+    // its bucket and empties its queue; flow 1 takes the queue flow 0 left; flow 0 comes back
+    // 20 us later, long before its bucket could refill (2.4 ms), and gets the other queue.
+    let sp = spec(&format!("{MINIMAL}cap = \"3000B\"\nalpha = \"1500B\"\n[table]\nqueues = 2\n"));
+    let mut fw = Forwarder::new(&sp, 9000).unwrap();
+    let t = |us: u64| Instant::from_nanos(1_000 + us * 1_000);
+    for s in 0..3 {
+        fw.receive(&frame(0, s, 1000), t(0));
+    }
+    assert_eq!(fw.transmit(t(0), usize::MAX, |_| {}).unwrap(), 3, "two frames and the one that overdraws");
+    for s in 0..5 {
+        fw.receive(&frame(1, s, 1000), t(10));
+    }
+    // Flow 1 starts with a full bucket of its own, not flow 0's debt.
+    assert_eq!(fw.transmit(t(10), usize::MAX, |_| {}).unwrap(), 3);
+    for s in 3..6 {
+        fw.receive(&frame(0, s, 1000), t(20));
+    }
+    // Flow 0 still owes: with a new bucket it would send three frames here.
+    assert_eq!(fw.transmit(t(20), usize::MAX, |_| {}).unwrap(), 0);
+    assert_eq!(fw.flows()[0].activations, 2);
+    // It goes again when its own bucket holds alpha: 1500 B plus the 126 B it owes, at 10 Mbps
+    // (800 ns per byte) after t(0), rounded up to the heap's 64 ns tick.
+    let w = fw.next_wakeup().unwrap();
+    let expect = t(0).as_nanos() + (1500 + 3 * 1042 - 3000) * 800;
+    assert!((expect..expect + 64).contains(&w.as_nanos()), "{w:?}, expected {expect} ns");
+    fw.wake(w).unwrap();
+    let mut out = Vec::new();
+    fw.transmit(w, usize::MAX, |fr| out.push(seq_and_flow(fr))).unwrap();
+    assert_eq!(out, vec![(0, 3), (0, 4)], "alpha's worth and the frame that overdraws");
+    let r = fw.result(3_000_000, true, "test", &[]);
+    assert_eq!(r.get("parked_buckets_max"), Some(1.0));
+    assert_eq!(r.get("bucket_evictions"), Some(0.0));
+    fw.shaper().check_invariants().unwrap();
+}
+
+#[test]
+fn idle_flows_beyond_the_spare_buckets_give_up_the_nearest_to_full() {
+    // One physical queue, so two buckets. Three flows in turn each spend theirs and go idle:
+    // the third finds both buckets filling and takes the one nearest to full (the first
+    // flow's), which is counted.
+    let sp = spec(&format!("{MINIMAL}cap = \"3000B\"\nalpha = \"1500B\"\n[table]\nqueues = 1\n"));
+    let mut fw = Forwarder::new(&sp, 9000).unwrap();
+    let mut now = Instant::from_nanos(1_000);
+    for f in 0..3u16 {
+        for s in 0..3 {
+            fw.receive(&frame(f, s, 1000), now);
+        }
+        // Each flow's three frames leave at once (a full bucket, or for the third flow the
+        // first flow's, which has refilled to alpha and more by then), then it goes idle.
+        while fw.queued() > 0 {
+            let w = fw.next_wakeup().filter(|&w| w > now).unwrap_or(now);
+            fw.wake(w).unwrap();
+            fw.transmit(w, usize::MAX, |_| {}).unwrap();
+            now = w;
+        }
+        now = Instant::from_nanos(now.as_nanos() + 1_000_000);
+    }
+    assert_eq!(fw.totals().bucket_evictions, 1);
+    assert_eq!(fw.totals().parked_buckets_max, 2);
+    assert_eq!(fw.totals().frames_out, 9);
     fw.shaper().check_invariants().unwrap();
 }
 
@@ -214,14 +281,16 @@ fn the_config_reader_reports_every_problem_with_its_key() {
 }
 
 #[test]
-fn without_a_queue_limit_the_shared_buffer_locks_flows_out() {
-    // The same offered load with no per-queue limit: tail drop on the shared block buffer
-    // hands freed blocks to whichever flow arrives next, and some flows get far less than
-    // their rate (docs/live.md). This is why npqos live's configs set [table] queue_limit.
+fn without_a_queue_limit_every_flow_still_gets_its_rate() {
+    // The same offered load with no per-queue limit, so tail drop on the shared block buffer
+    // decides which flow's frame gets freed blocks. While a flow's bucket lived with its
+    // physical queue this locked flows out (more than 3x between flows); each flow holding its
+    // own bucket, it does not (docs/live.md).
     let sp = spec(&format!("{MINIMAL}conformance = \"wait-for-tokens\"\n[table]\nblocks = 16384\n"));
     let mut fw = Forwarder::new(&sp, 9000).unwrap();
     drive(&mut fw, 8, 20e6, 1000, 2.0);
+    assert!(fw.totals().drops[Reason::BufferFull as usize] > 0, "the shared buffer filled");
     let out: Vec<u64> = fw.flows().iter().map(|f| f.frames_out).collect();
     let (lo, hi) = (*out.iter().min().unwrap(), *out.iter().max().unwrap());
-    assert!(hi > 3 * lo, "frames out per flow {out:?}: expected lockout");
+    assert!(hi - lo <= hi / 100, "frames out per flow {out:?}: expected within 1%");
 }
