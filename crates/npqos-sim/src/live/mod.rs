@@ -321,19 +321,27 @@ impl Forwarder {
         self.bucket_of[f] = b;
     }
 
-    fn take_bucket(&mut self, now: Instant) -> u32 {
-        // Parked buckets that are full again go back to the pool.
+    /// Parked buckets that are full again go back to the pool, and stale entries (their flow
+    /// took the bucket back) leave the heap. Every entry's time is at most cap / flow_rate after
+    /// it was pushed, so calling this on each release keeps the heap to the releases of that
+    /// last stretch, however long the run.
+    fn reclaim(&mut self, now: Instant) {
         while let Some(&Reverse((t, b))) = self.parked.peek() {
             if self.parked_until[b as usize] != t {
                 self.parked.pop();
             } else if t <= now.as_nanos() && !self.shaper.is_disabled(QueueId(b)) {
                 self.parked.pop();
+                self.parked_now -= 1;
                 self.unbind(b);
                 self.free_buckets.push(b);
             } else {
                 break;
             }
         }
+    }
+
+    fn take_bucket(&mut self, now: Instant) -> u32 {
+        self.reclaim(now);
         if let Some(b) = self.free_buckets.pop() {
             return b;
         }
@@ -341,6 +349,7 @@ impl Forwarder {
         // one: at most `queues` flows hold a queue, and there are twice as many buckets.)
         while let Some(Reverse((t, b))) = self.parked.pop() {
             if self.parked_until[b as usize] == t {
+                self.parked_now -= 1;
                 self.unbind(b);
                 self.totals.bucket_evictions += 1;
                 return b;
@@ -349,13 +358,12 @@ impl Forwarder {
         unreachable!("more flows hold a queue than there are physical queues")
     }
 
-    /// Bucket `b` leaves its (idle) flow.
+    /// Bucket `b` leaves its (idle) flow (the caller has taken it out of the parked count).
     fn unbind(&mut self, b: u32) {
         let f = self.flow_of_bucket[b as usize];
         self.bucket_of[f as usize] = NONE;
         self.flow_of_bucket[b as usize] = NO_FLOW;
         self.parked_until[b as usize] = u64::MAX;
-        self.parked_now -= 1;
     }
 
     /// Flow `f` lost its physical queue `q` at `now`: its bucket stays with it until full.
@@ -368,11 +376,12 @@ impl Forwarder {
         self.queue_of[f as usize] = NONE;
         let b = self.bucket_of[f as usize];
         let full = self.shaper.full_at(QueueId(b)).map_or(0, Instant::as_nanos);
-        self.parked_now += 1;
+        self.reclaim(now);
         if full <= now.as_nanos() && !self.shaper.is_disabled(QueueId(b)) {
             self.unbind(b);
             self.free_buckets.push(b);
         } else {
+            self.parked_now += 1;
             self.parked_until[b as usize] = full;
             self.parked.push(Reverse((full, b)));
             self.totals.parked_buckets_max = self.totals.parked_buckets_max.max(self.parked_now);
