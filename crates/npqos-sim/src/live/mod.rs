@@ -429,9 +429,11 @@ impl Forwarder {
                 if Some(e.queue) != self.shared {
                     self.queue_flow[e.queue.index()] = f as u32;
                     self.queue_of[f] = e.queue.0;
-                    if e.new_flow || self.bucket_of[f] == NONE {
+                    if e.new_flow {
                         self.bind_bucket(f, now);
                     }
+                    // A flow holding a queue keeps its bucket: only idle flows give theirs up.
+                    debug_assert_ne!(self.bucket_of[f], NONE);
                 }
                 self.stats[f].activations += e.new_flow as u64;
                 if !self.shaper.is_disabled(self.bucket(e.queue)) {
@@ -547,10 +549,10 @@ impl Forwarder {
                     f => f as usize,
                 };
                 if d.queue_released {
-                    let f = self.queue_flow[q as usize];
+                    let holder = self.queue_flow[q as usize];
                     self.queue_flow[q as usize] = NO_FLOW;
-                    if f != NO_FLOW {
-                        self.queue_of[f as usize] = NONE;
+                    if holder != NO_FLOW {
+                        self.queue_of[holder as usize] = NONE;
                     }
                 }
                 self.drop(f, Reason::Stopped);
