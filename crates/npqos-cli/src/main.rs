@@ -184,7 +184,8 @@ fn main() -> ExitCode {
         Cmd::Run { scenario, out, seed, threads, quiet } => commands::run::run(&scenario, out, seed, threads, quiet),
         Cmd::List { ids, json } => commands::reproduce::list(&ids, json),
         Cmd::Models => {
-            for (name, what) in npqos_sim::scenario::MODELS {
+            for m in npqos_sim::models::MODELS {
+                let (name, what) = (m.name(), m.description());
                 println!("{name}\t{what}");
             }
             Ok(())

@@ -277,7 +277,7 @@ fn experiments() -> String {
 /// The scenario models: (name, description).
 #[pyfunction]
 fn models() -> Vec<(&'static str, &'static str)> {
-    sc::MODELS.to_vec()
+    npqos_sim::models::MODELS.iter().map(|m| (m.name(), m.description())).collect()
 }
 
 /// `npqos trace stats --json` of `files`, as JSON text.

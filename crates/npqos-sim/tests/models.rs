@@ -2,7 +2,6 @@
 //! rendered as a fixed-precision table and checked with insta. A change in any number of any
 //! model shows in review (`cargo insta review`); the link model has more in `scenarios.rs`.
 
-use npqos_sim::models::{dqs, everest, kim, link, predictive, qcache, router};
 use npqos_sim::results::RunResult;
 use npqos_sim::scenario::Scenario;
 use std::fmt::Write;
@@ -21,17 +20,16 @@ fn example(name: &str, run: &[(&str, &str)]) -> Scenario {
 
 /// Runs `sc` once with its seed on one thread through the model it names.
 fn run(sc: &Scenario) -> RunResult {
-    let seed = sc.seed;
-    let none = &mut |_| {};
-    match sc.model() {
-        "link" => link::run(sc, seed, 1, None, none).expect("runs"),
-        "kim" => kim::run_scenario(sc, seed, 1, None, none).expect("runs"),
-        "everest" => everest::scenario::run_scenario(sc, seed, None, none).expect("runs"),
-        "dqs" => dqs::scenario::run_scenario(sc, seed, None, none).expect("runs"),
-        "fq" | "lap" | "efq-lap" => predictive::scenario::run_scenario(sc, seed, None, none),
-        "qcache" => qcache::scenario::run_scenario(sc, seed, None, none).expect("runs"),
-        "router" => router::scenario::run_scenario(sc, seed, 1, None, none).expect("runs"),
-        other => panic!("no snapshot runner for model {other:?}"),
+    sc.run(sc.seed, 1, None, &mut |_| {}).unwrap_or_else(|e| panic!("{}: {e}", sc.model()))
+}
+
+/// Every model of the list has a snapshot here.
+#[test]
+fn every_model_has_a_snapshot() {
+    let this = include_str!("models.rs");
+    for m in npqos_sim::models::MODELS {
+        let name = m.name().replace('-', "_");
+        assert!(this.contains(&format!("fn {name}_")), "no snapshot test for model {:?}", m.name());
     }
 }
 

@@ -361,7 +361,7 @@ fn qcache(a: &ModelArgs, w: &mut dyn Write) -> Result<()> {
         None => (TABLE1, a.threads, a.memory_mhz, "Table 1 timing".to_string()),
         Some(path) => {
             let (_, sc) = super::run::load(path)?;
-            let npqos_sim::scenario::Spec::Qcache(q) = &sc.spec else {
+            let Some(q) = sc.spec_as::<npqos_sim::models::qcache::scenario::QcacheSpec>() else {
                 return Err(wrong_model(
                     path,
                     sc.model(),
@@ -463,8 +463,8 @@ fn qcache(a: &ModelArgs, w: &mut dyn Write) -> Result<()> {
 
 /// The fq part of `--scenario` (fq or efq-lap), or the paper's 32 flows on one processor.
 fn fq_spec(a: &ModelArgs) -> Result<npqos_sim::models::predictive::scenario::FqSpec> {
+    use npqos_sim::models::predictive::scenario::SwitchSpec;
     use npqos_sim::models::predictive::scenario::{FlowEntry, FqSpec};
-    use npqos_sim::scenario::Spec;
     let Some(path) = &a.scenario else {
         let names = npqos_sim::models::predictive::scenario::app_names();
         let flows = npqos_sim::models::predictive::paper_flows()
@@ -474,15 +474,17 @@ fn fq_spec(a: &ModelArgs) -> Result<npqos_sim::models::predictive::scenario::FqS
         return Ok(FqSpec { processors: 1, discipline: npqos_core::sched::fq::Discipline::Efq, load: 1.0, flows });
     };
     let (_, sc) = super::run::load(path)?;
-    match sc.spec {
-        Spec::Fq(f) => Ok(f),
-        Spec::EfqLap(e) => Ok(FqSpec {
+    if let Some(f) = sc.spec_as::<FqSpec>() {
+        Ok(f.clone())
+    } else if let Some(e) = sc.spec_as::<SwitchSpec>() {
+        Ok(FqSpec {
             processors: e.processors,
             discipline: npqos_core::sched::fq::Discipline::Efq,
             load: e.calm_load,
-            flows: e.flows,
-        }),
-        other => Err(wrong_model(path, other.model(), "predictive", "sizes the flows of an \"fq\" or \"efq-lap\"")),
+            flows: e.flows.clone(),
+        })
+    } else {
+        Err(wrong_model(path, sc.model(), "predictive", "sizes the flows of an \"fq\" or \"efq-lap\""))
     }
 }
 
@@ -558,7 +560,7 @@ fn everest(a: &ModelArgs, w: &mut dyn Write) -> Result<()> {
         ));
     };
     let (_, sc) = super::run::load(path)?;
-    let npqos_sim::scenario::Spec::Everest(e) = &sc.spec else {
+    let Some(e) = sc.spec_as::<npqos_sim::models::everest::scenario::EverestSpec>() else {
         return Err(wrong_model(path, sc.model(), "everest", "sizes the services of an \"everest\""));
     };
     let seed = a.seed.unwrap_or(sc.seed);

@@ -4,9 +4,8 @@ use crate::error::{bad, from_trace, Interrupted};
 use crate::output::{self, Meta};
 use crate::progress::Progress;
 use anyhow::Result;
-use npqos_sim::models::{dqs, everest, kim, link, predictive, qcache, router};
 use npqos_sim::results::{Output, RunResult};
-use npqos_sim::scenario::{human_bytes, Scenario};
+use npqos_sim::scenario::{human_bytes, ModelError, Scenario};
 use serde_json::json;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -79,30 +78,11 @@ fn run_one(
     interrupt: &Arc<AtomicBool>,
     report: &mut dyn FnMut(npqos_core::Instant),
 ) -> Result<RunResult> {
-    let flag = Some(interrupt.clone());
-    match sc.model() {
-        "kim" => kim::run_scenario(sc, seed, threads, flag, report).map_err(|e| match e {
-            kim::KimRunError::Trace(t) => from_trace(t),
-            other => bad(format!("{id}: {other}")),
-        }),
-        "everest" => everest::scenario::run_scenario(sc, seed, flag, report).map_err(|e| match e {
-            everest::EverestError::Config(c) => bad(format!("{id}: {c}")),
-            everest::EverestError::Trace(t) => from_trace(t),
-            other => anyhow::Error::new(other),
-        }),
-        "dqs" => dqs::scenario::run_scenario(sc, seed, flag, report).map_err(from_trace),
-        "fq" | "lap" | "efq-lap" => Ok(predictive::scenario::run_scenario(sc, seed, flag, report)),
-        "qcache" => qcache::scenario::run_scenario(sc, seed, flag, report).map_err(|e| match e {
-            qcache::scenario::QcacheRunError::Trace(t) => from_trace(t),
-            other => bad(format!("{id}: {other}")),
-        }),
-        "router" => router::scenario::run_scenario(sc, seed, threads, flag, report).map_err(|e| match e {
-            router::RouterError::Trace(t) => from_trace(t),
-            router::RouterError::Config(c) => bad(format!("{id}: {c}")),
-            other => anyhow::Error::new(other),
-        }),
-        _ => link::run(sc, seed, threads, flag, report).map_err(from_trace),
-    }
+    sc.run(seed, threads, Some(interrupt.clone()), report).map_err(|e| match e {
+        ModelError::Bad(m) => bad(format!("{id}: {m}")),
+        ModelError::Trace(t) => from_trace(t),
+        other => anyhow::Error::new(other),
+    })
 }
 
 /// Runs every replication of `sc` on `threads` workers. Results are in replication order,

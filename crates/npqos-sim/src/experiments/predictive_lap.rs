@@ -3,8 +3,8 @@
 
 use super::declare::{At, Grid, PaperValue};
 use super::RunOptions;
-use crate::models::efq_lap::{self, Bursts, Mode, SwitchParams};
-use crate::models::lap::{mean_te_ns, params, run, stream, LapParams, LapResult, Mix, StreamPacket, IMIX};
+use crate::models::predictive::efq_lap::{self, Bursts, Mode, SwitchParams};
+use crate::models::predictive::lap::{mean_te_ns, params, run, stream, LapParams, LapResult, Mix, StreamPacket, IMIX};
 use crate::models::predictive::paper_flows;
 use crate::results::{Comparison, Output, Place, PlotKind, PlotSpec, RunResult, Table};
 use npqos_core::sched::lap::Policy;

@@ -6,9 +6,10 @@
 
 use super::declare::Grid;
 use super::{par_map, RunOptions};
+use crate::models::router::scenario::RouterSpec;
 use crate::models::router::{self, Allocation, IngressKind, RouterParams, RouterTraffic, Scheduler, ShaperKind};
 use crate::results::{Note, Output, PlotKind, PlotSpec, Table};
-use crate::scenario::{Scenario, Spec};
+use crate::scenario::Scenario;
 use npqos_core::alloc::Policy;
 use npqos_core::queues::timing::Subsystem;
 use npqos_core::Duration;
@@ -72,7 +73,7 @@ fn base(workload: &str, duration: Duration) -> Result<Base, String> {
     };
     let sc = Scenario::parse(&text, &format!("router-{workload}.toml"), Path::new("."))
         .map_err(|e| format!("the example scenario does not parse: {e}"))?;
-    let Spec::Router(r) = &sc.spec else { return Err("not a router scenario".into()) };
+    let Some(r) = sc.spec_as::<RouterSpec>() else { return Err("not a router scenario".into()) };
     let traffic = r.traffic(duration).map_err(|e| e.to_string())?;
     let mut params = r.params.clone();
     params.duration = duration;

@@ -25,7 +25,9 @@ use crate::engine::feed::Feed;
 use crate::engine::{Engine, EventQueue, Model, RunLimits, StopReason};
 use crate::results::{Histogram, RunResult, Series};
 use crate::rng::{RngStreams, StreamRng};
-use crate::scenario::{Scenario, Traffic};
+use crate::scenario::{
+    LinkSpec, MemoryEstimate, ModelError, ModelSpec, Problem, Progress, Scenario, ScenarioModel, Traffic,
+};
 use crate::trace::{TraceError, TraceOptions, TraceSource};
 use crate::workload::{mean_gap_for_overload, Arrivals, FlowPopulation, FlowWeights, SizeDist};
 use hdrhistogram::Histogram as Hdr;
@@ -476,6 +478,65 @@ pub fn run(
     };
     model.feed = None;
     model.finish(sc, reason, &engine)
+}
+
+/// `model = "link"`: N tail-drop queues sharing one link under DRR.
+pub struct LinkScenario;
+
+impl ScenarioModel for LinkScenario {
+    fn name(&self) -> &'static str {
+        "link"
+    }
+    fn description(&self) -> &'static str {
+        "N tail-drop queues sharing one link under deficit round robin; synthetic or trace traffic (docs/link.md)"
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &["model", "run", "link", "queues", "traffic"]
+    }
+    fn read(&self, root: &toml::Table, base_dir: &std::path::Path, probs: &mut Vec<Problem>) -> Box<dyn ModelSpec> {
+        Box::new(crate::scenario::read_link(root, "link", base_dir, probs).0)
+    }
+}
+
+impl ModelSpec for LinkSpec {
+    fn model(&self) -> &'static str {
+        "link"
+    }
+    fn resolved(&self, root: &mut toml::Table) {
+        crate::scenario::link_to_toml(self, None, root)
+    }
+    fn memory(&self, duration: Duration, sample: Duration) -> MemoryEstimate {
+        self.memory_estimate(None, duration, sample)
+    }
+    fn run(
+        &self,
+        sc: &Scenario,
+        seed: u64,
+        threads: usize,
+        interrupt: Option<Arc<AtomicBool>>,
+        progress: Progress<'_>,
+    ) -> Result<RunResult, ModelError> {
+        run(sc, seed, threads, interrupt, progress).map_err(ModelError::from)
+    }
+}
+
+impl LinkSpec {
+    /// [`LinkSpec::estimate_memory`] with the problem to report over the budget (the link and
+    /// kim models).
+    pub(crate) fn memory_estimate(
+        &self,
+        shaper: Option<&crate::scenario::ShaperSpec>,
+        duration: Duration,
+        sample: Duration,
+    ) -> MemoryEstimate {
+        MemoryEstimate {
+            bytes: self.estimate_memory(shaper, duration, sample),
+            key: "queues.count",
+            value: self.queues.to_string(),
+            what: "queues x per-queue state + worst-case buffered packets",
+            remedy: "lower queues.count or queues.buffer",
+        }
+    }
 }
 
 #[cfg(test)]

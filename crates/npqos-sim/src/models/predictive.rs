@@ -7,6 +7,8 @@
 //! 4.1.4; `v_a` is our reading of Figure 2's spread, see docs/predictive.md). No cold-cache
 //! penalty here: section 4.2 studies ordering, and section 5 the caches.
 
+pub mod efq_lap;
+pub mod lap;
 pub mod scenario;
 
 use crate::engine::{Engine, Model, RunLimits, StopReason};

@@ -8,8 +8,8 @@
 //! ```
 
 use super::{Problem, Reader};
-use crate::models::dqs::SyntheticFlows;
 use crate::units::fmt_size;
+use crate::workload::flows::SyntheticFlows;
 use crate::workload::SizeDist;
 use npqos_core::Duration;
 use std::path::{Path, PathBuf};

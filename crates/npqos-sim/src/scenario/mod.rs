@@ -9,7 +9,8 @@
 //! The format (one table per component; every key optional unless marked):
 //!
 //! ```toml
-//! model = "link"                 # "link" (DRR over tail-drop queues) or "kim" (token-bucket shaping)
+//! model = "link"                 # one of `npqos models` (crate::models::MODELS); the keys below
+//!                                # are those of "link" (DRR over tail-drop queues) and "kim"
 //! [run]
 //! seed = 1                       # u64
 //! duration = "100ms"             # simulated time
@@ -107,6 +108,7 @@ impl fmt::Display for Problems {
 }
 impl std::error::Error for Problems {}
 
+pub(crate) use link::{read as read_link, to_toml as link_to_toml};
 pub use link::{LinkSpec, ShaperSpec, SizeSpec, Traffic, DEFAULT_MAX_GAP};
 pub(crate) use reader::{no_run_length, show, Reader};
 
@@ -115,52 +117,12 @@ pub mod flows;
 mod link;
 mod reader;
 
-use crate::models::predictive::scenario as predictive;
-
-/// The scenario models (`model = "<name>"`), each with a one-line description: what
-/// `npqos models` prints.
-pub const MODELS: &[(&str, &str)] = &[
-    (
-        "link",
-        "N tail-drop queues sharing one link under deficit round robin; synthetic or trace traffic (docs/link.md)",
-    ),
-    (
-        "kim",
-        "N token-bucket-shaped queues, timers on per-core reschedule heaps (event-driven) or periodic fill, ideal or shared link (docs/kim.md)",
-    ),
-    (
-        "dqs",
-        "your flows through a dqs flow table (AFM over M slots, pooled physical queues, block buffer) and a DRR link: queues, AFM memory and lookup cycles needed; synthetic or trace traffic (docs/dqs.md)",
-    ),
-    (
-        "fq",
-        "flows with reserved processing shares on m processors under SFQ, WF2Q+ or EFQ (predictive section 4; docs/predictive.md)",
-    ),
-    (
-        "lap",
-        "a backlogged stream of applications on processors with one-application caches under LAP, FCFS or T-Opt (predictive section 5; docs/predictive.md)",
-    ),
-    (
-        "efq-lap",
-        "reserved flows on processors with caches, some bursting, under EFQ, EFQ preferring warm caches, LAP, or switching between them (predictive section 6; docs/predictive.md)",
-    ),
-    (
-        "qcache",
-        "threads enqueueing and dequeueing through a queue-descriptor subsystem (no cache, data cache, software- or hardware-managed queuing cache) with contention at bus, memory and queues: throughput, hit rate, off-chip references (docs/qcache.md)",
-    ),
-    (
-        "everest",
-        "processors shared by services under an allocation policy (Everest, -LD, -AE, adaptive, Static, Quantum, Cohort-E) with context-switch cost; bursty synthetic traffic (docs/everest.md)",
-    ),
-    (
-        "router",
-        "the five mechanisms in one pipeline: classification into services, dqs / per-flow / hashed ingress queues, processors allocated by an everest policy or LAP with EFQ / SFQ / WF2Q+ / DRR / FCFS within a service, a qcache queue memory, kim or periodic egress shaping, a DRR link; synthetic or trace traffic (docs/router.md)",
-    ),
-];
+pub mod model;
+pub use model::{MemoryEstimate, ModelError, ModelSpec, Progress, ScenarioModel};
 
 /// A validated scenario with every default filled in: the `[run]` table, common to every
-/// model, and the model's own tables in [`Spec`].
-#[derive(Clone, Debug, PartialEq)]
+/// model, and the model's own tables in `spec` (the [`ModelSpec`] its model's reader returned).
+#[derive(Clone, Debug)]
 pub struct Scenario {
     pub seed: u64,
     pub duration: Duration,
@@ -169,188 +131,40 @@ pub struct Scenario {
     pub sample_interval: Duration,
     pub memory_budget: u64,
     pub max_events: u64,
-    pub spec: Spec,
+    pub spec: Box<dyn ModelSpec>,
 }
 
-/// The model a scenario names, with its own tables.
+impl PartialEq for Scenario {
+    fn eq(&self, o: &Self) -> bool {
+        // By hand: a derived `==` on `Box<dyn ModelSpec>` tries to move out of the box.
+        (self.seed, self.duration, self.warmup, self.replications, self.sample_interval)
+            == (o.seed, o.duration, o.warmup, o.replications, o.sample_interval)
+            && (self.memory_budget, self.max_events) == (o.memory_budget, o.max_events)
+            && self.spec.eq_dyn(o.spec.as_ref())
+    }
+}
+
+/// `model = "kim"`: the link tables and `[shaper]`.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Spec {
-    /// `model = "link"`.
-    Link(LinkSpec),
-    /// `model = "kim"`: the link tables and `[shaper]`.
-    Kim(LinkSpec, ShaperSpec),
-    /// `model = "everest"`: processors, services and their traffic.
-    Everest(crate::models::everest::scenario::EverestSpec),
-    /// `model = "dqs"`: the flow table, the link load and the traffic.
-    Dqs(crate::models::dqs::scenario::DqsSpec),
-    /// `model = "fq"`: processors, a discipline and reserved flows.
-    Fq(predictive::FqSpec),
-    /// `model = "lap"`: processors with caches, a policy and a backlogged stream.
-    Lap(predictive::LapSpec),
-    /// `model = "efq-lap"`: processors with caches, a mode, and flows that burst.
-    EfqLap(predictive::SwitchSpec),
-    /// `model = "qcache"`: queuing subsystems, Table 1 timing and an operation workload.
-    Qcache(crate::models::qcache::scenario::QcacheSpec),
-    /// `model = "router"`: the composed pipeline, its services and traffic.
-    Router(Box<crate::models::router::scenario::RouterSpec>),
-}
-
-impl Spec {
-    /// The `model = ` name.
-    pub fn model(&self) -> &'static str {
-        match self {
-            Spec::Link(_) => "link",
-            Spec::Kim(..) => "kim",
-            Spec::Everest(_) => "everest",
-            Spec::Dqs(_) => "dqs",
-            Spec::Fq(_) => "fq",
-            Spec::Lap(_) => "lap",
-            Spec::EfqLap(_) => "efq-lap",
-            Spec::Qcache(_) => "qcache",
-            Spec::Router(_) => "router",
-        }
-    }
-
-    /// The top-level keys a scenario of `model` may have.
-    fn tables(model: &str) -> &'static [&'static str] {
-        match model {
-            "everest" => &["model", "run", "processors", "traffic", "services"],
-            "kim" => &["model", "run", "link", "queues", "traffic", "shaper"],
-            "fq" | "efq-lap" => &["model", "run", "processors", "traffic", "flows"],
-            "dqs" => &["model", "run", "table", "link", "traffic"],
-            "lap" => &["model", "run", "processors", "traffic"],
-            "qcache" => &["model", "run", "queuing", "timing", "workload"],
-            "router" => &[
-                "model",
-                "run",
-                "router",
-                "traffic",
-                "ingress",
-                "processing",
-                "queue_memory",
-                "shaping",
-                "link",
-                "services",
-            ],
-            _ => &["model", "run", "link", "queues", "traffic"],
-        }
-    }
-
-    /// Reads the tables of `model`, recording every problem.
-    fn read(model: &str, root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> Spec {
-        match model {
-            "everest" => Spec::Everest(crate::models::everest::scenario::read(root, base_dir, probs)),
-            "dqs" => Spec::Dqs(crate::models::dqs::scenario::read(root, base_dir, probs)),
-            "fq" => Spec::Fq(predictive::read_fq(root, probs)),
-            "lap" => Spec::Lap(predictive::read_lap(root, probs)),
-            "efq-lap" => Spec::EfqLap(predictive::read_switch(root, probs)),
-            "qcache" => Spec::Qcache(crate::models::qcache::scenario::read(root, base_dir, probs)),
-            "router" => Spec::Router(Box::new(crate::models::router::scenario::read(root, base_dir, probs))),
-            _ => match link::read(root, model, base_dir, probs) {
-                (l, Some(sh)) => Spec::Kim(l, sh),
-                (l, None) => Spec::Link(l),
-            },
-        }
-    }
-
-    /// One replication's estimated memory, and the problem to report when it exceeds the
-    /// budget (its key and value, and what it counts).
-    fn memory(&self, duration: Duration, sample: Duration) -> (u128, &'static str, String, &'static str, &'static str) {
-        match self {
-            Spec::Link(l) | Spec::Kim(l, _) => (
-                l.estimate_memory(self.shaper(), duration, sample),
-                "queues.count",
-                l.queues.to_string(),
-                "queues x per-queue state + worst-case buffered packets",
-                "lower queues.count or queues.buffer",
-            ),
-            Spec::Everest(e) => (
-                e.estimate_memory(duration) as u128,
-                if e.traffic.trace.is_some() { "traffic.files" } else { "traffic.packets_per_second" },
-                if e.traffic.trace.is_some() { "(trace)".into() } else { e.traffic.packets_per_second.to_string() },
-                "if every packet of the run waited at once: there is no queue limit",
-                "shorten run.duration or lower the rate",
-            ),
-            Spec::Dqs(d) => (
-                d.estimate_memory(),
-                "table.queues",
-                d.queues.to_string(),
-                "the flow table's queues and blocks, active flows, a trace in memory",
-                "lower table.queues or table.blocks",
-            ),
-            // Per packet: its delay and flow (12 B); per flow and processor, their state.
-            Spec::Fq(f) => (
-                (f.packets(duration) * 12.0) as u128
-                    + f.flows.len() as u128 * 256
-                    + f.processors as u128 * 64
-                    + (1 << 20),
-                "run.duration",
-                format!("\"{duration}\""),
-                "12 B per packet offered",
-                "shorten run.duration or lower traffic.load",
-            ),
-            // The stream (24 B a packet) and the scheduler's visible window (64 B a packet).
-            Spec::Lap(l) => (
-                l.packets as u128 * 24 + l.visible.unwrap_or(l.packets).min(l.packets) as u128 * 64 + (1 << 20),
-                "traffic.packets",
-                l.packets.to_string(),
-                "24 B per packet of the stream",
-                "lower traffic.packets",
-            ),
-            // Per packet: its record and delay, and both queues' entries if all waited at once.
-            Spec::EfqLap(e) => (
-                (e.packets(duration) * 160.0) as u128 + e.flows.len() as u128 * 256 + (1 << 20),
-                "run.duration",
-                format!("\"{duration}\""),
-                "160 B per packet offered at the burst rate, if every packet waited at once",
-                "shorten run.duration",
-            ),
-            Spec::Qcache(q) => (
-                q.estimate_memory(),
-                "workload.operations",
-                q.sim.ops.to_string(),
-                "per queue, per operation the model replays, a trace's queue ids",
-                "lower workload.operations or set queuing.model = false",
-            ),
-            Spec::Router(r) => (
-                r.estimate_memory(),
-                "ingress.queues",
-                format!("{:?}", r.params.ingress),
-                "per ingress queue its scheduler state in every service, per output queue its bucket and FIFO, the block buffer, the flows or the trace",
-                "lower ingress.queues, shaping.flow_queues or ingress.blocks",
-            ),
-        }
-    }
-
-    fn shaper(&self) -> Option<&ShaperSpec> {
-        match self {
-            Spec::Kim(_, sh) => Some(sh),
-            _ => None,
-        }
-    }
-
-    fn to_toml(&self, root: &mut toml::Table) {
-        match self {
-            Spec::Link(l) => link::to_toml(l, None, root),
-            Spec::Kim(l, sh) => link::to_toml(l, Some(sh), root),
-            Spec::Everest(e) => e.to_toml(root),
-            Spec::Dqs(d) => d.to_toml(root),
-            Spec::Fq(f) => f.to_toml(root),
-            Spec::Lap(l) => l.to_toml(root),
-            Spec::EfqLap(e) => e.to_toml(root),
-            Spec::Qcache(q) => q.to_toml(root),
-            Spec::Router(r) => r.to_toml(root),
-        }
-    }
+pub struct KimSpec {
+    pub link: LinkSpec,
+    pub shaper: ShaperSpec,
 }
 
 /// Default memory budget: 4 GiB.
 pub const DEFAULT_MEMORY_BUDGET: u64 = 4 << 30;
 
 impl Scenario {
-    /// Parses and validates scenario text. `file` names the source in messages; relative trace
-    /// paths are resolved against `base_dir`.
-    pub fn parse(text: &str, file: &str, base_dir: &Path) -> Result<Scenario, Problems> {
+    /// Parses and validates scenario text as a scenario of one of `models` (see
+    /// [`Self::from_table_in`]). `file` names the source in messages; relative trace paths are
+    /// resolved against `base_dir`. `Scenario::parse` (in `crate::models`) passes the list of
+    /// every model.
+    pub fn parse_in(
+        models: &[&dyn ScenarioModel],
+        text: &str,
+        file: &str,
+        base_dir: &Path,
+    ) -> Result<Scenario, Problems> {
         let root: toml::Table = toml::from_str(text).map_err(|e| Problems {
             file: file.into(),
             list: vec![Problem {
@@ -359,34 +173,42 @@ impl Scenario {
                 message: format!("TOML syntax error: {}", e.to_string().trim()),
             }],
         })?;
-        Self::from_table(&root, file, base_dir)
+        Self::from_table_in(models, &root, file, base_dir)
     }
 
-    /// Validates an already-parsed table (used by sweeps after `--set` overrides).
-    pub fn from_table(root: &toml::Table, file: &str, base_dir: &Path) -> Result<Scenario, Problems> {
+    /// Validates an already-parsed table against the models of `models` (the first is the
+    /// default when `model` is absent); `Scenario::from_table` passes `crate::models::MODELS`.
+    pub fn from_table_in(
+        models: &[&dyn ScenarioModel],
+        root: &toml::Table,
+        file: &str,
+        base_dir: &Path,
+    ) -> Result<Scenario, Problems> {
         let mut probs = Vec::new();
+        let default = models[0];
         let model = match root.get("model") {
-            None => "link".to_string(),
-            Some(toml::Value::String(s)) if MODELS.iter().any(|m| m.0 == s) => s.clone(),
+            None => default,
+            Some(toml::Value::String(s)) if models.iter().any(|m| m.name() == s) => {
+                *models.iter().find(|m| m.name() == s).expect("just found")
+            }
             Some(v) => {
-                let names: Vec<String> = MODELS.iter().map(|m| format!("{:?}", m.0)).collect();
+                let names: Vec<String> = models.iter().map(|m| format!("{:?}", m.name())).collect();
                 probs.push(Problem {
                     key: "model".into(),
                     value: Some(show(v)),
                     message: format!("expected one of {} (see `npqos models`)", names.join(", ")),
                 });
-                "link".into()
+                default
             }
         };
-        let known = Spec::tables(&model);
+        let known = model.tables();
         for (k, v) in root {
             if k != "meta" && !known.contains(&k.as_str()) {
                 let list: Vec<String> =
                     known.iter().map(|k| if *k == "model" { k.to_string() } else { format!("[{k}]") }).collect();
-                let message = if k == "shaper" {
-                    "only applies to model = \"kim\"".to_string()
-                } else {
-                    format!("unknown key for model = {model:?} (known: {})", list.join(", "))
+                let message = match models.iter().find(|m| m.own_tables().contains(&k.as_str())) {
+                    Some(owner) => format!("only applies to model = {:?}", owner.name()),
+                    None => format!("unknown key for model = {:?} (known: {})", model.name(), list.join(", ")),
                 };
                 probs.push(Problem { key: k.clone(), value: Some(show(v)), message });
             }
@@ -425,12 +247,12 @@ impl Scenario {
         let max_events = run.int("max_events", 0, 0, i64::MAX, &mut probs) as u64;
         run.finish(&mut probs);
 
-        let spec = Spec::read(&model, root, base_dir, &mut probs);
+        let spec = model.read(root, base_dir, &mut probs);
         let sc = Scenario { seed, duration, warmup, replications, sample_interval, memory_budget, max_events, spec };
         if probs.is_empty() {
             let need = sc.estimate_memory(1);
             if need > sc.memory_budget {
-                let (_, key, value, what, remedy) = sc.spec.memory(sc.duration, sc.sample_every());
+                let MemoryEstimate { key, value, what, remedy, .. } = sc.spec.memory(sc.duration, sc.sample_every());
                 probs.push(Problem {
                     key: key.into(),
                     value: Some(value),
@@ -454,6 +276,28 @@ impl Scenario {
         self.spec.model()
     }
 
+    /// The model's tables as `T` (its [`ModelSpec`] type), or `None` for another model's
+    /// scenario.
+    pub fn spec_as<T: ModelSpec>(&self) -> Option<&T> {
+        self.spec.as_any().downcast_ref()
+    }
+
+    /// [`Self::spec_as`], mutable.
+    pub fn spec_as_mut<T: ModelSpec>(&mut self) -> Option<&mut T> {
+        self.spec.as_any_mut().downcast_mut()
+    }
+
+    /// Runs one replication with `seed` through the model the scenario names ([`ModelSpec::run`]).
+    pub fn run(
+        &self,
+        seed: u64,
+        threads: usize,
+        interrupt: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+        progress: Progress<'_>,
+    ) -> Result<crate::results::RunResult, ModelError> {
+        self.spec.run(self, seed, threads, interrupt, progress)
+    }
+
     /// The scenario name a resolved scenario records (`[meta] scenario`), if any: a run of
     /// `scenario.resolved.toml` keeps the name of the run that wrote it.
     pub fn name_in(root: &toml::Table) -> Option<String> {
@@ -465,15 +309,12 @@ impl Scenario {
 
     /// The link tables of a `link` or `kim` scenario.
     pub fn link(&self) -> Option<&LinkSpec> {
-        match &self.spec {
-            Spec::Link(l) | Spec::Kim(l, _) => Some(l),
-            _ => None,
-        }
+        self.spec_as::<LinkSpec>().or_else(|| self.spec_as::<KimSpec>().map(|k| &k.link))
     }
 
     /// The `[shaper]` of a `kim` scenario.
     pub fn shaper(&self) -> Option<&ShaperSpec> {
-        self.spec.shaper()
+        self.spec_as::<KimSpec>().map(|k| &k.shaper)
     }
 
     /// The sampling interval of time series (duration / 100 when not configured).
@@ -484,7 +325,7 @@ impl Scenario {
     /// Upper estimate of the memory `parallel` replications running at once need, in bytes
     /// (each model's estimate is documented where it is computed).
     pub fn estimate_memory(&self, parallel: u32) -> u64 {
-        let (one, ..) = self.spec.memory(self.duration, self.sample_every());
+        let one = self.spec.memory(self.duration, self.sample_every()).bytes;
         u64::try_from(one.saturating_mul(parallel.max(1) as u128)).unwrap_or(u64::MAX)
     }
 
@@ -495,7 +336,7 @@ impl Scenario {
         let mut run = toml::Table::new();
         run.insert("seed".into(), (self.seed as i64).into());
         // lap's and qcache's run lengths are their streams' (run.duration does not apply).
-        if !matches!(self.spec, Spec::Lap(_) | Spec::Qcache(_)) {
+        if self.spec.has_run_length() {
             run.insert("duration".into(), self.duration.to_string().into());
             run.insert("warmup".into(), self.warmup.to_string().into());
         }
@@ -504,7 +345,7 @@ impl Scenario {
         run.insert("memory_budget".into(), fmt_size(self.memory_budget).into());
         run.insert("max_events".into(), (self.max_events as i64).into());
         root.insert("run".into(), run.into());
-        self.spec.to_toml(&mut root);
+        self.spec.resolved(&mut root);
         root
     }
 }

@@ -34,7 +34,7 @@
 use crate::engine::{RunLimits, StopReason};
 use crate::results::{Histogram, RunResult};
 use crate::rng::RngStreams;
-use crate::scenario::{Problem, Reader, Scenario, Spec};
+use crate::scenario::{MemoryEstimate, ModelError, ModelSpec, Problem, Progress, Reader, Scenario, ScenarioModel};
 use crate::trace::corpus::Corpus;
 use crate::units::fmt_size;
 use npqos_core::flowmap::{DqsConfig, Exhausted, HashKind};
@@ -168,6 +168,53 @@ impl DqsSpec {
     }
 }
 
+/// `model = "dqs"`: flows through a dqs flow table and a DRR link.
+pub struct DqsScenario;
+
+impl ScenarioModel for DqsScenario {
+    fn name(&self) -> &'static str {
+        "dqs"
+    }
+    fn description(&self) -> &'static str {
+        "your flows through a dqs flow table (AFM over M slots, pooled physical queues, block buffer) and a DRR link: queues, AFM memory and lookup cycles needed; synthetic or trace traffic (docs/dqs.md)"
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &["model", "run", "table", "link", "traffic"]
+    }
+    fn read(&self, root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> Box<dyn ModelSpec> {
+        Box::new(read(root, base_dir, probs))
+    }
+}
+
+impl ModelSpec for DqsSpec {
+    fn model(&self) -> &'static str {
+        "dqs"
+    }
+    fn resolved(&self, root: &mut toml::Table) {
+        self.to_toml(root)
+    }
+    fn memory(&self, _: Duration, _: Duration) -> MemoryEstimate {
+        MemoryEstimate {
+            bytes: self.estimate_memory(),
+            key: "table.queues",
+            value: self.queues.to_string(),
+            what: "the flow table's queues and blocks, active flows, a trace in memory",
+            remedy: "lower table.queues or table.blocks",
+        }
+    }
+    fn run(
+        &self,
+        sc: &Scenario,
+        seed: u64,
+        threads: usize,
+        interrupt: Option<Arc<AtomicBool>>,
+        progress: Progress<'_>,
+    ) -> Result<RunResult, ModelError> {
+        let _ = threads;
+        run_scenario(sc, seed, interrupt, progress).map_err(ModelError::from)
+    }
+}
+
 /// Runs one replication of a `model = "dqs"` scenario with `seed`: arrivals for `run.duration`
 /// through the flow table and the link. Fails only on trace input errors.
 pub fn run_scenario(
@@ -176,7 +223,7 @@ pub fn run_scenario(
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(Instant),
 ) -> Result<RunResult, crate::trace::TraceError> {
-    let Spec::Dqs(d) = &sc.spec else { panic!("not a dqs scenario: model = {:?}", sc.model()) };
+    let Some(d) = sc.spec_as::<DqsSpec>() else { panic!("not a dqs scenario: model = {:?}", sc.model()) };
     let streams = RngStreams::new(seed);
     let p = DqsLinkParams {
         table: d.table(streams.stream("dqs.h3", 0).random()),
@@ -269,7 +316,8 @@ mod tests {
     /// Defaults; every example and resolved scenario parses back to itself.
     #[test]
     fn defaults_and_round_trip() {
-        let Spec::Dqs(d) = parse("model = \"dqs\"\n").unwrap().spec else { panic!("dqs") };
+        let sc = parse("model = \"dqs\"\n").unwrap();
+        let d = sc.spec_as::<DqsSpec>().expect("dqs");
         assert_eq!((d.slots, d.queues, d.load), (256, 1 << 16, 0.95));
         assert_round_trips([
             example("dqs-small"),

@@ -36,14 +36,19 @@
 //! ```
 
 use super::{SyntheticTraffic, NATPT_SERVICES, UNC25_PPS};
+use crate::results::RunResult;
 use crate::scenario::classify::{has_criteria, read_prefixes, read_rule, write_prefixes, write_rule, RULE_KEYS};
-use crate::scenario::{show, Problem, Reader};
+use crate::scenario::{
+    show, MemoryEstimate, ModelError, ModelSpec, Problem, Progress, Reader, Scenario, ScenarioModel,
+};
 use crate::trace::corpus::Corpus;
 use npqos_core::alloc::Policy;
 use npqos_core::classify::{Classifier, Direction, Prefix, Rule};
 use npqos_core::id::ServiceId;
 use npqos_core::Duration;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
 
 /// The everest part of a scenario.
 #[derive(Clone, Debug, PartialEq)]
@@ -569,10 +574,62 @@ pub struct ServiceSizing {
     pub whole_processors: u32,
 }
 
+/// `model = "everest"`: processors shared by services under an allocation policy.
+pub struct EverestScenario;
+
+impl ScenarioModel for EverestScenario {
+    fn name(&self) -> &'static str {
+        "everest"
+    }
+    fn description(&self) -> &'static str {
+        "processors shared by services under an allocation policy (Everest, -LD, -AE, adaptive, Static, Quantum, Cohort-E) with context-switch cost; bursty synthetic traffic (docs/everest.md)"
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &["model", "run", "processors", "traffic", "services"]
+    }
+    fn read(&self, root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> Box<dyn ModelSpec> {
+        Box::new(read(root, base_dir, probs))
+    }
+}
+
+impl ModelSpec for EverestSpec {
+    fn model(&self) -> &'static str {
+        "everest"
+    }
+    fn resolved(&self, root: &mut toml::Table) {
+        self.to_toml(root)
+    }
+    fn memory(&self, duration: Duration, _: Duration) -> MemoryEstimate {
+        let trace = self.traffic.trace.is_some();
+        MemoryEstimate {
+            bytes: self.estimate_memory(duration) as u128,
+            key: if trace { "traffic.files" } else { "traffic.packets_per_second" },
+            value: if trace { "(trace)".into() } else { self.traffic.packets_per_second.to_string() },
+            what: "if every packet of the run waited at once: there is no queue limit",
+            remedy: "shorten run.duration or lower the rate",
+        }
+    }
+    fn run(
+        &self,
+        sc: &Scenario,
+        seed: u64,
+        threads: usize,
+        interrupt: Option<Arc<AtomicBool>>,
+        progress: Progress<'_>,
+    ) -> Result<RunResult, ModelError> {
+        let _ = threads;
+        run_scenario(sc, seed, interrupt, progress).map_err(|e| match e {
+            super::EverestError::Config(c) => ModelError::Bad(c.to_string()),
+            super::EverestError::Trace(t) => ModelError::Trace(t),
+            other => ModelError::Internal(Box::new(other)),
+        })
+    }
+}
+
 /// N_max^i and the eq 7 guarantees of the scenario's services on its traffic (`run.duration`
 /// of it, arrivals from `seed`): the sizing side of the everest model (`npqos model everest`).
 pub fn sizing(sc: &crate::scenario::Scenario, seed: u64) -> Result<Vec<ServiceSizing>, super::EverestError> {
-    let crate::scenario::Spec::Everest(e) = &sc.spec else {
+    let Some(e) = sc.spec_as::<EverestSpec>() else {
         return Err(super::EverestError::NotEverest);
     };
     let (traffic, _) = traffic(e, sc.duration)?;
@@ -612,7 +669,7 @@ pub fn run_scenario(
     use crate::engine::{RunLimits, StopReason};
     use crate::results::RunResult;
     use serde_json::json;
-    let crate::scenario::Spec::Everest(e) = &sc.spec else {
+    let Some(e) = sc.spec_as::<EverestSpec>() else {
         return Err(super::EverestError::NotEverest);
     };
     let (traffic, expected) = traffic(e, sc.duration)?;
@@ -679,7 +736,7 @@ mod tests {
     #[test]
     fn defaults_and_round_trip() {
         let sc = parse("model = \"everest\"\n").unwrap();
-        let crate::scenario::Spec::Everest(e) = &sc.spec else { panic!("an everest spec") };
+        let e = sc.spec_as::<super::EverestSpec>().expect("an everest spec");
         assert_eq!(e.services.len(), 6);
         assert_eq!(e.services[0].name, "v4-v6-tcp");
         assert!((e.services.iter().map(|s| s.share).sum::<f64>() - 1.0).abs() < 1e-12);
@@ -757,7 +814,7 @@ mod tests {
         assert_eq!(Scenario::from_table(&sc3.to_toml(), "r", Path::new(dir)).unwrap(), sc3);
         sc3.duration = npqos_core::Duration::from_secs(3600);
         let s = super::sizing(&sc3, 1).unwrap();
-        let crate::scenario::Spec::Everest(e) = &sc3.spec else { panic!("an everest spec") };
+        let e = sc3.spec_as::<super::EverestSpec>().expect("an everest spec");
         let tr = e.traffic.trace.as_ref().unwrap();
         let corpus = crate::trace::corpus::Corpus::load(&tr.files, tr.lenient, tr.max_gap).unwrap();
         let mut want = [0u64; 3];
@@ -778,7 +835,7 @@ mod tests {
         // A spec built around the reader's checks is an error, not a panic.
         let broken = |f: &dyn Fn(&mut super::EverestSpec)| {
             let mut b = sc3.clone();
-            let crate::scenario::Spec::Everest(e) = &mut b.spec else { unreachable!() };
+            let e = b.spec_as_mut::<super::EverestSpec>().expect("an everest spec");
             f(e);
             super::sizing(&b, 1).unwrap_err().to_string()
         };
@@ -798,7 +855,7 @@ mod tests {
             format!("model = \"everest\"\n[traffic]\nsource = \"trace\"\nfiles = [{file:?}]\nclassify = \"rules\"\n");
         let ok = format!("{head}inside = [\"10.0.0.0/8\"]\n[[services]]\nname = \"web\"\nprotocols = [\"tcp\", 17]\nports = [80, \"8000-8099\"]\ndirection = \"inbound\"\n[[services]]\nname = \"rest\"\n");
         let sc = parse(&ok).unwrap();
-        let crate::scenario::Spec::Everest(e) = &sc.spec else { panic!("an everest spec") };
+        let e = sc.spec_as::<super::EverestSpec>().expect("an everest spec");
         let r = &e.services[0].rule;
         assert_eq!(r.protocols, vec![6, 17]);
         assert_eq!(

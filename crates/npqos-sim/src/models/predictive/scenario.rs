@@ -4,10 +4,10 @@
 //! * `model = "fq"`: flows with reserved processing shares on `m` processors under SFQ, WF2Q+
 //!   or EFQ ([`super::run_limited`]);
 //! * `model = "lap"`: a backlogged stream of payload applications on processors with
-//!   one-application caches under LAP, FCFS or T-Opt ([`crate::models::lap::run_limited`]);
+//!   one-application caches under LAP, FCFS or T-Opt ([`crate::models::predictive::lap::run_limited`]);
 //! * `model = "efq-lap"`: the reserved flows on processors with caches, some bursting above
 //!   their reservation, under EFQ, EFQ preferring warm processors, LAP, or the switching
-//!   combination ([`crate::models::efq_lap::run_limited`]).
+//!   combination ([`crate::models::predictive::efq_lap::run_limited`]).
 //!
 //! ```toml
 //! model = "fq"
@@ -33,10 +33,12 @@
 //! `run.duration` does not apply.
 
 use crate::engine::{RunLimits, StopReason};
-use crate::models::efq_lap::{self, Bursts, Mode, SwitchParams};
-use crate::models::lap::{self, LapParams, Mix};
+use crate::models::predictive::efq_lap::{self, Bursts, Mode, SwitchParams};
+use crate::models::predictive::lap::{self, LapParams, Mix};
 use crate::results::RunResult;
-use crate::scenario::{show, Problem, Reader, Scenario, Spec};
+use crate::scenario::{
+    show, MemoryEstimate, ModelError, ModelSpec, Problem, Progress, Reader, Scenario, ScenarioModel,
+};
 use crate::units::fmt_size;
 use npqos_core::sched::estimate::TABLE1;
 use npqos_core::sched::fq::Discipline;
@@ -459,6 +461,156 @@ pub fn fq_sizing(f: &FqSpec) -> Vec<FlowSizing> {
         .collect()
 }
 
+/// `model = "fq"`: reserved flows under SFQ, WF2Q+ or EFQ.
+pub struct FqScenario;
+/// `model = "lap"`: a backlogged stream under LAP, FCFS or T-Opt.
+pub struct LapScenario;
+/// `model = "efq-lap"`: reserved flows, some bursting, under EFQ, LAP or the switch.
+pub struct EfqLapScenario;
+
+impl ScenarioModel for FqScenario {
+    fn name(&self) -> &'static str {
+        "fq"
+    }
+    fn description(&self) -> &'static str {
+        "flows with reserved processing shares on m processors under SFQ, WF2Q+ or EFQ (predictive section 4; docs/predictive.md)"
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &["model", "run", "processors", "traffic", "flows"]
+    }
+    fn read(&self, root: &toml::Table, _: &std::path::Path, probs: &mut Vec<Problem>) -> Box<dyn ModelSpec> {
+        Box::new(read_fq(root, probs))
+    }
+}
+
+impl ScenarioModel for LapScenario {
+    fn name(&self) -> &'static str {
+        "lap"
+    }
+    fn description(&self) -> &'static str {
+        "a backlogged stream of applications on processors with one-application caches under LAP, FCFS or T-Opt (predictive section 5; docs/predictive.md)"
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &["model", "run", "processors", "traffic"]
+    }
+    fn read(&self, root: &toml::Table, _: &std::path::Path, probs: &mut Vec<Problem>) -> Box<dyn ModelSpec> {
+        Box::new(read_lap(root, probs))
+    }
+}
+
+impl ScenarioModel for EfqLapScenario {
+    fn name(&self) -> &'static str {
+        "efq-lap"
+    }
+    fn description(&self) -> &'static str {
+        "reserved flows on processors with caches, some bursting, under EFQ, EFQ preferring warm caches, LAP, or switching between them (predictive section 6; docs/predictive.md)"
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &["model", "run", "processors", "traffic", "flows"]
+    }
+    fn read(&self, root: &toml::Table, _: &std::path::Path, probs: &mut Vec<Problem>) -> Box<dyn ModelSpec> {
+        Box::new(read_switch(root, probs))
+    }
+}
+
+impl ModelSpec for FqSpec {
+    fn model(&self) -> &'static str {
+        "fq"
+    }
+    fn resolved(&self, root: &mut toml::Table) {
+        self.to_toml(root)
+    }
+    // Per packet: its delay and flow (12 B); per flow and processor, their state.
+    fn memory(&self, duration: Duration, _: Duration) -> MemoryEstimate {
+        MemoryEstimate {
+            bytes: (self.packets(duration) * 12.0) as u128
+                + self.flows.len() as u128 * 256
+                + self.processors as u128 * 64
+                + (1 << 20),
+            key: "run.duration",
+            value: format!("\"{duration}\""),
+            what: "12 B per packet offered",
+            remedy: "shorten run.duration or lower traffic.load",
+        }
+    }
+    fn run(
+        &self,
+        sc: &Scenario,
+        seed: u64,
+        threads: usize,
+        interrupt: Option<Arc<AtomicBool>>,
+        progress: Progress<'_>,
+    ) -> Result<RunResult, ModelError> {
+        let _ = threads;
+        Ok(run_fq(sc, self, seed, interrupt, progress))
+    }
+}
+
+impl ModelSpec for LapSpec {
+    fn model(&self) -> &'static str {
+        "lap"
+    }
+    fn resolved(&self, root: &mut toml::Table) {
+        self.to_toml(root)
+    }
+    // The stream (24 B a packet) and the scheduler's visible window (64 B a packet).
+    fn memory(&self, _: Duration, _: Duration) -> MemoryEstimate {
+        MemoryEstimate {
+            bytes: self.packets as u128 * 24
+                + self.visible.unwrap_or(self.packets).min(self.packets) as u128 * 64
+                + (1 << 20),
+            key: "traffic.packets",
+            value: self.packets.to_string(),
+            what: "24 B per packet of the stream",
+            remedy: "lower traffic.packets",
+        }
+    }
+    fn has_run_length(&self) -> bool {
+        false
+    }
+    fn run(
+        &self,
+        sc: &Scenario,
+        seed: u64,
+        threads: usize,
+        interrupt: Option<Arc<AtomicBool>>,
+        progress: Progress<'_>,
+    ) -> Result<RunResult, ModelError> {
+        let _ = threads;
+        Ok(run_lap(sc, self, seed, interrupt, progress))
+    }
+}
+
+impl ModelSpec for SwitchSpec {
+    fn model(&self) -> &'static str {
+        "efq-lap"
+    }
+    fn resolved(&self, root: &mut toml::Table) {
+        self.to_toml(root)
+    }
+    // Per packet: its record and delay, and both queues' entries if all waited at once.
+    fn memory(&self, duration: Duration, _: Duration) -> MemoryEstimate {
+        MemoryEstimate {
+            bytes: (self.packets(duration) * 160.0) as u128 + self.flows.len() as u128 * 256 + (1 << 20),
+            key: "run.duration",
+            value: format!("\"{duration}\""),
+            what: "160 B per packet offered at the burst rate, if every packet waited at once",
+            remedy: "shorten run.duration",
+        }
+    }
+    fn run(
+        &self,
+        sc: &Scenario,
+        seed: u64,
+        threads: usize,
+        interrupt: Option<Arc<AtomicBool>>,
+        progress: Progress<'_>,
+    ) -> Result<RunResult, ModelError> {
+        let _ = threads;
+        Ok(run_switch(sc, self, seed, interrupt, progress))
+    }
+}
+
 /// Runs one replication of a `model = "fq"`, `"lap"` or `"efq-lap"` scenario with `seed`:
 /// arrivals for `run.duration` (lap: the whole stream), then until every packet completed (or
 /// the event budget, or Ctrl-C).
@@ -468,11 +620,14 @@ pub fn run_scenario(
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(Instant),
 ) -> RunResult {
-    match &sc.spec {
-        Spec::Fq(f) => run_fq(sc, f, seed, interrupt, progress),
-        Spec::Lap(l) => run_lap(sc, l, seed, interrupt, progress),
-        Spec::EfqLap(s) => run_switch(sc, s, seed, interrupt, progress),
-        other => panic!("not a predictive scenario: model = {:?}", other.model()),
+    if let Some(f) = sc.spec_as::<FqSpec>() {
+        run_fq(sc, f, seed, interrupt, progress)
+    } else if let Some(l) = sc.spec_as::<LapSpec>() {
+        run_lap(sc, l, seed, interrupt, progress)
+    } else if let Some(s) = sc.spec_as::<SwitchSpec>() {
+        run_switch(sc, s, seed, interrupt, progress)
+    } else {
+        panic!("not a predictive scenario: model = {:?}", sc.model())
     }
 }
 
@@ -605,12 +760,15 @@ mod tests {
     /// scenario parses back to itself.
     #[test]
     fn defaults_and_round_trip() {
-        let Spec::Fq(f) = parse("model = \"fq\"\n").unwrap().spec else { panic!("fq") };
+        let sc = parse("model = \"fq\"\n").unwrap();
+        let f = sc.spec_as::<FqSpec>().expect("fq");
         assert_eq!((f.flows.len(), f.processors, f.discipline), (32, 1, Discipline::Efq));
         assert_eq!(f.flows[31].name, "fec-1500");
-        let Spec::Lap(l) = parse("model = \"lap\"\n").unwrap().spec else { panic!("lap") };
+        let sc = parse("model = \"lap\"\n").unwrap();
+        let l = sc.spec_as::<LapSpec>().expect("lap");
         assert_eq!((l.processors, l.visible, l.applications), (16, Some(512), 3));
-        let Spec::EfqLap(e) = parse("model = \"efq-lap\"\n").unwrap().spec else { panic!("efq-lap") };
+        let sc = parse("model = \"efq-lap\"\n").unwrap();
+        let e = sc.spec_as::<SwitchSpec>().expect("efq-lap");
         assert_eq!((e.processors, e.bursts.apps.clone(), e.mode.label()), (4, vec![2], "efq+lap"));
         let mut texts: Vec<String> =
             ["fq-small", "fq-paper", "lap-small", "lap-paper", "efq-lap-small", "efq-lap-paper"].map(example).into();

@@ -52,7 +52,7 @@ use super::sim::{run_limited, SimConfig, SimStats};
 use super::workload::{OpStream, Pattern, WorkloadSpec};
 use crate::results::RunResult;
 use crate::rng::RngStreams;
-use crate::scenario::{Problem, Reader, Scenario, Spec};
+use crate::scenario::{MemoryEstimate, ModelError, ModelSpec, Problem, Progress, Reader, Scenario, ScenarioModel};
 use crate::trace::corpus::Corpus;
 use crate::units::{fmt_fine_duration, fmt_frequency};
 use npqos_core::flowmap::hash::H3;
@@ -349,6 +349,59 @@ pub enum QcacheRunError {
     Sim(#[from] super::sim::SimError),
 }
 
+/// `model = "qcache"`: threads through the queue-descriptor subsystems.
+pub struct QcacheScenario;
+
+impl ScenarioModel for QcacheScenario {
+    fn name(&self) -> &'static str {
+        "qcache"
+    }
+    fn description(&self) -> &'static str {
+        "threads enqueueing and dequeueing through a queue-descriptor subsystem (no cache, data cache, software- or hardware-managed queuing cache) with contention at bus, memory and queues: throughput, hit rate, off-chip references (docs/qcache.md)"
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &["model", "run", "queuing", "timing", "workload"]
+    }
+    fn read(&self, root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> Box<dyn ModelSpec> {
+        Box::new(read(root, base_dir, probs))
+    }
+}
+
+impl ModelSpec for QcacheSpec {
+    fn model(&self) -> &'static str {
+        "qcache"
+    }
+    fn resolved(&self, root: &mut toml::Table) {
+        self.to_toml(root)
+    }
+    fn memory(&self, _: Duration, _: Duration) -> MemoryEstimate {
+        MemoryEstimate {
+            bytes: self.estimate_memory(),
+            key: "workload.operations",
+            value: self.sim.ops.to_string(),
+            what: "per queue, per operation the model replays, a trace's queue ids",
+            remedy: "lower workload.operations or set queuing.model = false",
+        }
+    }
+    fn has_run_length(&self) -> bool {
+        false
+    }
+    fn run(
+        &self,
+        sc: &Scenario,
+        seed: u64,
+        threads: usize,
+        interrupt: Option<Arc<AtomicBool>>,
+        progress: Progress<'_>,
+    ) -> Result<RunResult, ModelError> {
+        let _ = threads;
+        run_scenario(sc, seed, interrupt, progress).map_err(|e| match e {
+            QcacheRunError::Trace(t) => ModelError::Trace(t),
+            other => ModelError::Bad(other.to_string()),
+        })
+    }
+}
+
 /// Runs one replication of a `model = "qcache"` scenario with `seed`: every listed subsystem on
 /// the same operation stream, one after another.
 pub fn run_scenario(
@@ -357,7 +410,7 @@ pub fn run_scenario(
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(Instant),
 ) -> Result<RunResult, QcacheRunError> {
-    let Spec::Qcache(s) = &sc.spec else { panic!("not a qcache scenario: model = {:?}", sc.model()) };
+    let Some(s) = sc.spec_as::<QcacheSpec>() else { panic!("not a qcache scenario: model = {:?}", sc.model()) };
     let streams = RngStreams::new(seed);
     let spec = s.workload_spec(&streams)?;
     let stream = || {
@@ -448,7 +501,8 @@ mod tests {
     /// Defaults are the paper's; every example and resolved scenario parses back to itself.
     #[test]
     fn defaults_and_round_trip() {
-        let Spec::Qcache(q) = parse("model = \"qcache\"\n").unwrap().spec else { panic!("qcache") };
+        let sc = parse("model = \"qcache\"\n").unwrap();
+        let q = sc.spec_as::<QcacheSpec>().expect("qcache");
         assert_eq!(q.config(Subsystem::Qc), SimConfig::paper(Subsystem::Qc, 32, 200_000));
         assert_eq!(q.subsystems, Subsystem::ALL.to_vec());
         assert_round_trips([
@@ -486,7 +540,7 @@ mod tests {
     #[test]
     fn small_example_is_the_reproduction_point() {
         let sc = parse(&example("qcache-small")).unwrap();
-        let Spec::Qcache(q) = &sc.spec else { panic!("qcache") };
+        let q = sc.spec_as::<QcacheSpec>().expect("qcache");
         let r = run_scenario(&sc, 1, None, &mut |_| {}).unwrap();
         let out = crate::experiments::run("qcache-fig5", crate::experiments::quick(), &mut |_| {}).expect("known id");
         for sub in &q.subsystems {

@@ -35,7 +35,7 @@ pub(super) struct Arrival {
 
 /// The packet stream: (time ns, length, flow key).
 enum Stream<'a> {
-    Synthetic(Box<crate::models::dqs::FlowGen>, &'a [MixEntry]),
+    Synthetic(Box<crate::workload::flows::FlowGen>, &'a [MixEntry]),
     Corpus(Overlay<'a>),
 }
 

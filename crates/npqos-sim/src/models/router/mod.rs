@@ -188,7 +188,7 @@ pub enum RouterTraffic {
     /// dqs's synthetic flow population (flows in progress, Pareto packets per flow,
     /// exponential gaps), each flow's protocol and destination port drawn from `mix` by a hash
     /// of its 5-tuple.
-    Synthetic { flows: crate::models::dqs::SyntheticFlows, mix: Vec<MixEntry> },
+    Synthetic { flows: crate::workload::flows::SyntheticFlows, mix: Vec<MixEntry> },
     /// `copies` overlaid copies of a corpus, `time_scale` times faster.
     Corpus { corpus: Arc<Corpus>, copies: u32, time_scale: f64 },
 }
@@ -211,7 +211,7 @@ impl RouterTraffic {
     /// Synthetic IMIX traffic of `flows` flows in progress with the given mix.
     pub fn synthetic(flows: u32, mean_gap: Duration, duration: Duration, mix: Vec<MixEntry>) -> Self {
         RouterTraffic::Synthetic {
-            flows: crate::models::dqs::SyntheticFlows {
+            flows: crate::workload::flows::SyntheticFlows {
                 in_progress: flows,
                 mean_packets: 10.0,
                 pareto_shape: 1.2,

@@ -70,7 +70,9 @@ use super::{
 use crate::results::RunResult;
 use crate::scenario::classify::{has_criteria, read_prefixes, read_rule, write_prefixes, write_rule};
 use crate::scenario::flows::FlowTraffic;
-use crate::scenario::{show, Problem, Reader, Scenario, Spec};
+use crate::scenario::{
+    show, MemoryEstimate, ModelError, ModelSpec, Problem, Progress, Reader, Scenario, ScenarioModel,
+};
 use crate::trace::corpus::Corpus;
 use crate::units::{fmt_fine_duration, fmt_size};
 use npqos_core::alloc::Policy;
@@ -538,6 +540,56 @@ impl RouterSpec {
     }
 }
 
+/// `model = "router"`: the five mechanisms composed.
+pub struct RouterScenario;
+
+impl ScenarioModel for RouterScenario {
+    fn name(&self) -> &'static str {
+        "router"
+    }
+    fn description(&self) -> &'static str {
+        "the five mechanisms in one pipeline: classification into services, dqs / per-flow / hashed ingress queues, processors allocated by an everest policy or LAP with EFQ / SFQ / WF2Q+ / DRR / FCFS within a service, a qcache queue memory, kim or periodic egress shaping, a DRR link; synthetic or trace traffic (docs/router.md)"
+    }
+    fn tables(&self) -> &'static [&'static str] {
+        &["model", "run", "router", "traffic", "ingress", "processing", "queue_memory", "shaping", "link", "services"]
+    }
+    fn read(&self, root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> Box<dyn ModelSpec> {
+        Box::new(read(root, base_dir, probs))
+    }
+}
+
+impl ModelSpec for RouterSpec {
+    fn model(&self) -> &'static str {
+        "router"
+    }
+    fn resolved(&self, root: &mut toml::Table) {
+        self.to_toml(root)
+    }
+    fn memory(&self, _: Duration, _: Duration) -> MemoryEstimate {
+        MemoryEstimate {
+            bytes: self.estimate_memory(),
+            key: "ingress.queues",
+            value: format!("{:?}", self.params.ingress),
+            what: "per ingress queue its scheduler state in every service, per output queue its bucket and FIFO, the block buffer, the flows or the trace",
+            remedy: "lower ingress.queues, shaping.flow_queues or ingress.blocks",
+        }
+    }
+    fn run(
+        &self,
+        sc: &Scenario,
+        seed: u64,
+        threads: usize,
+        interrupt: Option<Arc<AtomicBool>>,
+        progress: Progress<'_>,
+    ) -> Result<RunResult, ModelError> {
+        run_scenario(sc, seed, threads, interrupt, progress).map_err(|e| match e {
+            super::RouterError::Trace(t) => ModelError::Trace(t),
+            super::RouterError::Config(c) => ModelError::Bad(c),
+            other => ModelError::Internal(Box::new(other)),
+        })
+    }
+}
+
 /// Runs one replication of a `model = "router"` scenario with `seed` on `threads` threads
 /// (two or more: the arrivals are made on a second one; the result does not change).
 pub fn run_scenario(
@@ -547,7 +599,7 @@ pub fn run_scenario(
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(Instant),
 ) -> Result<RunResult, super::RouterError> {
-    let Spec::Router(r) = &sc.spec else {
+    let Some(r) = sc.spec_as::<RouterSpec>() else {
         return Err(super::RouterError::Config("not a model = \"router\" scenario".into()));
     };
     let mut params = r.params.clone();

@@ -6,7 +6,6 @@ use super::scenario::{run_scenario, RouterSpec};
 use super::sim::run_traced;
 use super::*;
 use crate::scenario::testing::{assert_names, assert_round_trips, example, parse};
-use crate::scenario::Spec;
 use npqos_core::classify::Rule;
 use npqos_core::flowmap::HashKind;
 use npqos_core::queues::timing::{Subsystem, TABLE1};
@@ -15,10 +14,8 @@ use proptest::prelude::*;
 use rand::Rng;
 
 fn spec(text: &str) -> RouterSpec {
-    match parse(text).unwrap().spec {
-        Spec::Router(r) => *r,
-        other => panic!("not a router scenario: {other:?}"),
-    }
+    let sc = parse(text).unwrap();
+    sc.spec_as::<RouterSpec>().unwrap_or_else(|| panic!("not a router scenario: {:?}", sc.spec)).clone()
 }
 
 /// Defaults; the examples and resolved scenarios parse back to themselves.

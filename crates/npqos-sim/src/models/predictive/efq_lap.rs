@@ -19,7 +19,7 @@
 //! * [`Mode::Combined`]: `EfqWarm` until the total estimated queued processing time reaches
 //!   `hi_ns`, then LAP until it falls below `lo_ns` (hysteresis).
 
-use super::predictive::{FlowSpec, VARIATION};
+use super::{FlowSpec, VARIATION};
 use crate::engine::{Engine, Model, RunLimits, StopReason};
 use crate::rng::RngStreams;
 use npqos_core::sched::estimate::{AppParams, SPC_TO_2GHZ, TABLE1};

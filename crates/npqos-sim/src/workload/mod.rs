@@ -5,6 +5,8 @@
 //! state, so one RNG stream per component (see [`crate::rng`]) makes the whole workload
 //! reproducible.
 
+pub mod flows;
+
 use npqos_core::{Duration, Rate};
 use rand::Rng;
 use rand_distr::{weighted::WeightedAliasIndex, Distribution, Exp, Pareto};

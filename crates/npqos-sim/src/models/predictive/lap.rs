@@ -23,7 +23,7 @@ use std::collections::BinaryHeap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
-use super::predictive::VARIATION;
+use super::VARIATION;
 
 /// Table 1 rows of the payload applications (encryption, compression, FEC).
 pub const PAYLOAD: [usize; 3] = [1, 2, 3];
