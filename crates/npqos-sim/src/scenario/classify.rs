@@ -143,3 +143,19 @@ fn list<T>(
         }
     }
 }
+
+/// Refuses a `[[services]]` name that an earlier service already has (it names result columns
+/// such as `offered_packets.<name>`, so two of one name would merge or repeat rows), naming
+/// the later one's key. The everest and router models' services both go through it.
+pub(crate) fn unique_service_names<'a>(names: impl IntoIterator<Item = &'a str>, probs: &mut Vec<Problem>) {
+    let names: Vec<&str> = names.into_iter().collect();
+    for (i, name) in names.iter().enumerate() {
+        if names[..i].contains(name) {
+            probs.push(Problem {
+                key: format!("services[{i}].name"),
+                value: Some(format!("{name:?}")),
+                message: "expected a name no other service has".into(),
+            });
+        }
+    }
+}

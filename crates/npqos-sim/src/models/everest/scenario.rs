@@ -37,7 +37,9 @@
 
 use super::{SyntheticTraffic, NATPT_SERVICES, UNC25_PPS};
 use crate::results::RunResult;
-use crate::scenario::classify::{has_criteria, read_prefixes, read_rule, write_prefixes, write_rule, RULE_KEYS};
+use crate::scenario::classify::{
+    has_criteria, read_prefixes, read_rule, unique_service_names, write_prefixes, write_rule, RULE_KEYS,
+};
 use crate::scenario::{
     show, MemoryEstimate, ModelError, ModelSpec, Problem, Progress, Reader, Scenario, ScenarioModel,
 };
@@ -367,15 +369,7 @@ fn check_services(s: &[ServiceSpec], rules: bool, probs: &mut Vec<Problem>) {
             message: "expected the guarantees to sum to at most 1".into(),
         });
     }
-    for (i, x) in s.iter().enumerate() {
-        if s[..i].iter().any(|y| y.name == x.name) {
-            probs.push(Problem {
-                key: format!("services[{i}].name"),
-                value: Some(format!("{:?}", x.name)),
-                message: "expected a name no other service has".into(),
-            });
-        }
-    }
+    unique_service_names(s.iter().map(|x| x.name.as_str()), probs);
 }
 
 impl EverestSpec {

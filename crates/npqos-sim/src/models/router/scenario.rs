@@ -68,7 +68,9 @@ use super::{
     Scheduler, ServiceParams, ShaperKind, ShapingParams,
 };
 use crate::results::RunResult;
-use crate::scenario::classify::{has_criteria, read_prefixes, read_rule, write_prefixes, write_rule};
+use crate::scenario::classify::{
+    has_criteria, read_prefixes, read_rule, unique_service_names, write_prefixes, write_rule,
+};
 use crate::scenario::flows::FlowTraffic;
 use crate::scenario::{
     show, MemoryEstimate, ModelError, ModelSpec, Problem, Progress, Reader, Scenario, ScenarioModel,
@@ -387,6 +389,7 @@ fn read_services(
     if !out.is_empty() && out.iter().map(|s| s.guarantee).sum::<f64>() > 1.0 + 1e-9 {
         problem(probs, "services.guarantee", None, "expected the guarantees to sum to at most 1");
     }
+    unique_service_names(out.iter().map(|s| s.name.as_str()), probs);
     out
 }
 

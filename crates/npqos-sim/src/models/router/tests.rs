@@ -40,6 +40,17 @@ fn defaults_and_round_trip() {
     );
 }
 
+/// Two services of one name would write two `offered_packets.<name>` rows to scalars.csv and
+/// one to summary.json, and the per-service counts would no longer add up: refused, naming the
+/// second one's key, as the everest model does.
+#[test]
+fn two_services_of_one_name_are_refused() {
+    let text = "model = \"router\"\n[[services]]\nname = \"web\"\nports = [80]\n[[services]]\nname = \"web\"\n";
+    let e = parse(text).expect_err("two services named web");
+    assert!(e.contains("key `services[1].name` = \"web\": expected a name no other service has"), "{e}");
+    assert!(!e.contains("services[0].name"), "{e}");
+}
+
 /// Every problem is reported with its key path.
 #[test]
 fn problems_name_their_keys() {
