@@ -245,6 +245,15 @@ impl<'a> Sim<'a> {
             return Err(cfg(format!("{next} output queues and {nqi} ingress queues: too many")));
         }
         let nqe = next as usize;
+        // The scenario reader refuses alpha > cap; parameters built in code are held to the same.
+        if let ShaperKind::Event { alpha_bytes, .. } = p.shaping.kind {
+            if alpha_bytes > p.shaping.cap_bytes {
+                return Err(cfg(format!(
+                    "shaping alpha = {alpha_bytes} B: expected at most the cap ({} B)",
+                    p.shaping.cap_bytes
+                )));
+            }
+        }
         let mut buckets = Vec::with_capacity(nqe);
         let mut shaped = Vec::with_capacity(s_count);
         for q in 0..nqe {
@@ -258,7 +267,7 @@ impl<'a> Sim<'a> {
                 shaped.push(rate.is_some() && !p.services[s].per_flow);
             }
             let alpha = match p.shaping.kind {
-                ShaperKind::Event { alpha_bytes, .. } => alpha_bytes.min(p.shaping.cap_bytes),
+                ShaperKind::Event { alpha_bytes, .. } => alpha_bytes,
                 _ => 0,
             };
             buckets.push(BucketParams {

@@ -189,6 +189,22 @@ fn processing_alone_is_the_fifo_multiserver() {
     assert!(late > 1_000, "the processors were a bottleneck ({late} packets waited)");
 }
 
+/// A reschedule threshold above the cap is a configuration error wherever the parameters come
+/// from: the scenario reader refuses it, and so does a run given such `RouterParams` directly
+/// (it used to clamp alpha to the cap silently).
+#[test]
+fn alpha_above_the_cap_is_refused_by_the_run() {
+    let mut p = transparent(4, 0.0, Rate::gbps(10));
+    p.services[0].rate = Some(Rate::from_bits_per_sec(100_000_000));
+    p.shaping.kind = ShaperKind::Event { alpha_bytes: 20_000, locked_bytes: 0, tick_shift: 0, adaptive: None };
+    p.shaping.cap_bytes = 16_000;
+    match run(&p, &synthetic(10, 1_000), 1, 1, None, &mut |_| {}) {
+        Err(RouterError::Config(m)) => assert!(m.contains("alpha") && m.contains("cap"), "{m}"),
+        other => panic!("expected a configuration error, got {:?}", other.map(|r| r.scalars.len())),
+    }
+    assert_names("model = \"router\"\n[shaping]\nalpha = \"20000B\"\ncap = \"16000B\"\n", &["shaping.alpha"]);
+}
+
 /// Stage 6 alone: one class queue shaped by the event-driven shaper (heap tick 1 ns) under
 /// wait-for-tokens, everything else transparent: each packet leaves when a stand-alone
 /// token bucket with the same cap and rate lets it (the bucket's own arithmetic, written here
