@@ -530,11 +530,16 @@ impl<'a> Sim<'a> {
                     let s = service.index();
                     let id = match &mut self.within {
                         Within::Fifo(q) => q[s].pop_front(),
-                        Within::Drr(d, q) => d[s].select(|x| self.pkts[q[x.index()][0] as usize].len as u64).map(|x| {
-                            let id = q[x.index()].pop_front().expect("a queue in the round holds packets");
-                            let _ = d[s].dequeued(x, q[x.index()].is_empty());
-                            id
-                        }),
+                        Within::Drr(d, q) => match d[s].select(|x| self.pkts[q[x.index()][0] as usize].len as u64) {
+                            None => None,
+                            Some(x) => {
+                                let id = q[x.index()].pop_front().expect("a queue in the round holds packets");
+                                if let Err(e) = d[s].dequeued(x, q[x.index()].is_empty()) {
+                                    return self.fail(now, "processing (DRR)", e, engine);
+                                }
+                                Some(id)
+                            }
+                        },
                         Within::Fair(f) => match f[s].dequeue(Instant::from_nanos(now)) {
                             Ok(d) => d.map(|d| d.packet.id as u32),
                             Err(e) => return self.fail(now, "processing (fair queue)", e, engine),
@@ -685,7 +690,9 @@ impl<'a> Sim<'a> {
         let q = self.pkts[id as usize].eq;
         self.fifo_push(q, id);
         if !self.disabled(q) {
-            let _ = self.drr.enqueued(QueueId(q));
+            if let Err(e) = self.drr.enqueued(QueueId(q)) {
+                return self.fail(now, "link (DRR)", e, engine);
+            }
         }
         self.link_try(now, engine);
     }
@@ -735,7 +742,9 @@ impl<'a> Sim<'a> {
                         _ => self.shaper_wake = self.shaper_next(),
                     }
                     if wait {
-                        let _ = self.drr.dequeued(q, true);
+                        if let Err(e) = self.drr.dequeued(q, true) {
+                            return self.fail(now, "link (DRR)", e, engine);
+                        }
                         continue;
                     }
                 }
@@ -743,7 +752,9 @@ impl<'a> Sim<'a> {
             }
             self.fifo_pop(q.0);
             let empty = self.fifo[q.index()].head == NIL;
-            let _ = self.drr.dequeued(q, empty || leave);
+            if let Err(e) = self.drr.dequeued(q, empty || leave) {
+                return self.fail(now, "link (DRR)", e, engine);
+            }
             // Offered to the link when its descriptor is dequeued; it starts when the link is
             // free (the serializer places finish times from the busy period's cumulative bits).
             let t = self.qmem.op(now, self.nqi + q.0, Op::Dequeue);
@@ -772,9 +783,12 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn reenabled(&mut self, q: QueueId) {
+    /// Output queue `q` may send again: back in the link's round if it holds packets.
+    fn reenabled(&mut self, now: u64, q: QueueId, engine: &mut Engine<Ev>) {
         if self.fifo[q.index()].head != NIL {
-            let _ = self.drr.enqueued(q);
+            if let Err(e) = self.drr.enqueued(q) {
+                self.fail(now, "link (DRR)", e, engine);
+            }
         }
     }
 
@@ -956,7 +970,7 @@ impl Model for Sim<'_> {
                 if let Shaper::Periodic(p) = &mut self.shaper {
                     match p.poll_queue(QueueId(q), engine.now()) {
                         Ok(true) => {
-                            self.reenabled(QueueId(q));
+                            self.reenabled(now, QueueId(q), engine);
                             self.link_try(now, engine);
                         }
                         Ok(false) => {}
@@ -1004,7 +1018,7 @@ impl Model for Sim<'_> {
                 }
             }
             for q in buf.drain(..) {
-                self.reenabled(q);
+                self.reenabled(now.as_nanos(), q, engine);
             }
             self.wake_buf = buf;
             self.shaper_wake = self.shaper_next();
@@ -1037,6 +1051,30 @@ pub(super) fn run(
         drive(&mut sim, interrupt)
     };
     super::output::finish(sim.into_outcome(events, end), stop)
+}
+
+/// A mechanism's refusal ends the run with `RouterError::Mechanism` naming the stage; none is
+/// dropped on the floor. The link's DRR is swapped for one with fewer queues, so re-enabling a
+/// shaped queue that holds a packet names a queue the DRR does not have.
+#[cfg(test)]
+#[test]
+fn a_refused_drr_call_is_reported() {
+    let mut p = super::tests::transparent(4, 0.0, npqos_core::Rate::gbps(10));
+    p.services[0].rate = Some(npqos_core::Rate::from_bits_per_sec(100_000_000));
+    p.services[0].per_flow = true;
+    let traffic = super::tests::synthetic(10, 1_000);
+    let mut progress = |_: f64| {};
+    let mut sim = Sim::new(&p, &traffic, 1, false, &mut progress).expect("a valid router");
+    let mut engine = Engine::new();
+    let q = sim.fifo.len() as u32 - 1;
+    let id = sim.new_pkt(Pkt::default());
+    sim.fifo_push(q, id);
+    sim.drr = Drr::new(1, 1500).expect("one queue");
+    sim.reenabled(5, QueueId(q), &mut engine);
+    match &sim.error {
+        Some(RouterError::Mechanism { at: 5, stage: "link (DRR)", msg }) => assert!(msg.contains("queue"), "{msg}"),
+        other => panic!("the DRR's refusal was not reported: {other:?}"),
+    }
 }
 
 #[cfg(test)]

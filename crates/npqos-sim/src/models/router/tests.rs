@@ -83,7 +83,7 @@ fn problems_name_their_keys() {
 
 /// One service of constant-cost packets: its params with every stage but `keep` transparent
 /// (ideal queue memory, no shaping, ample buffers, many processors, a fast link).
-fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterParams {
+pub(super) fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterParams {
     RouterParams {
         services: vec![ServiceParams {
             name: "all".into(),
@@ -132,7 +132,7 @@ fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterParams {
     }
 }
 
-fn synthetic(flows: u32, gap_us: u64) -> RouterTraffic {
+pub(super) fn synthetic(flows: u32, gap_us: u64) -> RouterTraffic {
     RouterTraffic::synthetic(
         flows,
         Duration::from_micros(gap_us),
