@@ -309,6 +309,16 @@ impl EventShaper {
     pub fn cores(&self) -> usize {
         self.timers.len()
     }
+    /// Bytes of the buckets' state: per queue its disabled flag (1 B), hot record (16 B), cold
+    /// record (16 B) and, with more than one profile, its profile index (4 B); plus 16 B per
+    /// distinct (CIR, cap) profile. The timers' nodes are apart (their number changes as queues
+    /// are throttled: [`Self::waiting`]).
+    pub fn bucket_state_bytes(&self) -> u64 {
+        let per_queue = size_of::<bool>() + size_of::<Hot>() + size_of::<Cold>();
+        (self.queues() * per_queue
+            + self.profile_of.len() * size_of::<u32>()
+            + self.profiles.len() * size_of::<Profile>()) as u64
+    }
     /// Whether `queue` is disabled (waiting in a heap for its reschedule time).
     #[inline]
     pub fn is_disabled(&self, queue: QueueId) -> bool {
@@ -689,6 +699,11 @@ impl PeriodicShaper {
 
     pub fn queues(&self) -> usize {
         self.tokens.len()
+    }
+    /// Bytes of the buckets' state: per queue its tokens, last fill, tokens per fill, cap and
+    /// the fill it waits for (5 x 8 B).
+    pub fn bucket_state_bytes(&self) -> u64 {
+        (self.queues() * 5 * size_of::<i64>()) as u64
     }
     pub fn counters(&self) -> &PeriodicCounters {
         &self.counters

@@ -498,3 +498,17 @@ fn the_wheel_releases_what_the_heap_releases() {
     assert_eq!(w.inserts, heap.heap_counters().inserts);
     assert_eq!(w.deletes, heap.heap_counters().deletes);
 }
+
+/// The state a shaper reports is its layout: 33 B per queue with one profile (flag, hot and
+/// cold records), 4 B more per queue and 16 B per profile with several; 40 B per periodic queue.
+#[test]
+fn bucket_state_bytes_is_the_layout() {
+    let one = EventShaper::new(&vec![params(1_000_000, 3000, 1500); 1000], 4, 0, 0).unwrap();
+    assert_eq!(one.bucket_state_bytes(), 1000 * 33 + 16);
+    let mut two = vec![params(1_000_000, 3000, 1500); 1000];
+    two[7] = params(2_000_000, 3000, 1500);
+    let two = EventShaper::new(&two, 4, 0, 0).unwrap();
+    assert_eq!(two.bucket_state_bytes(), 1000 * 37 + 2 * 16);
+    let p = PeriodicShaper::new(&vec![params(1_000_000, 3000, 0); 1000], Duration::from_millis(1)).unwrap();
+    assert_eq!(p.bucket_state_bytes(), 1000 * 40);
+}

@@ -889,13 +889,13 @@ impl Sim<'_> {
                 (
                     e.counters().reschedules as f64,
                     (e.counters().bucket_accesses + h.off_chip()) as f64,
-                    queues * 48.0 + heap_peak * 8.0,
+                    e.bucket_state_bytes() as f64 + heap_peak * npqos_core::shaper::heap::NODE_BYTES as f64,
                 )
             }
             Shaper::Periodic(p) => (
                 p.counters().throttles as f64,
                 (p.fill_accesses(Instant::from_nanos(end_ns)) + 2 * p.counters().sends) as f64,
-                queues * 24.0,
+                p.bucket_state_bytes() as f64,
             ),
         };
         put("shaper_reschedules", reschedules, "reschedules");

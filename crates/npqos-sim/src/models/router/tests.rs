@@ -205,6 +205,23 @@ fn alpha_above_the_cap_is_refused_by_the_run() {
     assert_names("model = \"router\"\n[shaping]\nalpha = \"20000B\"\ncap = \"16000B\"\n", &["shaping.alpha"]);
 }
 
+/// `shaping_state_bytes` is what the shaper holds (asked of it, not a per-queue constant): with
+/// one rate, 33 B per output queue (flag, hot and cold records) and one 16 B profile, plus 8 B
+/// per heap node at the peak.
+#[test]
+fn shaping_state_is_the_shapers_own() {
+    let mut p = transparent(4, 0.0, Rate::gbps(10));
+    p.services[0].rate = Some(Rate::from_bits_per_sec(1_000_000));
+    p.services[0].per_flow = true;
+    p.shaping.kind = ShaperKind::Event { alpha_bytes: 1500, locked_bytes: 0, tick_shift: 0, adaptive: None };
+    let r = run(&p, &synthetic(200, 1_000), 1, 1, None, &mut |_| {}).unwrap();
+    let get = |n: &str| r.scalars.iter().find(|s| s.name == n).unwrap_or_else(|| panic!("{n}")).value;
+    let queues = 1.0 + p.shaping.flow_queues as f64;
+    let heap_nodes = get("shaper_heap_max_per_core") * 4.0;
+    assert!(heap_nodes > 0.0, "some flows were throttled");
+    assert_eq!(get("shaping_state_bytes"), queues * 33.0 + 16.0 + heap_nodes * 8.0);
+}
+
 /// Stage 6 alone: one class queue shaped by the event-driven shaper (heap tick 1 ns) under
 /// wait-for-tokens, everything else transparent: each packet leaves when a stand-alone
 /// token bucket with the same cap and rate lets it (the bucket's own arithmetic, written here
