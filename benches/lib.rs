@@ -121,7 +121,12 @@ impl Event {
     }
     fn new(n: usize, cir: Rate, cap: u64, alpha: u64, timer: Timer) -> Self {
         let p = vec![BucketParams { cir, cap_bytes: cap, alpha_bytes: alpha }; n];
-        Event(EventShaper::new(&p, 1, 8192, 6).expect("valid parameters").with_timer(timer))
+        Event(
+            EventShaper::new(&p, 1, 8192, 6)
+                .expect("valid parameters")
+                .with_timer(timer)
+                .expect("no queue throttled yet"),
+        )
     }
 }
 

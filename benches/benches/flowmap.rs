@@ -29,8 +29,8 @@ fn flowmap(c: &mut Criterion) {
         let tables = [64u32, 256, 1024].map(|m| ("h3", m, HashKind::H3 { seed: 1 }));
         let fast = [256u32, 1024].map(|m| ("fast", m, HashKind::Fast { seed: 1 }));
         for (hname, m, kind) in tables.into_iter().chain(fast) {
-            let h = SlotHash::new(kind, m);
-            let mut t = AfmTable::new(m, n, DeleteRule::Paper);
+            let h = SlotHash::new(kind, m).expect("slots");
+            let mut t = AfmTable::new(m, n, DeleteRule::Paper).expect("slots");
             for (i, k) in keys.iter().enumerate() {
                 t.get_or_insert_with(h.slot(k), *k, || i as u32);
             }
@@ -59,7 +59,7 @@ fn flowmap(c: &mut Criterion) {
             })
         });
         // The slot hash alone (inside every AFM number).
-        let h = SlotHash::new(HashKind::H3 { seed: 1 }, 256);
+        let h = SlotHash::new(HashKind::H3 { seed: 1 }, 256).expect("slots");
         g.bench_with_input(BenchmarkId::new("h3_hash_only", n), &n, |b, _| {
             let mut i = 0usize;
             b.iter(|| {

@@ -19,7 +19,6 @@ const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/npqos-sim/src/models/router/sim.rs", "", 1111),
     ("crates/npqos-sim/src/experiments/kim.rs", "", 940),
     ("crates/npqos-sim/src/experiments/dqs.rs", "", 887),
-    ("crates/npqos-core/src/shaper/mod.rs", "", 858),
     ("crates/npqos-sim/src/experiments/everest.rs", "", 822),
     ("crates/npqos-sim/src/scenario/link.rs", "read", 370),
     ("crates/npqos-sim/src/models/router/sim.rs", "new", 184),

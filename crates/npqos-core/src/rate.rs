@@ -100,9 +100,16 @@ pub struct Serializer {
 
 impl Serializer {
     /// `rate` must be non-zero.
-    pub fn new(rate: Rate) -> Self {
-        assert!(!rate.is_zero(), "Serializer needs a non-zero rate");
-        Serializer { rate, busy_start: Instant::ZERO, busy_bits: 0, free_at: Instant::ZERO }
+    /// A link of `rate`, idle; a zero rate is refused.
+    pub fn new(rate: Rate) -> Result<Self, crate::Error> {
+        if rate.is_zero() {
+            return Err(crate::Error::BadParameter {
+                parameter: "Serializer rate",
+                value: "0bps".into(),
+                expected: "a positive rate",
+            });
+        }
+        Ok(Serializer { rate, busy_start: Instant::ZERO, busy_bits: 0, free_at: Instant::ZERO })
     }
     pub fn rate(&self) -> Rate {
         self.rate
@@ -143,7 +150,7 @@ mod tests {
         // 41-byte packets at 7 Gbps: 328 bits -> 46.857142... ns each. Summing per-packet
         // rounded-up times drifts by ~0.14 ns per packet; the serializer stays exact.
         let rate = Rate::from_bits_per_sec(7_000_000_000);
-        let mut s = Serializer::new(rate);
+        let mut s = Serializer::new(rate).unwrap();
         let n = 10_000_000u64;
         let mut last = Instant::ZERO;
         for _ in 0..n {
@@ -157,7 +164,8 @@ mod tests {
 
     #[test]
     fn serializer_restarts_after_idle() {
-        let mut s = Serializer::new(Rate::gbps(1));
+        let mut s = Serializer::new(Rate::gbps(1)).unwrap();
+        assert!(Serializer::new(Rate::from_bits_per_sec(0)).is_err(), "a zero rate is refused, not a panic");
         assert_eq!(s.send(Instant::ZERO, 125).as_nanos(), 1000);
         assert_eq!(s.send(Instant::from_nanos(5000), 125).as_nanos(), 6000);
         assert_eq!(s.send(Instant::from_nanos(5500), 125).as_nanos(), 7000);

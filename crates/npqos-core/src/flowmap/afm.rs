@@ -86,9 +86,15 @@ pub struct AfmTable {
 
 impl AfmTable {
     /// A table of `slots` slots with room for `capacity` flows before the arena grows.
-    pub fn new(slots: u32, capacity: usize, rule: DeleteRule) -> Self {
-        assert!(slots >= 1, "an AFM table needs at least one slot");
-        AfmTable {
+    pub fn new(slots: u32, capacity: usize, rule: DeleteRule) -> Result<Self, crate::Error> {
+        if slots == 0 {
+            return Err(crate::Error::BadParameter {
+                parameter: "AFM slots",
+                value: "0".into(),
+                expected: "at least 1",
+            });
+        }
+        Ok(AfmTable {
             roots: vec![NIL; slots as usize],
             slot_len: vec![0; slots as usize],
             nodes: Vec::with_capacity(capacity),
@@ -97,7 +103,7 @@ impl AfmTable {
             stats: SlotStats::default(),
             rule,
             generation: 0,
-        }
+        })
     }
 
     pub fn slots(&self) -> u32 {
@@ -358,7 +364,7 @@ mod tests {
     #[test]
     fn paper_delete_cases() {
         // One slot; keys inserted 50, 30, 70, 20, 40, 35, 45.
-        let mut t = AfmTable::new(1, 8, DeleteRule::Paper);
+        let mut t = AfmTable::new(1, 8, DeleteRule::Paper).unwrap();
         let mut ids = BTreeMap::new();
         for k in [50, 30, 70, 20, 40, 35, 45] {
             let (n, found, _) = t.get_or_insert_with(0, key(k), || k);
@@ -387,7 +393,7 @@ mod tests {
 
     #[test]
     fn compares_count_nodes_on_the_path() {
-        let mut t = AfmTable::new(2, 8, DeleteRule::Paper);
+        let mut t = AfmTable::new(2, 8, DeleteRule::Paper).unwrap();
         assert!(matches!(t.find(1, &key(5)), Find::Vacant(Vacancy { compares: 0, .. })));
         t.get_or_insert_with(1, key(5), || 0);
         t.get_or_insert_with(1, key(3), || 0);
@@ -400,7 +406,7 @@ mod tests {
     #[test]
     #[should_panic(expected = "changed between find")]
     fn stale_vacancy_is_refused() {
-        let mut t = AfmTable::new(1, 4, DeleteRule::Paper);
+        let mut t = AfmTable::new(1, 4, DeleteRule::Paper).unwrap();
         let Find::Vacant(v) = t.find(0, &key(1)) else { unreachable!() };
         t.get_or_insert_with(0, key(2), || 0);
         t.insert_at(v, key(1), 0);
@@ -410,7 +416,7 @@ mod tests {
     /// answers, invariants intact. Keys from a small universe so deletes and re-inserts are common.
     fn differential(rule: DeleteRule, slots: u32, ops: usize, universe: u32, seed: u64, check_every: usize) {
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-        let mut t = AfmTable::new(slots, 64, rule);
+        let mut t = AfmTable::new(slots, 64, rule).unwrap();
         let mut model: BTreeMap<FlowKey, (u32, u32)> = BTreeMap::new(); // key -> (node, value)
         for i in 0..ops {
             let k = key(rng.random_range(0..universe));

@@ -98,13 +98,19 @@ pub enum SlotHash {
 }
 
 impl SlotHash {
-    /// `slots` must be at least 1.
-    pub fn new(kind: HashKind, slots: u32) -> Self {
-        assert!(slots >= 1, "an AFM table needs at least one slot");
-        match kind {
+    /// A hash onto `slots` slots; zero slots are refused.
+    pub fn new(kind: HashKind, slots: u32) -> Result<Self, crate::Error> {
+        if slots == 0 {
+            return Err(crate::Error::BadParameter {
+                parameter: "AFM slots",
+                value: "0".into(),
+                expected: "at least 1",
+            });
+        }
+        Ok(match kind {
             HashKind::H3 { seed } => SlotHash::H3 { h3: H3::new(seed), slots },
             HashKind::Fast { seed } => SlotHash::Fast { state: foldhash::fast::FixedState::with_seed(seed), slots },
-        }
+        })
     }
 
     pub fn slots(&self) -> u32 {
@@ -169,7 +175,7 @@ mod tests {
         // 64 slots, 64,000 distinct flows: every slot within 25% of the mean 1000
         // (binomial sd ~31, so 250 is 8 sd).
         for kind in [HashKind::H3 { seed: 1 }, HashKind::Fast { seed: 1 }] {
-            let h = SlotHash::new(kind, 64);
+            let h = SlotHash::new(kind, 64).unwrap();
             let mut counts = [0u32; 64];
             for i in 0..64_000 {
                 counts[h.slot(&key(i)) as usize] += 1;
@@ -181,8 +187,10 @@ mod tests {
 
     #[test]
     fn seeds_change_the_function_and_non_power_of_two_slots_work() {
-        let a = SlotHash::new(HashKind::H3 { seed: 1 }, 1000);
-        let b = SlotHash::new(HashKind::H3 { seed: 2 }, 1000);
+        let a = SlotHash::new(HashKind::H3 { seed: 1 }, 1000).unwrap();
+        let b = SlotHash::new(HashKind::H3 { seed: 2 }, 1000).unwrap();
+        assert!(SlotHash::new(HashKind::H3 { seed: 1 }, 0).is_err(), "zero slots are refused, not a panic");
+        assert!(crate::flowmap::afm::AfmTable::new(0, 8, Default::default()).is_err());
         let differ = (0..1000).filter(|&i| a.slot(&key(i)) != b.slot(&key(i))).count();
         assert!(differ > 900);
         assert!((0..10_000).all(|i| a.slot(&key(i)) < 1000));

@@ -206,8 +206,8 @@ impl Dqs {
         }
         let shared = (cfg.on_exhausted == Exhausted::SharedQueue) as u32;
         Ok(Dqs {
-            hash: SlotHash::new(cfg.hash, cfg.slots),
-            afm: AfmTable::new(cfg.slots, cfg.queues as usize, cfg.delete_rule),
+            hash: SlotHash::new(cfg.hash, cfg.slots)?,
+            afm: AfmTable::new(cfg.slots, cfg.queues as usize, cfg.delete_rule)?,
             buf: QueueBuffer::new(cfg.blocks, cfg.block_size, cfg.queues, shared, cfg.store_payload),
             drr: Drr::new(cfg.queues + shared, cfg.quantum as u64)?,
             flow_packets: Vec::with_capacity(cfg.queues as usize),

@@ -166,7 +166,7 @@ mod tests {
         for _ in 0..trials {
             let mut keys: Vec<u32> = (0..k as u32).map(|i| 2 * i + 1).collect();
             keys.shuffle(&mut rng);
-            let mut t = crate::flowmap::afm::AfmTable::new(1, k, Default::default());
+            let mut t = crate::flowmap::afm::AfmTable::new(1, k, Default::default()).unwrap();
             let fk = |v: u32| crate::flow::FlowKey { src_port: v as u16, ..Default::default() };
             for &v in &keys {
                 t.get_or_insert_with(0, fk(v), || 0);

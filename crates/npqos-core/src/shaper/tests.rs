@@ -464,7 +464,7 @@ fn the_wheel_releases_what_the_heap_releases() {
         (0..500u64).map(|i| params(20_000_000 + i * 500_000, 4000 + (i % 7) * 500, 1500 + (i % 5) * 100)).collect();
     let a = Adaptive { gamma: 2.0, delta_th: 2, alpha_min_bytes: 500, interval: Duration::from_millis(5) };
     let mut heap = EventShaper::new(&ps, 4, 0, 6).unwrap().with_adaptive(a).unwrap();
-    let mut wheel = EventShaper::new(&ps, 4, 0, 6).unwrap().with_adaptive(a).unwrap().with_timer(Timer::Wheel);
+    let mut wheel = EventShaper::new(&ps, 4, 0, 6).unwrap().with_adaptive(a).unwrap().with_timer(Timer::Wheel).unwrap();
     assert_eq!((heap.timer(), wheel.timer()), (Timer::Heap, Timer::Wheel));
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(17);
     let mut now = 0u64;
@@ -511,4 +511,15 @@ fn bucket_state_bytes_is_the_layout() {
     assert_eq!(two.bucket_state_bytes(), 1000 * 37 + 2 * 16);
     let p = PeriodicShaper::new(&vec![params(1_000_000, 3000, 0); 1000], Duration::from_millis(1)).unwrap();
     assert_eq!(p.bucket_state_bytes(), 1000 * 40);
+}
+
+/// Choosing the timer after a queue was throttled is refused (its timer would be lost), not a
+/// panic; before any throttle it is taken.
+#[test]
+fn with_timer_after_a_throttle_is_refused() {
+    let mut s = EventShaper::new(&[params(1_000_000, 1500, 0)], 1, 0, 0).unwrap();
+    assert!(matches!(send(&mut s, 0, 3000, Instant::ZERO), Decision::Throttled { .. }));
+    assert!(matches!(s.with_timer(Timer::Wheel), Err(ShaperError::TimerAfterThrottle)));
+    let s = EventShaper::new(&[params(1_000_000, 1500, 0)], 1, 0, 0).unwrap();
+    assert_eq!(s.with_timer(Timer::Wheel).unwrap().timer(), Timer::Wheel);
 }

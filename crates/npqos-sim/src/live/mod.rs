@@ -237,7 +237,12 @@ impl Forwarder {
         let bucket = BucketParams { cir: spec.flow_rate, cap_bytes: spec.cap, alpha_bytes: spec.alpha };
         let shaper = EventShaper::new(&vec![bucket; (flow_buckets + shared.is_some() as u32) as usize], 1, 0, 6)
             .map_err(|e| Error::BadParameter { parameter: "shaper", value: e.to_string(), expected: "a valid bucket" })?
-            .with_timer(spec.timer);
+            .with_timer(spec.timer)
+            .map_err(|e| Error::BadParameter {
+                parameter: "shaper",
+                value: e.to_string(),
+                expected: "a valid bucket",
+            })?;
         Ok(Forwarder {
             dqs,
             shaper,

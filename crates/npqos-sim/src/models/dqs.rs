@@ -162,7 +162,7 @@ pub fn run_link_limited<I: Iterator<Item = Arrival>>(
     let mut m = LinkModel {
         p,
         dqs: Dqs::new(p.table).expect("the scenario reader and the experiments build valid tables"),
-        link: Serializer::new(capacity),
+        link: Serializer::new(capacity).expect("the load gives a positive capacity"),
         r: DqsLinkResult { capacity_bps: capacity.bits_per_sec() as f64, offered_bps, ..Default::default() },
         memo: TheoryMemo { m: p.table.slots as u64, memo: Vec::new() },
         arrivals: arrivals.peekable(),

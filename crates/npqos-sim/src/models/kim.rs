@@ -892,7 +892,7 @@ fn simulate(
     let params = vec![bucket; n];
     let shaper = match p.fill {
         Fill::EventDriven => {
-            let mut s = EventShaper::new(&params, cores, 0, p.tick_shift)?.with_timer(p.timer);
+            let mut s = EventShaper::new(&params, cores, 0, p.tick_shift)?.with_timer(p.timer)?;
             if let Some(a) = p.adaptive {
                 s = s.with_adaptive(a)?;
             }

@@ -159,7 +159,7 @@ impl LinkModel {
         let mut m = LinkModel {
             pool: PacketPool::new(l.queues),
             drr: Drr::new(l.queues, l.quantum).expect("the scenario reader refuses a zero quantum"),
-            link: Serializer::new(l.link_rate),
+            link: Serializer::new(l.link_rate).expect("the scenario reader refuses a zero link rate"),
             busy: false,
             buffer: l.buffer,
             warmup: sc.warmup.as_nanos(),

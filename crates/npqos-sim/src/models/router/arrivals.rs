@@ -121,7 +121,8 @@ impl<'a> Prep<'a> {
             flow_hash: SlotHash::new(
                 HashKind::Fast { seed: streams.stream("router.flow-hash", 0).random() },
                 p.shaping.flow_queues.max(1),
-            ),
+            )
+            .expect("at least one slot"),
             done: false,
         }
     }

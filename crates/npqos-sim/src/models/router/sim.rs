@@ -368,7 +368,7 @@ impl<'a> Sim<'a> {
             flow_queue_shared: 0,
             egress_bytes: 0,
             drr: Drr::new(nqe as u32, p.quantum as u64).map_err(|e| cfg(e.to_string()))?,
-            link: Serializer::new(p.link_rate),
+            link: Serializer::new(p.link_rate).map_err(|e| cfg(e.to_string()))?,
             tx: VecDeque::new(),
             pkts: Vec::new(),
             free: Vec::new(),

@@ -106,7 +106,7 @@ impl Ingress {
                     owner: if per_flow { vec![None; total] } else { Vec::new() },
                     free: if per_flow { (0..queues).rev().collect() } else { Vec::new() },
                     per_service: queues,
-                    hash: SlotHash::new(HashKind::Fast { seed }, queues.max(1)),
+                    hash: SlotHash::new(HashKind::Fast { seed }, queues.max(1)).expect("at least one slot"),
                     lens: vec![Default::default(); total],
                     blocks_free: blocks as u64,
                     block_size,

@@ -150,7 +150,7 @@ fn link_alone_is_the_serializer() {
     let p = transparent(64, 0.0, Rate::gbps(1));
     let tr = synthetic(2_000, 2_000); // ~1e6 packets/s of IMIX: about 2.7 Gbps on 1 Gbps
     let (run, trace) = run_traced(&p, &tr, 7).unwrap();
-    let mut link = npqos_core::rate::Serializer::new(p.link_rate);
+    let mut link = npqos_core::rate::Serializer::new(p.link_rate).unwrap();
     let RouterTraffic::Synthetic { flows, .. } = &tr else { unreachable!() };
     let stream = flows.generator(crate::rng::RngStreams::new(7).stream("router.flows", 0));
     let mut n = 0;
@@ -236,7 +236,7 @@ fn shaping_alone_is_the_token_bucket() {
     let (run, trace) = run_traced(&p, &tr, 5).unwrap();
     // tbf: tokens in bit-ns (bytes x 8e9), a full bucket at time 0.
     let (cir, cap) = (500_000_000u128, 16_000u128 * 8_000_000_000);
-    let (mut tokens, mut t_lu, mut link) = (cap, 0u64, npqos_core::rate::Serializer::new(p.link_rate));
+    let (mut tokens, mut t_lu, mut link) = (cap, 0u64, npqos_core::rate::Serializer::new(p.link_rate).unwrap());
     let RouterTraffic::Synthetic { flows, .. } = &tr else { unreachable!() };
     let stream = flows.generator(crate::rng::RngStreams::new(5).stream("router.flows", 0));
     let mut prev_send = 0u64;
