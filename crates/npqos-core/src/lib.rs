@@ -61,6 +61,7 @@ mod fmt;
 pub mod hint;
 pub mod id;
 pub mod model;
+pub mod names;
 pub mod ord;
 pub mod queues;
 pub mod radix;

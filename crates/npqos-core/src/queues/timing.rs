@@ -65,16 +65,14 @@ pub enum Subsystem {
     Qc,
 }
 
+crate::named!(Subsystem, "subsystem", { Nc => "nc", Dc => "dc", Sqc => "sqc", Qc => "qc" });
+
 impl Subsystem {
     pub const ALL: [Subsystem; 4] = [Subsystem::Nc, Subsystem::Dc, Subsystem::Sqc, Subsystem::Qc];
 
+    /// Its name (`nc`, `dc`, `sqc`, `qc`): [`crate::names::Named::name`].
     pub fn label(&self) -> &'static str {
-        match self {
-            Subsystem::Nc => "nc",
-            Subsystem::Dc => "dc",
-            Subsystem::Sqc => "sqc",
-            Subsystem::Qc => "qc",
-        }
+        crate::names::Named::name(*self)
     }
 
     /// Whether descriptors are cached.

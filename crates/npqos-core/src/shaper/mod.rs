@@ -60,6 +60,9 @@ pub enum Conformance {
     WaitForTokens,
 }
 
+crate::named!(Conformance, "conformance", { SendThenPay => "send-then-pay", WaitForTokens => "wait-for-tokens" });
+crate::named!(Timer, "timer", { Heap => "heap", Wheel => "wheel" });
+
 /// Parameters of one queue's bucket.
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub struct BucketParams {

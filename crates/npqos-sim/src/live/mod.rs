@@ -234,10 +234,10 @@ impl Forwarder {
         // Two buckets per physical queue: one for each flow that holds a queue, and as many for
         // idle flows whose buckets are still filling. Then the shared queue's.
         let flow_buckets = 2 * spec.table.queues;
-        let bucket = BucketParams { cir: spec.flow_rate, cap_bytes: spec.cap, alpha_bytes: spec.alpha };
+        let bucket = BucketParams { cir: spec.flow_rate, cap_bytes: spec.bucket.cap, alpha_bytes: spec.bucket.alpha };
         let shaper = EventShaper::new(&vec![bucket; (flow_buckets + shared.is_some() as u32) as usize], 1, 0, 6)
             .map_err(|e| Error::BadParameter { parameter: "shaper", value: e.to_string(), expected: "a valid bucket" })?
-            .with_timer(spec.timer)
+            .with_timer(spec.bucket.timer)
             .map_err(|e| Error::BadParameter {
                 parameter: "shaper",
                 value: e.to_string(),
@@ -426,7 +426,7 @@ impl Forwarder {
         if len > self.max_frame {
             return self.drop(f, Reason::Oversize);
         }
-        if self.spec.conformance == Conformance::WaitForTokens && len as u64 > self.spec.cap {
+        if self.spec.bucket.conformance == Conformance::WaitForTokens && len as u64 > self.spec.bucket.cap {
             return self.drop(f, Reason::AboveCap);
         }
         match self.dqs.enqueue(&key, len, Some(frame)) {
@@ -490,7 +490,7 @@ impl Forwarder {
     /// Up to `room` frames for the wire at `now`, each handed to `emit`, by DRR over the queues
     /// that hold frames and are not throttled. Returns how many were emitted.
     pub fn transmit(&mut self, now: Instant, room: usize, mut emit: impl FnMut(&[u8])) -> Result<usize, Error> {
-        let wait = self.spec.conformance == Conformance::WaitForTokens;
+        let wait = self.spec.bucket.conformance == Conformance::WaitForTokens;
         let mut sent = 0;
         while sent < room {
             let buf = self.dqs.buffer();

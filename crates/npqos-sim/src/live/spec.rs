@@ -13,10 +13,11 @@
 //! flow_rate = "10Mbps"
 //! ```
 
+use crate::scenario::flowtable;
+use crate::scenario::shaper::{BucketConfig, BucketKeys};
 use crate::scenario::{Problem, Problems, Reader};
 use crate::units::fmt_size;
-use npqos_core::flowmap::{DqsConfig, Exhausted, HashKind};
-use npqos_core::shaper::{Conformance, Timer, MAX_BUCKET_BYTES};
+use npqos_core::flowmap::DqsConfig;
 use npqos_core::{Duration, Rate};
 
 /// How the forwarding loop waits for frames and for the shaper's next wake-up.
@@ -46,12 +47,9 @@ pub struct LiveSpec {
     pub sample_every: Duration,
     /// Every flow's shaped rate.
     pub flow_rate: Rate,
-    /// kim's reschedule threshold, bytes.
-    pub alpha: u64,
-    /// Bucket cap, bytes.
-    pub cap: u64,
-    pub conformance: Conformance,
-    pub timer: Timer,
+    /// alpha, cap, conformance and timer: the keys every shaping file shares
+    /// (`scenario/shaper.rs`), with live's one override, cap = 2 x alpha by default.
+    pub bucket: BucketConfig,
     /// The dqs flow table (AFM slots, physical queues, block buffer, DRR quantum).
     pub table: DqsConfig,
 }
@@ -132,31 +130,14 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
             message: "expected a positive rate".into(),
         });
     }
-    let alpha = s.size("alpha", 3000, &mut probs);
     // Twice alpha by default (the kim model's default is alpha itself): under send-then-pay a
     // queue is re-enabled when its bucket holds alpha, so with cap = alpha every nanosecond the
     // real clock wakes late is lost to the cap (measured: -1.7% at 10 Mbps, docs/live.md).
-    let cap = s.size("cap", 2 * alpha, &mut probs);
-    if alpha > cap {
-        probs.push(Problem {
-            key: "shaper.alpha".into(),
-            value: Some(format!("\"{alpha}B\"")),
-            message: format!("expected at most shaper.cap ({cap}B)"),
-        });
-    }
-    if cap == 0 || cap > MAX_BUCKET_BYTES {
-        probs.push(Problem {
-            key: "shaper.cap".into(),
-            value: Some(format!("\"{cap}B\"")),
-            message: format!("expected a positive size of at most {MAX_BUCKET_BYTES}B"),
-        });
-    }
-    let conformance = s.choice("conformance", "send-then-pay", &["send-then-pay", "wait-for-tokens"], &mut probs);
-    let timer = s.choice("timer", "heap", &["heap", "wheel"], &mut probs);
+    let bucket = BucketConfig::read(&mut s, BucketKeys::LIVE, &mut probs);
     s.finish(&mut probs);
 
     let mut t = Reader::new(root, "table", &mut probs);
-    let table = crate::models::dqs::scenario::read_table_keys(&mut t, &mut probs);
+    let table = flowtable::read(&mut t, &mut probs);
     let queue_limit = t.present("queue_limit").then(|| t.size("queue_limit", 0, &mut probs));
     if queue_limit == Some(0) {
         probs.push(Problem {
@@ -187,14 +168,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         tx_frames,
         sample_every,
         flow_rate,
-        alpha,
-        cap,
-        conformance: if conformance == "wait-for-tokens" {
-            Conformance::WaitForTokens
-        } else {
-            Conformance::SendThenPay
-        },
-        timer: if timer == "wheel" { Timer::Wheel } else { Timer::Heap },
+        bucket,
         table: DqsConfig { store_payload: true, caller_schedules: true, queue_limit, ..table },
     })
 }
@@ -215,21 +189,10 @@ impl LiveSpec {
         l.insert("sample_every".into(), self.sample_every.to_string().into());
         let mut s = toml::Table::new();
         s.insert("flow_rate".into(), self.flow_rate.to_string().into());
-        s.insert("alpha".into(), fmt_size(self.alpha).into());
-        s.insert("cap".into(), fmt_size(self.cap).into());
-        let c = if self.conformance == Conformance::WaitForTokens { "wait-for-tokens" } else { "send-then-pay" };
-        s.insert("conformance".into(), c.into());
-        s.insert("timer".into(), if self.timer == Timer::Wheel { "wheel" } else { "heap" }.into());
+        self.bucket.write(BucketKeys::LIVE, &mut s);
         let t = &self.table;
         let mut g = toml::Table::new();
-        g.insert("slots".into(), (t.slots as i64).into());
-        g.insert("hash".into(), if matches!(t.hash, HashKind::Fast { .. }) { "foldhash" } else { "h3" }.into());
-        g.insert("queues".into(), (t.queues as i64).into());
-        g.insert("blocks".into(), (t.blocks as i64).into());
-        g.insert("block_size".into(), fmt_size(t.block_size as u64).into());
-        g.insert("quantum".into(), fmt_size(t.quantum as u64).into());
-        let ex = if t.on_exhausted == Exhausted::SharedQueue { "shared" } else { "drop" };
-        g.insert("on_exhausted".into(), ex.into());
+        flowtable::write(t, &mut g);
         if let Some(l) = t.queue_limit {
             g.insert("queue_limit".into(), fmt_size(l).into());
         }

@@ -1,7 +1,7 @@
 //! The `link` and `kim` scenario tables: `[link]`, `[queues]`, `[traffic]` and (kim) `[shaper]`
 //! (docs/scenarios.md lists every key with its unit and default).
 
-use super::{Problem, Reader};
+use super::{Problem, Reader, ShaperSpec};
 use crate::trace::Alignment;
 use crate::units::fmt_size;
 use crate::workload::{GapDist, SizeDist};
@@ -69,27 +69,6 @@ pub struct PopulationSpec {
 /// Default cap on the gap between consecutive records of one file under `align = "start"`
 /// (the nDPI corpus of the reproductions uses the same).
 pub const DEFAULT_MAX_GAP: Duration = Duration::from_millis(1000);
-
-/// The `[shaper]` table of a `model = "kim"` scenario.
-#[derive(Clone, Debug, PartialEq)]
-pub struct ShaperSpec {
-    /// `None`: event-driven; `Some(period)`: periodic fill.
-    pub fill_period: Option<Duration>,
-    pub cores: u32,
-    /// Where throttled queues wait (event-driven fill): the paper's heaps or the wheel.
-    pub timer: npqos_core::shaper::Timer,
-    pub alpha: u64,
-    pub cap: u64,
-    pub queue_while_disabled: bool,
-    /// Send-then-pay (Algorithm 1) or wait-for-tokens (Linux tbf).
-    pub conformance: npqos_core::shaper::Conformance,
-    pub shared_link: bool,
-    pub cache: bool,
-    /// (gamma, delta_th, alpha_min, interval) when adaptive.
-    pub adaptive: Option<(f64, u32, u64, Duration)>,
-    /// Independent groups of queues and cores, simulated in parallel (docs/kim.md "Shards").
-    pub shards: u32,
-}
 
 /// The `[link]`, `[queues]` and `[traffic]` tables of a `link` or `kim` scenario.
 #[derive(Clone, Debug, PartialEq)]
@@ -321,156 +300,7 @@ pub(crate) fn read(
     }
     t.finish(probs);
 
-    let shaper = if model == "kim" {
-        if source == "trace" {
-            probs.push(Problem {
-                key: "traffic.source".into(),
-                value: Some("\"trace\"".into()),
-                message: "model = \"kim\" needs synthetic traffic (the overload factor sets each queue's input)".into(),
-            });
-        }
-        let mut sh = Reader::new(root, "shaper", probs);
-        let fill = sh.choice("fill", "event", &["event", "periodic"], probs);
-        let period = sh.duration("fill_period", Duration::from_millis(1), probs);
-        if fill == "periodic" && period.is_zero() {
-            probs.push(Problem {
-                key: "shaper.fill_period".into(),
-                value: Some("\"0s\"".into()),
-                message: "expected a positive duration".into(),
-            });
-        }
-        if fill != "periodic" && sh.present("fill_period") {
-            probs.push(Problem {
-                key: "shaper.fill_period".into(),
-                value: None,
-                message: "only applies to fill = \"periodic\"".into(),
-            });
-        }
-        let cores = sh.int("cores", 100, 1, 65_536, probs) as u32;
-        let timer = if fill == "periodic" {
-            sh.not_applicable(["timer"], "fill = \"periodic\"", probs);
-            "heap".into()
-        } else {
-            sh.choice("timer", "heap", &["heap", "wheel"], probs)
-        };
-        let alpha = sh.size("alpha", 3000, probs);
-        let cap = sh.size("cap", alpha, probs);
-        if alpha > cap {
-            probs.push(Problem {
-                key: "shaper.alpha".into(),
-                value: Some(format!("\"{alpha}B\"")),
-                message: format!("expected at most shaper.cap ({cap}B)"),
-            });
-        }
-        let max = npqos_core::shaper::MAX_BUCKET_BYTES;
-        if cap > max {
-            probs.push(Problem {
-                key: "shaper.cap".into(),
-                value: Some(format!("\"{cap}B\"")),
-                message: format!("expected at most {max}B"),
-            });
-        }
-        let wd = sh.choice("while_disabled", "drop", &["drop", "queue"], probs);
-        let conformance = sh.choice("conformance", "send-then-pay", &["send-then-pay", "wait-for-tokens"], probs);
-        if conformance == "wait-for-tokens" {
-            if wd != "queue" {
-                probs.push(Problem {
-                    key: "shaper.conformance".into(),
-                    value: Some("\"wait-for-tokens\"".into()),
-                    message: "a packet waiting for tokens waits in its queue: it needs while_disabled = \"queue\""
-                        .into(),
-                });
-            }
-            let largest = match &traffic {
-                Traffic::Synthetic { sizes: SizeSpec::Dist(d), .. } => d.max() as u64,
-                _ => 0, // trace sizes: a packet larger than the cap is dropped, as tbf does
-            };
-            if cap < largest {
-                probs.push(Problem {
-                    key: "shaper.cap".into(),
-                    value: Some(format!("\"{cap}B\"")),
-                    message: format!(
-                        "expected at least the largest packet ({largest}B): under wait-for-tokens a packet must fit the bucket"
-                    ),
-                });
-            }
-        }
-        let lm = sh.choice("link_mode", "ideal", &["ideal", "shared"], probs);
-        let cache = sh.boolean("cache", false, probs);
-        let adaptive = sh.boolean("adaptive", false, probs);
-        let gamma = sh.float("gamma", 2.0, probs, |v| v > 1.0 && v <= 1e6, "greater than 1");
-        let delta_th = sh.int("delta_th", 3, 0, u32::MAX as i64, probs) as u32;
-        let alpha_min = sh.size("alpha_min", alpha.min(1500), probs);
-        let interval = sh.duration("interval", Duration::from_secs(1), probs);
-        if adaptive && interval.is_zero() {
-            probs.push(Problem {
-                key: "shaper.interval".into(),
-                value: Some("\"0s\"".into()),
-                message: "expected a positive duration".into(),
-            });
-        }
-        if !adaptive {
-            for k in ["gamma", "delta_th", "alpha_min", "interval"] {
-                if sh.present(k) {
-                    probs.push(Problem {
-                        key: format!("shaper.{k}"),
-                        value: None,
-                        message: "only applies with adaptive = true".into(),
-                    });
-                }
-            }
-        }
-        let shards = sh.int("shards", 1, 1, 65_536, probs) as u32;
-        let bound = if fill == "periodic" { queues.max(1) } else { cores.min(queues.max(1)) };
-        if shards > bound {
-            probs.push(Problem {
-                key: "shaper.shards".into(),
-                value: Some(shards.to_string()),
-                message: format!("expected at most {bound} (one shard per core and per queue at most)"),
-            });
-        }
-        if shards > 1 && lm == "shared" {
-            probs.push(Problem {
-                key: "shaper.shards".into(),
-                value: Some(shards.to_string()),
-                message: "the shared link couples every queue: link_mode = \"shared\" needs shards = 1".into(),
-            });
-        }
-        if timer == "wheel" && cache {
-            probs.push(Problem {
-                key: "shaper.cache".into(),
-                value: Some("true".into()),
-                message: "the cache model follows the heap's array accesses: it needs timer = \"heap\"".into(),
-            });
-        }
-        if fill == "periodic" && (adaptive || cache) {
-            probs.push(Problem {
-                key: "shaper.fill".into(),
-                value: Some("\"periodic\"".into()),
-                message: "adaptive and cache apply to the event-driven shaper only".into(),
-            });
-        }
-        sh.finish(probs);
-        Some(ShaperSpec {
-            fill_period: (fill == "periodic").then_some(period),
-            cores: cores.min(queues.max(1)),
-            timer: if timer == "wheel" { npqos_core::shaper::Timer::Wheel } else { npqos_core::shaper::Timer::Heap },
-            alpha,
-            cap,
-            queue_while_disabled: wd == "queue",
-            conformance: if conformance == "wait-for-tokens" {
-                npqos_core::shaper::Conformance::WaitForTokens
-            } else {
-                npqos_core::shaper::Conformance::SendThenPay
-            },
-            shared_link: lm == "shared",
-            cache,
-            adaptive: adaptive.then_some((gamma, delta_th, alpha_min, interval)),
-            shards,
-        })
-    } else {
-        None
-    };
+    let shaper = (model == "kim").then(|| super::kim::read(root, queues, &traffic, probs));
     (LinkSpec { link_rate, scheduler, quantum, queues, buffer, traffic }, shaper)
 }
 
@@ -590,39 +420,7 @@ pub(crate) fn to_toml(l: &LinkSpec, shaper: Option<&ShaperSpec>, root: &mut toml
     }
     root.insert("traffic".into(), t.into());
     if let Some(sh) = shaper {
-        let mut k = toml::Table::new();
-        match sh.fill_period {
-            Some(p) => {
-                k.insert("fill".into(), "periodic".into());
-                k.insert("fill_period".into(), p.to_string().into());
-            }
-            None => {
-                k.insert("fill".into(), "event".into());
-                let timer = if sh.timer == npqos_core::shaper::Timer::Wheel { "wheel" } else { "heap" };
-                k.insert("timer".into(), timer.into());
-            }
-        }
-        k.insert("cores".into(), (sh.cores as i64).into());
-        k.insert("alpha".into(), fmt_size(sh.alpha).into());
-        k.insert("cap".into(), fmt_size(sh.cap).into());
-        k.insert("while_disabled".into(), if sh.queue_while_disabled { "queue" } else { "drop" }.into());
-        let conf = if sh.conformance == npqos_core::shaper::Conformance::WaitForTokens {
-            "wait-for-tokens"
-        } else {
-            "send-then-pay"
-        };
-        k.insert("conformance".into(), conf.into());
-        k.insert("link_mode".into(), if sh.shared_link { "shared" } else { "ideal" }.into());
-        k.insert("cache".into(), sh.cache.into());
-        k.insert("shards".into(), (sh.shards as i64).into());
-        k.insert("adaptive".into(), sh.adaptive.is_some().into());
-        if let Some((g, th, amin, iv)) = sh.adaptive {
-            k.insert("gamma".into(), g.into());
-            k.insert("delta_th".into(), (th as i64).into());
-            k.insert("alpha_min".into(), fmt_size(amin).into());
-            k.insert("interval".into(), iv.to_string().into());
-        }
-        root.insert("shaper".into(), k.into());
+        super::kim::write(sh, root);
     }
 }
 

@@ -108,14 +108,19 @@ impl fmt::Display for Problems {
 }
 impl std::error::Error for Problems {}
 
+pub use kim::ShaperSpec;
 pub(crate) use link::{read as read_link, to_toml as link_to_toml};
-pub use link::{LinkSpec, ShaperSpec, SizeSpec, Traffic, DEFAULT_MAX_GAP};
+pub use link::{LinkSpec, SizeSpec, Traffic, DEFAULT_MAX_GAP};
 pub(crate) use reader::{no_run_length, show, Reader};
+pub use shaper::{BucketConfig, DEFAULT_ALPHA};
 
 pub(crate) mod classify;
 pub mod flows;
+pub(crate) mod flowtable;
+mod kim;
 mod link;
 mod reader;
+pub(crate) mod shaper;
 
 pub mod model;
 pub use model::{MemoryEstimate, ModelError, ModelSpec, Progress, ScenarioModel};
@@ -469,7 +474,7 @@ mod tests {
         let ok = parse("model = \"kim\"\n[queues]\ncount = 1000\n[shaper]\nfill = \"periodic\"\nfill_period = \"1ms\"\ncores = 10\n").unwrap();
         let sh = ok.shaper().cloned().unwrap();
         assert_eq!(sh.fill_period, Some(Duration::from_millis(1)));
-        assert_eq!((sh.cores, sh.alpha, sh.cap), (10, 3000, 3000));
+        assert_eq!((sh.cores, sh.bucket.alpha, sh.bucket.cap), (10, 3000, 3000));
         // Round trip through the resolved TOML.
         let again = Scenario::from_table(&ok.to_toml(), "t", Path::new(".")).unwrap();
         assert_eq!(again, ok);
@@ -497,10 +502,13 @@ mod tests {
     fn the_kim_timer_key() {
         use npqos_core::shaper::Timer;
         let ok = parse("model = \"kim\"\n[queues]\ncount = 100\n[shaper]\ntimer = \"wheel\"\n").unwrap();
-        assert_eq!(ok.shaper().unwrap().timer, Timer::Wheel);
+        assert_eq!(ok.shaper().unwrap().bucket.timer, Timer::Wheel);
         let again = Scenario::from_table(&ok.to_toml(), "t", Path::new(".")).unwrap();
         assert_eq!(again, ok, "the timer survives the resolved TOML");
-        assert_eq!(parse("model = \"kim\"\n[queues]\ncount = 100\n").unwrap().shaper().unwrap().timer, Timer::Heap);
+        assert_eq!(
+            parse("model = \"kim\"\n[queues]\ncount = 100\n").unwrap().shaper().unwrap().bucket.timer,
+            Timer::Heap
+        );
         for (toml, needle) in [
             ("timer = \"calendar\"", "one of \"heap\", \"wheel\""),
             ("fill = \"periodic\"\ntimer = \"wheel\"", "does not apply to fill = \"periodic\""),
@@ -539,10 +547,10 @@ mod tests {
         use npqos_core::shaper::Conformance;
         let base = "model = \"kim\"\n[queues]\ncount = 100\n[shaper]\n";
         let ok = parse(&format!("{base}conformance = \"wait-for-tokens\"\nwhile_disabled = \"queue\"\n")).unwrap();
-        assert_eq!(ok.shaper().unwrap().conformance, Conformance::WaitForTokens);
+        assert_eq!(ok.shaper().unwrap().bucket.conformance, Conformance::WaitForTokens);
         let again = Scenario::from_table(&ok.to_toml(), "t", Path::new(".")).unwrap();
         assert_eq!(again, ok, "conformance survives the resolved TOML");
-        assert_eq!(parse(base).unwrap().shaper().unwrap().conformance, Conformance::SendThenPay);
+        assert_eq!(parse(base).unwrap().shaper().unwrap().bucket.conformance, Conformance::SendThenPay);
         for (toml, needle) in [
             ("conformance = \"wait-for-tokens\"", "needs while_disabled = \"queue\""),
             (

@@ -116,6 +116,12 @@ impl<'a> Reader<'a> {
             }
         })
     }
+    /// One of the names of `T` (`npqos_core::names::Named`), `default` when absent.
+    pub(crate) fn named<T: npqos_core::names::Named>(&mut self, key: &str, default: T, probs: &mut Vec<Problem>) -> T {
+        let names: Vec<&str> = T::ALL.iter().map(|v| v.name()).collect();
+        let name = self.choice(key, default.name(), &names, probs);
+        T::named(&name).unwrap_or(default)
+    }
     pub(crate) fn int(&mut self, key: &str, default: i64, min: i64, max: i64, probs: &mut Vec<Problem>) -> i64 {
         match self.raw(key) {
             None => default,

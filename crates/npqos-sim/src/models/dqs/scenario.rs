@@ -34,10 +34,10 @@
 use crate::engine::{RunLimits, StopReason};
 use crate::results::{Histogram, RunResult};
 use crate::rng::RngStreams;
+use crate::scenario::flowtable;
 use crate::scenario::{MemoryEstimate, ModelError, ModelSpec, Problem, Progress, Reader, Scenario, ScenarioModel};
 use crate::trace::corpus::Corpus;
-use crate::units::fmt_size;
-use npqos_core::flowmap::{DqsConfig, Exhausted, HashKind};
+use npqos_core::flowmap::DqsConfig;
 use npqos_core::{Duration, Instant};
 use rand::Rng;
 use serde_json::json;
@@ -50,14 +50,8 @@ use super::{run_link_limited, Arrival, DqsLinkParams, SyntheticFlows};
 /// The dqs part of a scenario.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DqsSpec {
-    pub slots: u32,
-    /// "h3" or "foldhash" (the seed is drawn from the run's seed).
-    pub hash: String,
-    pub queues: u32,
-    pub blocks: u32,
-    pub block_size: u32,
-    pub quantum: u32,
-    pub shared_when_exhausted: bool,
+    /// `[table]`, hash seed 0 (a run draws its own from the run's seed: [`DqsSpec::table`]).
+    pub table: DqsConfig,
     pub load: f64,
     pub traffic: DqsTraffic,
 }
@@ -65,41 +59,10 @@ pub struct DqsSpec {
 /// `[traffic]`: the shared flow-traffic reader's (`scenario::flows`).
 pub type DqsTraffic = crate::scenario::flows::FlowTraffic;
 
-/// The `[table]` keys of the flow table, shared by the dqs model and `npqos live`: the
-/// configuration with hash seed 0 (a run sets its own), everything else at the `Dqs` defaults.
-pub(crate) fn read_table_keys(t: &mut Reader<'_>, probs: &mut Vec<Problem>) -> DqsConfig {
-    let slots = t.int("slots", 256, 1, 1 << 24, probs) as u32;
-    let hash = t.choice("hash", "h3", &["h3", "foldhash"], probs);
-    let queues = t.int("queues", 1 << 16, 1, 1 << 26, probs) as u32;
-    let blocks = t.int("blocks", 1 << 20, 1, 1 << 30, probs) as u32;
-    let block_size = t.size("block_size", 64, probs);
-    let quantum = t.size("quantum", 1536, probs);
-    for (k, v, lo, hi) in [("block_size", block_size, 16, 65_536), ("quantum", quantum, 1, 1 << 24)] {
-        if !(lo..=hi).contains(&v) {
-            probs.push(Problem {
-                key: format!("table.{k}"),
-                value: Some(format!("\"{v}B\"")),
-                message: format!("expected a size from {lo}B to {hi}B"),
-            });
-        }
-    }
-    let exhausted = t.choice("on_exhausted", "drop", &["drop", "shared"], probs);
-    DqsConfig {
-        slots,
-        hash: if hash == "foldhash" { HashKind::Fast { seed: 0 } } else { HashKind::H3 { seed: 0 } },
-        queues,
-        blocks,
-        block_size: block_size.clamp(16, 65_536) as u32,
-        quantum: quantum.clamp(1, 1 << 24) as u32,
-        on_exhausted: if exhausted == "shared" { Exhausted::SharedQueue } else { Exhausted::Drop },
-        ..Default::default()
-    }
-}
-
 /// Reads `[table]`, `[link]` and `[traffic]`, recording every problem.
 pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> DqsSpec {
     let mut t = Reader::new(root, "table", probs);
-    let table = read_table_keys(&mut t, probs);
+    let table = flowtable::read(&mut t, probs);
     t.finish(probs);
     let mut l = Reader::new(root, "link", probs);
     let load = l.float("load", 0.95, probs, |v| v > 0.0 && v <= 100.0, "greater than 0 and at most 100");
@@ -108,32 +71,13 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let mut r = Reader::new(root, "traffic", probs);
     let traffic = DqsTraffic::read(&mut r, base_dir, 5_000, &[], probs);
     r.finish(probs);
-    DqsSpec {
-        slots: table.slots,
-        hash: if matches!(table.hash, HashKind::Fast { .. }) { "foldhash" } else { "h3" }.into(),
-        queues: table.queues,
-        blocks: table.blocks,
-        block_size: table.block_size,
-        quantum: table.quantum,
-        shared_when_exhausted: table.on_exhausted == Exhausted::SharedQueue,
-        load,
-        traffic,
-    }
+    DqsSpec { table, load, traffic }
 }
 
 impl DqsSpec {
     /// The flow table with hash seed `seed`.
     pub fn table(&self, seed: u64) -> DqsConfig {
-        DqsConfig {
-            slots: self.slots,
-            hash: if self.hash == "foldhash" { HashKind::Fast { seed } } else { HashKind::H3 { seed } },
-            queues: self.queues,
-            blocks: self.blocks,
-            block_size: self.block_size,
-            quantum: self.quantum,
-            on_exhausted: if self.shared_when_exhausted { Exhausted::SharedQueue } else { Exhausted::Drop },
-            ..Default::default()
-        }
+        flowtable::with_seed(&self.table, seed)
     }
 
     /// The synthetic workload for `duration` of arrivals.
@@ -144,20 +88,15 @@ impl DqsSpec {
     /// Upper estimate of one replication's memory: the table's queue records and block links,
     /// a tree node per active flow, and (trace) the corpus in memory, about its files' size.
     pub fn estimate_memory(&self) -> u128 {
-        let table = self.queues as u128 * 48 + self.blocks as u128 * 8 + self.slots as u128 * 8;
+        let t = &self.table;
+        let table = t.queues as u128 * 48 + t.blocks as u128 * 8 + t.slots as u128 * 8;
         let traffic = self.traffic.estimate_memory(96);
         table + traffic + (1 << 20)
     }
 
     pub(crate) fn to_toml(&self, root: &mut toml::Table) {
         let mut t = toml::Table::new();
-        t.insert("slots".into(), (self.slots as i64).into());
-        t.insert("hash".into(), self.hash.clone().into());
-        t.insert("queues".into(), (self.queues as i64).into());
-        t.insert("blocks".into(), (self.blocks as i64).into());
-        t.insert("block_size".into(), fmt_size(self.block_size as u64).into());
-        t.insert("quantum".into(), fmt_size(self.quantum as u64).into());
-        t.insert("on_exhausted".into(), if self.shared_when_exhausted { "shared" } else { "drop" }.into());
+        flowtable::write(&self.table, &mut t);
         root.insert("table".into(), t.into());
         let mut l = toml::Table::new();
         l.insert("load".into(), self.load.into());
@@ -197,7 +136,7 @@ impl ModelSpec for DqsSpec {
         MemoryEstimate {
             bytes: self.estimate_memory(),
             key: "table.queues",
-            value: self.queues.to_string(),
+            value: self.table.queues.to_string(),
             what: "the flow table's queues and blocks, active flows, a trace in memory",
             remedy: "lower table.queues or table.blocks",
         }
@@ -265,7 +204,7 @@ pub fn run_scenario(
         stop_reason: format!("{stop:?}").to_lowercase(),
         ..Default::default()
     };
-    run.params.insert("slots".into(), json!(d.slots));
+    run.params.insert("slots".into(), json!(d.table.slots));
     run.sim_time_ns = r.span_ns;
     let n = r.samples.max(1) as f64;
     for (name, value, unit) in [
@@ -318,7 +257,7 @@ mod tests {
     fn defaults_and_round_trip() {
         let sc = parse("model = \"dqs\"\n").unwrap();
         let d = sc.spec_as::<DqsSpec>().expect("dqs");
-        assert_eq!((d.slots, d.queues, d.load), (256, 1 << 16, 0.95));
+        assert_eq!((d.table.slots, d.table.queues, d.load), (256, 1 << 16, 0.95));
         assert_round_trips([
             example("dqs-small"),
             example("dqs-paper"),

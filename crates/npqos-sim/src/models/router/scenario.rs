@@ -64,14 +64,15 @@
 //! resolved scenario keeps only the keys in use.
 
 use super::{
-    Allocation, Conformance, IngressKind, MixEntry, ProcessingParams, QmemParams, RouterParams, RouterTraffic,
-    Scheduler, ServiceParams, ShaperKind, ShapingParams,
+    Allocation, IngressKind, MixEntry, ProcessingParams, QmemParams, RouterParams, RouterTraffic, Scheduler,
+    ServiceParams, ShaperKind, ShapingParams,
 };
 use crate::results::RunResult;
 use crate::scenario::classify::{
     has_criteria, read_prefixes, read_rule, unique_service_names, write_prefixes, write_rule,
 };
 use crate::scenario::flows::FlowTraffic;
+use crate::scenario::shaper::{BucketConfig, BucketKeys};
 use crate::scenario::{
     show, MemoryEstimate, ModelError, ModelSpec, Problem, Progress, Reader, Scenario, ScenarioModel,
 };
@@ -82,7 +83,6 @@ use npqos_core::flowmap::HashKind;
 use npqos_core::id::ServiceId;
 use npqos_core::queues::timing::{Subsystem, TABLE1};
 use npqos_core::sched::fq::Discipline;
-use npqos_core::shaper::Adaptive;
 use npqos_core::{Duration, Instant, Rate};
 use std::path::Path;
 use std::sync::atomic::AtomicBool;
@@ -94,6 +94,9 @@ use std::sync::Arc;
 pub struct RouterSpec {
     pub params: RouterParams,
     pub traffic: TrafficSpec,
+    /// `[shaping]`'s bucket keys as read (the shared reader's; `params.shaping` holds what the
+    /// chosen shaper uses of them).
+    pub bucket: BucketConfig,
 }
 
 /// `[traffic]`: the shared flow-traffic reader's keys (`scenario::flows`) and, for synthetic
@@ -111,6 +114,10 @@ const SUBSYSTEMS: [&str; 5] = ["qc", "sqc", "dc", "nc", "ideal"];
 fn problem(probs: &mut Vec<Problem>, key: &str, value: Option<String>, message: &str) {
     probs.push(Problem { key: key.into(), value, message: message.into() });
 }
+
+/// The shared bucket keys the router's `[shaping]` has: all but `timer` (its shaper files
+/// throttled queues in the paper's heaps).
+const ROUTER_BUCKET_KEYS: BucketKeys = BucketKeys { timer: false, ..BucketKeys::SIMULATED };
 
 /// Reads every router table, recording every problem.
 pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> RouterSpec {
@@ -185,47 +192,24 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
 
     let mut s = Reader::new(root, "shaping", probs);
     let shaper = s.choice("shaper", "event", &["event", "periodic", "none"], probs);
-    let conformance = s.choice("conformance", "send-then-pay", &["send-then-pay", "wait-for-tokens"], probs);
-    let cap = s.size("cap", 16_000, probs);
-    let alpha = s.size("alpha", 1_500, probs);
+    let bucket = BucketConfig::read(&mut s, ROUTER_BUCKET_KEYS, probs);
     let locked = s.size("locked", 0, probs);
     let tick_shift = s.int("tick_shift", 6, 0, npqos_core::shaper::heap::MAX_TICK_SHIFT as i64, probs) as u32;
     let period = s.positive_duration("period", Duration::from_millis(1), probs);
     let flow_queues = s.int("flow_queues", 65_536, 1, 1 << 24, probs) as u32;
     let buffer = s.size("buffer", 64 << 20, probs);
-    let adaptive = s.boolean("adaptive", false, probs);
-    let gamma = s.float("gamma", 2.0, probs, |v| v > 1.0 && v <= 1e6, "greater than 1 and at most 1e6");
-    let delta_th = s.int("delta_th", 3, 0, u32::MAX as i64, probs) as u32;
-    let alpha_min = s.size("alpha_min", alpha.min(1500), probs);
-    let interval = s.positive_duration("interval", Duration::from_secs(1), probs);
-    if alpha_min > alpha {
-        problem(probs, "shaping.alpha_min", Some(format!("\"{alpha_min}B\"")), "expected at most alpha");
-    }
-    if cap == 0 || cap > npqos_core::shaper::MAX_BUCKET_BYTES {
-        problem(probs, "shaping.cap", Some(format!("\"{cap}B\"")), "expected a positive size of at most 1GB");
-    }
-    if alpha > cap {
-        problem(probs, "shaping.alpha", Some(format!("\"{alpha}B\"")), "expected at most the cap");
-    }
     s.finish(probs);
     let kind = match shaper.as_str() {
         "none" => ShaperKind::None,
         "periodic" => ShaperKind::Periodic { period },
-        _ => ShaperKind::Event {
-            alpha_bytes: alpha,
-            locked_bytes: locked,
-            tick_shift,
-            adaptive: adaptive.then_some(Adaptive { gamma, delta_th, alpha_min_bytes: alpha_min, interval }),
-        },
+        _ => {
+            ShaperKind::Event { alpha_bytes: bucket.alpha, locked_bytes: locked, tick_shift, adaptive: bucket.adaptive }
+        }
     };
     let shaping = ShapingParams {
         kind,
-        conformance: if conformance == "wait-for-tokens" {
-            Conformance::WaitForTokens
-        } else {
-            Conformance::SendThenPay
-        },
-        cap_bytes: cap.clamp(1, npqos_core::shaper::MAX_BUCKET_BYTES),
+        conformance: bucket.conformance,
+        cap_bytes: bucket.cap.clamp(1, npqos_core::shaper::MAX_BUCKET_BYTES),
         flow_queues,
         buffer_bytes: buffer,
     };
@@ -261,6 +245,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
             sample_every: Duration::ZERO,
         },
         traffic,
+        bucket,
     }
 }
 
@@ -487,31 +472,21 @@ impl RouterSpec {
         root.insert("queue_memory".into(), q.into());
         let sh = &p.shaping;
         let mut s = toml::Table::new();
+        self.bucket.write(ROUTER_BUCKET_KEYS, &mut s);
         match sh.kind {
             ShaperKind::None => {
                 s.insert("shaper".into(), "none".into());
             }
-            ShaperKind::Event { alpha_bytes, locked_bytes, tick_shift, adaptive } => {
+            ShaperKind::Event { locked_bytes, tick_shift, .. } => {
                 s.insert("shaper".into(), "event".into());
-                s.insert("alpha".into(), fmt_size(alpha_bytes).into());
                 s.insert("locked".into(), fmt_size(locked_bytes).into());
                 s.insert("tick_shift".into(), (tick_shift as i64).into());
-                s.insert("adaptive".into(), adaptive.is_some().into());
-                if let Some(a) = adaptive {
-                    s.insert("gamma".into(), a.gamma.into());
-                    s.insert("delta_th".into(), (a.delta_th as i64).into());
-                    s.insert("alpha_min".into(), fmt_size(a.alpha_min_bytes).into());
-                    s.insert("interval".into(), a.interval.to_string().into());
-                }
             }
             ShaperKind::Periodic { period } => {
                 s.insert("shaper".into(), "periodic".into());
                 s.insert("period".into(), period.to_string().into());
             }
         }
-        let conf = if sh.conformance == Conformance::WaitForTokens { "wait-for-tokens" } else { "send-then-pay" };
-        s.insert("conformance".into(), conf.into());
-        s.insert("cap".into(), fmt_size(sh.cap_bytes).into());
         s.insert("flow_queues".into(), (sh.flow_queues as i64).into());
         s.insert("buffer".into(), fmt_size(sh.buffer_bytes).into());
         root.insert("shaping".into(), s.into());

@@ -1,0 +1,200 @@
+//! The token-bucket settings every shaping configuration shares: kim's `[shaper]`, the router's
+//! `[shaping]` and npqos live's `[shaper]`. One reader, one writer, one set of defaults
+//! (docs/scenarios.md, "Shaping keys"); each file adds its own keys around them (kim's cores and
+//! shards, the router's shaper kind and output queues, live's flow rate).
+//!
+//! ```toml
+//! alpha = "3000B"                # reschedule threshold (kim's alpha_i)
+//! cap = "3000B"                  # bucket cap (CBE); default alpha (live: 2 x alpha)
+//! conformance = "send-then-pay"  # or "wait-for-tokens" (Linux tbf)
+//! timer = "heap"                 # or "wheel" (where the file has it)
+//! adaptive = false               # kim eq 14 (where the file has it); then:
+//! gamma = 2.0
+//! delta_th = 3
+//! alpha_min = "1500B"            # default min(alpha, 1500B)
+//! interval = "1s"
+//! ```
+
+use super::{Problem, Reader};
+use crate::units::fmt_size;
+use npqos_core::names::Named;
+use npqos_core::shaper::{Adaptive, Conformance, Timer, MAX_BUCKET_BYTES};
+use npqos_core::Duration;
+
+/// kim's reschedule threshold by default, bytes (kim section 5: 3,000 B).
+pub const DEFAULT_ALPHA: u64 = 3000;
+
+/// The bucket settings shared by every shaping configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct BucketConfig {
+    /// Reschedule threshold alpha, bytes (event-driven shaping).
+    pub alpha: u64,
+    /// Bucket cap, bytes.
+    pub cap: u64,
+    pub conformance: Conformance,
+    /// Where throttled queues wait (event-driven shaping).
+    pub timer: Timer,
+    /// kim eq 14, when adaptive.
+    pub adaptive: Option<Adaptive>,
+}
+
+/// Which of the shared keys a file has, and its cap default.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BucketKeys {
+    /// `timer`.
+    pub timer: bool,
+    /// `adaptive` and its keys.
+    pub adaptive: bool,
+    /// The cap's default in multiples of alpha: 1 (kim's CBE = alpha) everywhere but npqos
+    /// live, whose real clock wakes late: with cap = alpha every late nanosecond is lost to the
+    /// cap under send-then-pay (docs/live.md), so live's default is 2.
+    pub cap_per_alpha: u64,
+}
+
+impl BucketKeys {
+    /// kim's `[shaper]` and the router's `[shaping]`: every key, cap = alpha.
+    pub(crate) const SIMULATED: BucketKeys = BucketKeys { timer: true, adaptive: true, cap_per_alpha: 1 };
+    /// npqos live's `[shaper]`: no adaptive threshold, cap = 2 x alpha.
+    pub(crate) const LIVE: BucketKeys = BucketKeys { timer: true, adaptive: false, cap_per_alpha: 2 };
+}
+
+impl BucketConfig {
+    /// Reads the shared keys `keys` names from `r`, recording every problem.
+    pub(crate) fn read(r: &mut Reader<'_>, keys: BucketKeys, probs: &mut Vec<Problem>) -> BucketConfig {
+        let alpha = r.size("alpha", DEFAULT_ALPHA, probs);
+        let cap = r.size("cap", alpha.saturating_mul(keys.cap_per_alpha), probs);
+        if alpha > cap {
+            probs.push(Problem {
+                key: r.path("alpha"),
+                value: Some(format!("\"{alpha}B\"")),
+                message: format!("expected at most {} ({cap}B)", r.path("cap")),
+            });
+        }
+        if cap == 0 || cap > MAX_BUCKET_BYTES {
+            probs.push(Problem {
+                key: r.path("cap"),
+                value: Some(format!("\"{cap}B\"")),
+                message: format!("expected a positive size of at most {MAX_BUCKET_BYTES}B"),
+            });
+        }
+        let conformance = r.named("conformance", Conformance::SendThenPay, probs);
+        let timer = if keys.timer { r.named("timer", Timer::Heap, probs) } else { Timer::Heap };
+        let adaptive = keys.adaptive && r.boolean("adaptive", false, probs);
+        let adaptive = if adaptive {
+            let gamma = r.float("gamma", 2.0, probs, |v| v > 1.0 && v <= 1e6, "greater than 1 and at most 1e6");
+            let delta_th = r.int("delta_th", 3, 0, u32::MAX as i64, probs) as u32;
+            let alpha_min = r.size("alpha_min", alpha.min(1500), probs);
+            if alpha_min > alpha {
+                probs.push(Problem {
+                    key: r.path("alpha_min"),
+                    value: Some(format!("\"{alpha_min}B\"")),
+                    message: format!("expected at most {} ({alpha}B)", r.path("alpha")),
+                });
+            }
+            let interval = r.positive_duration("interval", Duration::from_secs(1), probs);
+            Some(Adaptive { gamma, delta_th, alpha_min_bytes: alpha_min, interval })
+        } else {
+            // A file without the adaptive threshold leaves these keys unread: unknown keys.
+            for k in ADAPTIVE_KEYS.iter().filter(|_| keys.adaptive) {
+                r.consume(k);
+                if r.present(k) {
+                    probs.push(Problem {
+                        key: r.path(k),
+                        value: None,
+                        message: "only applies with adaptive = true".into(),
+                    });
+                }
+            }
+            None
+        };
+        BucketConfig { alpha, cap, conformance, timer, adaptive }
+    }
+
+    /// Writes the shared keys `keys` names into `t`, every default filled in.
+    pub(crate) fn write(&self, keys: BucketKeys, t: &mut toml::Table) {
+        t.insert("alpha".into(), fmt_size(self.alpha).into());
+        t.insert("cap".into(), fmt_size(self.cap).into());
+        t.insert("conformance".into(), self.conformance.name().into());
+        if keys.timer {
+            t.insert("timer".into(), self.timer.name().into());
+        }
+        if keys.adaptive {
+            t.insert("adaptive".into(), self.adaptive.is_some().into());
+            if let Some(a) = self.adaptive {
+                t.insert("gamma".into(), a.gamma.into());
+                t.insert("delta_th".into(), i64::from(a.delta_th).into());
+                t.insert("alpha_min".into(), fmt_size(a.alpha_min_bytes).into());
+                t.insert("interval".into(), a.interval.to_string().into());
+            }
+        }
+    }
+}
+
+/// The keys of the adaptive threshold (kim eq 14) besides `adaptive` itself.
+const ADAPTIVE_KEYS: [&str; 4] = ["gamma", "delta_th", "alpha_min", "interval"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::router::scenario::RouterSpec;
+    use crate::scenario::testing::{assert_names, parse};
+
+    fn live(shaper: &str) -> Result<crate::live::spec::LiveSpec, String> {
+        let text = format!("[live]\ninput = \"a\"\noutput = \"b\"\n[shaper]\nflow_rate = \"10Mbps\"\n{shaper}");
+        crate::live::spec::read(&toml::from_str(&text).unwrap(), "live.toml").map_err(|e| e.to_string())
+    }
+
+    /// kim, the router and live read the shared keys with the same defaults; live's cap is its
+    /// one documented override.
+    #[test]
+    fn one_set_of_defaults() {
+        let expected = BucketConfig {
+            alpha: DEFAULT_ALPHA,
+            cap: DEFAULT_ALPHA,
+            conformance: Conformance::SendThenPay,
+            timer: Timer::Heap,
+            adaptive: None,
+        };
+        assert_eq!(parse("model = \"kim\"\n").unwrap().shaper().unwrap().bucket, expected);
+        let router = parse("model = \"router\"\n").unwrap();
+        let router = router.spec_as::<RouterSpec>().unwrap();
+        assert_eq!(router.bucket, expected);
+        assert_eq!(router.params.shaping.cap_bytes, DEFAULT_ALPHA);
+        assert_eq!(live("").unwrap().bucket, BucketConfig { cap: 2 * DEFAULT_ALPHA, ..expected });
+    }
+
+    /// The same problem gets the same message in every file, under its own key path.
+    #[test]
+    fn one_set_of_checks() {
+        for (text, key) in [
+            ("model = \"kim\"\n[shaper]\nalpha = \"4000B\"\ncap = \"3000B\"\n", "shaper.alpha"),
+            ("model = \"router\"\n[shaping]\nalpha = \"4000B\"\ncap = \"3000B\"\n", "shaping.alpha"),
+        ] {
+            let e = parse(text).unwrap_err();
+            let cap = key.replace("alpha", "cap");
+            assert!(e.contains(&format!("key `{key}` = \"4000B\": expected at most {cap} (3000B)")), "{e}");
+        }
+        let e = live("alpha = \"4000B\"\ncap = \"3000B\"\n").unwrap_err();
+        assert!(e.contains("key `shaper.alpha` = \"4000B\": expected at most shaper.cap (3000B)"), "{e}");
+        // The adaptive keys without adaptive = true: refused by kim and the router alike.
+        assert_names("model = \"kim\"\n[shaper]\ngamma = 3.0\n", &["shaper.gamma"]);
+        assert_names("model = \"router\"\n[shaping]\ngamma = 3.0\n", &["shaping.gamma"]);
+        // live has no adaptive threshold: its keys are unknown there.
+        let e = live("adaptive = true\n").unwrap_err();
+        assert!(e.contains("shaper.adaptive") && e.contains("unknown key"), "{e}");
+        // Names come from the core's `Named`: the message lists them.
+        let e = parse("model = \"router\"\n[shaping]\nconformance = \"tbf\"\n").unwrap_err();
+        assert!(e.contains("expected one of \"send-then-pay\", \"wait-for-tokens\""), "{e}");
+    }
+
+    /// The resolved form round-trips, adaptive settings included, in kim and the router.
+    #[test]
+    fn the_resolved_form_round_trips() {
+        crate::scenario::testing::assert_round_trips([
+            "model = \"kim\"\n[shaper]\nadaptive = true\ngamma = 3.0\nalpha_min = \"1000B\"\ntimer = \"wheel\"\n"
+                .into(),
+            "model = \"router\"\n[shaping]\nadaptive = true\ninterval = \"10ms\"\ncap = \"16KB\"\n".into(),
+            "model = \"router\"\n[shaping]\nshaper = \"periodic\"\nalpha = \"1500B\"\ncap = \"2000B\"\n".into(),
+        ]);
+    }
+}
