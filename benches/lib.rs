@@ -166,11 +166,11 @@ impl Waiting for ReschedHeap {
     }
     #[inline]
     fn file(&mut self, queue: u32, release: u64, now: Instant) {
-        self.insert(queue, Instant::from_nanos(release), now, &mut ());
+        self.insert(queue, Instant::from_nanos(release), now, &mut ()).expect("the stream never goes back");
     }
     #[inline]
     fn pop_due(&mut self, now: Instant) -> Option<u32> {
-        ReschedHeap::pop_due(self, now, &mut ()).map(|(q, _)| q)
+        ReschedHeap::pop_due(self, now, &mut ()).expect("the stream never goes back").map(|(q, _)| q)
     }
 }
 
@@ -198,11 +198,11 @@ impl Waiting for TimerWheel {
     }
     #[inline]
     fn file(&mut self, queue: u32, release: u64, now: Instant) {
-        self.insert(queue, Instant::from_nanos(release), now);
+        self.insert(queue, Instant::from_nanos(release), now).expect("the stream never goes back");
     }
     #[inline]
     fn pop_due(&mut self, now: Instant) -> Option<u32> {
-        TimerWheel::pop_due(self, now).map(|(q, _)| q)
+        TimerWheel::pop_due(self, now).expect("the stream never goes back").map(|(q, _)| q)
     }
 }
 

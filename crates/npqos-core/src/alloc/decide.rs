@@ -82,7 +82,7 @@ impl Allocator {
                     picks.push((u64::MAX - pr.avail_since, 0, usize::MAX - p));
                 }
             }
-            assert!(picks.len() >= n, "avail counts marked processors");
+            debug_assert!(picks.len() >= n, "avail counts the marked processors");
             best_first(&mut picks, n);
             for &(_, _, p) in &picks[..n] {
                 self.procs[usize::MAX - p].avail_since = NONE;
@@ -100,7 +100,7 @@ impl Allocator {
                     picks.push((class, u64::MAX - pr.granted_at, p));
                 }
             }
-            assert!(picks.len() >= n, "owned > avail");
+            debug_assert!(picks.len() >= n, "owned - avail counts the unmarked processors");
             best_first(&mut picks, n);
             for &(_, _, p) in &picks[..n] {
                 self.procs[p].avail_since = now;

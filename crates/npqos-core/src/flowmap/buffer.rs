@@ -6,6 +6,17 @@
 //!
 //! Payload bytes are stored only if the buffer was built with `store_payload`; simulations keep
 //! the accounting alone.
+//!
+//! On the mechanism contract (ARCHITECTURE.md): a construction argument out of range, a push
+//! onto an unknown queue or onto a pooled queue nobody took, and a release of a queue that is
+//! not taken, not pooled or not empty are [`Error`]s that change nothing. Queries and [`pop`]
+//! read an unknown queue as an empty one (it holds nothing), as [`crate::queues::pool::PacketPool`]
+//! does.
+//!
+//! [`pop`]: QueueBuffer::pop
+
+use crate::error::Error;
+use crate::id::{self, QueueId};
 
 /// Index of "no block" / "no queue".
 pub const NONE: u32 = u32::MAX;
@@ -39,6 +50,8 @@ pub struct QueueBuffer {
     packets: Vec<u32>,
     bytes: Vec<u64>,
     free_queues: Vec<u32>,
+    /// Per pooled queue, whether it is taken (out of the pool).
+    taken: Vec<bool>,
     queues_in_use: u32,
     max_queues_in_use: u32,
 }
@@ -46,10 +59,35 @@ pub struct QueueBuffer {
 impl QueueBuffer {
     /// `blocks` blocks of `block_size` bytes; `queues` pooled physical queues plus `extra`
     /// permanent queues (ids `queues..queues + extra`, never in the pool).
-    pub fn new(blocks: u32, block_size: u32, queues: u32, extra: u32, store_payload: bool) -> Self {
-        assert!(block_size > 0 && blocks < NONE && queues + extra < NONE);
-        let nq = (queues + extra) as usize;
-        QueueBuffer {
+    ///
+    /// Errors ([`Error::BadParameter`]): a zero block size, `u32::MAX` blocks or more, or
+    /// `u32::MAX` queues (pooled and extra together) or more.
+    pub fn new(blocks: u32, block_size: u32, queues: u32, extra: u32, store_payload: bool) -> Result<Self, Error> {
+        if block_size == 0 {
+            return Err(Error::BadParameter {
+                parameter: "buffer block size",
+                value: block_size.to_string(),
+                expected: "at least 1 byte",
+            });
+        }
+        if blocks == NONE {
+            return Err(Error::BadParameter {
+                parameter: "buffer blocks",
+                value: blocks.to_string(),
+                expected: "below 2^32 - 1",
+            });
+        }
+        let nq = match queues.checked_add(extra) {
+            Some(n) if n < NONE => n as usize,
+            _ => {
+                return Err(Error::BadParameter {
+                    parameter: "buffer queues",
+                    value: format!("{queues} pooled + {extra} extra"),
+                    expected: "below 2^32 - 1 in all",
+                })
+            }
+        };
+        Ok(QueueBuffer {
             block_size,
             next: vec![NONE; blocks as usize],
             pkt_len: vec![0; blocks as usize],
@@ -62,9 +100,10 @@ impl QueueBuffer {
             packets: vec![0; nq],
             bytes: vec![0; nq],
             free_queues: (0..queues).rev().collect(),
+            taken: vec![false; queues as usize],
             queues_in_use: 0,
             max_queues_in_use: 0,
-        }
+        })
     }
 
     pub fn block_size(&self) -> u32 {
@@ -89,39 +128,67 @@ impl QueueBuffer {
     pub fn pool_free(&self) -> u32 {
         self.free_queues.len() as u32
     }
+    /// Physical queues, pooled and extra (ids `0..queues()`).
+    pub fn queues(&self) -> u32 {
+        self.head.len() as u32
+    }
+    /// Packets in `q` (0 for an unknown queue, which holds nothing).
     pub fn packets(&self, q: u32) -> u32 {
-        self.packets[q as usize]
+        self.packets.get(q as usize).copied().unwrap_or(0)
     }
+    /// Bytes in `q` (0 for an unknown queue, which holds nothing).
     pub fn bytes(&self, q: u32) -> u64 {
-        self.bytes[q as usize]
+        self.bytes.get(q as usize).copied().unwrap_or(0)
     }
-    /// Length of the packet at the head of `q`, if any.
+    /// Length of the packet at the head of `q`, if any (`None` for an unknown queue).
     pub fn head_len(&self, q: u32) -> Option<u32> {
-        let h = self.head[q as usize];
+        let h = *self.head.get(q as usize)?;
         (h != NONE).then(|| self.pkt_len[h as usize])
     }
 
     /// Takes a queue from the pool (a flow became active).
     pub fn take_queue(&mut self) -> Option<u32> {
         let q = self.free_queues.pop()?;
+        self.taken[q as usize] = true;
         self.queues_in_use += 1;
         self.max_queues_in_use = self.max_queues_in_use.max(self.queues_in_use);
         Some(q)
     }
 
     /// Returns an empty pooled queue to the pool.
-    pub fn release_queue(&mut self, q: u32) {
-        debug_assert_eq!(self.packets[q as usize], 0, "releasing a non-empty queue");
+    ///
+    /// Errors (no effect): an unknown queue ([`Error::UnknownId`]); an extra queue (never in
+    /// the pool), a queue not taken (released twice, or never taken) or one that still holds
+    /// packets ([`Error::NotAllowed`]).
+    pub fn release_queue(&mut self, q: u32) -> Result<(), Error> {
+        let qi = id::check(QueueId::KIND, q, self.head.len())?;
+        match self.taken.get(qi) {
+            None => return Err(Error::NotAllowed("buffer: an extra queue is never in the pool")),
+            Some(false) => return Err(Error::NotAllowed("buffer: the queue is not taken from the pool")),
+            Some(true) => {}
+        }
+        if self.packets[qi] != 0 {
+            return Err(Error::NotAllowed("buffer: the queue still holds packets"));
+        }
+        self.taken[qi] = false;
         self.free_queues.push(q);
         self.queues_in_use -= 1;
+        Ok(())
     }
 
-    /// Appends a packet of `len` bytes (payload copied if stored) to queue `q`. `false` (and
-    /// nothing changed) if there are not enough free blocks.
-    pub fn push(&mut self, q: u32, len: u32, tag: u32, payload: Option<&[u8]>) -> bool {
+    /// Appends a packet of `len` bytes (payload copied if stored) to queue `q`. `Ok(false)`
+    /// (and nothing changed) if there are not enough free blocks.
+    ///
+    /// Errors (no effect): an unknown queue ([`Error::UnknownId`]), or a pooled queue that is
+    /// not taken ([`Error::NotAllowed`]: it is in the pool, where queues are empty).
+    pub fn push(&mut self, q: u32, len: u32, tag: u32, payload: Option<&[u8]>) -> Result<bool, Error> {
+        let qi = id::check(QueueId::KIND, q, self.head.len())?;
+        if self.taken.get(qi) == Some(&false) {
+            return Err(Error::NotAllowed("buffer: push onto a queue that is in the pool"));
+        }
         let need = self.blocks_for(len);
         if need > self.free_blocks.len() as u32 {
-            return false;
+            return Ok(false);
         }
         let first = *self.free_blocks.last().expect("checked");
         self.pkt_len[first as usize] = len;
@@ -148,12 +215,13 @@ impl QueueBuffer {
         self.tail[q as usize] = prev;
         self.packets[q as usize] += 1;
         self.bytes[q as usize] += len as u64;
-        true
+        Ok(true)
     }
 
-    /// Takes the head packet of `q`, copying its payload into `out` if stored and given.
+    /// Takes the head packet of `q`, copying its payload into `out` if stored and given
+    /// (`None` if `q` is empty or unknown).
     pub fn pop(&mut self, q: u32, mut out: Option<&mut Vec<u8>>) -> Option<Popped> {
-        let mut b = self.head[q as usize];
+        let mut b = *self.head.get(q as usize)?;
         if b == NONE {
             return None;
         }
@@ -182,8 +250,34 @@ impl QueueBuffer {
     }
 
     /// Checks block accounting: every block is either free or on exactly one queue's list,
-    /// and each queue's packet and byte counts match its list. O(blocks).
+    /// and each queue's packet and byte counts match its list; and the pool: every pooled queue
+    /// is either taken or on the free list (once, and empty), and the taken ones are counted as
+    /// in use. O(blocks + queues).
     pub fn check(&self) -> Result<(), String> {
+        let mut listed = vec![false; self.taken.len()];
+        for &q in &self.free_queues {
+            let Some(seen) = listed.get_mut(q as usize) else {
+                return Err(format!("queue {q} on the free list is not a pooled queue"));
+            };
+            if std::mem::replace(seen, true) {
+                return Err(format!("queue {q} twice on the free list"));
+            }
+            if self.taken[q as usize] {
+                return Err(format!("queue {q} is taken and on the free list"));
+            }
+            if self.head[q as usize] != NONE {
+                return Err(format!("queue {q} is in the pool but not empty"));
+            }
+        }
+        let taken = self.taken.iter().filter(|&&t| t).count();
+        if taken + self.free_queues.len() != self.taken.len() || taken != self.queues_in_use as usize {
+            return Err(format!(
+                "{taken} queues taken + {} free != {} pooled, or {} counted in use",
+                self.free_queues.len(),
+                self.taken.len(),
+                self.queues_in_use
+            ));
+        }
         let total = self.next.len();
         let mut seen = vec![false; total];
         for &b in &self.free_blocks {
@@ -230,16 +324,17 @@ impl QueueBuffer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn packets_round_trip_with_payload_and_blocks_come_back() {
-        let mut b = QueueBuffer::new(10, 64, 2, 0, true);
+        let mut b = QueueBuffer::new(10, 64, 2, 0, true).unwrap();
         let q = b.take_queue().unwrap();
         let p1: Vec<u8> = (0..150).map(|i| i as u8).collect();
-        assert!(b.push(q, 150, 7, Some(&p1)));
-        assert!(b.push(q, 64, 8, Some(&p1[..64])));
+        assert_eq!(b.push(q, 150, 7, Some(&p1)), Ok(true));
+        assert_eq!(b.push(q, 64, 8, Some(&p1[..64])), Ok(true));
         assert_eq!(b.free_blocks(), 6);
-        assert!(!b.push(q, 1000, 9, None), "16 blocks do not fit in 6");
+        assert_eq!(b.push(q, 1000, 9, None), Ok(false), "16 blocks do not fit in 6");
         assert_eq!(b.free_blocks(), 6);
         b.check().unwrap();
         let mut out = Vec::new();
@@ -249,19 +344,178 @@ mod tests {
         assert_eq!(out, &p1[..64]);
         assert_eq!(b.pop(q, None), None);
         assert_eq!(b.free_blocks(), 10);
-        b.release_queue(q);
+        b.release_queue(q).unwrap();
         assert_eq!((b.queues_in_use(), b.max_queues_in_use(), b.pool_free()), (0, 1, 2));
         b.check().unwrap();
     }
 
     #[test]
     fn pool_runs_out() {
-        let mut b = QueueBuffer::new(4, 64, 2, 1, false);
+        let mut b = QueueBuffer::new(4, 64, 2, 1, false).unwrap();
         assert!(b.take_queue().is_some() && b.take_queue().is_some());
         assert_eq!(b.take_queue(), None);
         // The extra queue (id 2) is usable without the pool.
-        assert!(b.push(2, 1, 0, None));
+        assert_eq!(b.push(2, 1, 0, None), Ok(true));
         assert_eq!(b.head_len(2), Some(1));
         b.check().unwrap();
+    }
+
+    #[test]
+    fn bad_construction_is_an_error() {
+        for (blocks, block_size, queues, extra) in
+            [(4, 0, 2, 0), (u32::MAX, 64, 2, 0), (4, 64, u32::MAX, 0), (4, 64, u32::MAX - 1, 1), (4, 64, u32::MAX, 2)]
+        {
+            let r = QueueBuffer::new(blocks, block_size, queues, extra, false);
+            assert!(matches!(r, Err(Error::BadParameter { .. })), "{blocks} {block_size} {queues} {extra}");
+        }
+        assert!(QueueBuffer::new(0, 1, 0, 0, false).is_ok_and(|b| b.queues() == 0), "empty but valid");
+    }
+
+    /// Queries and pops read an unknown queue as an empty one; a push onto it is refused.
+    #[test]
+    fn unknown_queues_hold_nothing_and_take_nothing() {
+        let mut b = QueueBuffer::new(4, 64, 2, 1, false).unwrap();
+        for q in [3, 4, NONE] {
+            assert_eq!((b.packets(q), b.bytes(q), b.head_len(q)), (0, 0, None));
+            assert_eq!(b.pop(q, None), None);
+            assert_eq!(b.push(q, 10, 0, None), Err(Error::UnknownId { kind: "queue", id: q, count: 3 }));
+        }
+        assert_eq!(b.free_blocks(), 4);
+        b.check().unwrap();
+    }
+
+    /// Releasing a queue twice, one never taken, an extra one, a non-empty one or an unknown
+    /// one is refused and leaves the pool as it was (the counter of queues in use used to wrap
+    /// and the queue to go on the free list twice); so is a push onto a queue in the pool.
+    #[test]
+    fn bad_releases_and_pushes_change_nothing() {
+        let mut b = QueueBuffer::new(4, 64, 2, 1, false).unwrap();
+        let state = |b: &QueueBuffer| (b.queues_in_use(), b.pool_free(), b.free_blocks());
+        assert!(matches!(b.release_queue(0), Err(Error::NotAllowed(_))), "never taken");
+        assert_eq!(state(&b), (0, 2, 4));
+        assert!(matches!(b.push(0, 10, 0, None), Err(Error::NotAllowed(_))), "in the pool");
+        let q = b.take_queue().unwrap();
+        assert_eq!(b.push(q, 10, 0, None), Ok(true));
+        assert!(matches!(b.release_queue(q), Err(Error::NotAllowed(_))), "holds a packet");
+        assert!(matches!(b.release_queue(2), Err(Error::NotAllowed(_))), "the extra queue");
+        assert_eq!(b.release_queue(3), Err(Error::UnknownId { kind: "queue", id: 3, count: 3 }));
+        assert_eq!(state(&b), (1, 1, 3));
+        b.check().unwrap();
+        assert!(b.pop(q, None).is_some_and(|p| p.emptied));
+        b.release_queue(q).unwrap();
+        assert!(matches!(b.release_queue(q), Err(Error::NotAllowed(_))), "released twice");
+        assert_eq!(state(&b), (0, 2, 4));
+        b.check().unwrap();
+        assert_eq!((b.take_queue(), b.take_queue(), b.take_queue()), (Some(q), Some(1 - q), None));
+    }
+
+    #[derive(Clone, Debug)]
+    enum Call {
+        Take,
+        Release(u32),
+        Push(u32, u32),
+        Pop(u32),
+        Read(u32),
+    }
+
+    fn call() -> impl Strategy<Value = Call> {
+        prop_oneof![
+            2 => Just(Call::Take),
+            2 => (0u32..8).prop_map(Call::Release),
+            4 => (0u32..8, 0u32..300).prop_map(|(q, l)| Call::Push(q, l)),
+            3 => (0u32..8).prop_map(Call::Pop),
+            1 => (0u32..8).prop_map(Call::Read),
+        ]
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, rng_seed: proptest::test_runner::RngSeed::Fixed(0x627566), ..ProptestConfig::default() })]
+
+        /// Arbitrary takes, releases, pushes, pops and reads on arbitrary small buffers, with
+        /// ids up to past the end and releases and pushes the pool does not allow: no panic; a
+        /// refused call is an error of the right kind and changes nothing; every queue is a
+        /// FIFO of its packets and their bytes; every invariant holds after every call.
+        #[test]
+        fn arbitrary_calls_keep_the_contract(
+            calls in prop::collection::vec(call(), 1..300),
+            blocks in 0u32..40, block_size in 1u32..100, queues in 0u32..5, extra in 0u32..3,
+        ) {
+            let mut b = QueueBuffer::new(blocks, block_size, queues, extra, true).unwrap();
+            let nq = (queues + extra) as usize;
+            let mut fifo = vec![std::collections::VecDeque::<(u32, u32)>::new(); nq];
+            let mut taken = vec![false; queues as usize];
+            let (mut tag, mut out) = (0u32, Vec::new());
+            for c in calls {
+                let before = (b.free_blocks(), b.queues_in_use(), b.pool_free());
+                let refused = match c {
+                    Call::Take => {
+                        match b.take_queue() {
+                            Some(q) => {
+                                prop_assert!(!std::mem::replace(&mut taken[q as usize], true), "took a taken queue");
+                                prop_assert!(fifo[q as usize].is_empty());
+                            }
+                            None => prop_assert!(taken.iter().all(|&t| t)),
+                        }
+                        None
+                    }
+                    Call::Release(q) => {
+                        let r = b.release_queue(q);
+                        let qi = q as usize;
+                        match &r {
+                            Ok(()) => {
+                                prop_assert!(qi < taken.len() && taken[qi] && fifo[qi].is_empty());
+                                taken[qi] = false;
+                            }
+                            Err(Error::UnknownId { .. }) => prop_assert!(qi >= nq),
+                            Err(Error::NotAllowed(_)) => {
+                                prop_assert!(qi < nq && !(qi < taken.len() && taken[qi] && fifo[qi].is_empty()));
+                            }
+                            Err(e) => prop_assert!(false, "{e:?}"),
+                        }
+                        r.err()
+                    }
+                    Call::Push(q, len) => {
+                        tag += 1;
+                        let bytes = vec![tag as u8; len as usize];
+                        let r = b.push(q, len, tag, Some(&bytes));
+                        let qi = q as usize;
+                        match &r {
+                            Ok(fits) => {
+                                prop_assert!(qi < nq && taken.get(qi) != Some(&false));
+                                prop_assert_eq!(*fits, b.blocks_for(len) <= before.0);
+                                if *fits {
+                                    fifo[qi].push_back((len, tag));
+                                }
+                            }
+                            Err(Error::UnknownId { .. }) => prop_assert!(qi >= nq),
+                            Err(Error::NotAllowed(_)) => prop_assert!(taken.get(qi) == Some(&false)),
+                            Err(e) => prop_assert!(false, "{e:?}"),
+                        }
+                        r.err()
+                    }
+                    Call::Pop(q) => {
+                        let got = b.pop(q, Some(&mut out));
+                        let want = fifo.get_mut(q as usize).and_then(|f| f.pop_front());
+                        prop_assert_eq!(got.map(|p| (p.len, p.tag)), want);
+                        if let (Some(p), Some((len, t))) = (got, want) {
+                            prop_assert_eq!(&out, &vec![t as u8; len as usize]);
+                            prop_assert_eq!(p.emptied, fifo[q as usize].is_empty());
+                        }
+                        None
+                    }
+                    Call::Read(q) => {
+                        let f = fifo.get(q as usize);
+                        prop_assert_eq!(b.packets(q) as usize, f.map_or(0, |f| f.len()));
+                        prop_assert_eq!(b.bytes(q), f.map_or(0, |f| f.iter().map(|x| x.0 as u64).sum()));
+                        prop_assert_eq!(b.head_len(q), f.and_then(|f| f.front()).map(|x| x.0));
+                        None
+                    }
+                };
+                if refused.is_some() {
+                    prop_assert_eq!(before, (b.free_blocks(), b.queues_in_use(), b.pool_free()), "a refused call changed the buffer");
+                }
+                prop_assert!(b.check().is_ok(), "{:?}", b.check());
+            }
+        }
     }
 }

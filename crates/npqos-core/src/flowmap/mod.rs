@@ -184,8 +184,8 @@ pub struct Dqs {
 }
 
 impl Dqs {
-    /// Errors: no slot, a zero block size or quantum, no physical queue, or a block or queue
-    /// count of `u32::MAX - 1` or more.
+    /// Errors: no slot, a zero block size or quantum, no physical queue, a queue count of
+    /// `u32::MAX - 1` or more, or a block count of `u32::MAX`.
     pub fn new(cfg: DqsConfig) -> Result<Self, Error> {
         let bad =
             |parameter, value: u32, expected| Error::BadParameter { parameter, value: value.to_string(), expected };
@@ -208,7 +208,7 @@ impl Dqs {
         Ok(Dqs {
             hash: SlotHash::new(cfg.hash, cfg.slots)?,
             afm: AfmTable::new(cfg.slots, cfg.queues as usize, cfg.delete_rule)?,
-            buf: QueueBuffer::new(cfg.blocks, cfg.block_size, cfg.queues, shared, cfg.store_payload),
+            buf: QueueBuffer::new(cfg.blocks, cfg.block_size, cfg.queues, shared, cfg.store_payload)?,
             drr: Drr::new(cfg.queues + shared, cfg.quantum as u64)?,
             flow_packets: Vec::with_capacity(cfg.queues as usize),
             counters: DqsCounters::default(),
@@ -261,7 +261,7 @@ impl Dqs {
                 Enqueue::Dropped { reason: DropReason::QueueFull, compares: v.compares, slot, new_flow: true }
             }
             Find::Found { node, value, compares } => {
-                if self.buf.push(value, len, node, payload) {
+                if self.buf.push(value, len, node, payload).expect("a flow's queue is taken, or the shared one") {
                     self.flow_packets[node as usize] += 1;
                     if !self.cfg.caller_schedules {
                         self.drr.enqueued(QueueId(value)).expect("pooled queue ids are in range");
@@ -294,7 +294,7 @@ impl Dqs {
                             if self.flow_packets.len() <= node as usize {
                                 self.flow_packets.resize(node as usize + 1, 0);
                             }
-                            let pushed = self.buf.push(q, len, node, payload);
+                            let pushed = self.buf.push(q, len, node, payload).expect("taken just now, or shared");
                             debug_assert!(pushed, "blocks were checked");
                             self.flow_packets[node as usize] = 1;
                             if !self.cfg.caller_schedules {
@@ -356,7 +356,7 @@ impl Dqs {
         }
         let queue_released = p.emptied && Some(QueueId(q)) != self.shared_queue();
         if queue_released {
-            self.buf.release_queue(q);
+            self.buf.release_queue(q).expect("an emptied pooled queue is taken");
         }
         self.counters.dequeued += 1;
         self.maybe_check();
@@ -595,12 +595,15 @@ mod tests {
     enum Call {
         Enqueue(u32, u32, bool),
         Dequeue,
+        /// Read queue `k`'s buffer counts (ids past the end included).
+        Read(u32),
     }
 
     fn call() -> impl Strategy<Value = Call> {
         prop_oneof![
             5 => (0u32..30, prop_oneof![0u32..3000, Just(u32::MAX)], any::<bool>()).prop_map(|(k, l, p)| Call::Enqueue(k, l, p)),
             4 => Just(Call::Dequeue),
+            1 => (0u32..12).prop_map(Call::Read),
         ]
     }
 
@@ -608,9 +611,10 @@ mod tests {
         #![proptest_config(ProptestConfig { cases: 128, rng_seed: proptest::test_runner::RngSeed::Fixed(0x647173), ..ProptestConfig::default() })]
 
         /// Arbitrary enqueues (any key, any length up to u32::MAX, with or without payload
-        /// bytes) and dequeues on arbitrary small tables: no panic, every invariant after every
-        /// call (`check_invariants`), each flow's packets leave in order with their bytes, and
-        /// everything is given back once drained.
+        /// bytes), dequeues and reads of the buffer (any queue id) on arbitrary small tables: no
+        /// panic, every invariant after every call (`check_invariants`), each flow's packets
+        /// leave in order with their bytes, an unknown queue reads as empty, and everything is
+        /// given back once drained.
         #[test]
         fn arbitrary_calls_keep_the_contract(
             calls in prop::collection::vec(call(), 1..300),
@@ -637,6 +641,15 @@ mod tests {
                         if let Enqueue::Queued(_) = d.enqueue(&key(k), len, payload) {
                             fifo.entry(k).or_default().push_back((len, if payload.is_some() { seq } else { 0 }));
                         }
+                    }
+                    Call::Read(q) => {
+                        let buf = d.buffer();
+                        let known = q < buf.queues();
+                        prop_assert_eq!(buf.queues(), queues + shared as u32);
+                        if !known {
+                            prop_assert_eq!((buf.packets(q), buf.bytes(q), buf.head_len(q)), (0, 0, None));
+                        }
+                        prop_assert_eq!(buf.head_len(q).is_some(), buf.packets(q) > 0);
                     }
                     Call::Dequeue => match d.dequeue(Some(&mut out)) {
                         None => prop_assert!(fifo.values().all(|f| f.is_empty())),

@@ -20,8 +20,14 @@
 //! `locked_bytes / 8` indices, index 0 included) and off chip otherwise. An [`Observe`]r sees
 //! every access too (a cache model, a memory-trace writer); the default `()` observer compiles
 //! to nothing.
+//!
+//! On the mechanism contract (ARCHITECTURE.md): [`ReschedHeap::insert`] and
+//! [`ReschedHeap::pop_due`] refuse a `now` before one they were already given
+//! ([`Error::TimeWentBackwards`], no effect), one comparison against the last `now` kept in
+//! the heap. [`super::EventShaper`] drives its heaps after its own clock has checked `now`,
+//! through crate-private entry points that skip the second check.
 
-use crate::error::Error;
+use crate::error::{Clock, Error};
 use crate::time::Instant;
 
 /// Largest heap tick exponent: ticks of at most 2^20 ns (about 1 ms).
@@ -102,6 +108,9 @@ impl HeapCounters {
 pub struct ReschedHeap {
     nodes: Vec<Node>,
     epoch_ns: u64,
+    /// The last `now` the public calls accepted: one comparison per call, in the struct every
+    /// call reads anyway.
+    clock: Clock,
     tick_shift: u32,
     locked_nodes: usize,
     counters: HeapCounters,
@@ -121,6 +130,7 @@ impl ReschedHeap {
         Ok(ReschedHeap {
             nodes: vec![Node::default()],
             epoch_ns: 0,
+            clock: Clock::default(),
             tick_shift,
             locked_nodes: usize::try_from(locked_bytes / NODE_BYTES).unwrap_or(usize::MAX),
             counters: HeapCounters::default(),
@@ -216,8 +226,21 @@ impl ReschedHeap {
     }
 
     /// Inserts `queue` with reschedule time `time` (Algorithm 1 line 13; the sift-up of
-    /// section 3.1.2). `now` never decreases between calls and `time >= now`.
-    pub fn insert<O: Observe>(&mut self, queue: u32, time: Instant, now: Instant, obs: &mut O) {
+    /// section 3.1.2). `time` is normally at or after `now`; an earlier one is not refused and
+    /// comes due at its tick (the epoch's at the earliest).
+    ///
+    /// Errors (no effect): `now` before a time already given to `insert` or `pop_due`.
+    #[inline]
+    pub fn insert<O: Observe>(&mut self, queue: u32, time: Instant, now: Instant, obs: &mut O) -> Result<(), Error> {
+        self.clock.advance(now)?;
+        self.insert_unclocked(queue, time, now, obs);
+        Ok(())
+    }
+
+    /// [`Self::insert`] for a caller whose own clock has checked `now` (the shaper): no check,
+    /// and the heap's clock is left as it was.
+    #[inline]
+    pub(crate) fn insert_unclocked<O: Observe>(&mut self, queue: u32, time: Instant, now: Instant, obs: &mut O) {
         let ticks = self.ticks_for(time, now);
         self.counters.inserts += 1;
         obs.begin(OpKind::Insert);
@@ -245,7 +268,17 @@ impl ReschedHeap {
 
     /// Removes the root if its reschedule time is at or before `now` (Algorithm 1 lines 16-17,
     /// one iteration) and returns `(queue, reschedule time)`.
-    pub fn pop_due<O: Observe>(&mut self, now: Instant, obs: &mut O) -> Option<(u32, Instant)> {
+    ///
+    /// Errors (no effect): `now` before a time already given to `insert` or `pop_due`.
+    #[inline]
+    pub fn pop_due<O: Observe>(&mut self, now: Instant, obs: &mut O) -> Result<Option<(u32, Instant)>, Error> {
+        self.clock.advance(now)?;
+        Ok(self.pop_due_unclocked(now, obs))
+    }
+
+    /// [`Self::pop_due`] for a caller whose own clock has checked `now` (the shaper).
+    #[inline]
+    pub(crate) fn pop_due_unclocked<O: Observe>(&mut self, now: Instant, obs: &mut O) -> Option<(u32, Instant)> {
         if self.is_empty() {
             return None;
         }
@@ -319,12 +352,12 @@ mod tests {
         assert_eq!(std::mem::size_of::<Node>(), 8);
         let mut h = ReschedHeap::new(16, 0).unwrap(); // two locked nodes: indices 0 and 1
         for (q, t) in [(7u32, 30u64), (8, 10), (9, 20)] {
-            h.insert(q, Instant::from_nanos(t), Instant::ZERO, &mut ());
+            h.insert(q, Instant::from_nanos(t), Instant::ZERO, &mut ()).unwrap();
         }
         assert_eq!(h.nodes[0].queue, 3, "index 0 holds the size");
         assert_eq!(h.nodes[1].queue, 8, "root is the earliest");
-        assert_eq!(h.pop_due(Instant::from_nanos(9), &mut ()), None);
-        assert_eq!(h.pop_due(Instant::from_nanos(10), &mut ()), Some((8, Instant::from_nanos(10))));
+        assert_eq!(h.pop_due(Instant::from_nanos(9), &mut ()).unwrap(), None);
+        assert_eq!(h.pop_due(Instant::from_nanos(10), &mut ()).unwrap(), Some((8, Instant::from_nanos(10))));
         let c = *h.counters();
         assert!(c.reads_off_chip + c.writes_off_chip > 0, "indices >= 2 are off chip");
         assert!(c.reads_on_chip > 0 && c.writes_on_chip > 0);
@@ -335,27 +368,50 @@ mod tests {
         let now = Instant::from_nanos(970);
         // An earlier time inserted after a later one is not delayed to the later one's.
         let mut h = ReschedHeap::new(0, 0).unwrap();
-        h.insert(1, Instant::from_nanos(1000), now, &mut ());
-        h.insert(4, Instant::from_nanos(980), now, &mut ());
-        assert_eq!(h.pop_due(Instant::from_nanos(980), &mut ()), Some((4, Instant::from_nanos(980))));
+        h.insert(1, Instant::from_nanos(1000), now, &mut ()).unwrap();
+        h.insert(4, Instant::from_nanos(980), now, &mut ()).unwrap();
+        assert_eq!(h.pop_due(Instant::from_nanos(980), &mut ()).unwrap(), Some((4, Instant::from_nanos(980))));
         // 64 ns ticks: epoch 960, 1000 ns is 40 ns later -> one tick -> 1024 (rounded up).
         let mut h = ReschedHeap::new(0, 6).unwrap();
-        h.insert(1, Instant::from_nanos(1000), now, &mut ());
+        h.insert(1, Instant::from_nanos(1000), now, &mut ()).unwrap();
         assert_eq!(h.peek_time(), Some(Instant::from_nanos(1024)));
-        assert_eq!(h.pop_due(Instant::from_nanos(1023), &mut ()), None, "never early");
+        assert_eq!(h.pop_due(Instant::from_nanos(1023), &mut ()).unwrap(), None, "never early");
         // Far beyond 2^32 ticks of 64 ns (274 s): the epoch moves (not past now), order is kept.
         let later = Instant::from_nanos(100_000_000_000);
-        h.insert(2, Instant::from_nanos(400_000_000_000), later, &mut ());
-        h.insert(3, Instant::from_nanos(100_000_002_000), later, &mut ());
+        h.insert(2, Instant::from_nanos(400_000_000_000), later, &mut ()).unwrap();
+        h.insert(3, Instant::from_nanos(100_000_002_000), later, &mut ()).unwrap();
         assert!(h.counters().rebases >= 1);
-        assert_eq!(h.pop_due(Instant::MAX, &mut ()).map(|x| x.0), Some(1));
-        assert_eq!(h.pop_due(Instant::MAX, &mut ()).map(|x| x.0), Some(3));
-        let (q, t) = h.pop_due(Instant::MAX, &mut ()).unwrap();
+        assert_eq!(h.pop_due(Instant::MAX, &mut ()).unwrap().map(|x| x.0), Some(1));
+        assert_eq!(h.pop_due(Instant::MAX, &mut ()).unwrap().map(|x| x.0), Some(3));
+        let (q, t) = h.pop_due(Instant::MAX, &mut ()).unwrap().unwrap();
         assert_eq!(q, 2);
         // The due root (queue 1, never popped) pinned the epoch, so 400 s did not fit and was
         // saturated: the node fires at epoch + 2^32 ticks, before the real time. The shaper
         // re-inserts such a queue (its 64-bit T_lu is authoritative).
         assert!(t.as_nanos() > 274_000_000_000 && t.as_nanos() < 400_000_000_000, "{t}");
+    }
+
+    /// A `now` before one already given is refused by both calls and changes nothing (the
+    /// heap used to take it: an insert filed the queue, a pop looked at the root).
+    #[test]
+    fn time_going_backwards_is_refused() {
+        let mut h = ReschedHeap::new(0, 0).unwrap();
+        h.insert(1, Instant::from_nanos(300), Instant::from_nanos(100), &mut ()).unwrap();
+        let (before, counters) = (h.clone(), *h.counters());
+        let back = Error::TimeWentBackwards { now: Instant::from_nanos(99), last: Instant::from_nanos(100) };
+        assert_eq!(h.insert(2, Instant::from_nanos(200), Instant::from_nanos(99), &mut ()), Err(back.clone()));
+        assert_eq!(h.pop_due(Instant::from_nanos(99), &mut ()), Err(back));
+        assert_eq!(
+            (h.nodes.as_slice(), h.epoch_ns, *h.counters()),
+            (before.nodes.as_slice(), before.epoch_ns, counters)
+        );
+        // The same instant again is fine, and the heap goes on.
+        assert_eq!(h.pop_due(Instant::from_nanos(100), &mut ()), Ok(None));
+        assert_eq!(h.pop_due(Instant::from_nanos(300), &mut ()), Ok(Some((1, Instant::from_nanos(300)))));
+        let e = h.insert(3, Instant::from_nanos(400), Instant::from_nanos(299), &mut ()).unwrap_err();
+        assert_eq!(e, Error::TimeWentBackwards { now: Instant::from_nanos(299), last: Instant::from_nanos(300) });
+        assert!(h.is_empty());
+        h.check().unwrap();
     }
 
     /// Millions of random inserts and due-pops against a BTreeMap of (ticks-rounded time,
@@ -371,13 +427,13 @@ mod tests {
         for step in 0..2_000_000u32 {
             if rng.random_range(0..10) < 5 {
                 let t = now + rng.random_range(0..100_000);
-                h.insert(q, Instant::from_nanos(t), Instant::from_nanos(now), &mut ());
+                h.insert(q, Instant::from_nanos(t), Instant::from_nanos(now), &mut ()).unwrap();
                 model.insert((t, q), ());
                 q = q.wrapping_add(1);
             } else {
                 now += rng.random_range(0..20_000);
                 let mut got = vec![];
-                while let Some((qq, t)) = h.pop_due(Instant::from_nanos(now), &mut ()) {
+                while let Some((qq, t)) = h.pop_due(Instant::from_nanos(now), &mut ()).unwrap() {
                     got.push((t.as_nanos(), qq));
                 }
                 let mut want = vec![];

@@ -169,7 +169,8 @@ pub enum Timer {
     Wheel,
 }
 
-/// One core's timer (see [`Timer`]).
+/// One core's timer (see [`Timer`]). The shaper's clock checks every `now` before it reaches
+/// a timer, so the timers are driven without their own check.
 #[derive(Clone, Debug)]
 enum CoreTimer {
     Heap(ReschedHeap),
@@ -180,15 +181,15 @@ impl CoreTimer {
     #[inline(always)]
     fn insert<O: Observe>(&mut self, queue: u32, time: Instant, now: Instant, obs: &mut O) {
         match self {
-            CoreTimer::Heap(h) => h.insert(queue, time, now, obs),
-            CoreTimer::Wheel(w) => w.insert(queue, time, now),
+            CoreTimer::Heap(h) => h.insert_unclocked(queue, time, now, obs),
+            CoreTimer::Wheel(w) => w.insert_unclocked(queue, time, now),
         }
     }
     #[inline(always)]
     fn pop_due<O: Observe>(&mut self, now: Instant, obs: &mut O) -> Option<(u32, Instant)> {
         match self {
-            CoreTimer::Heap(h) => h.pop_due(now, obs),
-            CoreTimer::Wheel(w) => w.pop_due(now),
+            CoreTimer::Heap(h) => h.pop_due_unclocked(now, obs),
+            CoreTimer::Wheel(w) => w.pop_due_unclocked(now),
         }
     }
     #[inline]

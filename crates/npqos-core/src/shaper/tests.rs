@@ -453,6 +453,83 @@ proptest! {
     }
 }
 
+#[derive(Clone, Debug)]
+enum TimerCall {
+    /// File queue `q` for `ahead` ns after a `now` `dt` ns after the last.
+    Insert(u32, u64, u64),
+    /// Pop every due queue `dt` ns after the last time.
+    Pop(u64),
+    /// An insert (true) or a pop `dt` ns before the last time.
+    Back(bool, u64),
+}
+
+fn timer_call() -> impl Strategy<Value = TimerCall> {
+    prop_oneof![
+        5 => (0u32..1000, prop_oneof![0u64..5_000, 0u64..1 << 31], 0u64..2_000).prop_map(|(q, a, dt)| TimerCall::Insert(q, a, dt)),
+        3 => (0u64..20_000).prop_map(TimerCall::Pop),
+        1 => (any::<bool>(), 1u64..1000).prop_map(|(i, dt)| TimerCall::Back(i, dt)),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 128, rng_seed: proptest::test_runner::RngSeed::Fixed(0x74696d), ..ProptestConfig::default() })]
+
+    /// The timers driven directly (as the benches and kim's heap replay drive them), the heap
+    /// and the wheel side by side: a call with a `now` before the last is refused with
+    /// `TimeWentBackwards` naming both times and changes nothing; the valid calls release the
+    /// same queues at the same polls from both, never before their time, with the same
+    /// earliest time throughout and both structures intact.
+    #[test]
+    fn timers_refuse_time_going_backwards(calls in prop::collection::vec(timer_call(), 1..300), tick in 0u32..8) {
+        let mut h = ReschedHeap::new(64, tick).unwrap();
+        let mut w = TimerWheel::new(tick);
+        let mut now = 0u64;
+        for c in calls {
+            match c {
+                TimerCall::Insert(q, ahead, dt) => {
+                    now += dt;
+                    let (n, t) = (Instant::from_nanos(now), Instant::from_nanos(now + ahead));
+                    prop_assert_eq!(h.insert(q, t, n, &mut ()), Ok(()));
+                    prop_assert_eq!(w.insert(q, t, n), Ok(()));
+                }
+                TimerCall::Pop(dt) => {
+                    now += dt;
+                    let n = Instant::from_nanos(now);
+                    let (mut a, mut b) = (Vec::new(), Vec::new());
+                    while let Some(x) = h.pop_due(n, &mut ()).unwrap() {
+                        a.push(x);
+                    }
+                    while let Some(x) = w.pop_due(n).unwrap() {
+                        b.push(x);
+                    }
+                    prop_assert!(a.iter().all(|x| x.1 <= n), "released early: {:?}", a);
+                    a.sort_unstable();
+                    b.sort_unstable();
+                    prop_assert_eq!(a, b);
+                }
+                TimerCall::Back(insert, dt) => {
+                    let Some(then) = now.checked_sub(dt) else { continue };
+                    let then = Instant::from_nanos(then);
+                    let before = (h.len(), h.peek_time(), *h.counters(), w.len(), w.peek_time(), *w.counters());
+                    let back = Err(Error::TimeWentBackwards { now: then, last: Instant::from_nanos(now) });
+                    if insert {
+                        prop_assert_eq!(h.insert(7, Instant::from_nanos(now), then, &mut ()), back.clone());
+                        prop_assert_eq!(w.insert(7, Instant::from_nanos(now), then), back);
+                    } else {
+                        prop_assert_eq!(h.pop_due(then, &mut ()), back.clone().map(|()| None));
+                        prop_assert_eq!(w.pop_due(then), back.map(|()| None));
+                    }
+                    let after = (h.len(), h.peek_time(), *h.counters(), w.len(), w.peek_time(), *w.counters());
+                    prop_assert_eq!(before, after, "a refused call changed a timer");
+                }
+            }
+            prop_assert!(h.check().is_ok(), "{:?}", h.check());
+            prop_assert!(w.check().is_ok(), "{:?}", w.check());
+            prop_assert_eq!((h.len(), h.peek_time()), (w.len(), w.peek_time()));
+        }
+    }
+}
+
 /// The wheel timer against the paper's heap on one random workload over 4 cores (both
 /// conformance modes, adaptive alpha, reschedules far and near): every decision equal, every
 /// poll re-enabling the same queues (as sets: within a tick the order is unspecified), the

@@ -35,7 +35,15 @@
 //!
 //! Memory: 16 B per queued entry (tick and queue) in per-bucket vectors, plus 640 bucket
 //! headers per timer.
+//!
+//! On the mechanism contract (ARCHITECTURE.md): [`TimerWheel::insert`] and
+//! [`TimerWheel::pop_due`] refuse a `now` before one they were already given
+//! ([`Error::TimeWentBackwards`], no effect), one comparison against the last `now`, declared
+//! beside the earliest tick that every call reads. [`super::EventShaper`] drives its wheels
+//! after its own clock has checked `now`, through crate-private entry points that skip the
+//! second check.
 
+use crate::error::{Clock, Error};
 use crate::radix::{Levels, SLOTS};
 use crate::time::Instant;
 
@@ -75,6 +83,9 @@ pub struct TimerWheel {
     /// The smallest tick filed (`u64::MAX` when empty): the answer to "anything due?" without
     /// looking at the levels.
     earliest: u64,
+    /// The last `now` the public calls accepted: one comparison per call, declared beside
+    /// `earliest`, which every call reads.
+    clock: Clock,
     /// Entries taken from a small first bucket, by tick from last to first: the earliest is
     /// at the end. All at or before the cursor; every entry of the levels at or after it.
     run: Vec<(u64, u32)>,
@@ -92,6 +103,7 @@ impl TimerWheel {
             buckets: Levels::new(),
             min: vec![u64::MAX; LEVELS * SLOTS],
             earliest: u64::MAX,
+            clock: Clock::default(),
             run: Vec::with_capacity(RUN_MAX),
             cursor: 0,
             len: 0,
@@ -174,9 +186,21 @@ impl TimerWheel {
         }
     }
 
-    /// Files `queue` for `time` (at or after `now`; `now` never decreases between calls).
+    /// Files `queue` for `time`: normally at or after `now`; an earlier one is not refused and
+    /// comes due at its tick (`now`'s, rounded down, at the earliest).
+    ///
+    /// Errors (no effect): `now` before a time already given to `insert` or `pop_due`.
     #[inline]
-    pub fn insert(&mut self, queue: u32, time: Instant, now: Instant) {
+    pub fn insert(&mut self, queue: u32, time: Instant, now: Instant) -> Result<(), Error> {
+        self.clock.advance(now)?;
+        self.insert_unclocked(queue, time, now);
+        Ok(())
+    }
+
+    /// [`Self::insert`] for a caller whose own clock has checked `now` (the shaper): no check,
+    /// and the wheel's clock is left as it was.
+    #[inline]
+    pub(crate) fn insert_unclocked(&mut self, queue: u32, time: Instant, now: Instant) {
         if self.len == 0 {
             // Nothing anchors the cursor: bring it up to now (fewer levels, fewer cascades).
             self.cursor = now.as_nanos() >> self.tick_shift;
@@ -202,8 +226,17 @@ impl TimerWheel {
     }
 
     /// Removes one queue whose tick is at or before `now` and returns it with its time.
+    ///
+    /// Errors (no effect): `now` before a time already given to `insert` or `pop_due`.
     #[inline]
-    pub fn pop_due(&mut self, now: Instant) -> Option<(u32, Instant)> {
+    pub fn pop_due(&mut self, now: Instant) -> Result<Option<(u32, Instant)>, Error> {
+        self.clock.advance(now)?;
+        Ok(self.pop_due_unclocked(now))
+    }
+
+    /// [`Self::pop_due`] for a caller whose own clock has checked `now` (the shaper).
+    #[inline]
+    pub(crate) fn pop_due_unclocked(&mut self, now: Instant) -> Option<(u32, Instant)> {
         if self.earliest > now.as_nanos() >> self.tick_shift {
             return None; // (also when empty)
         }
@@ -304,18 +337,18 @@ mod tests {
                     // Some times far ahead (beyond the heap's 32-bit range with shift 0).
                     let t = now + rng.random_range(0..span);
                     let (n, t) = (Instant::from_nanos(now), Instant::from_nanos(t));
-                    h.insert(q, t, n, &mut ());
-                    w.insert(q, t, n);
+                    h.insert(q, t, n, &mut ()).unwrap();
+                    w.insert(q, t, n).unwrap();
                     q += 1;
                 } else {
                     now += rng.random_range(0..span / 8);
                     let n = Instant::from_nanos(now);
                     let mut a = vec![];
-                    while let Some(x) = h.pop_due(n, &mut ()) {
+                    while let Some(x) = h.pop_due(n, &mut ()).unwrap() {
                         a.push(x);
                     }
                     let mut b = vec![];
-                    while let Some(x) = w.pop_due(n) {
+                    while let Some(x) = w.pop_due(n).unwrap() {
                         b.push(x);
                     }
                     a.sort_unstable();
@@ -338,39 +371,58 @@ mod tests {
         let mut w = TimerWheel::new(0);
         let now = Instant::from_nanos(0);
         for (q, t) in [(1u32, 5000u64), (2, 4100), (3, 4500), (4, 900_000)] {
-            w.insert(q, Instant::from_nanos(t), now);
+            w.insert(q, Instant::from_nanos(t), now).unwrap();
         }
         // 4100, 4500 and 5000 share a level-2 bucket: sorted into the run at the first pop.
-        assert_eq!(w.pop_due(Instant::from_nanos(4100)), Some((2, Instant::from_nanos(4100))));
+        assert_eq!(w.pop_due(Instant::from_nanos(4100)).unwrap(), Some((2, Instant::from_nanos(4100))));
         assert_eq!(w.counters().sorted, 3);
         let now = Instant::from_nanos(4200);
-        w.insert(5, Instant::from_nanos(4300), now); // joins the run, before 4500
-        w.insert(6, Instant::from_nanos(4999), now); // joins the run, before 5000
-        w.insert(7, Instant::from_nanos(6000), now); // beyond the run: the levels
+        w.insert(5, Instant::from_nanos(4300), now).unwrap(); // joins the run, before 4500
+        w.insert(6, Instant::from_nanos(4999), now).unwrap(); // joins the run, before 5000
+        w.insert(7, Instant::from_nanos(6000), now).unwrap(); // beyond the run: the levels
         w.check().unwrap();
         assert_eq!(w.peek_time(), Some(Instant::from_nanos(4300)));
         let mut out = vec![];
-        while let Some((q, t)) = w.pop_due(Instant::from_nanos(10_000_000)) {
+        while let Some((q, t)) = w.pop_due(Instant::from_nanos(10_000_000)).unwrap() {
             out.push((t.as_nanos(), q));
             w.check().unwrap();
         }
         assert_eq!(out, [(4300, 5), (4500, 3), (4999, 6), (5000, 1), (6000, 7), (900_000, 4)]);
     }
 
+    /// A `now` before one already given is refused by both calls and changes nothing (the
+    /// wheel used to take it: an insert filed the queue, possibly behind the cursor).
+    #[test]
+    fn time_going_backwards_is_refused() {
+        let mut w = TimerWheel::new(0);
+        w.insert(1, Instant::from_nanos(5000), Instant::from_nanos(4000)).unwrap();
+        let before = (w.len(), w.peek_time(), *w.counters(), w.cursor, w.earliest);
+        let back = Error::TimeWentBackwards { now: Instant::from_nanos(3999), last: Instant::from_nanos(4000) };
+        assert_eq!(w.insert(2, Instant::from_nanos(4500), Instant::from_nanos(3999)), Err(back.clone()));
+        assert_eq!(w.pop_due(Instant::from_nanos(3999)), Err(back));
+        assert_eq!(before, (w.len(), w.peek_time(), *w.counters(), w.cursor, w.earliest));
+        w.check().unwrap();
+        assert_eq!(w.pop_due(Instant::from_nanos(4000)), Ok(None));
+        assert_eq!(w.pop_due(Instant::from_nanos(5000)), Ok(Some((1, Instant::from_nanos(5000)))));
+        assert!(w.insert(3, Instant::from_nanos(6000), Instant::from_nanos(4999)).is_err());
+        assert!(w.is_empty());
+        w.check().unwrap();
+    }
+
     #[test]
     fn never_early_and_exact_at_the_tick() {
         let mut w = TimerWheel::new(6);
         let now = Instant::from_nanos(970);
-        w.insert(1, Instant::from_nanos(1000), now);
-        w.insert(2, Instant::from_nanos(5_000_000_000), now);
+        w.insert(1, Instant::from_nanos(1000), now).unwrap();
+        w.insert(2, Instant::from_nanos(5_000_000_000), now).unwrap();
         assert_eq!(w.peek_time(), Some(Instant::from_nanos(1024)), "rounded up to the 64 ns tick");
-        assert_eq!(w.pop_due(Instant::from_nanos(1023)), None);
-        assert_eq!(w.pop_due(Instant::from_nanos(1024)), Some((1, Instant::from_nanos(1024))));
-        assert_eq!(w.pop_due(Instant::from_nanos(4_999_999_999)), None);
+        assert_eq!(w.pop_due(Instant::from_nanos(1023)).unwrap(), None);
+        assert_eq!(w.pop_due(Instant::from_nanos(1024)).unwrap(), Some((1, Instant::from_nanos(1024))));
+        assert_eq!(w.pop_due(Instant::from_nanos(4_999_999_999)).unwrap(), None);
         let far = Instant::from_nanos(5_000_000_000u64.div_ceil(64) * 64);
         assert_eq!(w.peek_time(), Some(far));
-        assert_eq!(w.pop_due(far), Some((2, far)));
-        assert!(w.is_empty() && w.pop_due(Instant::MAX).is_none());
+        assert_eq!(w.pop_due(far).unwrap(), Some((2, far)));
+        assert!(w.is_empty() && w.pop_due(Instant::MAX).unwrap().is_none());
         let c = *w.counters();
         assert_eq!((c.inserts, c.deletes), (2, 2));
         assert!(c.cascaded + c.sorted >= 1, "the far entry started above level 0");

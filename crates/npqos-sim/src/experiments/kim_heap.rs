@@ -122,7 +122,7 @@ fn replay(log: &[HeapOp], from: Instant, overhead_ns: f64) -> Replay {
             HeapOp::Insert { queue, time, now } => {
                 let c0 = *h.counters();
                 let a = std::time::Instant::now();
-                h.insert(queue, time, now, &mut ());
+                h.insert(queue, time, now, &mut ()).expect("core 0's log is in time order");
                 let d = a.elapsed().as_nanos();
                 if now >= from {
                     let c1 = h.counters();
@@ -136,7 +136,7 @@ fn replay(log: &[HeapOp], from: Instant, overhead_ns: f64) -> Replay {
             HeapOp::PollDue { now } => loop {
                 let c0 = *h.counters();
                 let a = std::time::Instant::now();
-                let popped = h.pop_due(now, &mut ());
+                let popped = h.pop_due(now, &mut ()).expect("core 0's log is in time order");
                 let d = a.elapsed().as_nanos();
                 if popped.is_none() {
                     break;

@@ -104,9 +104,10 @@ pub fn model(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outpu
     for (j, st) in jobs.iter().zip(&stats) {
         let w = &wls[j.wl];
         let seq = &seqs[j.wl];
-        let h = hits(j.sub, seq, 32, 128, 2);
+        let h = hits(j.sub, seq, 32, 128, 2).expect("a valid data-cache geometry");
         let p = ModelParams { timing: TABLE1, threads: j.threads, memory_refs_per_ns: MEM_REFS_PER_NS };
-        let e = estimate(j.sub, &seq[warm..], &h[warm..], w.spec.queues, &p);
+        let e = estimate(j.sub, &seq[warm..], &h[warm..], w.spec.queues, &p)
+            .expect("one hit flag per operation, queue ids from the workload");
         let mut r = record(w, j, st);
         r.scalar("model_throughput", e.throughput_mops, "M ops/s");
         r.scalar("bounds_throughput", e.bounds_mops, "M ops/s");
@@ -189,18 +190,20 @@ pub fn fig10(opts: RunOptions, grid: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
     ]);
     for (i, w) in wls.iter().enumerate() {
         let seq = sequence(w, opts.seed, n);
-        let mut g: Vec<u64> = gaps(&seq, w.spec.queues).into_iter().filter(|&d| d > 0).collect();
+        let mut g: Vec<u64> =
+            gaps(&seq, w.spec.queues).expect("queue ids from the workload").into_iter().filter(|&d| d > 0).collect();
         g.sort_unstable();
         let frac = |x: f64| g.partition_point(|&d| (d as f64) < x) as f64 / g.len().max(1) as f64;
         let loss = |sub: Subsystem| {
-            let h = hits(sub, &seq, 32, 128, 2);
+            let h = hits(sub, &seq, 32, 128, 2).expect("a valid data-cache geometry");
             let e = estimate(
                 sub,
                 &seq,
                 &h,
                 w.spec.queues,
                 &ModelParams { timing: TABLE1, threads: 32, memory_refs_per_ns: MEM_REFS_PER_NS },
-            );
+            )
+            .expect("one hit flag per operation, queue ids from the workload");
             thresholds(&e, 32, 32).0
         };
         let (lq, ln) = (loss(Subsystem::Qc), loss(Subsystem::Nc));

@@ -478,13 +478,15 @@ pub fn run_scenario(
         }
         if !seq.is_empty() {
             let warm = s.sim.warmup_ops as usize;
-            let h = hits(*sub, &seq, s.sim.entries as usize, s.sim.dc_lines as u64, s.sim.dc_ways as usize);
+            let h = hits(*sub, &seq, s.sim.entries as usize, s.sim.dc_lines as u64, s.sim.dc_ways as usize)
+                .map_err(|e| QcacheRunError::Config(format!("queue model: {e}")))?;
             let p = ModelParams {
                 timing: s.sim.timing,
                 threads: s.sim.threads,
                 memory_refs_per_ns: s.sim.memory_mhz / 1e3,
             };
-            let e = estimate(*sub, &seq[warm..], &h[warm..], s.queues, &p);
+            let e = estimate(*sub, &seq[warm..], &h[warm..], s.queues, &p)
+                .map_err(|e| QcacheRunError::Config(format!("queue model: {e}")))?;
             put("model_throughput", e.throughput_mops, "M ops/s");
             put("bounds_throughput", e.bounds_mops, "M ops/s");
             put("model_hit_rate", e.hit_rate, "1");
