@@ -15,19 +15,14 @@ const MAX_FN_LINES: usize = 150;
 
 /// (path from the workspace root, function name or "" for the file, its size when listed).
 const KNOWN: &[(&str, &str, usize)] = &[
-    ("crates/npqos-sim/src/models/kim.rs", "", 1137),
     ("crates/npqos-sim/src/models/router/sim.rs", "", 1111),
-    ("crates/npqos-sim/src/experiments/kim.rs", "", 940),
-    ("crates/npqos-sim/src/experiments/dqs.rs", "", 887),
-    ("crates/npqos-sim/src/experiments/everest.rs", "", 822),
-    ("crates/npqos-sim/src/scenario/link.rs", "read", 221),
     ("crates/npqos-sim/src/models/router/sim.rs", "new", 184),
     ("crates/npqos-sim/src/trace/reader.rs", "read_ng_block_after_type", 177),
     ("crates/npqos-sim/src/experiments/kim_load.rs", "delay", 175),
     ("crates/npqos-sim/src/experiments/dqs.rs", "fig9_13", 169),
     ("crates/npqos-cli/benches/live.rs", "main", 167),
     ("crates/npqos-sim/src/experiments/dqs.rs", "fig5_8", 161),
-    ("crates/npqos-sim/src/experiments/kim.rs", "table10", 156),
+    ("crates/npqos-sim/src/experiments/kim/table10.rs", "table10", 156),
 ];
 
 fn root() -> PathBuf {

@@ -114,149 +114,21 @@ pub(crate) fn read(
     let buffer = q.size("buffer", 64 << 10, probs);
     q.finish(probs);
 
+    let traffic = read_traffic(root, model, base_dir, probs);
+
+    let shaper = (model == "kim").then(|| super::kim::read(root, queues, &traffic, probs));
+    (LinkSpec { link_rate, scheduler, quantum, queues, buffer, traffic }, shaper)
+}
+
+/// Reads `[traffic]` of a `link` or `kim` scenario, recording every problem: a trace or
+/// synthetic input, and the other source's keys refused.
+fn read_traffic(root: &toml::Table, model: &str, base_dir: &Path, probs: &mut Vec<Problem>) -> Traffic {
     let mut t = Reader::new(root, "traffic", probs);
     let source = t.choice("source", "synthetic", &["synthetic", "trace"], probs);
     let traffic = if source == "trace" {
-        let files = t.files("files", base_dir, probs);
-        let time_scale = t.float("time_scale", 1.0, probs, |v| v > 0.0, "greater than 0");
-        let flow_multiply = t.int("flow_multiply", 1, 1, 65_535, probs) as u32;
-        let lenient = t.boolean("lenient", false, probs);
-        let default_align = if files.len() > 1 { "start" } else { "absolute" };
-        let align = t.choice("align", default_align, &["start", "absolute"], probs);
-        let max_gap = t.duration("max_gap", DEFAULT_MAX_GAP, probs);
-        let align = if align == "start" {
-            if max_gap.is_zero() {
-                probs.push(Problem {
-                    key: "traffic.max_gap".into(),
-                    value: Some(format!("\"{max_gap}\"")),
-                    message: "expected a positive duration".into(),
-                });
-            }
-            Alignment::Start { max_gap }
-        } else {
-            if t.present("max_gap") {
-                probs.push(Problem {
-                    key: "traffic.max_gap".into(),
-                    value: Some(format!("\"{max_gap}\"")),
-                    message: "only applies with traffic.align = \"start\"".into(),
-                });
-            }
-            Alignment::Absolute
-        };
-        Traffic::Trace { files, time_scale, flow_multiply, lenient, align }
+        read_trace(&mut t, base_dir, probs)
     } else {
-        let overload = t.float("overload", 0.9, probs, |v| v > 0.0 && v <= 1000.0, "greater than 0 and at most 1000");
-        let kind = t.choice("sizes", "imix", &["imix", "constant", "uniform", "trace"], probs);
-        let sizes = match kind.as_str() {
-            "constant" => {
-                let s = t.size("size", 1500, probs);
-                check_pkt(s, "traffic.size", probs);
-                SizeSpec::Dist(SizeDist::Constant(s.clamp(1, 65535) as u32))
-            }
-            "trace" => SizeSpec::Trace { files: t.files("size_files", base_dir, probs) },
-            "uniform" => {
-                let a = t.size("min_size", 40, probs);
-                let b = t.size("max_size", 1500, probs);
-                check_pkt(a, "traffic.min_size", probs);
-                check_pkt(b, "traffic.max_size", probs);
-                if a > b {
-                    probs.push(Problem {
-                        key: "traffic.min_size".into(),
-                        value: Some(format!("\"{a}B\"")),
-                        message: format!("expected at most traffic.max_size ({b}B)"),
-                    });
-                }
-                let (a, b) = (a.clamp(1, 65535) as u32, b.clamp(1, 65535) as u32);
-                SizeSpec::Dist(SizeDist::Uniform { min: a.min(b), max: b.max(a) })
-            }
-            _ => SizeSpec::Dist(SizeDist::kim_imix()),
-        };
-        for k in ["size", "min_size", "max_size", "size_files"] {
-            let belongs = match k {
-                "size" => kind == "constant",
-                "size_files" => kind == "trace",
-                _ => kind == "uniform",
-            };
-            t.consume(k);
-            if t.present(k) && !belongs {
-                probs.push(Problem {
-                    key: format!("traffic.{k}"),
-                    value: None,
-                    message: format!("does not apply to sizes = {kind:?}"),
-                });
-            }
-        }
-        let akind = t.choice("arrivals", "exponential", &["constant", "exponential", "onoff"], probs);
-        let arrivals = match akind.as_str() {
-            "constant" => GapDist::Constant,
-            "onoff" => {
-                let on_mean = t.duration("on_mean", Duration::from_millis(10), probs);
-                let off_mean = t.duration("off_mean", Duration::from_millis(40), probs);
-                for (k, v) in [("on_mean", on_mean), ("off_mean", off_mean)] {
-                    if v.is_zero() {
-                        probs.push(Problem {
-                            key: format!("traffic.{k}"),
-                            value: Some("\"0s\"".into()),
-                            message: "expected a positive duration".into(),
-                        });
-                    }
-                }
-                let shape = t.float("pareto_shape", 1.5, probs, |v| v > 1.0, "greater than 1 (finite mean)");
-                GapDist::OnOff { on_mean, off_mean, shape }
-            }
-            _ => GapDist::Exponential,
-        };
-        if akind != "onoff" {
-            for k in ["on_mean", "off_mean", "pareto_shape"] {
-                if t.present(k) {
-                    probs.push(Problem {
-                        key: format!("traffic.{k}"),
-                        value: None,
-                        message: format!("does not apply to arrivals = {akind:?}"),
-                    });
-                }
-            }
-        }
-        let population = if t.present("flows") {
-            let flows = t.int("flows", 1000, 1, 1 << 26, probs) as u32;
-            let w = t.choice("flow_weights", "equal", &["equal", "exp-decay"], probs);
-            let ratio = t.float("decay_ratio", 0.999, probs, |v| v > 0.0 && v <= 1.0, "in (0, 1]");
-            if w != "exp-decay" && t.present("decay_ratio") {
-                probs.push(Problem {
-                    key: "traffic.decay_ratio".into(),
-                    value: None,
-                    message: "only applies with flow_weights = \"exp-decay\"".into(),
-                });
-            }
-            let shape = t.float("flow_packets_shape", 1.2, probs, |v| v > 0.0 && v <= 100.0, "greater than 0");
-            let min = t.int("flow_packets_min", 1, 1, 1 << 40, probs) as u64;
-            let ends = t.present("flow_packets_shape") || t.present("flow_packets_min");
-            if model == "kim" {
-                probs.push(Problem {
-                    key: "traffic.flows".into(),
-                    value: None,
-                    message: "model = \"kim\" shapes per-queue synthetic input; a flow population applies to model = \"link\"".into(),
-                });
-            }
-            Some(PopulationSpec {
-                flows,
-                decay_ratio: (w == "exp-decay").then_some(ratio),
-                flow_packets: ends.then_some((shape, min)),
-            })
-        } else {
-            for k in ["flow_weights", "decay_ratio", "flow_packets_shape", "flow_packets_min"] {
-                t.consume(k);
-                if t.present(k) {
-                    probs.push(Problem {
-                        key: format!("traffic.{k}"),
-                        value: None,
-                        message: "only applies with traffic.flows (a flow population)".into(),
-                    });
-                }
-            }
-            None
-        };
-        Traffic::Synthetic { overload, sizes, arrivals, population }
+        read_synthetic(&mut t, model, base_dir, probs)
     };
     for k in ["files", "time_scale", "flow_multiply", "lenient"] {
         if source != "trace" {
@@ -299,9 +171,156 @@ pub(crate) fn read(
         }
     }
     t.finish(probs);
+    traffic
+}
 
-    let shaper = (model == "kim").then(|| super::kim::read(root, queues, &traffic, probs));
-    (LinkSpec { link_rate, scheduler, quantum, queues, buffer, traffic }, shaper)
+/// `source = "trace"`: the captures and how they are replayed.
+fn read_trace(t: &mut Reader<'_>, base_dir: &Path, probs: &mut Vec<Problem>) -> Traffic {
+    let files = t.files("files", base_dir, probs);
+    let time_scale = t.float("time_scale", 1.0, probs, |v| v > 0.0, "greater than 0");
+    let flow_multiply = t.int("flow_multiply", 1, 1, 65_535, probs) as u32;
+    let lenient = t.boolean("lenient", false, probs);
+    let default_align = if files.len() > 1 { "start" } else { "absolute" };
+    let align = t.choice("align", default_align, &["start", "absolute"], probs);
+    let max_gap = t.duration("max_gap", DEFAULT_MAX_GAP, probs);
+    let align = if align == "start" {
+        if max_gap.is_zero() {
+            probs.push(Problem {
+                key: "traffic.max_gap".into(),
+                value: Some(format!("\"{max_gap}\"")),
+                message: "expected a positive duration".into(),
+            });
+        }
+        Alignment::Start { max_gap }
+    } else {
+        if t.present("max_gap") {
+            probs.push(Problem {
+                key: "traffic.max_gap".into(),
+                value: Some(format!("\"{max_gap}\"")),
+                message: "only applies with traffic.align = \"start\"".into(),
+            });
+        }
+        Alignment::Absolute
+    };
+    Traffic::Trace { files, time_scale, flow_multiply, lenient, align }
+}
+
+/// `source = "synthetic"`: overload, sizes, arrivals and an optional flow population.
+fn read_synthetic(t: &mut Reader<'_>, model: &str, base_dir: &Path, probs: &mut Vec<Problem>) -> Traffic {
+    let overload = t.float("overload", 0.9, probs, |v| v > 0.0 && v <= 1000.0, "greater than 0 and at most 1000");
+    let kind = t.choice("sizes", "imix", &["imix", "constant", "uniform", "trace"], probs);
+    let sizes = match kind.as_str() {
+        "constant" => {
+            let s = t.size("size", 1500, probs);
+            check_pkt(s, "traffic.size", probs);
+            SizeSpec::Dist(SizeDist::Constant(s.clamp(1, 65535) as u32))
+        }
+        "trace" => SizeSpec::Trace { files: t.files("size_files", base_dir, probs) },
+        "uniform" => {
+            let a = t.size("min_size", 40, probs);
+            let b = t.size("max_size", 1500, probs);
+            check_pkt(a, "traffic.min_size", probs);
+            check_pkt(b, "traffic.max_size", probs);
+            if a > b {
+                probs.push(Problem {
+                    key: "traffic.min_size".into(),
+                    value: Some(format!("\"{a}B\"")),
+                    message: format!("expected at most traffic.max_size ({b}B)"),
+                });
+            }
+            let (a, b) = (a.clamp(1, 65535) as u32, b.clamp(1, 65535) as u32);
+            SizeSpec::Dist(SizeDist::Uniform { min: a.min(b), max: b.max(a) })
+        }
+        _ => SizeSpec::Dist(SizeDist::kim_imix()),
+    };
+    for k in ["size", "min_size", "max_size", "size_files"] {
+        let belongs = match k {
+            "size" => kind == "constant",
+            "size_files" => kind == "trace",
+            _ => kind == "uniform",
+        };
+        t.consume(k);
+        if t.present(k) && !belongs {
+            probs.push(Problem {
+                key: format!("traffic.{k}"),
+                value: None,
+                message: format!("does not apply to sizes = {kind:?}"),
+            });
+        }
+    }
+    let akind = t.choice("arrivals", "exponential", &["constant", "exponential", "onoff"], probs);
+    let arrivals = match akind.as_str() {
+        "constant" => GapDist::Constant,
+        "onoff" => {
+            let on_mean = t.duration("on_mean", Duration::from_millis(10), probs);
+            let off_mean = t.duration("off_mean", Duration::from_millis(40), probs);
+            for (k, v) in [("on_mean", on_mean), ("off_mean", off_mean)] {
+                if v.is_zero() {
+                    probs.push(Problem {
+                        key: format!("traffic.{k}"),
+                        value: Some("\"0s\"".into()),
+                        message: "expected a positive duration".into(),
+                    });
+                }
+            }
+            let shape = t.float("pareto_shape", 1.5, probs, |v| v > 1.0, "greater than 1 (finite mean)");
+            GapDist::OnOff { on_mean, off_mean, shape }
+        }
+        _ => GapDist::Exponential,
+    };
+    if akind != "onoff" {
+        for k in ["on_mean", "off_mean", "pareto_shape"] {
+            if t.present(k) {
+                probs.push(Problem {
+                    key: format!("traffic.{k}"),
+                    value: None,
+                    message: format!("does not apply to arrivals = {akind:?}"),
+                });
+            }
+        }
+    }
+    let population = if t.present("flows") {
+        let flows = t.int("flows", 1000, 1, 1 << 26, probs) as u32;
+        let w = t.choice("flow_weights", "equal", &["equal", "exp-decay"], probs);
+        let ratio = t.float("decay_ratio", 0.999, probs, |v| v > 0.0 && v <= 1.0, "in (0, 1]");
+        if w != "exp-decay" && t.present("decay_ratio") {
+            probs.push(Problem {
+                key: "traffic.decay_ratio".into(),
+                value: None,
+                message: "only applies with flow_weights = \"exp-decay\"".into(),
+            });
+        }
+        let shape = t.float("flow_packets_shape", 1.2, probs, |v| v > 0.0 && v <= 100.0, "greater than 0");
+        let min = t.int("flow_packets_min", 1, 1, 1 << 40, probs) as u64;
+        let ends = t.present("flow_packets_shape") || t.present("flow_packets_min");
+        if model == "kim" {
+            probs.push(Problem {
+                key: "traffic.flows".into(),
+                value: None,
+                message:
+                    "model = \"kim\" shapes per-queue synthetic input; a flow population applies to model = \"link\""
+                        .into(),
+            });
+        }
+        Some(PopulationSpec {
+            flows,
+            decay_ratio: (w == "exp-decay").then_some(ratio),
+            flow_packets: ends.then_some((shape, min)),
+        })
+    } else {
+        for k in ["flow_weights", "decay_ratio", "flow_packets_shape", "flow_packets_min"] {
+            t.consume(k);
+            if t.present(k) {
+                probs.push(Problem {
+                    key: format!("traffic.{k}"),
+                    value: None,
+                    message: "only applies with traffic.flows (a flow population)".into(),
+                });
+            }
+        }
+        None
+    };
+    Traffic::Synthetic { overload, sizes, arrivals, population }
 }
 
 impl LinkSpec {
