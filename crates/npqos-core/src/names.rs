@@ -88,6 +88,13 @@ mod tests {
         check::<Conformance>();
         check::<Timer>();
         check::<Subsystem>();
+        check::<crate::sched::fq::Discipline>();
+        check::<crate::alloc::PolicyKind>();
+        for &k in <crate::alloc::PolicyKind as Named>::ALL {
+            let q = crate::Duration::from_micros(100);
+            assert_eq!(k.with_quantum(q).kind(), k, "a policy's kind names it back");
+            assert_eq!(k.with_quantum(q).name(), k.name());
+        }
         assert_eq!(Conformance::WaitForTokens.to_string(), "wait-for-tokens");
         assert_eq!("wheel".parse::<Timer>(), Ok(Timer::Wheel));
         assert_eq!(Subsystem::Sqc.to_string(), "sqc");

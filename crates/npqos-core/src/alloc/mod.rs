@@ -90,18 +90,60 @@ pub enum Policy {
     Adaptive,
 }
 
-impl Policy {
-    /// Short name used in results (`quantum` carries its size in the experiment labels).
-    pub fn name(&self) -> &'static str {
+/// A [`Policy`] without its parameter: what configuration files name (`processors.policy`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyKind {
+    Static,
+    Quantum,
+    CohortE,
+    Everest,
+    EverestLd,
+    EverestAe,
+    Adaptive,
+}
+
+crate::named!(PolicyKind, "policy", {
+    Static => "static",
+    Quantum => "quantum",
+    CohortE => "cohort-e",
+    Everest => "everest",
+    EverestLd => "everest-ld",
+    EverestAe => "everest-ae",
+    Adaptive => "everest-adaptive",
+});
+
+impl PolicyKind {
+    /// The policy, with `quantum` for [`PolicyKind::Quantum`] (ignored by the others).
+    pub fn with_quantum(self, quantum: Duration) -> Policy {
         match self {
-            Policy::Static => "static",
-            Policy::Quantum { .. } => "quantum",
-            Policy::CohortE => "cohort-e",
-            Policy::Everest => "everest",
-            Policy::EverestLd => "everest-ld",
-            Policy::EverestAe => "everest-ae",
-            Policy::Adaptive => "everest-adaptive",
+            PolicyKind::Static => Policy::Static,
+            PolicyKind::Quantum => Policy::Quantum { quantum },
+            PolicyKind::CohortE => Policy::CohortE,
+            PolicyKind::Everest => Policy::Everest,
+            PolicyKind::EverestLd => Policy::EverestLd,
+            PolicyKind::EverestAe => Policy::EverestAe,
+            PolicyKind::Adaptive => Policy::Adaptive,
         }
+    }
+}
+
+impl Policy {
+    /// The policy without its parameter.
+    pub fn kind(&self) -> PolicyKind {
+        match self {
+            Policy::Static => PolicyKind::Static,
+            Policy::Quantum { .. } => PolicyKind::Quantum,
+            Policy::CohortE => PolicyKind::CohortE,
+            Policy::Everest => PolicyKind::Everest,
+            Policy::EverestLd => PolicyKind::EverestLd,
+            Policy::EverestAe => PolicyKind::EverestAe,
+            Policy::Adaptive => PolicyKind::Adaptive,
+        }
+    }
+    /// Short name used in configuration files and results (`quantum` carries its size in the
+    /// experiment labels): [`PolicyKind`]'s.
+    pub fn name(&self) -> &'static str {
+        crate::names::Named::name(self.kind())
     }
     /// Policies that release processors as soon as their queue is empty (work-conserving).
     fn eager_release(&self) -> bool {

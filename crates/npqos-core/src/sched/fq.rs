@@ -45,6 +45,8 @@ pub enum Discipline {
     Efq,
 }
 
+crate::named!(Discipline, "discipline", { Sfq => "sfq", Wf2qPlus => "wf2q+", Efq => "efq" });
+
 /// The worst-case misordering delay of flow `a` (reserved `share` of the processors) against
 /// the WF2Q+ oracle, as we read predictive eq 13 (SFQ) and eq 18 (EFQ), from every flow's
 /// largest processing time `a_max` (A_n) and largest estimation error `v_max` (V_n), in any one
@@ -62,12 +64,9 @@ pub fn misordering_bounds(a_max: &[f64], v_max: &[f64], a: usize, share: f64) ->
 
 impl Discipline {
     /// Short name used in results.
+    /// Its name in configuration files and results: [`crate::names::Named::name`].
     pub fn label(&self) -> &'static str {
-        match self {
-            Discipline::Sfq => "sfq",
-            Discipline::Wf2qPlus => "wf2q+",
-            Discipline::Efq => "efq",
-        }
+        crate::names::Named::name(*self)
     }
 }
 

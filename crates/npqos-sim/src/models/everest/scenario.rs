@@ -44,7 +44,7 @@ use crate::scenario::{
     show, MemoryEstimate, ModelError, ModelSpec, Problem, Progress, Reader, Scenario, ScenarioModel,
 };
 use crate::trace::corpus::Corpus;
-use npqos_core::alloc::Policy;
+use npqos_core::alloc::{Policy, PolicyKind};
 use npqos_core::classify::{Classifier, Direction, Prefix, Rule};
 use npqos_core::id::ServiceId;
 use npqos_core::Duration;
@@ -123,32 +123,14 @@ pub struct ServiceSpec {
     pub rule: Rule,
 }
 
-/// Policy names as `processors.policy` takes them (everest Table 4, and ours).
-pub const POLICIES: [&str; 7] =
-    ["static", "quantum", "cohort-e", "everest", "everest-ld", "everest-ae", "everest-adaptive"];
-
 /// Names of the default services (Table 2's six NAT-PT services).
 const NATPT_NAMES: [&str; 6] = ["v4-v6-tcp", "v4-v6-udp", "v4-v6-icmp", "v6-v4-tcp", "v6-v4-udp", "v6-v4-icmp"];
-
-/// The policy a scenario names (one of [`POLICIES`]; anything else is Everest), with the
-/// quantum of `quantum`. The router's `processing.policy` reads the same names.
-pub(crate) fn policy_named(name: &str, quantum: Duration) -> Policy {
-    match name {
-        "static" => Policy::Static,
-        "quantum" => Policy::Quantum { quantum },
-        "cohort-e" => Policy::CohortE,
-        "everest-ld" => Policy::EverestLd,
-        "everest-ae" => Policy::EverestAe,
-        "everest-adaptive" => Policy::Adaptive,
-        _ => Policy::Everest,
-    }
-}
 
 /// Reads `[processors]`, `[traffic]` and `[[services]]`, recording every problem.
 pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> EverestSpec {
     let mut p = Reader::new(root, "processors", probs);
     let processors = p.int("count", 16, 1, 1 << 20, probs) as u32;
-    let policy = p.choice("policy", "everest", &POLICIES, probs);
+    let policy = p.named("policy", PolicyKind::Everest, probs);
     let t_sw = p.duration("t_sw", Duration::from_millis(2), probs);
     let delta = p.duration("delta", t_sw, probs);
     if delta.is_zero() {
@@ -159,14 +141,14 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
         });
     }
     let quantum = p.duration("quantum", Duration::from_millis(10), probs);
-    if policy != "quantum" && p.present("quantum") {
+    if policy != PolicyKind::Quantum && p.present("quantum") {
         probs.push(Problem {
             key: "processors.quantum".into(),
             value: None,
             message: "only applies with policy = \"quantum\"".into(),
         });
     }
-    if policy == "quantum" && quantum.is_zero() {
+    if policy == PolicyKind::Quantum && quantum.is_zero() {
         probs.push(Problem {
             key: "processors.quantum".into(),
             value: Some(format!("\"{quantum}\"")),
@@ -174,7 +156,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
         });
     }
     p.finish(probs);
-    let policy = policy_named(&policy, quantum);
+    let policy = policy.with_quantum(quantum);
 
     let mut t = Reader::new(root, "traffic", probs);
     let source = t.choice("source", "synthetic", &["synthetic", "trace"], probs);

@@ -95,19 +95,11 @@ pub struct SwitchSpec {
     pub flows: Vec<FlowEntry>,
 }
 
-fn disc_name(d: Discipline) -> &'static str {
-    d.label()
-}
-
 /// Reads `[processors]`, `[traffic]` and `[[flows]]` of `model = "fq"`.
 pub(crate) fn read_fq(root: &toml::Table, probs: &mut Vec<Problem>) -> FqSpec {
     let mut p = Reader::new(root, "processors", probs);
     let processors = p.int("count", 1, 1, 1 << 16, probs) as u32;
-    let discipline = match p.choice("discipline", "efq", &["sfq", "wf2q+", "efq"], probs).as_str() {
-        "sfq" => Discipline::Sfq,
-        "wf2q+" => Discipline::Wf2qPlus,
-        _ => Discipline::Efq,
-    };
+    let discipline = p.named("discipline", Discipline::Efq, probs);
     p.finish(probs);
     let mut t = Reader::new(root, "traffic", probs);
     let load = t.float("load", 1.0, probs, |v| v > 0.0 && v <= 100.0, "greater than 0 and at most 100");
@@ -320,7 +312,7 @@ impl FqSpec {
     pub(crate) fn to_toml(&self, root: &mut toml::Table) {
         root.insert(
             "processors".into(),
-            table(vec![("count", (self.processors as i64).into()), ("discipline", disc_name(self.discipline).into())]),
+            table(vec![("count", (self.processors as i64).into()), ("discipline", self.discipline.label().into())]),
         );
         root.insert("traffic".into(), table(vec![("load", self.load.into())]));
         root.insert("flows".into(), flows_toml(&self.flows));

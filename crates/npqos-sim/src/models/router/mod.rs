@@ -91,7 +91,23 @@ pub enum Scheduler {
 }
 
 impl Scheduler {
+    /// Its name in configuration files and results.
     pub fn label(&self) -> &'static str {
+        npqos_core::names::Named::name(*self)
+    }
+}
+
+/// `processing.scheduler`'s names, in the order messages list them.
+impl npqos_core::names::Named for Scheduler {
+    const KIND: &'static str = "scheduler";
+    const ALL: &'static [Self] = &[
+        Scheduler::Fair(Discipline::Efq),
+        Scheduler::Fair(Discipline::Sfq),
+        Scheduler::Fair(Discipline::Wf2qPlus),
+        Scheduler::Drr,
+        Scheduler::Fcfs,
+    ];
+    fn name(self) -> &'static str {
         match self {
             Scheduler::Fcfs => "fcfs",
             Scheduler::Drr => "drr",

@@ -78,9 +78,10 @@ use crate::scenario::{
 };
 use crate::trace::corpus::Corpus;
 use crate::units::{fmt_fine_duration, fmt_size};
-use npqos_core::alloc::Policy;
+use npqos_core::alloc::{Policy, PolicyKind};
 use npqos_core::flowmap::HashKind;
 use npqos_core::id::ServiceId;
+use npqos_core::names::Named;
 use npqos_core::queues::timing::{Subsystem, TABLE1};
 use npqos_core::sched::fq::Discipline;
 use npqos_core::{Duration, Instant, Rate};
@@ -107,8 +108,6 @@ pub struct TrafficSpec {
     pub mix: Vec<MixEntry>,
 }
 
-use crate::models::everest::scenario::POLICIES;
-const SCHEDULERS: [&str; 5] = ["efq", "sfq", "wf2q+", "drr", "fcfs"];
 const SUBSYSTEMS: [&str; 5] = ["qc", "sqc", "dc", "nc", "ideal"];
 
 fn problem(probs: &mut Vec<Problem>, key: &str, value: Option<String>, message: &str) {
@@ -147,7 +146,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
 
     let mut p = Reader::new(root, "processing", probs);
     let processors = p.int("processors", 16, 1, 1 << 16, probs) as u32;
-    let policies: Vec<&str> = POLICIES.iter().copied().chain(["lap"]).collect();
+    let policies: Vec<&str> = PolicyKind::ALL.iter().map(|k| k.name()).chain(["lap"]).collect();
     let policy = p.choice("policy", "everest", &policies, probs);
     let t_sw = p.duration("t_sw", Duration::from_micros(10), probs);
     let delta = p.duration("delta", t_sw, probs);
@@ -160,19 +159,12 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
         );
     }
     let quantum = p.positive_duration("quantum", Duration::from_micros(100), probs);
-    let scheduler = p.choice("scheduler", "efq", &SCHEDULERS, probs);
+    let scheduler = p.named("scheduler", Scheduler::Fair(Discipline::Efq), probs);
     let late_drop = p.boolean("late_drop", false, probs);
     p.finish(probs);
-    let policy = match policy.as_str() {
-        "lap" => Allocation::Lap,
-        p => Allocation::Policy(crate::models::everest::scenario::policy_named(p, quantum)),
-    };
-    let scheduler = match scheduler.as_str() {
-        "sfq" => Scheduler::Fair(Discipline::Sfq),
-        "wf2q+" => Scheduler::Fair(Discipline::Wf2qPlus),
-        "drr" => Scheduler::Drr,
-        "fcfs" => Scheduler::Fcfs,
-        _ => Scheduler::Fair(Discipline::Efq),
+    let policy = match PolicyKind::named(&policy) {
+        Ok(kind) => Allocation::Policy(kind.with_quantum(quantum)),
+        Err(_) => Allocation::Lap,
     };
 
     let mut q = Reader::new(root, "queue_memory", probs);
