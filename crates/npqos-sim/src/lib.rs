@@ -20,6 +20,7 @@
 pub mod engine;
 pub mod experiments;
 pub mod live;
+pub mod merge;
 pub mod models;
 pub mod results;
 pub mod rng;

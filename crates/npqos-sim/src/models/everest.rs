@@ -12,6 +12,7 @@
 //! service), or a capture corpus classified into the six services (see [`classify_corpus`]).
 
 use crate::engine::{Engine, Model, RunLimits, StopReason};
+use crate::merge::{KMerge, Source};
 use crate::rng::RngStreams;
 use crate::trace::corpus::{Corpus, Overlay};
 use crate::workload::{Arrivals, GapDist};
@@ -19,8 +20,8 @@ use npqos_core::alloc::guarantee::NmaxEstimator;
 use npqos_core::alloc::{Action, AllocConfig, AllocStats, Allocator, Policy, ServiceSpec, Trigger};
 use npqos_core::flow::{FlowKey, PROTO_TCP, PROTO_UDP};
 use npqos_core::{Duration, Instant, ProcessorId, ServiceId};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, VecDeque};
+use std::collections::{HashMap, VecDeque};
+use std::convert::Infallible;
 use std::sync::Arc;
 
 /// The six NAT-PT services and their t_pkt in nanoseconds (everest Table 2).
@@ -145,7 +146,6 @@ impl Traffic {
         match self {
             Traffic::Synthetic(s) => {
                 let n = s.sources_per_service;
-                let mut heap = BinaryHeap::new();
                 let mut sources = Vec::new();
                 for svc in 0..s.mix.len() as u8 {
                     if s.mix[svc as usize] <= 0.0 {
@@ -154,19 +154,14 @@ impl Traffic {
                     let per_source = s.rate_pps * s.mix[svc as usize] / n as f64;
                     let mean_gap = Duration::from_nanos((1e9 / per_source).round().max(1.0) as u64);
                     let dist = GapDist::OnOff { on_mean: s.on_mean, off_mean: s.off_mean, shape: s.shape };
-                    for k in 0..n {
-                        let idx = sources.len();
-                        let mut rng = streams.stream("everest.synthetic", idx as u64);
-                        let mut arr = Arrivals::new(&dist, mean_gap).expect("valid ON/OFF parameters");
-                        let t = arr.next_gap(&mut rng).as_nanos();
-                        sources.push((arr, rng, svc));
-                        let _ = k;
-                        heap.push(Reverse((t, idx as u32)));
+                    for _ in 0..n {
+                        let rng = streams.stream("everest.synthetic", sources.len() as u64);
+                        let arrivals = Arrivals::new(&dist, mean_gap).expect("valid ON/OFF parameters");
+                        sources.push(OnOffSource { arrivals, rng, service: svc, t: 0 });
                     }
                 }
                 ArrivalStream::Synthetic {
-                    heap,
-                    sources,
+                    sources: KMerge::new(sources).unwrap_or_else(|e: Infallible| match e {}),
                     warmup: SYNTHETIC_WARMUP.as_nanos(),
                     end: s.duration.as_nanos(),
                 }
@@ -183,11 +178,29 @@ impl Traffic {
     }
 }
 
+/// One ON/OFF source of a service: its arrival process and random stream, at time `t`.
+pub struct OnOffSource {
+    arrivals: Arrivals,
+    rng: crate::rng::StreamRng,
+    service: u8,
+    t: u64,
+}
+
+impl Source for OnOffSource {
+    type Item = u8;
+    type Error = Infallible;
+    #[inline]
+    fn next(&mut self) -> Result<Option<(u64, u8)>, Infallible> {
+        self.t += self.arrivals.next_gap(&mut self.rng).as_nanos();
+        Ok(Some((self.t, self.service)))
+    }
+}
+
 /// Iterator over (arrival time in ns, service).
 pub enum ArrivalStream<'a> {
     Synthetic {
-        heap: BinaryHeap<Reverse<(u64, u32)>>,
-        sources: Vec<(Arrivals, crate::rng::StreamRng, u8)>,
+        /// Every service's ON/OFF sources, merged.
+        sources: KMerge<OnOffSource>,
         /// Generated and discarded before time 0 of the stream.
         warmup: u64,
         /// End, counted from the end of the warm-up.
@@ -205,16 +218,12 @@ impl Iterator for ArrivalStream<'_> {
     #[inline]
     fn next(&mut self) -> Option<(u64, u8)> {
         match self {
-            ArrivalStream::Synthetic { heap, sources, warmup, end } => loop {
-                let Reverse((t, i)) = heap.pop()?;
+            ArrivalStream::Synthetic { sources, warmup, end } => loop {
+                let (t, _, svc) = sources.next()?;
                 if t >= *end + *warmup {
-                    heap.clear();
+                    sources.clear();
                     return None;
                 }
-                let (arr, rng, svc) = &mut sources[i as usize];
-                let svc = *svc;
-                let next = t + arr.next_gap(rng).as_nanos();
-                heap.push(Reverse((next, i)));
                 if t >= *warmup {
                     return Some((t - *warmup, svc));
                 }

@@ -19,11 +19,11 @@
 
 use super::decode::decode;
 use super::{Aligner, ReaderCounters, TraceError, TraceReader};
+use crate::merge::{KMerge, Source};
 use npqos_core::flow::FlowKey;
 use npqos_core::Duration;
 use rand::Rng;
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
+use std::convert::Infallible;
 use std::path::PathBuf;
 
 /// One packet of a corpus.
@@ -112,11 +112,8 @@ impl Corpus {
                 Cursor { offset, start, done: 0 }
             })
             .collect();
-        let mut o = Overlay { corpus: self, cursors, heap: BinaryHeap::with_capacity(copies as usize), time_scale, n };
-        for j in 0..o.cursors.len() {
-            o.push(j);
-        }
-        o
+        let copies = cursors.into_iter().map(|c| RotatedCopy { corpus: self, cursor: c, time_scale, n }).collect();
+        Overlay { copies: KMerge::new(copies).unwrap_or_else(|e: Infallible| match e {}) }
     }
 }
 
@@ -126,39 +123,44 @@ struct Cursor {
     done: usize,
 }
 
-/// Iterator over an overlay of a corpus, in time order (ties: lower copy first).
-pub struct Overlay<'a> {
+/// One rotated copy of the corpus: its packets from the cut, wrapped, on the copy's time axis.
+struct RotatedCopy<'a> {
     corpus: &'a Corpus,
-    cursors: Vec<Cursor>,
-    heap: BinaryHeap<Reverse<(u64, u32)>>,
+    cursor: Cursor,
     time_scale: f64,
     n: usize,
 }
 
-impl Overlay<'_> {
-    fn push(&mut self, j: usize) {
-        let c = &self.cursors[j];
+impl Source for RotatedCopy<'_> {
+    type Item = CorpusPacket;
+    type Error = Infallible;
+    #[inline]
+    fn next(&mut self) -> Result<Option<(u64, CorpusPacket)>, Infallible> {
+        let c = &mut self.cursor;
         if c.done >= self.n {
-            return;
+            return Ok(None);
         }
         let d = self.corpus.duration_ns.max(1);
-        let p = &self.corpus.packets[(c.start + c.done) % self.n];
+        let p = self.corpus.packets[(c.start + c.done) % self.n];
+        c.done += 1;
         let t = (p.ts + c.offset) % d;
         let t = if self.time_scale == 1.0 { t } else { (t as f64 / self.time_scale).round() as u64 };
-        self.heap.push(Reverse((t, j as u32)));
+        Ok(Some((t, p)))
     }
+}
+
+/// Iterator over an overlay of a corpus, in time order (ties: lower copy first).
+pub struct Overlay<'a> {
+    copies: KMerge<RotatedCopy<'a>>,
 }
 
 impl Iterator for Overlay<'_> {
     type Item = CorpusPacket;
+    #[inline]
     fn next(&mut self) -> Option<CorpusPacket> {
-        let Reverse((t, j)) = self.heap.pop()?;
-        let c = &mut self.cursors[j as usize];
-        let mut p = self.corpus.packets[(c.start + c.done) % self.n];
-        c.done += 1;
+        let (t, j, mut p) = self.copies.next()?;
         p.ts = t;
         p.flow.zone = j as u16;
-        self.push(j as usize);
         Some(p)
     }
 }

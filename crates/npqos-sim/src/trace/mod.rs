@@ -11,6 +11,7 @@ pub mod reader;
 pub mod stats;
 pub mod writer;
 
+use crate::merge::{KMerge, Source};
 use decode::{decode, NonIp, PacketMeta};
 use npqos_core::flow::FlowKey;
 use npqos_core::{Duration, Instant};
@@ -75,10 +76,36 @@ impl Aligner {
 /// within one file that go back in time are passed on as they are (captures are not always
 /// sorted); the merge only orders across files.
 pub struct Merge {
-    readers: Vec<TraceReader>,
-    aligners: Option<Vec<Aligner>>,
-    heads: Vec<Option<TracePacket>>,
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
+    files: KMerge<FileSource>,
+}
+
+/// One file of a [`Merge`]: its reader and, on a start-aligned axis, its aligner.
+struct FileSource {
+    reader: TraceReader,
+    aligner: Option<Aligner>,
+    file: usize,
+}
+
+impl Source for FileSource {
+    type Item = TracePacket;
+    type Error = TraceError;
+    fn next(&mut self) -> Result<Option<(u64, TracePacket)>, TraceError> {
+        let aligner = &mut self.aligner;
+        Ok(self.reader.next()?.map(|rec| {
+            let ts = match aligner {
+                Some(a) => a.map(rec.ts_ns),
+                None => rec.ts_ns,
+            };
+            let p = TracePacket {
+                ts: Instant::from_nanos(ts),
+                wire_len: rec.orig_len,
+                link: rec.link,
+                flow: decode(&rec).map(|m: PacketMeta| m.flow),
+                file: self.file,
+            };
+            (ts, p)
+        }))
+    }
 }
 
 impl Merge {
@@ -89,56 +116,28 @@ impl Merge {
 
     /// The files merged on the time axis of `align`.
     pub fn open_aligned(paths: &[PathBuf], lenient: bool, align: Alignment) -> Result<Self, TraceError> {
-        let mut readers = Vec::with_capacity(paths.len());
-        for p in paths {
-            readers.push(TraceReader::open(p, lenient)?);
+        let mut sources = Vec::with_capacity(paths.len());
+        for (file, p) in paths.iter().enumerate() {
+            let aligner = match align {
+                Alignment::Absolute => None,
+                Alignment::Start { max_gap } => Some(Aligner::new(max_gap)),
+            };
+            sources.push(FileSource { reader: TraceReader::open(p, lenient)?, aligner, file });
         }
-        let aligners = match align {
-            Alignment::Absolute => None,
-            Alignment::Start { max_gap } => Some(vec![Aligner::new(max_gap); readers.len()]),
-        };
-        let mut m = Merge { heads: vec![None; readers.len()], readers, aligners, heap: BinaryHeap::new() };
-        for i in 0..m.readers.len() {
-            m.advance(i)?;
-        }
-        Ok(m)
-    }
-
-    fn advance(&mut self, i: usize) -> Result<(), TraceError> {
-        let aligners = &mut self.aligners;
-        let next = self.readers[i].next()?.map(|rec| TracePacket {
-            ts: Instant::from_nanos(match aligners {
-                Some(a) => a[i].map(rec.ts_ns),
-                None => rec.ts_ns,
-            }),
-            wire_len: rec.orig_len,
-            link: rec.link,
-            flow: decode(&rec).map(|m: PacketMeta| m.flow),
-            file: i,
-        });
-        if let Some(p) = &next {
-            self.heap.push(Reverse((p.ts.as_nanos(), i)));
-        }
-        self.heads[i] = next;
-        Ok(())
+        Ok(Merge { files: KMerge::new(sources)? })
     }
 
     /// The next record in time order.
     #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> Result<Option<TracePacket>, TraceError> {
-        let Some(Reverse((_, i))) = self.heap.pop() else {
-            return Ok(None);
-        };
-        let p = self.heads[i].take().expect("heap entry has a head");
-        self.advance(i)?;
-        Ok(Some(p))
+        Ok(self.files.next_from()?.map(|(_, _, p)| p))
     }
 
     /// Sum of the readers' lenient-mode counters.
     pub fn counters(&self) -> ReaderCounters {
         let mut c = ReaderCounters::default();
-        for r in &self.readers {
-            let rc = r.counters();
+        for f in self.files.sources() {
+            let rc = f.reader.counters();
             c.corrupt_skipped += rc.corrupt_skipped;
             c.abandoned_tail |= rc.abandoned_tail;
         }
