@@ -34,8 +34,8 @@
 //! [shaping]
 //! shaper = "event"            # "event" (kim Algorithm 1), "periodic" or "none"
 //! conformance = "send-then-pay"   # or "wait-for-tokens" (Linux tbf)
-//! cap = "16KB"
-//! alpha = "1500B"             # event: reschedule threshold
+//! alpha = "3000B"             # event: reschedule threshold (the shared shaping keys:
+//! cap = "3000B"               # docs/scenarios.md "Shaping keys"; cap defaults to alpha)
 //! locked = "0B"               # event: locked cache per heap
 //! tick_shift = 6              # event: heap ticks of 2^6 ns
 //! adaptive = false            # event: kim eq 14 (alpha adapts); then gamma, delta_th, alpha_min, interval
