@@ -499,9 +499,6 @@ impl ScenarioModel for LinkScenario {
 }
 
 impl ModelSpec for LinkSpec {
-    fn model(&self) -> &'static str {
-        "link"
-    }
     fn resolved(&self, root: &mut toml::Table) {
         crate::scenario::link_to_toml(self, None, root)
     }

@@ -136,6 +136,8 @@ pub struct Scenario {
     pub sample_interval: Duration,
     pub memory_budget: u64,
     pub max_events: u64,
+    /// The `model = ` name ([`ScenarioModel::name`] of the model that read `spec`).
+    model: &'static str,
     pub spec: Box<dyn ModelSpec>,
 }
 
@@ -144,7 +146,7 @@ impl PartialEq for Scenario {
         // By hand: a derived `==` on `Box<dyn ModelSpec>` tries to move out of the box.
         (self.seed, self.duration, self.warmup, self.replications, self.sample_interval)
             == (o.seed, o.duration, o.warmup, o.replications, o.sample_interval)
-            && (self.memory_budget, self.max_events) == (o.memory_budget, o.max_events)
+            && (self.memory_budget, self.max_events, self.model) == (o.memory_budget, o.max_events, o.model)
             && self.spec.eq_dyn(o.spec.as_ref())
     }
 }
@@ -253,7 +255,17 @@ impl Scenario {
         run.finish(&mut probs);
 
         let spec = model.read(root, base_dir, &mut probs);
-        let sc = Scenario { seed, duration, warmup, replications, sample_interval, memory_budget, max_events, spec };
+        let sc = Scenario {
+            seed,
+            duration,
+            warmup,
+            replications,
+            sample_interval,
+            memory_budget,
+            max_events,
+            model: model.name(),
+            spec,
+        };
         if probs.is_empty() {
             let need = sc.estimate_memory(1);
             if need > sc.memory_budget {
@@ -278,7 +290,7 @@ impl Scenario {
 
     /// The model's name.
     pub fn model(&self) -> &'static str {
-        self.spec.model()
+        self.model
     }
 
     /// The model's tables as `T` (its [`ModelSpec`] type), or `None` for another model's

@@ -71,8 +71,6 @@ pub type Progress<'a> = &'a mut dyn FnMut(Instant);
 
 /// A model's validated tables: the part of a [`Scenario`] that depends on `model =`.
 pub trait ModelSpec: SpecObject + fmt::Debug + Send + Sync + 'static {
-    /// The `model = ` name.
-    fn model(&self) -> &'static str;
     /// Writes this model's tables into `root`, every default filled in (its part of
     /// `scenario.resolved.toml`).
     fn resolved(&self, root: &mut toml::Table);

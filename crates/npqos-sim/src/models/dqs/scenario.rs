@@ -126,9 +126,6 @@ impl ScenarioModel for DqsScenario {
 }
 
 impl ModelSpec for DqsSpec {
-    fn model(&self) -> &'static str {
-        "dqs"
-    }
     fn resolved(&self, root: &mut toml::Table) {
         self.to_toml(root)
     }

@@ -569,9 +569,6 @@ impl ScenarioModel for EverestScenario {
 }
 
 impl ModelSpec for EverestSpec {
-    fn model(&self) -> &'static str {
-        "everest"
-    }
     fn resolved(&self, root: &mut toml::Table) {
         self.to_toml(root)
     }

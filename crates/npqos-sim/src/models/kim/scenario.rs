@@ -82,9 +82,6 @@ impl crate::scenario::ScenarioModel for KimScenario {
 }
 
 impl crate::scenario::ModelSpec for crate::scenario::KimSpec {
-    fn model(&self) -> &'static str {
-        "kim"
-    }
     fn resolved(&self, root: &mut toml::Table) {
         crate::scenario::link_to_toml(&self.link, Some(&self.shaper), root)
     }

@@ -506,9 +506,6 @@ impl ScenarioModel for EfqLapScenario {
 }
 
 impl ModelSpec for FqSpec {
-    fn model(&self) -> &'static str {
-        "fq"
-    }
     fn resolved(&self, root: &mut toml::Table) {
         self.to_toml(root)
     }
@@ -539,9 +536,6 @@ impl ModelSpec for FqSpec {
 }
 
 impl ModelSpec for LapSpec {
-    fn model(&self) -> &'static str {
-        "lap"
-    }
     fn resolved(&self, root: &mut toml::Table) {
         self.to_toml(root)
     }
@@ -574,9 +568,6 @@ impl ModelSpec for LapSpec {
 }
 
 impl ModelSpec for SwitchSpec {
-    fn model(&self) -> &'static str {
-        "efq-lap"
-    }
     fn resolved(&self, root: &mut toml::Table) {
         self.to_toml(root)
     }

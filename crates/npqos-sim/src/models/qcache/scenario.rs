@@ -368,9 +368,6 @@ impl ScenarioModel for QcacheScenario {
 }
 
 impl ModelSpec for QcacheSpec {
-    fn model(&self) -> &'static str {
-        "qcache"
-    }
     fn resolved(&self, root: &mut toml::Table) {
         self.to_toml(root)
     }

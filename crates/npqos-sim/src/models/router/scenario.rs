@@ -529,9 +529,6 @@ impl ScenarioModel for RouterScenario {
 }
 
 impl ModelSpec for RouterSpec {
-    fn model(&self) -> &'static str {
-        "router"
-    }
     fn resolved(&self, root: &mut toml::Table) {
         self.to_toml(root)
     }
