@@ -17,7 +17,6 @@ const MAX_FN_LINES: usize = 150;
 const KNOWN: &[(&str, &str, usize)] = &[
     ("crates/npqos-sim/src/models/router/sim.rs", "", 1111),
     ("crates/npqos-sim/src/models/router/sim.rs", "new", 184),
-    ("crates/npqos-sim/src/trace/reader.rs", "read_ng_block_after_type", 177),
     ("crates/npqos-sim/src/experiments/kim_load.rs", "delay", 175),
     ("crates/npqos-sim/src/experiments/dqs.rs", "fig9_13", 169),
     ("crates/npqos-cli/benches/live.rs", "main", 167),

@@ -160,6 +160,17 @@ impl TraceReader<BufReader<File>> {
 const PCAPNG_SHB: u32 = 0x0A0D_0D0A;
 const PCAPNG_BOM: u32 = 0x1A2B_3C4D;
 
+/// A record found in the file: its time, wire length and link type, where it starts (for
+/// messages), and where its captured bytes are in the read buffer (`start`, `len` bytes).
+struct Found {
+    ts_ns: u64,
+    orig_len: u32,
+    link: u16,
+    offset: u64,
+    start: usize,
+    len: usize,
+}
+
 impl<R: Read> TraceReader<R> {
     /// Reads the file header from `r`; `path` is used in messages only.
     pub fn new(mut r: R, path: &Path, lenient: bool) -> Result<Self, TraceError> {
@@ -292,7 +303,7 @@ impl<R: Read> TraceReader<R> {
                 Kind::Classic { .. } => self.next_classic()?,
                 Kind::Ng { .. } => self.next_ng()?,
             };
-            if let Some((ts_ns, orig_len, link, offset, start, len)) = found {
+            if let Some(Found { ts_ns, orig_len, link, offset, start, len }) = found {
                 return Ok(Some(Record { ts_ns, orig_len, link, data: &self.buf[start..start + len], offset }));
             }
             // None with !done: a skipped record or non-packet block; go on.
@@ -302,7 +313,7 @@ impl<R: Read> TraceReader<R> {
     /// Returns (ts, orig_len, link, offset, data start, data len) of a good record; `None` for a
     /// skipped one or end of file (then `done` is set).
     #[allow(clippy::type_complexity)]
-    fn next_classic(&mut self) -> Result<Option<(u64, u32, u16, u64, usize, usize)>, TraceError> {
+    fn next_classic(&mut self) -> Result<Option<Found>, TraceError> {
         let Kind::Classic { be, nanos, snaplen, link } = self.kind else { unreachable!() };
         let rec_off = self.offset;
         let got = self.fill(16)?;
@@ -341,11 +352,10 @@ impl<R: Read> TraceReader<R> {
             return Ok(None);
         }
         let ts = sec * 1_000_000_000 + if nanos { frac } else { frac * 1000 };
-        Ok(Some((ts, origlen, link, rec_off, 0, caplen as usize)))
+        Ok(Some(Found { ts_ns: ts, orig_len: origlen, link, offset: rec_off, start: 0, len: caplen as usize }))
     }
 
-    #[allow(clippy::type_complexity)]
-    fn next_ng(&mut self) -> Result<Option<(u64, u32, u16, u64, usize, usize)>, TraceError> {
+    fn next_ng(&mut self) -> Result<Option<Found>, TraceError> {
         let blk_off = self.offset;
         let got = self.fill(4)?;
         if got == 0 {
@@ -360,12 +370,9 @@ impl<R: Read> TraceReader<R> {
         self.read_ng_block_after_type(is_shb)
     }
 
-    /// Reads the block whose 4 type bytes are in `self.buf[..4]` (already consumed).
-    #[allow(clippy::type_complexity)]
-    fn read_ng_block_after_type(
-        &mut self,
-        is_shb: bool,
-    ) -> Result<Option<(u64, u32, u16, u64, usize, usize)>, TraceError> {
+    /// Reads the block whose 4 type bytes are in `self.buf[..4]` (already consumed): checks its
+    /// framing, then hands its body to [`Self::ng_body`].
+    fn read_ng_block_after_type(&mut self, is_shb: bool) -> Result<Option<Found>, TraceError> {
         let blk_off = self.offset - 4;
         let type_bytes: [u8; 4] = self.buf[..4].try_into().expect("4 bytes");
         let mut lenb = [0u8; 4];
@@ -450,7 +457,12 @@ impl<R: Read> TraceReader<R> {
             self.corrupt(blk_off, what, true)?;
             return Ok(None);
         }
-        let body_len = rest - 4;
+        self.ng_body(btype, rest - 4, be, blk_off)
+    }
+
+    /// The body of a well-framed pcapng block of type `btype` (`body_len` bytes in `self.buf`,
+    /// byte order `be`, at `blk_off`): an interface is recorded, a packet is found.
+    fn ng_body(&mut self, btype: u32, body_len: usize, be: bool, blk_off: u64) -> Result<Option<Found>, TraceError> {
         match btype {
             PCAPNG_SHB => Ok(None),
             1 => {
@@ -517,7 +529,14 @@ impl<R: Read> TraceReader<R> {
                     return Ok(None);
                 }
                 let ts = ts_to_ns(ts_raw, iface.resol, iface.offset_s);
-                Ok(Some((ts, origlen, iface.link, blk_off, 20, caplen as usize)))
+                Ok(Some(Found {
+                    ts_ns: ts,
+                    orig_len: origlen,
+                    link: iface.link,
+                    offset: blk_off,
+                    start: 20,
+                    len: caplen as usize,
+                }))
             }
             3 => {
                 // Simple Packet Block: interface 0, no timestamp (reported as 0).
@@ -534,7 +553,7 @@ impl<R: Read> TraceReader<R> {
                 if iface.snaplen != 0 {
                     cap = cap.min(iface.snaplen as usize);
                 }
-                Ok(Some((0, origlen, iface.link, blk_off, 4, cap)))
+                Ok(Some(Found { ts_ns: 0, orig_len: origlen, link: iface.link, offset: blk_off, start: 4, len: cap }))
             }
             _ => Ok(None),
         }
