@@ -67,11 +67,6 @@ impl<S: Source> KMerge<S> {
         Ok(Some((t, i, item)))
     }
 
-    /// The time of the earliest item, if any.
-    pub fn peek_time(&self) -> Option<u64> {
-        self.heap.peek().map(|Reverse((t, _))| *t)
-    }
-
     /// The sources, in index order.
     pub fn sources(&self) -> &[S] {
         &self.sources
@@ -168,6 +163,5 @@ mod tests {
         let mut m = KMerge::new(vec![Failing(0)]).unwrap();
         assert_eq!(m.next_from(), Err("broken"));
         assert_eq!(m.next_from(), Ok(None));
-        assert_eq!(m.peek_time(), None);
     }
 }
