@@ -147,6 +147,16 @@ fn npqos_live_shapes_8_flows_to_their_rate_beside_htb() {
         for i in 0..FLOWS {
             let r = rate(o, i);
             assert!((r / RATE - 1.0).abs() < 0.02, "{name}: flow {i} at {:.3} Mbps, not within 2% of 10", r / 1e6);
+        }
+    }
+    // Order is asserted for npqos only. The kernel's htb, the reference here, can reorder a
+    // flow now and then on this bed: its queue is run on whichever CPU sends or whose watchdog
+    // fires, and veth hands each frame to that CPU's backlog, so two frames dequeued on two
+    // CPUs may reach the receiver swapped (seen once in CI: htb flow 0, one frame).
+    let htb_reordered: u64 = htb.got.flows.values().map(|f| f.reordered).sum();
+    println!("reordered frames: htb {htb_reordered} (printed, not asserted: see above)");
+    for (name, o) in [("npqos live send-then-pay", &stp), ("npqos live wait-for-tokens", &wft)] {
+        for i in 0..FLOWS {
             assert_eq!(o.got.flows[&i].reordered, 0, "{name}: flow {i} reordered");
         }
     }
