@@ -15,8 +15,6 @@ const MAX_FN_LINES: usize = 150;
 
 /// (path from the workspace root, function name or "" for the file, its size when listed).
 const KNOWN: &[(&str, &str, usize)] = &[
-    ("crates/npqos-sim/src/models/router/sim.rs", "", 1111),
-    ("crates/npqos-sim/src/models/router/sim.rs", "new", 184),
     ("crates/npqos-sim/src/experiments/kim_load.rs", "delay", 175),
     ("crates/npqos-sim/src/experiments/dqs.rs", "fig9_13", 169),
     ("crates/npqos-cli/benches/live.rs", "main", 167),

@@ -83,12 +83,9 @@ fn base(workload: &str, duration: Duration) -> Result<Base, String> {
 /// The example's pipeline with `variant`'s one change.
 pub fn variant(p: &RouterParams, variant: &str) -> RouterParams {
     let mut p = p.clone();
-    let queues = match p.ingress {
-        IngressKind::Dqs { queues, .. } | IngressKind::PerFlow { queues } | IngressKind::Hashed { queues } => queues,
-    };
     match variant {
-        "dqs->per-flow" => p.ingress = IngressKind::PerFlow { queues },
-        "dqs->hashed" => p.ingress = IngressKind::Hashed { queues },
+        "dqs->per-flow" => p.ingress = IngressKind::PerFlow,
+        "dqs->hashed" => p.ingress = IngressKind::Hashed,
         "everest->static" => p.processing.policy = Allocation::Policy(Policy::Static),
         "everest->quantum" => {
             p.processing.policy = Allocation::Policy(Policy::Quantum { quantum: Duration::from_micros(100) })

@@ -13,7 +13,7 @@
 //! flow_rate = "10Mbps"
 //! ```
 
-use crate::scenario::flowtable;
+use crate::scenario::flowtable::{self, TableKeys};
 use crate::scenario::shaper::{BucketConfig, BucketKeys};
 use crate::scenario::{Problem, Problems, Reader};
 use crate::units::fmt_size;
@@ -137,7 +137,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     s.finish(&mut probs);
 
     let mut t = Reader::new(root, "table", &mut probs);
-    let table = flowtable::read(&mut t, &mut probs);
+    let table = flowtable::read(&mut t, TableKeys::DQS, &mut probs);
     let queue_limit = t.present("queue_limit").then(|| t.size("queue_limit", 0, &mut probs));
     if queue_limit == Some(0) {
         probs.push(Problem {
@@ -192,7 +192,7 @@ impl LiveSpec {
         self.bucket.write(BucketKeys::LIVE, &mut s);
         let t = &self.table;
         let mut g = toml::Table::new();
-        flowtable::write(t, &mut g);
+        flowtable::write(t, TableKeys::DQS, &mut g);
         if let Some(l) = t.queue_limit {
             g.insert("queue_limit".into(), fmt_size(l).into());
         }

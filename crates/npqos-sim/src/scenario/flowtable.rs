@@ -1,5 +1,6 @@
-//! The dqs flow table's keys (`[table]` of the dqs model and of npqos live): one reader and one
-//! writer, one set of defaults (docs/scenarios.md, the dqs model's keys).
+//! The dqs flow table's keys (`[table]` of the dqs model and of npqos live, `[ingress]` of the
+//! router): one reader and one writer, one set of defaults (docs/scenarios.md, "Flow table
+//! keys").
 //!
 //! ```toml
 //! slots = 256            # AFM slots M
@@ -15,15 +16,30 @@ use super::{Problem, Reader};
 use crate::units::fmt_size;
 use npqos_core::flowmap::{DqsConfig, Exhausted, HashKind};
 
+/// Which of the keys a file has: the router's services schedule its ingress queues and drop a
+/// flow that finds none, so its `[ingress]` has neither `quantum` nor `on_exhausted`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct TableKeys {
+    /// `quantum` and `on_exhausted`: the table runs its own DRR round.
+    pub drr: bool,
+}
+
+impl TableKeys {
+    /// The dqs model's `[table]` and npqos live's.
+    pub const DQS: TableKeys = TableKeys { drr: true };
+    /// The router's `[ingress]`.
+    pub const ROUTER: TableKeys = TableKeys { drr: false };
+}
+
 /// Reads the flow table's keys from `t`: the configuration with hash seed 0 (a run sets its
 /// own, [`with_seed`]), everything else at the `Dqs` defaults.
-pub(crate) fn read(t: &mut Reader<'_>, probs: &mut Vec<Problem>) -> DqsConfig {
+pub(crate) fn read(t: &mut Reader<'_>, keys: TableKeys, probs: &mut Vec<Problem>) -> DqsConfig {
     let slots = t.int("slots", 256, 1, 1 << 24, probs) as u32;
     let hash = t.choice("hash", "h3", &["h3", "foldhash"], probs);
     let queues = t.int("queues", 1 << 16, 1, 1 << 26, probs) as u32;
     let blocks = t.int("blocks", 1 << 20, 1, 1 << 30, probs) as u32;
     let block_size = t.size("block_size", 64, probs);
-    let quantum = t.size("quantum", 1536, probs);
+    let quantum = if keys.drr { t.size("quantum", 1536, probs) } else { 1536 };
     for (k, v, lo, hi) in [("block_size", block_size, 16, 65_536), ("quantum", quantum, 1, 1 << 24)] {
         if !(lo..=hi).contains(&v) {
             probs.push(Problem {
@@ -33,7 +49,7 @@ pub(crate) fn read(t: &mut Reader<'_>, probs: &mut Vec<Problem>) -> DqsConfig {
             });
         }
     }
-    let exhausted = t.choice("on_exhausted", "drop", &["drop", "shared"], probs);
+    let exhausted = if keys.drr { t.choice("on_exhausted", "drop", &["drop", "shared"], probs) } else { "drop".into() };
     DqsConfig {
         slots,
         hash: if hash == "foldhash" { HashKind::Fast { seed: 0 } } else { HashKind::H3 { seed: 0 } },
@@ -56,13 +72,15 @@ pub(crate) fn with_seed(cfg: &DqsConfig, seed: u64) -> DqsConfig {
 }
 
 /// Writes the keys [`read`] reads into `t`, every default filled in.
-pub(crate) fn write(cfg: &DqsConfig, t: &mut toml::Table) {
+pub(crate) fn write(cfg: &DqsConfig, keys: TableKeys, t: &mut toml::Table) {
     t.insert("slots".into(), i64::from(cfg.slots).into());
     t.insert("hash".into(), if matches!(cfg.hash, HashKind::Fast { .. }) { "foldhash" } else { "h3" }.into());
     t.insert("queues".into(), i64::from(cfg.queues).into());
     t.insert("blocks".into(), i64::from(cfg.blocks).into());
     t.insert("block_size".into(), fmt_size(u64::from(cfg.block_size)).into());
-    t.insert("quantum".into(), fmt_size(u64::from(cfg.quantum)).into());
-    let ex = if cfg.on_exhausted == Exhausted::SharedQueue { "shared" } else { "drop" };
-    t.insert("on_exhausted".into(), ex.into());
+    if keys.drr {
+        t.insert("quantum".into(), fmt_size(u64::from(cfg.quantum)).into());
+        let ex = if cfg.on_exhausted == Exhausted::SharedQueue { "shared" } else { "drop" };
+        t.insert("on_exhausted".into(), ex.into());
+    }
 }

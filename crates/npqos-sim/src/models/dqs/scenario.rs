@@ -34,7 +34,7 @@
 use crate::engine::{RunLimits, StopReason};
 use crate::results::{Histogram, RunResult};
 use crate::rng::RngStreams;
-use crate::scenario::flowtable;
+use crate::scenario::flowtable::{self, TableKeys};
 use crate::scenario::{MemoryEstimate, ModelError, ModelSpec, Problem, Progress, Reader, Scenario, ScenarioModel};
 use crate::trace::corpus::Corpus;
 use npqos_core::flowmap::DqsConfig;
@@ -62,7 +62,7 @@ pub type DqsTraffic = crate::scenario::flows::FlowTraffic;
 /// Reads `[table]`, `[link]` and `[traffic]`, recording every problem.
 pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> DqsSpec {
     let mut t = Reader::new(root, "table", probs);
-    let table = flowtable::read(&mut t, probs);
+    let table = flowtable::read(&mut t, TableKeys::DQS, probs);
     t.finish(probs);
     let mut l = Reader::new(root, "link", probs);
     let load = l.float("load", 0.95, probs, |v| v > 0.0 && v <= 100.0, "greater than 0 and at most 100");
@@ -96,7 +96,7 @@ impl DqsSpec {
 
     pub(crate) fn to_toml(&self, root: &mut toml::Table) {
         let mut t = toml::Table::new();
-        flowtable::write(&self.table, &mut t);
+        flowtable::write(&self.table, TableKeys::DQS, &mut t);
         root.insert("table".into(), t.into());
         let mut l = toml::Table::new();
         l.insert("load".into(), self.load.into());

@@ -29,6 +29,7 @@ use crate::trace::corpus::Corpus;
 use crate::workload::SizeDist;
 use npqos_core::alloc::Policy;
 use npqos_core::classify::{Prefix, Rule};
+use npqos_core::flowmap::DqsConfig;
 use npqos_core::sched::fq::Discipline;
 use npqos_core::shaper::Adaptive;
 pub use npqos_core::shaper::Conformance;
@@ -172,9 +173,9 @@ pub struct RouterParams {
     /// Prefixes that say what inbound and outbound mean to the match rules.
     pub inside: Vec<Prefix>,
     pub ingress: IngressKind,
-    /// The ingress block buffer: blocks and bytes per block.
-    pub blocks: u32,
-    pub block_size: u32,
+    /// The ingress queues and their block buffer (the flow table keys; `quantum` and
+    /// `on_exhausted` unused: see [`Ingress::new`](stages::Ingress::new)).
+    pub table: DqsConfig,
     pub processing: ProcessingParams,
     pub qmem: QmemParams,
     pub shaping: ShapingParams,

@@ -12,10 +12,10 @@
 //! # source = "trace": files, flow_multiply, time_scale, max_gap, lenient
 //! [ingress]
 //! kind = "dqs"                # "dqs", "per-flow" (a table entry per flow) or "hashed" (K per service)
-//! queues = 4096               # dqs's pool; per-flow: flows with packets at once; hashed: K
-//! slots = 256                 # dqs: AFM slots
-//! hash = "h3"                 # dqs: "h3" or "foldhash"
-//! blocks = 262144             # the shared block buffer
+//! queues = 65536              # dqs's pool; per-flow: flows with packets at once; hashed: K
+//! slots = 256                 # dqs: AFM slots      (these five: the flow table keys,
+//! hash = "h3"                 # dqs: "h3" or "foldhash"     docs/scenarios.md, shared
+//! blocks = 1048576            # the shared block buffer     with the dqs model and live)
 //! block_size = "64B"
 //! [processing]
 //! processors = 16
@@ -72,6 +72,7 @@ use crate::scenario::classify::{
     has_criteria, read_prefixes, read_rule, unique_service_names, write_prefixes, write_rule,
 };
 use crate::scenario::flows::FlowTraffic;
+use crate::scenario::flowtable::{self, TableKeys};
 use crate::scenario::shaper::{BucketConfig, BucketKeys};
 use crate::scenario::{
     show, MemoryEstimate, ModelError, ModelSpec, Problem, Progress, Reader, Scenario, ScenarioModel,
@@ -79,7 +80,6 @@ use crate::scenario::{
 use crate::trace::corpus::Corpus;
 use crate::units::{fmt_fine_duration, fmt_size};
 use npqos_core::alloc::{Policy, PolicyKind};
-use npqos_core::flowmap::HashKind;
 use npqos_core::id::ServiceId;
 use npqos_core::names::Named;
 use npqos_core::queues::timing::{Subsystem, TABLE1};
@@ -127,22 +127,9 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let traffic = read_traffic(root, base_dir, probs);
 
     let mut g = Reader::new(root, "ingress", probs);
-    let kind = g.choice("kind", "dqs", &["dqs", "per-flow", "hashed"], probs);
-    let queues = g.int("queues", 4096, 1, 1 << 24, probs) as u32;
-    let slots = g.int("slots", 256, 1, 1 << 24, probs) as u32;
-    let hash = g.choice("hash", "h3", &["h3", "foldhash"], probs);
-    let blocks = g.int("blocks", 1 << 18, 1, 1 << 30, probs) as u32;
-    let block_size = g.size("block_size", 64, probs);
-    if !(16..=65_536).contains(&block_size) {
-        problem(probs, "ingress.block_size", Some(format!("\"{block_size}B\"")), "expected a size from 16B to 65536B");
-    }
+    let ingress = g.named("kind", IngressKind::Dqs, probs);
+    let table = flowtable::read(&mut g, TableKeys::ROUTER, probs);
     g.finish(probs);
-    let hash = if hash == "foldhash" { HashKind::Fast { seed: 0 } } else { HashKind::H3 { seed: 0 } };
-    let ingress = match kind.as_str() {
-        "per-flow" => IngressKind::PerFlow { queues },
-        "hashed" => IngressKind::Hashed { queues },
-        _ => IngressKind::Dqs { slots, queues, hash },
-    };
 
     let mut p = Reader::new(root, "processing", probs);
     let processors = p.int("processors", 16, 1, 1 << 16, probs) as u32;
@@ -168,19 +155,14 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     };
 
     let mut q = Reader::new(root, "queue_memory", probs);
-    let sub = q.choice("subsystem", "qc", &SUBSYSTEMS, probs);
+    let subsystem = q.choice("subsystem", "qc", &SUBSYSTEMS, probs);
     let entries = q.int("entries", 16, 1, 1 << 20, probs) as u32;
     let dc_lines = q.int("dc_lines", 128, 1, 1 << 24, probs) as u32;
     let dc_ways = q.int("dc_ways", 2, 1, 64, probs) as u32;
     let refs = q.float("memory_refs_per_ns", 0.2, probs, |v| v > 0.0 && v <= 100.0, "greater than 0 and at most 100");
     q.finish(probs);
-    let subsystem = match sub.as_str() {
-        "nc" => Some(Subsystem::Nc),
-        "dc" => Some(Subsystem::Dc),
-        "sqc" => Some(Subsystem::Sqc),
-        "ideal" => None,
-        _ => Some(Subsystem::Qc),
-    };
+    // "ideal" is the one name that is not a subsystem: no queue memory cost at all.
+    let subsystem = Subsystem::named(&subsystem).ok();
 
     let mut s = Reader::new(root, "shaping", probs);
     let shaper = s.choice("shaper", "event", &["event", "periodic", "none"], probs);
@@ -224,8 +206,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
             services,
             inside,
             ingress,
-            blocks,
-            block_size: block_size.clamp(16, 65_536) as u32,
+            table,
             processing: ProcessingParams { processors, policy, t_sw, delta, scheduler, late_drop },
             qmem: QmemParams { subsystem, timing: TABLE1, entries, dc_lines, dc_ways, memory_refs_per_ns: refs },
             shaping,
@@ -394,13 +375,13 @@ impl RouterSpec {
     pub fn estimate_memory(&self) -> u128 {
         let p = &self.params;
         let nqi = match p.ingress {
-            IngressKind::Dqs { queues, .. } | IngressKind::PerFlow { queues } => queues as u128,
-            IngressKind::Hashed { queues } => queues as u128 * p.services.len() as u128,
+            IngressKind::Dqs | IngressKind::PerFlow => p.table.queues as u128,
+            IngressKind::Hashed => p.table.queues as u128 * p.services.len() as u128,
         };
         let flow_services = p.services.iter().filter(|s| s.per_flow && s.rate.is_some()).count() as u128;
         let nqe = p.services.len() as u128 + flow_services * p.shaping.flow_queues as u128;
         let traffic = self.traffic.source.estimate_memory(100);
-        nqi * 80 * p.services.len() as u128 + nqe * 96 + p.blocks as u128 * 72 + traffic + (8 << 20)
+        nqi * 80 * p.services.len() as u128 + nqe * 96 + p.table.blocks as u128 * 72 + traffic + (8 << 20)
     }
 
     pub(crate) fn to_toml(&self, root: &mut toml::Table) {
@@ -428,20 +409,8 @@ impl RouterSpec {
         }
         root.insert("traffic".into(), t.into());
         let mut g = toml::Table::new();
-        match p.ingress {
-            IngressKind::Dqs { slots, queues, hash } => {
-                g.insert("kind".into(), "dqs".into());
-                g.insert("queues".into(), (queues as i64).into());
-                g.insert("slots".into(), (slots as i64).into());
-                g.insert("hash".into(), if matches!(hash, HashKind::Fast { .. }) { "foldhash" } else { "h3" }.into());
-            }
-            IngressKind::PerFlow { queues } | IngressKind::Hashed { queues } => {
-                g.insert("kind".into(), p.ingress.label().into());
-                g.insert("queues".into(), (queues as i64).into());
-            }
-        }
-        g.insert("blocks".into(), (p.blocks as i64).into());
-        g.insert("block_size".into(), fmt_size(p.block_size as u64).into());
+        g.insert("kind".into(), p.ingress.name().into());
+        flowtable::write(&p.table, TableKeys::ROUTER, &mut g);
         root.insert("ingress".into(), g.into());
         let pr = &p.processing;
         let mut x = toml::Table::new();

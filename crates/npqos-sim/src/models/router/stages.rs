@@ -10,29 +10,22 @@ use npqos_core::queues::timing::{traffic, Op, Subsystem, Timing};
 use npqos_core::QueueId;
 use std::collections::HashMap;
 
-/// Stage 3's choice.
-#[derive(Clone, Copy, Debug, PartialEq)]
+/// Stage 3's choice; its sizes (queues, slots, hash, blocks, block size) are the flow
+/// table's keys, [`DqsConfig`], read once for the router, the dqs model and npqos live.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum IngressKind {
     /// Dynamic queue sharing: the AFM table over `slots` slots, a pool of `queues` physical
     /// queues taken by a flow's first packet and returned when its queue empties.
-    Dqs { slots: u32, queues: u32, hash: HashKind },
+    Dqs,
     /// The brute-force baseline: an exact-match table with one entry and one queue per flow
     /// (up to `queues` flows with packets at once), found in one access.
-    PerFlow { queues: u32 },
+    PerFlow,
     /// `queues` queues per service, a flow's queue chosen by a hash of its 5-tuple; flows that
     /// collide share a queue (as fq_codel's buckets).
-    Hashed { queues: u32 },
+    Hashed,
 }
 
-impl IngressKind {
-    pub fn label(&self) -> &'static str {
-        match self {
-            IngressKind::Dqs { .. } => "dqs",
-            IngressKind::PerFlow { .. } => "per-flow",
-            IngressKind::Hashed { .. } => "hashed",
-        }
-    }
-}
+npqos_core::named!(IngressKind, "ingress kind", { Dqs => "dqs", PerFlow => "per-flow", Hashed => "hashed" });
 
 /// Why stage 3 refused a packet.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,17 +66,20 @@ pub struct Table {
 }
 
 impl Ingress {
-    /// `blocks` of `block_size` bytes shared by all queues; `services` services (hashed queues
-    /// are per service). `seed` keys dqs's and the hashed queues' hash.
-    pub fn new(kind: IngressKind, blocks: u32, block_size: u32, services: usize, seed: u64) -> Result<Self, String> {
+    /// `table`'s queues and its blocks of `table.block_size` bytes shared by all queues (its
+    /// DRR quantum and `on_exhausted` are not the router's: the services' schedulers serve the
+    /// queues, and a flow without a queue is dropped); `services` services (hashed queues are
+    /// per service). `seed` keys dqs's and the hashed queues' hash.
+    pub fn new(kind: IngressKind, table: &DqsConfig, services: usize, seed: u64) -> Result<Self, String> {
+        let DqsConfig { queues, blocks, block_size, .. } = *table;
         match kind {
-            IngressKind::Dqs { slots, queues, hash } => {
-                let hash = match hash {
+            IngressKind::Dqs => {
+                let hash = match table.hash {
                     HashKind::H3 { .. } => HashKind::H3 { seed },
                     HashKind::Fast { .. } => HashKind::Fast { seed },
                 };
                 let cfg = DqsConfig {
-                    slots,
+                    slots: table.slots,
                     hash,
                     queues,
                     blocks,
@@ -94,11 +90,11 @@ impl Ingress {
                 };
                 Ok(Ingress::Dqs(Box::new(Dqs::new(cfg).map_err(|e| e.to_string())?), 0))
             }
-            IngressKind::PerFlow { queues } | IngressKind::Hashed { queues } => {
-                let per_flow = matches!(kind, IngressKind::PerFlow { .. });
+            IngressKind::PerFlow | IngressKind::Hashed => {
+                let per_flow = kind == IngressKind::PerFlow;
                 let total = if per_flow { queues as usize } else { queues as usize * services };
                 if total == 0 || total >= u32::MAX as usize || block_size == 0 {
-                    return Err(format!("{} ingress: {total} queues of {block_size} B blocks", kind.label()));
+                    return Err(format!("{kind} ingress: {total} queues of {block_size} B blocks"));
                 }
                 Ok(Ingress::Table(Table {
                     per_flow,

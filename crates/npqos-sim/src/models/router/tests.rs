@@ -23,7 +23,11 @@ fn spec(text: &str) -> RouterSpec {
 fn defaults_and_round_trip() {
     let r = spec("model = \"router\"\n[[services]]\nname = \"all\"\n");
     assert_eq!(r.params.processing.processors, 16);
-    assert_eq!(r.params.ingress, IngressKind::Dqs { slots: 256, queues: 4096, hash: HashKind::H3 { seed: 0 } });
+    assert_eq!(r.params.ingress, IngressKind::Dqs);
+    // The flow table keys' one set of defaults (the dqs model's and live's too).
+    let t = &r.params.table;
+    assert_eq!((t.slots, t.queues, t.blocks, t.block_size), (256, 65_536, 1 << 20, 64));
+    assert_eq!(t.hash, HashKind::H3 { seed: 0 });
     assert_eq!(r.params.qmem.subsystem, Some(Subsystem::Qc));
     assert_eq!(r.params.services[0].guarantee, 1.0);
     assert_round_trips([
@@ -76,7 +80,8 @@ fn problems_name_their_keys() {
     let ex = example("router-synthetic");
     let swapped =
         spec(&ex.replace("kind = \"dqs\"", "kind = \"hashed\"").replace("shaper = \"event\"", "shaper = \"periodic\""));
-    assert_eq!(swapped.params.ingress, IngressKind::Hashed { queues: 4096 });
+    assert_eq!(swapped.params.ingress, IngressKind::Hashed);
+    assert_eq!(swapped.params.table.queues, 4096);
     assert!(matches!(swapped.params.shaping.kind, ShaperKind::Periodic { .. }));
     assert_eq!(spec("model = \"router\"\n").params.services[0].name, "all");
 }
@@ -97,9 +102,8 @@ pub(super) fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterPa
             per_flow: false,
         }],
         inside: Vec::new(),
-        ingress: IngressKind::PerFlow { queues: 1 << 16 },
-        blocks: 1 << 24,
-        block_size: 64,
+        ingress: IngressKind::PerFlow,
+        table: DqsConfig { queues: 1 << 16, blocks: 1 << 24, block_size: 64, ..Default::default() },
         processing: ProcessingParams {
             processors,
             policy: Allocation::Policy(Policy::Static),
@@ -376,8 +380,8 @@ fn dqs_alone_is_the_dqs_model() {
     let mut p = transparent(1, 0.0, Rate::gbps(1000));
     p.services[0].cost_beta_ns = 1.0;
     p.processing.scheduler = Scheduler::Drr;
-    p.ingress = IngressKind::Dqs { slots: 64, queues: 24, hash: HashKind::H3 { seed: 0 } };
-    p.blocks = 300;
+    p.ingress = IngressKind::Dqs;
+    p.table = DqsConfig { slots: 64, queues: 24, blocks: 300, ..p.table };
     let tr = synthetic(3_000, 1_000); // 3e6 packets/s of IMIX: about 1.1 x 8 Gbps
     let (run, trace) = run_traced(&p, &tr, seed).unwrap();
 
@@ -473,7 +477,8 @@ fn scheduling_alone_is_the_fair_queue() {
         let mut p = transparent(1, 300.0, Rate::gbps(1000));
         p.services[0].cost_beta_ns = 2.0;
         p.processing.scheduler = Scheduler::Fair(d);
-        p.ingress = IngressKind::PerFlow { queues: 4096 };
+        p.ingress = IngressKind::PerFlow;
+        p.table.queues = 4096;
         let tr = synthetic(400, 400); // 1e6 packets/s against a ~1.0 us mean cost
         let (_, trace) = run_traced(&p, &tr, 9).unwrap();
         let nq = 4096;
@@ -532,8 +537,8 @@ fn stress_params(
     qmem: u8,
 ) -> RouterParams {
     let mut p = transparent(procs, cost_us * 1e3, Rate::from_bits_per_sec(200_000_000));
-    p.blocks = blocks;
-    p.ingress = IngressKind::Dqs { slots: 16, queues: dqs_queues, hash: HashKind::H3 { seed: 0 } };
+    p.ingress = IngressKind::Dqs;
+    p.table = DqsConfig { slots: 16, queues: dqs_queues, blocks, ..p.table };
     p.processing.scheduler = Scheduler::Fair(npqos_core::sched::fq::Discipline::Efq);
     p.processing.policy = Allocation::Policy(if guarantee0 == 0.0 { Policy::Static } else { Policy::Everest });
     p.processing.late_drop = cost_us > 5.0;

@@ -1,0 +1,211 @@
+//! Building the router's stages from its parameters ([`Sim::new`]): the ingress queues, the
+//! egress queues and their shaper ([`egress`]), the processors' allocation and the scheduler
+//! within each service ([`processing`]), the queue memory and the link.
+
+use super::*;
+
+fn cfg(e: String) -> RouterError {
+    RouterError::Config(e)
+}
+
+impl<'a> Sim<'a> {
+    pub(super) fn new(
+        p: &'a RouterParams,
+        traffic: &'a RouterTraffic,
+        seed: u64,
+        trace: bool,
+        progress: &'a mut dyn FnMut(f64),
+    ) -> Result<Self, RouterError> {
+        let streams = RngStreams::new(seed);
+        let s_count = p.services.len();
+        if s_count == 0 || s_count > u16::MAX as usize {
+            return Err(cfg(format!("{s_count} services: from 1 to 65535")));
+        }
+        // A service's rule names the service by its place in the list.
+        let rules = p
+            .services
+            .iter()
+            .enumerate()
+            .map(|(i, s)| npqos_core::classify::Rule { service: ServiceId(i as u32), ..s.rule.clone() })
+            .collect();
+        let classifier = Classifier::new(s_count, rules, p.inside.clone(), None).map_err(|e| cfg(e.to_string()))?;
+        let ingress =
+            Ingress::new(p.ingress, &p.table, s_count, streams.stream("router.hash", 0).random()).map_err(cfg)?;
+        let nqi = ingress.queues();
+        let (eq_base, nqe, shaped, shaper) = egress(p, nqi)?;
+        let mean_len = traffic.mean_len();
+        let (alloc, lap, within) = processing(p, nqi, mean_len)?;
+        let qmem = Qmem::new(p.qmem, nqi + nqe as u32).map_err(cfg)?;
+        let feed = Feed::new(Prep::new(p, traffic, &streams, classifier, eq_base));
+        let hist = || {
+            std::array::from_fn(|_| {
+                hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds")
+            })
+        };
+        let expected = (traffic.mean_rate_bps() / 8.0 / mean_len.max(1.0) * p.duration.as_secs_f64()) as u64;
+        Ok(Sim {
+            p,
+            feed,
+            end: p.duration.as_nanos(),
+            until: p.duration.as_nanos().saturating_add(p.drain.as_nanos()),
+            ingress,
+            qmem,
+            nqi,
+            alloc,
+            lap,
+            within,
+            current: vec![u32::MAX; p.processing.processors as usize],
+            actions: Vec::new(),
+            shaper,
+            shaper_wake: None,
+            wake_buf: Vec::new(),
+            shaped,
+            flow_queues_shaped: !matches!(p.shaping.kind, ShaperKind::None),
+            fifo: vec![Fifo::EMPTY; nqe],
+            egress_backlog: 0,
+            flow_queue_shared: 0,
+            egress_bytes: 0,
+            drr: Drr::new(nqe as u32, p.quantum as u64).map_err(|e| cfg(e.to_string()))?,
+            link: Serializer::new(p.link_rate).map_err(|e| cfg(e.to_string()))?,
+            tx: VecDeque::new(),
+            pkts: Vec::new(),
+            free: Vec::new(),
+            offered: vec![0; s_count],
+            delivered: vec![0; s_count],
+            delivered_bytes: 0,
+            last_delivery: 0,
+            late: vec![0; s_count],
+            drops: [0; 6],
+            drops_by_service: vec![0; s_count],
+            hist: (0..s_count).map(|_| hist()).collect(),
+            samples: Samples { processors: vec![Vec::new(); s_count], ..Default::default() },
+            error: None,
+            trace: trace.then(Vec::new),
+            trace_of: Vec::new(),
+            progress_every: (expected / 200).max(1 << 12),
+            arrivals: 0,
+            progress,
+        })
+    }
+}
+
+/// The egress queues (one per service, then each per-flow service's `shaping.flow_queues`
+/// flow queues): each service's first flow queue (0 if it has none), their number, whether
+/// each service's own queue is shaped, and the shaper over all of them.
+fn egress(p: &RouterParams, nqi: u32) -> Result<(Vec<u32>, usize, Vec<bool>, Shaper), RouterError> {
+    let s_count = p.services.len();
+    // Egress queues: one per service, then each per-flow service's flow queues.
+    let mut eq_base = Vec::with_capacity(s_count);
+    let mut next = s_count as u64;
+    for s in &p.services {
+        if s.per_flow && s.rate.is_some() {
+            eq_base.push(next as u32);
+            next += p.shaping.flow_queues as u64;
+        } else {
+            eq_base.push(0);
+        }
+    }
+    if next + nqi as u64 >= u32::MAX as u64 {
+        return Err(cfg(format!("{next} output queues and {nqi} ingress queues: too many")));
+    }
+    let nqe = next as usize;
+    // The scenario reader refuses alpha > cap; parameters built in code are held to the same.
+    if let ShaperKind::Event { alpha_bytes, .. } = p.shaping.kind {
+        if alpha_bytes > p.shaping.cap_bytes {
+            return Err(cfg(format!(
+                "shaping alpha = {alpha_bytes} B: expected at most the cap ({} B)",
+                p.shaping.cap_bytes
+            )));
+        }
+    }
+    let mut buckets = Vec::with_capacity(nqe);
+    let mut shaped = Vec::with_capacity(s_count);
+    for q in 0..nqe {
+        let s = if q < s_count {
+            q
+        } else {
+            eq_base.iter().rposition(|&b| b != 0 && b as usize <= q).expect("a flow queue has its service")
+        };
+        let rate = p.services[s].rate.filter(|_| !matches!(p.shaping.kind, ShaperKind::None));
+        if q < s_count {
+            shaped.push(rate.is_some() && !p.services[s].per_flow);
+        }
+        let alpha = match p.shaping.kind {
+            ShaperKind::Event { alpha_bytes, .. } => alpha_bytes,
+            _ => 0,
+        };
+        buckets.push(BucketParams {
+            cir: rate.unwrap_or(p.link_rate),
+            cap_bytes: p.shaping.cap_bytes,
+            alpha_bytes: alpha,
+        });
+    }
+    let shaper = match p.shaping.kind {
+        ShaperKind::None => Shaper::None,
+        ShaperKind::Event { locked_bytes, tick_shift, adaptive, .. } => {
+            let mut e = EventShaper::new(&buckets, p.processing.processors.max(1) as usize, locked_bytes, tick_shift)
+                .map_err(|e| cfg(e.to_string()))?;
+            if let Some(a) = adaptive {
+                e = e.with_adaptive(a).map_err(|e| cfg(e.to_string()))?;
+            }
+            Shaper::Event(e)
+        }
+        ShaperKind::Periodic { period } => {
+            Shaper::Periodic(PeriodicShaper::new(&buckets, period).map_err(|e| cfg(e.to_string()))?)
+        }
+    };
+    Ok((eq_base, nqe, shaped, shaper))
+}
+
+/// The processors' allocation among the services (an everest policy, or LAP) and the scheduler
+/// within each service over its `nqi` ingress queues; `mean_len` (bytes) sets each service's
+/// predicted time per packet.
+fn processing(p: &RouterParams, nqi: u32, mean_len: f64) -> Result<(Allocator, Option<Lap>, Within), RouterError> {
+    let s_count = p.services.len();
+    let alloc_services = p
+        .services
+        .iter()
+        .map(|s| ServiceSpec {
+            name: s.name.clone(),
+            t_pkt: Duration::from_nanos((s.cost_alpha_ns + s.cost_beta_ns * mean_len).round().max(1.0) as u64),
+            tolerance: s.tolerance,
+            guarantee: s.guarantee,
+        })
+        .collect();
+    let alloc = Allocator::new(&AllocConfig {
+        processors: p.processing.processors,
+        t_sw: p.processing.t_sw,
+        delta: p.processing.delta,
+        services: alloc_services,
+        policy: match p.processing.policy {
+            Allocation::Policy(x) => x,
+            Allocation::Lap => npqos_core::alloc::Policy::Static,
+        },
+    })
+    .map_err(|e| cfg(e.to_string()))?;
+    let lap = match p.processing.policy {
+        Allocation::Lap => Some(Lap {
+            sched: LapScheduler::new(LapPolicy::Lap, s_count, p.processing.processors)
+                .map_err(|e| cfg(e.to_string()))?,
+            idle: vec![true; p.processing.processors as usize],
+            seq: 0,
+            cold: 0,
+        }),
+        Allocation::Policy(_) => None,
+    };
+    // Under LAP the scheduler holds the packets (oldest first within a service).
+    let scheduler = if lap.is_some() { Scheduler::Fcfs } else { p.processing.scheduler };
+    let within = match scheduler {
+        Scheduler::Fcfs => Within::Fifo(vec![VecDeque::new(); s_count]),
+        Scheduler::Drr => {
+            let drr = Drr::new(nqi, p.quantum as u64).map_err(|e| cfg(e.to_string()))?;
+            Within::Drr(vec![drr; s_count], vec![VecDeque::new(); nqi as usize])
+        }
+        Scheduler::Fair(d) => {
+            let shares = vec![1.0 / nqi as f64; nqi as usize];
+            let fq = FairQueue::new(d, p.processing.processors, &shares).map_err(|e| cfg(e.to_string()))?;
+            Within::Fair(vec![fq; s_count])
+        }
+    };
+    Ok((alloc, lap, within))
+}

@@ -1,0 +1,127 @@
+//! What the simulated router reports: its time series ([`Sim::sample`]) and, at the end, its
+//! measurements and the stages' state ([`Sim::into_outcome`]).
+
+use super::*;
+
+impl Sim<'_> {
+    pub(super) fn sample(&mut self, now: u64, engine: &mut Engine<Ev>) {
+        let sm = &mut self.samples;
+        sm.t.push(now as f64 * 1e-9);
+        sm.ingress_in_use.push(self.ingress.in_use().0 as f64);
+        for (s, v) in sm.processors.iter_mut().enumerate() {
+            let n = match &self.lap {
+                Some(l) => l.sched.group(AppId(s as u32)),
+                None => self.alloc.allocated(ServiceId(s as u32)),
+            };
+            v.push(n as f64);
+        }
+        let (mut total, mut max) = (0u64, 0u64);
+        if let Shaper::Event(e) = &self.shaper {
+            for c in 0..e.cores() {
+                let n = e.waiting(CoreId(c as u32)) as u64;
+                total += n;
+                max = max.max(n);
+            }
+        }
+        sm.heap_total.push(total as f64);
+        sm.heap_max_core = sm.heap_max_core.max(max);
+        sm.egress_backlog.push(self.egress_backlog as f64);
+        let next = now + self.p.sample_every.as_nanos();
+        if next <= self.end + self.p.drain.as_nanos() {
+            engine.schedule_class(Instant::from_nanos(next), C_SAMPLE, Ev::Sample);
+        }
+    }
+
+    /// The measurements and the stages' state (docs/router.md, "Outputs") at `end_ns`.
+    pub(super) fn into_outcome(self, events: u64, end_ns: u64) -> Outcome {
+        let span = end_ns.max(1) as f64 * 1e-9;
+        let mut st: Vec<(String, f64, &'static str)> = Vec::new();
+        let mut put = |n: &str, v: f64, u: &'static str| st.push((n.to_string(), v, u));
+        // Stage 3.
+        let (_, max_in_use) = self.ingress.in_use();
+        put("ingress_queues_max", max_in_use as f64, "queues");
+        put("ingress_state_bytes", self.ingress.state_bytes() as f64, "B");
+        put("ingress_table_accesses_per_s", self.ingress.table_accesses() as f64 / span, "accesses/s");
+        // Stage 4.
+        let a = self.alloc.stats();
+        let switches = self.lap.as_ref().map_or(a.switches, |l| l.cold);
+        put("context_switches", switches as f64, "switches");
+        let fq_bytes = match &self.within {
+            // LAP: per service its work, count and queue ends (32 B), per processor its cache.
+            Within::Fifo(_) if self.lap.is_some() => self.p.services.len() as u64 * 32 + self.current.len() as u64 * 4,
+            Within::Fifo(_) => 0,
+            // Per service and ingress queue a deficit and a flag (12 B), the ring's id (4 B).
+            Within::Drr(d, _) => d.len() as u64 * self.nqi as u64 * 16,
+            Within::Fair(f) => f.len() as u64 * self.nqi as u64 * 24,
+        };
+        put("processing_state_bytes", fq_bytes as f64, "B");
+        // Stage 5.
+        let c = self.qmem.counters;
+        put("qmem_ops", c.ops as f64, "ops");
+        put("qmem_hit_rate", c.hits as f64 / c.ops.max(1) as f64, "fraction");
+        put("qmem_wait_mean", c.wait_ns as f64 / c.ops.max(1) as f64 / 1e3, "us");
+        put("qmem_state_bytes", self.qmem.state_bytes() as f64, "B");
+        put("qmem_offchip_per_s", c.memory_refs as f64 / span, "accesses/s");
+        // Stage 6.
+        let queues = self.fifo.len() as f64;
+        let (reschedules, offchip, bytes) = match &self.shaper {
+            Shaper::None => (0.0, 0.0, 0.0),
+            Shaper::Event(e) => {
+                let h = e.heap_counters();
+                let heap_peak = self.samples.heap_max_core as f64 * e.cores() as f64;
+                (
+                    e.counters().reschedules as f64,
+                    (e.counters().bucket_accesses + h.off_chip()) as f64,
+                    e.bucket_state_bytes() as f64 + heap_peak * npqos_core::shaper::heap::NODE_BYTES as f64,
+                )
+            }
+            Shaper::Periodic(p) => (
+                p.counters().throttles as f64,
+                (p.fill_accesses(Instant::from_nanos(end_ns)) + 2 * p.counters().sends) as f64,
+                p.bucket_state_bytes() as f64,
+            ),
+        };
+        put("shaper_reschedules", reschedules, "reschedules");
+        put("shaper_heap_max_per_core", self.samples.heap_max_core as f64, "nodes");
+        put("shaping_state_bytes", bytes, "B");
+        put("shaping_offchip_per_s", offchip / span, "accesses/s");
+        put("flow_queue_shared_packets", self.flow_queue_shared as f64, "packets");
+        // Stage 7.
+        put("link_state_bytes", queues * 9.0, "B");
+        let sm = &self.samples;
+        let line = |name: String, unit: &str, v: &[f64]| Series {
+            name,
+            x_unit: "s".into(),
+            unit: unit.into(),
+            points: sm.t.iter().copied().zip(v.iter().copied()).collect(),
+        };
+        let mut series = vec![
+            line("ingress_queues_in_use".into(), "queues", &sm.ingress_in_use),
+            line("heap_nodes".into(), "nodes", &sm.heap_total),
+            line("egress_backlog".into(), "packets", &sm.egress_backlog),
+        ];
+        for (s, v) in sm.processors.iter().enumerate() {
+            series.push(line(format!("processors.{}", self.p.services[s].name), "processors", v));
+        }
+        Outcome {
+            names: self.p.services.iter().map(|s| s.name.clone()).collect(),
+            offered: self.offered,
+            delivered: self.delivered,
+            delivered_bytes: self.delivered_bytes,
+            last_delivery_ns: self.last_delivery,
+            late: self.late,
+            drops: self.drops,
+            drops_by_service: self.drops_by_service,
+            unclassified: self.drops[D_UNCLASSIFIED],
+            in_flight: (self.pkts.len() - self.free.len()) as u64,
+            hist: self.hist,
+            sim_ns: end_ns,
+            events,
+            link_bps: self.p.link_rate.bits_per_sec() as f64,
+            processors: self.p.processing.processors,
+            stage_scalars: st,
+            series,
+            trace: self.trace,
+        }
+    }
+}
