@@ -1,5 +1,6 @@
-//! One k-way merge of time-ordered sources: trace files, overlaid copies of a corpus, ON/OFF
-//! sources. Items come out by (time, source index): equal times are taken from the lower index
+//! One k-way merge of time-ordered sources: trace files and the overlaid copies of a trace
+//! (`trace::Merge`, `trace::TraceSource`), the overlaid copies of a corpus (`trace::corpus`),
+//! everest's ON/OFF sources, the efq-lap switch's flows. Items come out by (time, source index): equal times are taken from the lower index
 //! first, and the keys are unique (one head per source), so the order is fixed whatever the
 //! heap does inside.
 //!
@@ -7,7 +8,9 @@
 //! merge only orders across sources, and a source's items keep their own order. Structures that
 //! are not merges of independent sources keep their own queue: the link model's arrival
 //! streams (ties FIFO through the engine's queue, shared RNGs) and `workload::flows::FlowGen`
-//! (1e6 slots refilled after every packet from one RNG, a monotone radix queue).
+//! (1e6 slots refilled after every packet from one RNG, a monotone radix queue: the
+//! `radix_heap` crate, whose ties by slot this order matches, rather than a third radix
+//! structure beside the engine's queue and the shaper's wheel).
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -65,6 +68,11 @@ impl<S: Source> KMerge<S> {
         let item = self.heads[i].take().expect("a heap entry has a head");
         self.refill(i)?;
         Ok(Some((t, i, item)))
+    }
+
+    /// The time and source index of the item [`KMerge::next_from`] would hand out next.
+    pub fn peek(&self) -> Option<(u64, usize)> {
+        self.heap.peek().map(|Reverse((t, i))| (*t, *i as usize))
     }
 
     /// The sources, in index order.

@@ -17,9 +17,8 @@ use npqos_core::flow::FlowKey;
 use npqos_core::{Duration, Instant};
 use rand::Rng;
 pub use reader::{Format, ReaderCounters, TraceError, TraceReader};
-use std::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// One record of a (merged) trace, decoded.
 #[derive(Clone, Copy, Debug)]
@@ -172,16 +171,10 @@ pub struct TraceOptions {
 /// files once more up front; each copy streams its two segments one after the other, so memory
 /// stays constant and `k x files` readers are open at once.
 pub struct TraceSource {
-    copies: Vec<Overlay>,
-    heap: BinaryHeap<Reverse<(u64, usize)>>,
-    heads: Vec<Option<TracePacket>>,
-    opts: TraceOptions,
-    first_ts: u64,
-    duration: u64,
-    counters: ReaderCounters,
+    copies: KMerge<Overlay>,
 }
 
-/// One overlaid copy of the trace (flow multiplication).
+/// One overlaid copy of the trace (flow multiplication), a source of the copies' merge.
 struct Overlay {
     index: u32,
     /// Offset o_j in original (unscaled) nanoseconds.
@@ -189,6 +182,11 @@ struct Overlay {
     /// 0: emitting the wrapped tail segment, 1: the head segment, 2: done.
     phase: u8,
     merge: Option<Merge>,
+    opts: Arc<TraceOptions>,
+    first_ts: u64,
+    duration: u64,
+    /// Counters of this copy's readers already closed.
+    retired: ReaderCounters,
 }
 
 impl TraceSource {
@@ -206,33 +204,31 @@ impl TraceSource {
             duration = last.saturating_sub(first_ts) + 1;
         }
         drop(probe);
+        let opts = Arc::new(opts);
         let copies: Vec<Overlay> = (0..k)
             .map(|j| {
                 let offset = if j == 0 { 0 } else { rng.random_range(0..duration) };
-                Overlay { index: j, offset, phase: if offset == 0 { 1 } else { 0 }, merge: None }
+                Overlay {
+                    index: j,
+                    offset,
+                    phase: if offset == 0 { 1 } else { 0 },
+                    merge: None,
+                    opts: opts.clone(),
+                    first_ts,
+                    duration,
+                    retired: ReaderCounters::default(),
+                }
             })
             .collect();
-        let mut s = TraceSource {
-            heads: vec![None; copies.len()],
-            copies,
-            heap: BinaryHeap::new(),
-            opts,
-            first_ts,
-            duration,
-            counters: ReaderCounters::default(),
-        };
-        for j in 0..s.copies.len() {
-            s.advance(j)?;
-        }
-        Ok(s)
+        Ok(TraceSource { copies: KMerge::new(copies)? })
     }
 
     /// Lenient-mode counters of every reader opened so far (each copy counts its own reads).
     pub fn counters(&self) -> ReaderCounters {
-        let mut c = self.counters;
-        for cp in &self.copies {
-            if let Some(m) = &cp.merge {
-                let mc = m.counters();
+        let mut c = ReaderCounters::default();
+        for cp in self.copies.sources() {
+            let open = cp.merge.as_ref().map(|m| m.counters()).unwrap_or_default();
+            for mc in [cp.retired, open] {
                 c.corrupt_skipped += mc.corrupt_skipped;
                 c.abandoned_tail |= mc.abandoned_tail;
             }
@@ -240,42 +236,53 @@ impl TraceSource {
         c
     }
 
-    fn retire(&mut self, j: usize) {
-        if let Some(m) = self.copies[j].merge.take() {
+    /// The next packet of the workload, in time order.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<TracePacket>, TraceError> {
+        Ok(self.copies.next_from()?.map(|(_, _, p)| p))
+    }
+}
+
+impl Overlay {
+    fn retire(&mut self) {
+        if let Some(m) = self.merge.take() {
             let mc = m.counters();
-            self.counters.corrupt_skipped += mc.corrupt_skipped;
-            self.counters.abandoned_tail |= mc.abandoned_tail;
+            self.retired.corrupt_skipped += mc.corrupt_skipped;
+            self.retired.abandoned_tail |= mc.abandoned_tail;
         }
     }
+}
 
-    /// Loads the next packet of copy `j` into `heads[j]`.
-    fn advance(&mut self, j: usize) -> Result<(), TraceError> {
+impl Source for Overlay {
+    type Item = TracePacket;
+    type Error = TraceError;
+
+    /// The copy's next packet: rotated by its offset, rebased, scaled, its flows in the copy's
+    /// zone.
+    fn next(&mut self) -> Result<Option<(u64, TracePacket)>, TraceError> {
         loop {
-            let cp = &mut self.copies[j];
-            if cp.phase >= 2 {
-                self.heads[j] = None;
-                return Ok(());
+            if self.phase >= 2 {
+                return Ok(None);
             }
-            if cp.merge.is_none() {
-                cp.merge = Some(Merge::open_aligned(&self.opts.files, self.opts.lenient, self.opts.align)?);
+            if self.merge.is_none() {
+                self.merge = Some(Merge::open_aligned(&self.opts.files, self.opts.lenient, self.opts.align)?);
             }
-            let cut = self.duration - cp.offset; // phase 0 keeps rel >= cut, phase 1 rel < cut
-            let next = cp.merge.as_mut().expect("opened").next()?;
+            let cut = self.duration - self.offset; // phase 0 keeps rel >= cut, phase 1 rel < cut
+            let next = self.merge.as_mut().expect("opened").next()?;
             let Some(mut p) = next else {
-                cp.phase += 1;
-                self.retire(j);
+                self.phase += 1;
+                self.retire();
                 continue;
             };
             let rel = p.ts.as_nanos().saturating_sub(self.first_ts);
-            let cp = &mut self.copies[j];
-            let shifted = match cp.phase {
+            let shifted = match self.phase {
                 0 if rel >= cut => rel - cut,
                 0 => continue,
-                _ if cp.offset == 0 => rel,
-                _ if rel < cut => rel + cp.offset,
+                _ if self.offset == 0 => rel,
+                _ if rel < cut => rel + self.offset,
                 _ => {
-                    cp.phase = 2;
-                    self.retire(j);
+                    self.phase = 2;
+                    self.retire();
                     continue;
                 }
             };
@@ -287,22 +294,9 @@ impl TraceSource {
             p.ts = Instant::from_nanos(scaled);
             if let Ok(f) = &mut p.flow {
                 // Each copy is its own address space: distinct keys by construction.
-                f.zone = cp.index as u16;
+                f.zone = self.index as u16;
             }
-            self.heap.push(Reverse((p.ts.as_nanos(), j)));
-            self.heads[j] = Some(p);
-            return Ok(());
+            return Ok(Some((scaled, p)));
         }
-    }
-
-    /// The next packet of the workload, in time order.
-    #[allow(clippy::should_implement_trait)]
-    pub fn next(&mut self) -> Result<Option<TracePacket>, TraceError> {
-        let Some(Reverse((_, j))) = self.heap.pop() else {
-            return Ok(None);
-        };
-        let p = self.heads[j].take().expect("heap entry has a head");
-        self.advance(j)?;
-        Ok(Some(p))
     }
 }

@@ -21,6 +21,7 @@
 
 use super::{FlowSpec, VARIATION};
 use crate::engine::{Engine, Model, RunLimits, StopReason};
+use crate::merge::{KMerge, Source};
 use crate::rng::RngStreams;
 use npqos_core::sched::estimate::{AppParams, SPC_TO_2GHZ, TABLE1};
 use npqos_core::sched::fq::{Discipline, FairQueue, FqPacket};
@@ -29,6 +30,7 @@ use npqos_core::{AppId, FlowId, Instant, ProcessorId};
 use rand::Rng;
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, VecDeque};
+use std::convert::Infallible;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -207,8 +209,8 @@ struct SwitchModel<'a> {
     lap: LapScheduler,
     rngs: Vec<crate::rng::StreamRng>,
     te: Vec<f64>,
-    /// Next arrival of each flow: (time, flow).
-    arrivals: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Next arrival of each flow, merged by (time, flow).
+    arrivals: KMerge<FlowArrivals<'a>>,
     res: SwitchResult,
     meta: Vec<Meta>,
     /// Processors busy: (completion time, processor).
@@ -222,6 +224,33 @@ struct SwitchModel<'a> {
     last_sample: Option<u64>,
     /// The source event announced by `next_source` is an arrival.
     arrival_next: bool,
+}
+
+/// Flow `i`'s interarrival time at `t`, ns (its burst factor or the calm load); `te` its
+/// packets' estimated time, ns.
+fn gap(p: &SwitchParams, i: usize, te: f64, t: u64) -> f64 {
+    let f = &p.flows[i];
+    let load = if p.bursts.apps.contains(&f.app) && p.bursts.on(t) { p.bursts.factor } else { p.calm_load };
+    te / (f.share * p.processors as f64) / load
+}
+
+/// One flow's arrival times: each the previous one plus the flow's gap at that time (no draw:
+/// the flow's random stream stays with the model, which draws each packet's warm time).
+struct FlowArrivals<'a> {
+    p: &'a SwitchParams,
+    i: usize,
+    te: f64,
+    next: u64,
+}
+
+impl Source for FlowArrivals<'_> {
+    type Item = ();
+    type Error = Infallible;
+    fn next(&mut self) -> Result<Option<(u64, ())>, Infallible> {
+        let t = self.next;
+        self.next = t + gap(self.p, self.i, self.te, t).round() as u64;
+        Ok(Some((t, ())))
+    }
 }
 
 impl<'a> SwitchModel<'a> {
@@ -241,7 +270,7 @@ impl<'a> SwitchModel<'a> {
             lap,
             rngs: Vec::new(),
             te,
-            arrivals: BinaryHeap::new(),
+            arrivals: KMerge::new(Vec::new()).unwrap_or_else(|e: Infallible| match e {}),
             res: SwitchResult::default(),
             meta: Vec::new(),
             running: BinaryHeap::new(),
@@ -254,27 +283,24 @@ impl<'a> SwitchModel<'a> {
             last_sample: None,
             arrival_next: false,
         };
-        for (i, r) in rngs.iter_mut().enumerate() {
-            let g = model.gap(i, 0);
-            model.arrivals.push(Reverse((r.random_range(0.0..g) as u64, i as u32)));
-        }
+        let flows = rngs
+            .iter_mut()
+            .enumerate()
+            .map(|(i, r)| {
+                let te = model.te[i];
+                FlowArrivals { p, i, te, next: r.random_range(0.0..gap(p, i, te, 0)) as u64 }
+            })
+            .collect();
+        model.arrivals = KMerge::new(flows).unwrap_or_else(|e: Infallible| match e {});
         model.rngs = rngs;
         model
-    }
-
-    /// Flow `i`'s interarrival time at `t` (its burst factor or the calm load).
-    fn gap(&self, i: usize, t: u64) -> f64 {
-        let p = self.p;
-        let f = &p.flows[i];
-        let load = if p.bursts.apps.contains(&f.app) && p.bursts.on(t) { p.bursts.factor } else { p.calm_load };
-        self.te[i] / (f.share * p.processors as f64) / load
     }
 
     fn arrive(&mut self, work: f64) {
         let p = self.p;
         let now = self.now;
-        let Reverse((_, fi)) = self.arrivals.pop().expect("announced");
-        let i = fi as usize;
+        let (_, i, ()) = self.arrivals.next_from().unwrap_or_else(|e: Infallible| match e {}).expect("announced");
+        let fi = i as u32;
         let f = p.flows[i];
         let v = VARIATION[f.app];
         let te = self.te[i];
@@ -286,8 +312,6 @@ impl<'a> SwitchModel<'a> {
         let pk = FqPacket { id, flow: FlowId(fi), app, est_ns: te, actual_ns: warm, arrival: at };
         self.fq.enqueue(at, pk).expect("flow exists");
         self.lap.enqueue(LapPacket { id, app, est: te }).expect("valid packet");
-        let next = now + self.gap(i, now).round() as u64;
-        self.arrivals.push(Reverse((next, fi)));
     }
 
     fn complete(&mut self, work: f64) {
@@ -359,7 +383,7 @@ impl Model for SwitchModel<'_> {
     type Event = ();
     fn handle(&mut self, _: (), _: &mut Engine<()>) {}
     fn next_source(&mut self) -> Option<(Instant, u8)> {
-        let t_arr = self.arrivals.peek().map(|Reverse((t, _))| *t).filter(|&t| t < self.p.duration_ns);
+        let t_arr = self.arrivals.peek().map(|(t, _)| t).filter(|&t| t < self.p.duration_ns);
         let t_done = self.running.peek().map(|Reverse((t, _))| *t);
         let (t, arrival) = match (t_arr, t_done) {
             (None, None) => return None,
