@@ -5,111 +5,124 @@
 //! `cargo bench -p npqos-cli --bench live`
 
 #[cfg(target_os = "linux")]
-fn main() {
-    use npqos_cli::live::netns::{self, Bed};
-    use std::process::Command;
-    use std::sync::atomic::{AtomicBool, Ordering};
-    use std::sync::Arc;
+use npqos_cli::live::netns::{self, Bed};
+#[cfg(target_os = "linux")]
+use std::path::Path;
+#[cfg(target_os = "linux")]
+use std::process::{Child, Command};
+#[cfg(target_os = "linux")]
+use std::sync::atomic::{AtomicBool, Ordering};
+#[cfg(target_os = "linux")]
+use std::sync::Arc;
 
+/// The `[live]` section every configuration starts with.
+#[cfg(target_os = "linux")]
+const BASE: &str = "[live]\ninput = \"in0\"\noutput = \"out0\"\n";
+
+#[cfg(target_os = "linux")]
+fn main() {
     if let Some(why) = netns::unavailable() {
         println!("SKIPPED live benchmark: {why}");
         return;
     }
     let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
     let mid_cpu = if cpus > 1 { 1 } else { 0 };
-
-    struct Row {
-        what: String,
-        offered_pps: f64,
-        forwarded_pps: f64,
-        rate_err: Option<f64>,
-        own_cpu_ns: Option<f64>,
-        machine_cpu_ns: f64,
-    }
-
-    /// What the sender offers: flows, bits/s per flow (0: as fast as it can), UDP payload, seconds.
-    struct Load(u32, u64, usize, u64);
-
-    /// One run with the middle set up: `npqos` is the live process and its results directory.
-    fn run(
-        bed: &Bed,
-        Load(flows, offered_bps, payload, secs): Load,
-        shaped_bps: Option<f64>,
-        npqos: Option<(std::process::Child, &std::path::Path)>,
-        what: &str,
-    ) -> Row {
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        let stop = Arc::new(AtomicBool::new(false));
-        let s2 = stop.clone();
-        let rcv = netns::in_ns(&bed.rcv, move || netns::receive("r0", &s2));
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        let busy0 = netns::machine_busy_ns();
-        let snd = netns::in_ns(&bed.snd, move || {
-            netns::pin(0);
-            netns::send_udp(flows, offered_bps, payload, secs * 1_000_000_000)
-        });
-        let off = snd.join().unwrap().unwrap().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        let busy = netns::machine_busy_ns() - busy0;
-        stop.store(true, Ordering::Relaxed);
-        let got = rcv.join().unwrap().unwrap().unwrap();
-        let mut own = None;
-        if let Some((mut c, out)) = npqos {
-            let _ = c.wait();
-            let info: serde_json::Value =
-                serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
-            own = info["cpu_ns_per_forwarded_frame"].as_f64();
-        }
-        let sent: u64 = off.sent.iter().sum();
-        let recv: u64 = got.flows.values().map(|f| f.frames).sum();
-        let rate_err = shaped_bps.map(|r| {
-            got.flows.values().filter_map(|f| f.rate_bps()).map(|b| (b / r - 1.0).abs() * 100.0).fold(0.0, f64::max)
-        });
-        Row {
-            what: what.into(),
-            offered_pps: sent as f64 / (off.elapsed_ns as f64 / 1e9),
-            forwarded_pps: recv as f64 / (off.elapsed_ns as f64 / 1e9),
-            rate_err,
-            own_cpu_ns: own,
-            machine_cpu_ns: busy as f64 / recv.max(1) as f64,
-        }
-    }
-
-    let npqos = |bed: &Bed, dir: &std::path::Path, cfg: &str, secs: u64| {
-        let p = dir.join("live.toml");
-        std::fs::write(&p, cfg).unwrap();
-        Command::new("ip")
-            .args([
-                "netns",
-                "exec",
-                &bed.mid,
-                "taskset",
-                "-c",
-                &mid_cpu.to_string(),
-                env!("CARGO_BIN_EXE_npqos"),
-                "live",
-            ])
-            .arg(&p)
-            .arg("--out")
-            .arg(dir.join("out"))
-            .arg("--quiet")
-            .arg("--duration")
-            .arg(format!("{}s", secs + 2))
-            .spawn()
-            .unwrap()
-    };
-    let base = "[live]\ninput = \"in0\"\noutput = \"out0\"\n";
     let mut rows = Vec::new();
     let tag = format!("b{}", std::process::id() % 100_000);
+    rate_error(&mut rows, &tag, mid_cpu);
+    many_flows(&mut rows, &tag, mid_cpu);
+    print_table(&rows);
+}
 
-    // 1. Eight flows offered 20 Mbps, shaped to 10 Mbps.
+/// One line of the table: a setup and what it measured.
+#[cfg(target_os = "linux")]
+struct Row {
+    what: String,
+    offered_pps: f64,
+    forwarded_pps: f64,
+    rate_err: Option<f64>,
+    own_cpu_ns: Option<f64>,
+    machine_cpu_ns: f64,
+}
+
+/// What the sender offers: flows, bits/s per flow (0: as fast as it can), UDP payload, seconds.
+#[cfg(target_os = "linux")]
+struct Load(u32, u64, usize, u64);
+
+/// One run with the middle set up: `npqos` is the live process and its results directory.
+#[cfg(target_os = "linux")]
+fn run(
+    bed: &Bed,
+    Load(flows, offered_bps, payload, secs): Load,
+    shaped_bps: Option<f64>,
+    npqos: Option<(Child, &Path)>,
+    what: &str,
+) -> Row {
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let rcv = netns::in_ns(&bed.rcv, move || netns::receive("r0", &s2));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let busy0 = netns::machine_busy_ns();
+    let snd = netns::in_ns(&bed.snd, move || {
+        netns::pin(0);
+        netns::send_udp(flows, offered_bps, payload, secs * 1_000_000_000)
+    });
+    let off = snd.join().unwrap().unwrap().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let busy = netns::machine_busy_ns() - busy0;
+    stop.store(true, Ordering::Relaxed);
+    let got = rcv.join().unwrap().unwrap().unwrap();
+    let mut own = None;
+    if let Some((mut c, out)) = npqos {
+        let _ = c.wait();
+        let info: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
+        own = info["cpu_ns_per_forwarded_frame"].as_f64();
+    }
+    let sent: u64 = off.sent.iter().sum();
+    let recv: u64 = got.flows.values().map(|f| f.frames).sum();
+    let rate_err = shaped_bps.map(|r| {
+        got.flows.values().filter_map(|f| f.rate_bps()).map(|b| (b / r - 1.0).abs() * 100.0).fold(0.0, f64::max)
+    });
+    Row {
+        what: what.into(),
+        offered_pps: sent as f64 / (off.elapsed_ns as f64 / 1e9),
+        forwarded_pps: recv as f64 / (off.elapsed_ns as f64 / 1e9),
+        rate_err,
+        own_cpu_ns: own,
+        machine_cpu_ns: busy as f64 / recv.max(1) as f64,
+    }
+}
+
+/// Starts `npqos live` in the bed's middle namespace on core `mid_cpu`, its config `cfg` in `dir`.
+#[cfg(target_os = "linux")]
+fn npqos(bed: &Bed, mid_cpu: usize, dir: &Path, cfg: &str, secs: u64) -> Child {
+    let p = dir.join("live.toml");
+    std::fs::write(&p, cfg).unwrap();
+    Command::new("ip")
+        .args(["netns", "exec", &bed.mid, "taskset", "-c", &mid_cpu.to_string(), env!("CARGO_BIN_EXE_npqos"), "live"])
+        .arg(&p)
+        .arg("--out")
+        .arg(dir.join("out"))
+        .arg("--quiet")
+        .arg("--duration")
+        .arg(format!("{}s", secs + 2))
+        .spawn()
+        .unwrap()
+}
+
+/// Eight flows offered 20 Mbps, shaped to 10 Mbps: npqos live, then htb.
+#[cfg(target_os = "linux")]
+fn rate_error(rows: &mut Vec<Row>, tag: &str, mid_cpu: usize) {
     {
         let bed = Bed::new(&format!("{tag}a")).unwrap();
         let d = tempfile::tempdir().unwrap();
         let c = npqos(
             &bed,
+            mid_cpu,
             d.path(),
-            &format!("{base}[shaper]\nflow_rate = \"10Mbps\"\n[table]\nblocks = 65536\nqueue_limit = \"32KiB\"\n"),
+            &format!("{BASE}[shaper]\nflow_rate = \"10Mbps\"\n[table]\nblocks = 65536\nqueue_limit = \"32KiB\"\n"),
             3,
         );
         let out = d.path().join("out");
@@ -126,10 +139,15 @@ fn main() {
         bed.kernel_htb(8, 10_000_000, 32768).unwrap();
         rows.push(run(&bed, Load(8, 20_000_000, 1000, 3), Some(10e6), None, "htb, 8 flows 20 -> 10 Mbps"));
     }
-    // 2. Many flows, as fast as the sender goes (64 B datagrams, 106 B frames), npqos live on
-    // one core. The sender's ~220,000 frames/s give each of 1e3 flows about 190 kbps and each of
-    // 1e5 flows about 1.9 kbps, so the throttled rate is below that: 20 kbps, and 500 bps with
-    // a cap of 128 B (one frame, and the next overdraws) so that 3 s are not all burst.
+}
+
+/// Many flows as fast as the sender goes: npqos live with 1e3 and 1e5 flows, then htb with 1e3.
+#[cfg(target_os = "linux")]
+fn many_flows(rows: &mut Vec<Row>, tag: &str, mid_cpu: usize) {
+    // 64 B datagrams, 106 B frames, npqos live on one core. The sender's ~220,000 frames/s give
+    // each of 1e3 flows about 190 kbps and each of 1e5 flows about 1.9 kbps, so the throttled
+    // rate is below that: 20 kbps, and 500 bps with a cap of 128 B (one frame, and the next
+    // overdraws) so that 3 s are not all burst.
     for (flows, label, slow) in
         [(1_000u32, "1e3", "20kbps"), (100_000, "1e5", "500bps\"\ncap = \"128B\"\nalpha = \"64B")]
     {
@@ -138,8 +156,9 @@ fn main() {
             let d = tempfile::tempdir().unwrap();
             let c = npqos(
                 &bed,
+                mid_cpu,
                 d.path(),
-                &format!("{base}[shaper]\nflow_rate = \"{rate}\"\n[table]\nqueues = 131072\nblocks = 1048576\nqueue_limit = \"4KiB\"\n"),
+                &format!("{BASE}[shaper]\nflow_rate = \"{rate}\"\n[table]\nqueues = 131072\nblocks = 1048576\nqueue_limit = \"4KiB\"\n"),
                 3,
             );
             let out = d.path().join("out");
@@ -157,10 +176,14 @@ fn main() {
         bed.kernel_htb(1000, 20_000, 4096).unwrap();
         rows.push(run(&bed, Load(1000, 0, 64, 3), None, None, "htb, 1e3 classes at 20 kbps (throttled)"));
     }
+}
 
+/// Prints the rows as a Markdown table.
+#[cfg(target_os = "linux")]
+fn print_table(rows: &[Row]) {
     println!("| setup | offered (frames/s) | forwarded (frames/s) | worst rate error | npqos CPU per forwarded frame | machine CPU per forwarded frame |");
     println!("|---|---|---|---|---|---|");
-    for r in &rows {
+    for r in rows {
         println!(
             "| {} | {:.0} | {:.0} | {} | {} | {:.0} ns |",
             r.what,

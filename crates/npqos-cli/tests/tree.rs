@@ -14,13 +14,7 @@ const MAX_FILE_LINES: usize = 800;
 const MAX_FN_LINES: usize = 150;
 
 /// (path from the workspace root, function name or "" for the file, its size when listed).
-const KNOWN: &[(&str, &str, usize)] = &[
-    ("crates/npqos-sim/src/experiments/kim_load.rs", "delay", 175),
-    ("crates/npqos-sim/src/experiments/dqs.rs", "fig9_13", 169),
-    ("crates/npqos-cli/benches/live.rs", "main", 167),
-    ("crates/npqos-sim/src/experiments/dqs.rs", "fig5_8", 161),
-    ("crates/npqos-sim/src/experiments/kim/table10.rs", "table10", 156),
-];
+const KNOWN: &[(&str, &str, usize)] = &[];
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("the workspace root")

@@ -396,81 +396,7 @@ pub fn fig5_8(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outp
         let w = w.name();
         let mut lines: [Vec<(f64, f64)>; 7] = Default::default();
         for (mi, &m) in slots.iter().enumerate() {
-            let r = &rs[wi * n + mi];
-            let x = m as f64;
-            let (s, u) = (&r.search, &r.update);
-            lines[0].push((x, s.mean_measured()));
-            lines[1].push((x, s.mean_paper()));
-            lines[2].push((x, s.mean_exact()));
-            lines[3].push((x, u.mean_measured()));
-            lines[4].push((x, u.mean_paper()));
-            lines[5].push((x, u.mean_exact()));
-            lines[6].push((x, r.mean_cycles()));
-            rows.row([
-                w.to_string(),
-                m.to_string(),
-                format!("{:.3} / {:.3} / {:.3}", s.mean_measured(), s.mean_paper(), s.mean_exact()),
-                format!("{:.3} / {:.3} / {:.3}", u.mean_measured(), u.mean_paper(), u.mean_exact()),
-                format!("{:.3}", r.mean_cycles()),
-            ]);
-            let p = params(w, m);
-            out.comparisons.push(Comparison::new(
-                "search_nodes_compared",
-                p.clone(),
-                s.mean_measured(),
-                None,
-                "nodes",
-                "Fig. 5",
-            ));
-            out.comparisons.push(Comparison::new(
-                "search_theorem1_as_printed",
-                p.clone(),
-                s.mean_paper(),
-                None,
-                "nodes",
-                "Theorem 1 (eq 3)",
-            ));
-            out.comparisons.push(Comparison::new(
-                "search_exact_per_flow",
-                p.clone(),
-                s.mean_exact(),
-                None,
-                "nodes",
-                "Lemma 1, eq 2 (our per-flow weighting)",
-            ));
-            out.comparisons.push(Comparison::new(
-                "update_nodes_compared",
-                p.clone(),
-                u.mean_measured(),
-                None,
-                "nodes",
-                "Fig. 6",
-            ));
-            out.comparisons.push(Comparison::new(
-                "update_theorem2_bound",
-                p.clone(),
-                u.mean_paper(),
-                None,
-                "nodes",
-                "Theorem 2 (eq 4)",
-            ));
-            out.comparisons.push(Comparison::new(
-                "update_exact",
-                p.clone(),
-                u.mean_exact(),
-                None,
-                "nodes",
-                "random-BST unsuccessful search, eq 2",
-            ));
-            out.comparisons.push(Comparison::new(
-                "overall_cycles_per_packet",
-                p,
-                r.mean_cycles(),
-                None,
-                "cycles",
-                FIG7_SOURCE,
-            ));
-            out.runs.push(link_run(format!("{w} M={m}"), w, m, r));
+            fig5_7_at(&mut out, &mut rows, &mut lines, w, m, &rs[wi * n + mi]);
         }
         let names =
             ["measured", "Theorem 1 as printed", "exact, per flow", "measured", "Theorem 2 bound", "exact", "overall"];
@@ -483,37 +409,7 @@ pub fn fig5_8(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outp
             }
         }
         // Fig. 8: CDF of cycles at M = 256.
-        let r = &rs[wi * n + slots.iter().position(|&m| m == 256).expect("256 in the sweep")];
-        let total: u64 = r.cycles_hist.iter().sum();
-        let mut acc = 0u64;
-        let mut cdf = Vec::new();
-        for (c, &k) in r.cycles_hist.iter().enumerate().skip(1) {
-            acc += k;
-            cdf.push((c as f64, acc as f64 / total.max(1) as f64));
-        }
-        let frac = |c: usize| cdf.get(c.wrapping_sub(1)).map_or(1.0, |p| p.1);
-        let p256 = params(w, 256);
-        out.comparisons.push(Comparison::new("cdf_cycles_le_1", p256.clone(), frac(1), None, "fraction", FIG8_SOURCE));
-        out.comparisons.push(Comparison::new("cdf_cycles_le_2", p256.clone(), frac(2), None, "fraction", FIG8_SOURCE));
-        out.comparisons.push(Comparison::new(
-            "max_cycles",
-            p256,
-            (r.cycles_hist.len() - 1) as f64,
-            None,
-            "cycles",
-            FIG8_SOURCE,
-        ));
-        out.plots.push(PlotSpec {
-            name: format!("fig8_{w}"),
-            title: format!("dqs Fig. 8: CDF of cycles per packet, M = 256 ({w})"),
-            x_label: "cycles (hash + nodes compared)".into(),
-            y_label: "fraction of packets".into(),
-            lines: vec![(w.into(), cdf)],
-            kind: PlotKind::Lines,
-            log_x: false,
-            log_y: false,
-            ..Default::default()
-        });
+        fig8(&mut out, w, &rs[wi * n + slots.iter().position(|&m| m == 256).expect("256 in the sweep")]);
     }
     for (name, title, y, lines) in [
         ("fig5", "dqs Fig. 5: nodes compared to find an active flow", "nodes compared", f5),
@@ -545,39 +441,11 @@ pub fn fig9_13(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Out
     let ws = workloads(opts, g, &mut out);
     let slots: Vec<u32> = g.values("links", "slots");
     let rs = sweep(&ws, &slots, true, opts, &mut |x| progress(0.6 * x));
-    // Fig. 9: the flow table itself at enqueue rate = speedup x dequeue rate (the link at load
-    // = speedup), so the table's state, and with it the search and update cost, follows the
-    // backlog the speedup builds.
-    let f9_speedups: Vec<f64> = g.values("fig 9", "speedup");
-    let f9_slots: u32 = g.value("fig 9", "slots");
-    let f9_points: Vec<(usize, f64)> = (0..ws.len()).flat_map(|w| f9_speedups.iter().map(move |&sp| (w, sp))).collect();
-    let f9 = super::par_map(
-        opts.threads,
-        &f9_points,
-        |&(w, sp), prog| ws[w].run_at(f9_slots, sp, false, opts.seed, prog),
-        &mut |x| progress(0.6 + 0.4 * x),
-    );
-    fig9(&mut out, &ws, &f9_points, &f9, f9_slots);
+    fig9_by_speedup(opts, g, &ws, &mut out, &mut |x| progress(0.6 + 0.4 * x));
     let speedups: Vec<f64> = g.values("by speedup", "speedup");
     let (sp_slots, m_speedup): (u32, f64) = (g.value("by speedup", "slots"), g.value("by M", "speedup"));
     let models = [ProcModel::Spsq, ProcModel::Mpsq, ProcModel::Mpmq];
-    let mut ratio_plots = [
-        PlotSpec {
-            name: "fig10_mpmq_over_spsq".into(),
-            title: format!("dqs Fig. 10: MPMQ / SPSQ throughput vs speedup, M = {sp_slots}"),
-            x_label: "speedup".into(),
-            y_label: "MPMQ throughput / SPSQ throughput".into(),
-            ..Default::default()
-        },
-        PlotSpec {
-            name: "fig12_mpmq_over_spsq".into(),
-            title: format!("dqs Fig. 12: MPMQ / SPSQ throughput vs M, speedup {m_speedup}"),
-            x_label: "AFM slots M".into(),
-            y_label: "MPMQ throughput / SPSQ throughput".into(),
-            log_x: true,
-            ..Default::default()
-        },
-    ];
+    let mut ratio_plots = mpmq_over_spsq_plots(sp_slots, m_speedup);
     let mut rows = Table::new([
         "workload",
         "M",
@@ -658,38 +526,7 @@ pub fn fig9_13(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Out
         for (mi, &m) in slots.iter().enumerate() {
             emit(m, m_speedup, &rs[wi * n + mi].requests, false, &mut out, &mut rows);
         }
-        for (name, title, xl, yl, lines, log_x) in [
-            (
-                "fig10",
-                "dqs Fig. 10: normalised throughput vs speedup, M = 64",
-                "speedup",
-                "normalised throughput",
-                thr_s,
-                false,
-            ),
-            ("fig11", "dqs Fig. 11: task-queue buffer vs speedup, M = 64", "speedup", "buffer (KB)", buf_s, false),
-            (
-                "fig12",
-                "dqs Fig. 12: normalised throughput vs M, speedup 8",
-                "AFM slots M",
-                "normalised throughput",
-                thr_m,
-                true,
-            ),
-            ("fig13", "dqs Fig. 13: task-queue buffer vs M, speedup 8", "AFM slots M", "buffer (KB)", buf_m, true),
-        ] {
-            out.plots.push(PlotSpec {
-                name: format!("{name}_{w}"),
-                title: format!("{title} ({w})"),
-                x_label: xl.into(),
-                y_label: yl.into(),
-                lines,
-                kind: PlotKind::Lines,
-                log_x,
-                log_y: false,
-                ..Default::default()
-            });
-        }
+        fig10_13_plots(&mut out, w, [thr_s, buf_s, thr_m, buf_m]);
         for (mi, &m) in slots.iter().enumerate() {
             out.runs.push(link_run(format!("{w} M={m}"), w, m, &rs[wi * n + mi]));
         }
@@ -708,6 +545,189 @@ pub fn fig9_13(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Out
     out.assumptions.push("A search occupies its mapping process max(1, nodes compared) cycles; a new flow then takes one cycle of the single queue allocator, granted in request order (the paper: allocation is serial). SPSQ does the allocation in its one process. The hash is pipelined before the task queue.".into());
     out.assumptions.push(format!("A task-queue entry is {} bytes (13-byte 5-tuple, 2-byte sequence tag, 1-byte sub-table id); MPMQ memory is M x the largest task queue, as the paper computes it (peak of the sum also shown). Normalised throughput = (requests / arrival span) / (requests / output span).", crate::models::dqs::REQUEST_BYTES));
     out
+}
+
+/// dqs Figs 5-7 at one (workload, M) point: its curve points, table row, comparisons and run.
+fn fig5_7_at(out: &mut Output, rows: &mut Table, lines: &mut [Vec<(f64, f64)>; 7], w: &str, m: u32, r: &DqsLinkResult) {
+    let x = m as f64;
+    let (s, u) = (&r.search, &r.update);
+    lines[0].push((x, s.mean_measured()));
+    lines[1].push((x, s.mean_paper()));
+    lines[2].push((x, s.mean_exact()));
+    lines[3].push((x, u.mean_measured()));
+    lines[4].push((x, u.mean_paper()));
+    lines[5].push((x, u.mean_exact()));
+    lines[6].push((x, r.mean_cycles()));
+    rows.row([
+        w.to_string(),
+        m.to_string(),
+        format!("{:.3} / {:.3} / {:.3}", s.mean_measured(), s.mean_paper(), s.mean_exact()),
+        format!("{:.3} / {:.3} / {:.3}", u.mean_measured(), u.mean_paper(), u.mean_exact()),
+        format!("{:.3}", r.mean_cycles()),
+    ]);
+    let p = params(w, m);
+    out.comparisons.push(Comparison::new(
+        "search_nodes_compared",
+        p.clone(),
+        s.mean_measured(),
+        None,
+        "nodes",
+        "Fig. 5",
+    ));
+    out.comparisons.push(Comparison::new(
+        "search_theorem1_as_printed",
+        p.clone(),
+        s.mean_paper(),
+        None,
+        "nodes",
+        "Theorem 1 (eq 3)",
+    ));
+    out.comparisons.push(Comparison::new(
+        "search_exact_per_flow",
+        p.clone(),
+        s.mean_exact(),
+        None,
+        "nodes",
+        "Lemma 1, eq 2 (our per-flow weighting)",
+    ));
+    out.comparisons.push(Comparison::new(
+        "update_nodes_compared",
+        p.clone(),
+        u.mean_measured(),
+        None,
+        "nodes",
+        "Fig. 6",
+    ));
+    out.comparisons.push(Comparison::new(
+        "update_theorem2_bound",
+        p.clone(),
+        u.mean_paper(),
+        None,
+        "nodes",
+        "Theorem 2 (eq 4)",
+    ));
+    out.comparisons.push(Comparison::new(
+        "update_exact",
+        p.clone(),
+        u.mean_exact(),
+        None,
+        "nodes",
+        "random-BST unsuccessful search, eq 2",
+    ));
+    out.comparisons.push(Comparison::new("overall_cycles_per_packet", p, r.mean_cycles(), None, "cycles", FIG7_SOURCE));
+    out.runs.push(link_run(format!("{w} M={m}"), w, m, r));
+}
+
+/// dqs Fig. 8 for workload `w`: the CDF of cycles per packet in run `r` (M = 256).
+fn fig8(out: &mut Output, w: &str, r: &DqsLinkResult) {
+    let total: u64 = r.cycles_hist.iter().sum();
+    let mut acc = 0u64;
+    let mut cdf = Vec::new();
+    for (c, &k) in r.cycles_hist.iter().enumerate().skip(1) {
+        acc += k;
+        cdf.push((c as f64, acc as f64 / total.max(1) as f64));
+    }
+    let frac = |c: usize| cdf.get(c.wrapping_sub(1)).map_or(1.0, |p| p.1);
+    let p256 = params(w, 256);
+    out.comparisons.push(Comparison::new("cdf_cycles_le_1", p256.clone(), frac(1), None, "fraction", FIG8_SOURCE));
+    out.comparisons.push(Comparison::new("cdf_cycles_le_2", p256.clone(), frac(2), None, "fraction", FIG8_SOURCE));
+    out.comparisons.push(Comparison::new(
+        "max_cycles",
+        p256,
+        (r.cycles_hist.len() - 1) as f64,
+        None,
+        "cycles",
+        FIG8_SOURCE,
+    ));
+    out.plots.push(PlotSpec {
+        name: format!("fig8_{w}"),
+        title: format!("dqs Fig. 8: CDF of cycles per packet, M = 256 ({w})"),
+        x_label: "cycles (hash + nodes compared)".into(),
+        y_label: "fraction of packets".into(),
+        lines: vec![(w.into(), cdf)],
+        kind: PlotKind::Lines,
+        log_x: false,
+        log_y: false,
+        ..Default::default()
+    });
+}
+
+/// dqs Fig. 9: runs the flow table at each speedup on the worker threads and reports it.
+fn fig9_by_speedup(opts: RunOptions, g: &Grid, ws: &[Workload], out: &mut Output, progress: &mut dyn FnMut(f64)) {
+    // Fig. 9: the flow table itself at enqueue rate = speedup x dequeue rate (the link at load
+    // = speedup), so the table's state, and with it the search and update cost, follows the
+    // backlog the speedup builds.
+    let f9_speedups: Vec<f64> = g.values("fig 9", "speedup");
+    let f9_slots: u32 = g.value("fig 9", "slots");
+    let f9_points: Vec<(usize, f64)> = (0..ws.len()).flat_map(|w| f9_speedups.iter().map(move |&sp| (w, sp))).collect();
+    let f9 = super::par_map(
+        opts.threads,
+        &f9_points,
+        |&(w, sp), prog| ws[w].run_at(f9_slots, sp, false, opts.seed, prog),
+        progress,
+    );
+    fig9(out, ws, &f9_points, &f9, f9_slots);
+}
+
+/// The MPMQ / SPSQ throughput plots of Figs 10 and 12, without curves yet.
+fn mpmq_over_spsq_plots(sp_slots: u32, m_speedup: f64) -> [PlotSpec; 2] {
+    [
+        PlotSpec {
+            name: "fig10_mpmq_over_spsq".into(),
+            title: format!("dqs Fig. 10: MPMQ / SPSQ throughput vs speedup, M = {sp_slots}"),
+            x_label: "speedup".into(),
+            y_label: "MPMQ throughput / SPSQ throughput".into(),
+            ..Default::default()
+        },
+        PlotSpec {
+            name: "fig12_mpmq_over_spsq".into(),
+            title: format!("dqs Fig. 12: MPMQ / SPSQ throughput vs M, speedup {m_speedup}"),
+            x_label: "AFM slots M".into(),
+            y_label: "MPMQ throughput / SPSQ throughput".into(),
+            log_x: true,
+            ..Default::default()
+        },
+    ]
+}
+
+/// A plot's named curves (`PlotSpec::lines`).
+type Curves = Vec<(String, Vec<(f64, f64)>)>;
+
+/// Workload `w`'s plots of Figs 10-13: throughput and buffer by speedup, then by M.
+fn fig10_13_plots(out: &mut Output, w: &str, curves: [Curves; 4]) {
+    let [thr_s, buf_s, thr_m, buf_m] = curves;
+    for (name, title, xl, yl, lines, log_x) in [
+        (
+            "fig10",
+            "dqs Fig. 10: normalised throughput vs speedup, M = 64",
+            "speedup",
+            "normalised throughput",
+            thr_s,
+            false,
+        ),
+        ("fig11", "dqs Fig. 11: task-queue buffer vs speedup, M = 64", "speedup", "buffer (KB)", buf_s, false),
+        (
+            "fig12",
+            "dqs Fig. 12: normalised throughput vs M, speedup 8",
+            "AFM slots M",
+            "normalised throughput",
+            thr_m,
+            true,
+        ),
+        ("fig13", "dqs Fig. 13: task-queue buffer vs M, speedup 8", "AFM slots M", "buffer (KB)", buf_m, true),
+    ] {
+        out.plots.push(PlotSpec {
+            name: format!("{name}_{w}"),
+            title: format!("{title} ({w})"),
+            x_label: xl.into(),
+            y_label: yl.into(),
+            lines,
+            kind: PlotKind::Lines,
+            log_x,
+            log_y: false,
+            ..Default::default()
+        });
+    }
 }
 
 /// dqs Fig. 9: nodes compared per search (a known flow) and per update (a new flow's insert)

@@ -336,6 +336,31 @@ pub fn delay(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outpu
     let mut runs = run_points(&points, opts, progress);
     let variant_runs = runs.split_off(base);
     let mut out = Output::default();
+    delay_results(&mut out, &fills, &grid, runs, &overloads);
+    delay_variant_results(&mut out, &variants, &variant_overloads, variant_runs);
+    out.assumptions = vec![
+        format!("{queues} queues at 2 Mbps each (the mean flow rate of the paper's CAIDA data, Table XI) sharing a {} link in `shared` mode: one server of the link rate serving eligible non-empty queues round robin, one packet per turn; the paper's delay runs use its real traces, which we do not have (synthetic IMIX sizes and exponential gaps instead).", link),
+        "Packets arriving while their queue is disabled wait in the queue (a shaper, 1 MiB buffer per queue with tail drop): delay is meaningless when they are dropped.".into(),
+        "Bucket cap 3000 B for both shapers; alpha = 3000, 1500 and 500 B for the event-driven shaper (the paper does not give its alpha for this experiment); the periodic shaper adds BW x 1 ms every 1 ms up to the cap and re-enables a queue at the fill that makes its bucket non-negative.".into(),
+        format!("Delay from arrival to the start of transmission, mean over packets sent after {} s of warm-up; {} s simulated.", warmup.as_secs_f64(), duration.as_secs_f64()),
+    ];
+    if opts.quick {
+        out.assumptions.push(
+            "--quick: 500 queues at 2 Mbps on a 1 Gbps link; the paper's numbers are compared only in full mode."
+                .into(),
+        );
+    }
+    out
+}
+
+/// kim-delay's main grid: delay per (overload, shaper) as table, comparisons and plot with the paper's.
+fn delay_results(
+    out: &mut Output,
+    fills: &[(String, Fill, u64)],
+    grid: &[(f64, String, u64)],
+    runs: Vec<crate::results::RunResult>,
+    overloads: &[f64],
+) {
     let mut bars: Vec<(String, Vec<(f64, f64)>)> = fills.iter().map(|f| (format!("ours, {}", f.0), vec![])).collect();
     let mut table = Table::new(["overload", "shaper", "ours (ms)", "paper (ms)"]);
     for (&(o, ref fname, alpha), mut r) in grid.iter().zip(runs) {
@@ -389,6 +414,15 @@ pub fn delay(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outpu
         log_y: false,
         ..Default::default()
     });
+}
+
+/// kim-delay's variants (issue #21 item 3): delays, comparisons, event-driven / periodic ratios, plot.
+fn delay_variant_results(
+    out: &mut Output,
+    variants: &[String],
+    variant_overloads: &[f64],
+    variant_runs: Vec<crate::results::RunResult>,
+) {
     // The variants, beside the main grid's event-driven (alpha 3000 B) and periodic delays.
     let mut vt = Table::new(["overload", "variant", "mean delay (ms)", "event-driven / periodic"]).captioned(
         "Variants (issue #21 item 3): wait-for-tokens conformance (Linux tbf: a packet waits until the bucket holds it, alpha plays no part), a very small alpha (64 B), and an ideal link (queues do not share the link: a packet waits only for its own shaper). The last column divides each event-driven delay by the periodic delay of the same conformance and link.",
@@ -413,8 +447,8 @@ pub fn delay(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outpu
         out.runs.push(r);
     }
     let delay_of = |label: &str| out.runs.iter().find(|r| r.label == label).map(ms_of);
-    for &o in &variant_overloads {
-        for v in &variants {
+    for &o in variant_overloads {
+        for v in variants {
             let Some(ms) = delay_of(&format!("{v} overload={o}")) else { continue };
             // The periodic delay with the same conformance and link.
             let periodic = if v.starts_with("wait-for-tokens") {
@@ -442,19 +476,6 @@ pub fn delay(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outpu
         kind: PlotKind::Points,
         ..Default::default()
     });
-    out.assumptions = vec![
-        format!("{queues} queues at 2 Mbps each (the mean flow rate of the paper's CAIDA data, Table XI) sharing a {} link in `shared` mode: one server of the link rate serving eligible non-empty queues round robin, one packet per turn; the paper's delay runs use its real traces, which we do not have (synthetic IMIX sizes and exponential gaps instead).", link),
-        "Packets arriving while their queue is disabled wait in the queue (a shaper, 1 MiB buffer per queue with tail drop): delay is meaningless when they are dropped.".into(),
-        "Bucket cap 3000 B for both shapers; alpha = 3000, 1500 and 500 B for the event-driven shaper (the paper does not give its alpha for this experiment); the periodic shaper adds BW x 1 ms every 1 ms up to the cap and re-enables a queue at the fill that makes its bucket non-negative.".into(),
-        format!("Delay from arrival to the start of transmission, mean over packets sent after {} s of warm-up; {} s simulated.", warmup.as_secs_f64(), duration.as_secs_f64()),
-    ];
-    if opts.quick {
-        out.assumptions.push(
-            "--quick: 500 queues at 2 Mbps on a 1 Gbps link; the paper's numbers are compared only in full mode."
-                .into(),
-        );
-    }
-    out
 }
 
 #[cfg(test)]
