@@ -46,6 +46,9 @@
 //!   cache, the queuing cache's engine assignment), the Table 1 operation programs of nc / dc /
 //!   sqc / qc, and the section 3.6 model of time gained and lost.
 //!
+//! * [`pipeline`]: the composed router as elements that the simulator and a real data plane
+//!   both drive (ingress and queue memory so far), with conservation at every element's ports.
+//!
 //! * [`cache`]: a set-associative cache model with a locked region (kim Tables VI-VII).
 //! * [`model`]: analytical models as sizing tools (kim's stochastic model, eqs 8-13).
 //! * [`hint`]: a software prefetch hint for callers that drive millions of queues (no
@@ -63,6 +66,7 @@ pub mod id;
 pub mod model;
 pub mod names;
 pub mod ord;
+pub mod pipeline;
 pub mod queues;
 pub mod radix;
 pub mod rate;

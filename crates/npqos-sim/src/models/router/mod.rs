@@ -3,12 +3,12 @@
 //!
 //! 1. traffic: a synthetic flow population ([`RouterTraffic::Synthetic`]) or a capture corpus;
 //! 2. classification into services (`npqos_core::classify::Classifier`);
-//! 3. ingress queueing ([`stages::Ingress`]): dqs, a per-flow table or hashed queues, over one
+//! 3. ingress queueing ([`npqos_core::pipeline::Ingress`]): dqs, a per-flow table or hashed queues, over one
 //!    block buffer;
 //! 4. processing: `N_p` processors allocated among services by an everest `Allocator`, within
 //!    a service the next packet by EFQ, SFQ, WF2Q+ (`FairQueue` over the ingress queues) or
 //!    FCFS, on predicted costs `alpha + beta x length`, actual costs drawn around them;
-//! 5. queue memory ([`stages::Qmem`]): every descriptor enqueue and dequeue through one
+//! 5. queue memory ([`npqos_core::pipeline::Qmem`]): every descriptor enqueue and dequeue through one
 //!    qcache subsystem, or an ideal one;
 //! 6. egress shaping: kim's event-driven shaper on the processors' heaps, periodic fill or
 //!    none; Algorithm 1's send-then-pay or tbf's wait-for-tokens;
@@ -20,7 +20,6 @@ mod arrivals;
 mod output;
 pub mod scenario;
 mod sim;
-pub mod stages;
 #[cfg(test)]
 mod tests;
 
@@ -30,11 +29,11 @@ use crate::workload::SizeDist;
 use npqos_core::alloc::Policy;
 use npqos_core::classify::{Prefix, Rule};
 use npqos_core::flowmap::DqsConfig;
+pub use npqos_core::pipeline::{IngressKind, QmemParams};
 use npqos_core::sched::fq::Discipline;
 use npqos_core::shaper::Adaptive;
 pub use npqos_core::shaper::Conformance;
 use npqos_core::{Duration, Rate};
-pub use stages::{IngressKind, QmemParams};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -174,7 +173,7 @@ pub struct RouterParams {
     pub inside: Vec<Prefix>,
     pub ingress: IngressKind,
     /// The ingress queues and their block buffer (the flow table keys; `quantum` and
-    /// `on_exhausted` unused: see [`Ingress::new`](stages::Ingress::new)).
+    /// `on_exhausted` unused: see [`Ingress::new`](npqos_core::pipeline::Ingress::new)).
     pub table: DqsConfig,
     pub processing: ProcessingParams,
     pub qmem: QmemParams,
@@ -254,6 +253,9 @@ pub enum RouterError {
         "conservation broken: offered {offered} != delivered {delivered} + dropped {dropped} + in flight {in_flight}"
     )]
     Conservation { offered: u64, delivered: u64, dropped: u64, in_flight: u64 },
+    /// An element's ports do not add up (npqos_core::pipeline::Ports): a defect of that element.
+    #[error("conservation broken at an element: {0}")]
+    Element(#[from] npqos_core::pipeline::ConservationError),
     #[error(transparent)]
     Trace(#[from] crate::trace::TraceError),
 }

@@ -25,6 +25,8 @@ pub(super) struct Outcome {
     /// (name, value, unit) of the stages' own counters and state.
     pub stage_scalars: Vec<(String, f64, &'static str)>,
     pub series: Vec<Series>,
+    /// Conservation at the elements' own ports (the ingress so far).
+    pub elements: Result<(), npqos_core::pipeline::ConservationError>,
     #[cfg_attr(not(test), allow(dead_code))]
     pub trace: Option<Vec<super::sim::Trace>>,
 }
@@ -37,6 +39,7 @@ pub(super) fn finish(o: Outcome, stop: StopReason) -> Result<RunResult, RouterEr
     if offered != delivered + dropped + o.in_flight {
         return Err(RouterError::Conservation { offered, delivered, dropped, in_flight: o.in_flight });
     }
+    o.elements.clone()?;
     let mut run = RunResult {
         complete: matches!(stop, StopReason::Drained | StopReason::EndTime),
         stop_reason: format!("{stop:?}").to_lowercase(),

@@ -29,13 +29,13 @@ impl<'a> Sim<'a> {
             .map(|(i, s)| npqos_core::classify::Rule { service: ServiceId(i as u32), ..s.rule.clone() })
             .collect();
         let classifier = Classifier::new(s_count, rules, p.inside.clone(), None).map_err(|e| cfg(e.to_string()))?;
-        let ingress =
-            Ingress::new(p.ingress, &p.table, s_count, streams.stream("router.hash", 0).random()).map_err(cfg)?;
+        let ingress = Ingress::new(p.ingress, &p.table, s_count, streams.stream("router.hash", 0).random())
+            .map_err(|e| cfg(e.to_string()))?;
         let nqi = ingress.queues();
         let (eq_base, nqe, shaped, shaper) = egress(p, nqi)?;
         let mean_len = traffic.mean_len();
         let (alloc, lap, within) = processing(p, nqi, mean_len)?;
-        let qmem = Qmem::new(p.qmem, nqi + nqe as u32).map_err(cfg)?;
+        let qmem = Qmem::new(p.qmem, nqi + nqe as u32).map_err(|e| cfg(e.to_string()))?;
         let feed = Feed::new(Prep::new(p, traffic, &streams, classifier, eq_base));
         let hist = || {
             std::array::from_fn(|_| {

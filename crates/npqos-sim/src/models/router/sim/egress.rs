@@ -111,7 +111,7 @@ impl Sim<'_> {
             }
             // Offered to the link when its descriptor is dequeued; it starts when the link is
             // free (the serializer places finish times from the busy period's cumulative bits).
-            let t = self.qmem.op(now, self.nqi + q.0, Op::Dequeue);
+            let Some(t) = self.qmem_op(now, self.nqi + q.0, Op::Dequeue, engine) else { return };
             let start = t.max(self.link.free_at().as_nanos());
             self.pkts[id as usize].left = self.link.send(Instant::from_nanos(t), pk.len as u64).as_nanos();
             debug_assert!(self.tx.back().is_none_or(|&(b, _)| b < start), "starts increase");

@@ -6,7 +6,6 @@
 
 use super::arrivals::{Arrival, Prep, UNCLASSIFIED};
 use super::output::Outcome;
-use super::stages::{Ingress, IngressDrop, Qmem};
 use super::{Allocation, Conformance, RouterError, RouterParams, RouterTraffic, Scheduler, ShaperKind};
 use crate::engine::feed::Feed;
 use crate::engine::{Engine, Model, RunLimits, StopReason};
@@ -15,6 +14,7 @@ use crate::results::Series;
 use crate::rng::RngStreams;
 use npqos_core::alloc::{Action, AllocConfig, Allocator, ServiceSpec};
 use npqos_core::classify::Classifier;
+use npqos_core::pipeline::{Admit, Ingress, IngressDrop, Qmem};
 use npqos_core::queues::timing::Op;
 use npqos_core::rate::Serializer;
 use npqos_core::sched::drr::Drr;
@@ -216,6 +216,18 @@ impl<'a> Sim<'a> {
         engine.halt();
     }
 
+    /// A queue-memory operation; `None` (the run failed) if the memory refused it.
+    #[inline]
+    fn qmem_op(&mut self, now: u64, q: u32, op: Op, engine: &mut Engine<Ev>) -> Option<u64> {
+        match self.qmem.op(now, q, op) {
+            Ok(t) => Some(t),
+            Err(e) => {
+                self.fail(now, "queue memory", e, engine);
+                None
+            }
+        }
+    }
+
     fn new_pkt(&mut self, p: Pkt) -> u32 {
         if let Some(i) = self.free.pop() {
             self.pkts[i as usize] = p;
@@ -284,15 +296,16 @@ impl<'a> Sim<'a> {
             });
         }
         let iq = match iq {
-            Ok(q) => q,
-            Err(IngressDrop::BufferFull) => return self.drop_pkt(Some(id), Some(s), D_BUFFER),
-            Err(IngressDrop::NoQueue) => return self.drop_pkt(Some(id), Some(s), D_NO_QUEUE),
+            Ok(Admit::Queued(q)) => q,
+            Ok(Admit::Dropped(IngressDrop::BufferFull)) => return self.drop_pkt(Some(id), Some(s), D_BUFFER),
+            Ok(Admit::Dropped(IngressDrop::NoQueue)) => return self.drop_pkt(Some(id), Some(s), D_NO_QUEUE),
+            Err(e) => return self.fail(now, "ingress", e, engine),
         };
         self.pkts[id as usize].iq = iq.0;
         if let Some(t) = &mut self.trace {
             t[self.trace_of[id as usize] as usize].iq = iq.0;
         }
-        let t = self.qmem.op(now, iq.0, Op::Enqueue);
+        let Some(t) = self.qmem_op(now, iq.0, Op::Enqueue, engine) else { return };
         if t == now {
             self.visible(now, id, engine);
         } else {
@@ -388,10 +401,12 @@ impl<'a> Sim<'a> {
         pk.dispatch = now;
         pk.core = (proc % u16::MAX as u32) as u16;
         let (iq, len, actual) = (pk.iq, pk.len, pk.actual);
-        if self.ingress.dequeue(QueueId(iq)) != Some(len) {
-            return self.fail(now, "ingress", "the served packet is not its queue's head", engine);
+        match self.ingress.dequeue(QueueId(iq)) {
+            Ok(Some(l)) if l == len => {}
+            Ok(_) => return self.fail(now, "ingress", "the served packet is not its queue's head", engine),
+            Err(e) => return self.fail(now, "ingress", e, engine),
         }
-        let t0 = self.qmem.op(now, iq, Op::Dequeue);
+        let Some(t0) = self.qmem_op(now, iq, Op::Dequeue, engine) else { return };
         self.current[proc as usize] = id;
         engine.schedule_class(Instant::from_nanos(t0 + actual.ceil() as u64 + extra_ns), C_PROC, Ev::ProcDone(proc));
         // Its output queue's state is needed when it is done: start loading it now.
@@ -462,7 +477,7 @@ impl<'a> Sim<'a> {
             return self.drop_pkt(Some(id), Some(s), D_EGRESS);
         }
         self.egress_bytes += pk.len as u64;
-        let t = self.qmem.op(now, self.nqi + pk.eq, Op::Enqueue);
+        let Some(t) = self.qmem_op(now, self.nqi + pk.eq, Op::Enqueue, engine) else { return };
         engine.schedule_class(Instant::from_nanos(t), C_QMEM, Ev::EgressVisible(id));
         // The packet will be linked behind its queue's tail (usually a packet from long ago):
         // start loading it (the FIFO's record was loaded when the processor took the packet).

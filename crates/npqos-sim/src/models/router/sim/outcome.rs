@@ -121,6 +121,7 @@ impl Sim<'_> {
             processors: self.p.processing.processors,
             stage_scalars: st,
             series,
+            elements: self.ingress.check(),
             trace: self.trace,
         }
     }

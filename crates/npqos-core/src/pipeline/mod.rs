@@ -1,0 +1,25 @@
+//! The composed router as elements (DESIGN.md, "Models and the pipeline"; docs/pipeline.md):
+//! classify -> ingress -> processing -> queue memory -> egress -> link, each element a
+//! mechanism behind the contract that owns its configuration, so that the simulator's router
+//! model (simulated time) and `npqos live` (the real clock and real frames) drive the same
+//! code.
+//!
+//! Here so far:
+//! * [`ingress`]: stage 3, the ingress queues: dqs, a per-flow table or hashed queues over one
+//!   block buffer ([`ingress::Ingress`]);
+//! * [`qmem`]: stage 5, the queue-descriptor memory as one contended resource, one of qcache's
+//!   subsystems or ideal ([`qmem::Qmem`]);
+//! * [`ports`]: conservation at an element's ports: packets in = out + dropped (by reason) +
+//!   held, checked in debug builds on every call and by the driver at the end of every run.
+//!
+//! Classification is [`crate::classify`]; processing, egress and the link are still composed
+//! by the router model (`npqos-sim`, `models/router/`), and live's forwarder composes dqs, the
+//! shaper and DRR itself (docs/pipeline.md lists what moves next).
+
+pub mod ingress;
+pub mod ports;
+pub mod qmem;
+
+pub use ingress::{Admit, Ingress, IngressDrop, IngressKind};
+pub use ports::{ConservationError, Ports};
+pub use qmem::{Qmem, QmemCounters, QmemParams};
