@@ -6,7 +6,7 @@
 
 use crate::plots;
 use anyhow::{Context, Result};
-use npqos_sim::results::{Output, PlotKind, PlotSpec};
+use npqos_sim::results::{CountRow, Output, PlotKind, PlotSpec, RunResult};
 use rusqlite::{params, Connection};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
@@ -147,6 +147,17 @@ pub fn create_schema(db: &Connection) -> Result<()> {
                                   hi REAL NOT NULL, count INTEGER NOT NULL, unit TEXT NOT NULL);
          CREATE TABLE comparisons (experiment TEXT NOT NULL, metric TEXT NOT NULL, params TEXT NOT NULL, ours REAL, paper REAL,
                                    unit TEXT NOT NULL, source TEXT NOT NULL);
+         CREATE TABLE flows (run_id INTEGER NOT NULL REFERENCES runs(run_id), flow TEXT NOT NULL, class TEXT NOT NULL,
+                             kind TEXT NOT NULL, offered_packets INTEGER NOT NULL, offered_bytes INTEGER NOT NULL,
+                             offered_bytes_error INTEGER NOT NULL, sent_packets INTEGER NOT NULL, sent_bytes INTEGER NOT NULL,
+                             dropped_packets INTEGER NOT NULL, dropped_by_reason TEXT NOT NULL, overlimits INTEGER NOT NULL,
+                             backlog_packets INTEGER NOT NULL, backlog_bytes INTEGER NOT NULL, delay_mean_ns REAL,
+                             delay_max_ns REAL);
+         CREATE TABLE classes (run_id INTEGER NOT NULL REFERENCES runs(run_id), class TEXT NOT NULL,
+                               offered_packets INTEGER NOT NULL, offered_bytes INTEGER NOT NULL, sent_packets INTEGER NOT NULL,
+                               sent_bytes INTEGER NOT NULL, dropped_packets INTEGER NOT NULL, dropped_by_reason TEXT NOT NULL,
+                               overlimits INTEGER NOT NULL, backlog_packets INTEGER NOT NULL, backlog_bytes INTEGER NOT NULL,
+                               delay_mean_ns REAL, delay_max_ns REAL, delay_p50_ns REAL, delay_p99_ns REAL);
          CREATE INDEX scalars_by_name ON scalars(name);",
     )?;
     Ok(())
@@ -178,10 +189,68 @@ pub fn insert_output(db: &Connection, out: &Output, meta: &Meta, point: &Value) 
                 st.execute(params![id, h.name, lo, hi, *c as i64, h.unit])?;
             }
         }
+        insert_tables(db, id, r)?;
     }
     let mut st = db.prepare_cached("INSERT INTO comparisons VALUES (?1,?2,?3,?4,?5,?6,?7)")?;
     for c in &out.comparisons {
         st.execute(params![out.id, c.metric, serde_json::to_string(&c.params)?, c.ours, c.paper, c.unit, c.source])?;
+    }
+    Ok(())
+}
+
+/// A count row's drops by reason as a JSON object, in the run's order of reasons.
+fn drops_json(r: &RunResult, c: &CountRow) -> String {
+    let m: serde_json::Map<String, Value> =
+        r.drop_reasons.iter().zip(&c.dropped).map(|(k, v)| (k.clone(), json!(v))).collect();
+    Value::Object(m).to_string()
+}
+
+/// The run's `flows` and `classes` rows (docs/pipeline.md).
+fn insert_tables(db: &Connection, id: i64, r: &RunResult) -> Result<()> {
+    let mut st =
+        db.prepare_cached("INSERT INTO flows VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)")?;
+    for f in &r.flows {
+        let c = &f.counts;
+        st.execute(params![
+            id,
+            f.flow,
+            f.class,
+            f.kind,
+            c.offered_packets as i64,
+            c.offered_bytes as i64,
+            f.offered_bytes_error as i64,
+            c.sent_packets as i64,
+            c.sent_bytes as i64,
+            c.dropped_packets as i64,
+            drops_json(r, c),
+            c.overlimits as i64,
+            c.backlog_packets as i64,
+            c.backlog_bytes as i64,
+            c.delay_mean_ns,
+            c.delay_max_ns
+        ])?;
+    }
+    let mut st =
+        db.prepare_cached("INSERT INTO classes VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)")?;
+    for k in &r.classes {
+        let c = &k.counts;
+        st.execute(params![
+            id,
+            k.class,
+            c.offered_packets as i64,
+            c.offered_bytes as i64,
+            c.sent_packets as i64,
+            c.sent_bytes as i64,
+            c.dropped_packets as i64,
+            drops_json(r, c),
+            c.overlimits as i64,
+            c.backlog_packets as i64,
+            c.backlog_bytes as i64,
+            c.delay_mean_ns,
+            c.delay_max_ns,
+            k.delay_p50_ns,
+            k.delay_p99_ns
+        ])?;
     }
     Ok(())
 }
@@ -285,6 +354,7 @@ fn write_csvs(dir: &Path, out: &Output) -> Result<()> {
     write_atomic(dir, "scalars.csv", sc.as_bytes())?;
     write_atomic(dir, "series.csv", se.as_bytes())?;
     write_atomic(dir, "histograms.csv", hi.as_bytes())?;
+    write_tables_csv(dir, out)?;
     if !out.comparisons.is_empty() {
         let mut c = String::from("metric,params,ours,paper,unit,source\n");
         for r in &out.comparisons {
@@ -300,6 +370,63 @@ fn write_csvs(dir: &Path, out: &Output) -> Result<()> {
             );
         }
         write_atomic(dir, "comparison.csv", c.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// `flows.csv` and `classes.csv` when a run kept flow or class counters: one row per flow or
+/// class and run, the drops by reason as `dropped_<reason>` columns (the first run's reasons).
+fn write_tables_csv(dir: &Path, out: &Output) -> Result<()> {
+    let Some(first) = out.runs.iter().find(|r| !r.flows.is_empty() || !r.classes.is_empty()) else { return Ok(()) };
+    let reasons: String = first.drop_reasons.iter().map(|r| format!(",dropped_{r}")).collect();
+    let counts = |c: &CountRow| {
+        let drops: String = c.dropped.iter().map(|d| format!(",{d}")).collect();
+        format!(
+            "{},{},{},{},{}{drops},{},{},{},{},{}",
+            c.offered_packets,
+            c.offered_bytes,
+            c.sent_packets,
+            c.sent_bytes,
+            c.dropped_packets,
+            c.overlimits,
+            c.backlog_packets,
+            c.backlog_bytes,
+            c.delay_mean_ns,
+            c.delay_max_ns
+        )
+    };
+    let head = format!("offered_packets,offered_bytes,sent_packets,sent_bytes,dropped_packets{reasons},overlimits,backlog_packets,backlog_bytes,delay_mean_ns,delay_max_ns");
+    let mut fl = format!("run,label,flow,class,kind,{head},offered_bytes_error\n");
+    let mut cl = format!("run,label,class,{head},delay_p50_ns,delay_p99_ns\n");
+    for (i, r) in out.runs.iter().enumerate() {
+        let l = csv_field(&r.label);
+        for f in &r.flows {
+            let _ = writeln!(
+                fl,
+                "{i},{l},{},{},{},{},{}",
+                csv_field(&f.flow),
+                csv_field(&f.class),
+                f.kind,
+                counts(&f.counts),
+                f.offered_bytes_error
+            );
+        }
+        for k in &r.classes {
+            let _ = writeln!(
+                cl,
+                "{i},{l},{},{},{},{}",
+                csv_field(&k.class),
+                counts(&k.counts),
+                k.delay_p50_ns,
+                k.delay_p99_ns
+            );
+        }
+    }
+    if out.runs.iter().any(|r| !r.flows.is_empty()) {
+        write_atomic(dir, "flows.csv", fl.as_bytes())?;
+    }
+    if out.runs.iter().any(|r| !r.classes.is_empty()) {
+        write_atomic(dir, "classes.csv", cl.as_bytes())?;
     }
     Ok(())
 }

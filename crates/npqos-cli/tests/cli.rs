@@ -158,6 +158,36 @@ fn results_sqlite_is_queryable() {
     assert!(bins > 0);
 }
 
+/// A router run writes its flow and class counters as flows.csv, classes.csv and the `flows`
+/// and `classes` tables, which agree with each other and with the run's scalars.
+#[test]
+fn router_flows_and_classes_are_written() {
+    let d = tempfile::tempdir().unwrap();
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../scenarios/router-synthetic.toml"))
+        .unwrap()
+        .replace("duration = \"500ms\"", "duration = \"20ms\"");
+    let s = write_scenario(d.path(), &format!("{text}\n[stats]\nflows = 50\nheavy_flows = 5\n"));
+    let out = d.path().join("r");
+    let o = run(&["run", s.to_str().unwrap(), "--quiet", "--out", out.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let flows = std::fs::read_to_string(out.join("flows.csv")).unwrap();
+    let header: Vec<&str> = flows.lines().next().unwrap().split(',').collect();
+    for k in ["flow", "class", "kind", "sent_packets", "dropped_ingress_buffer_full", "overlimits", "backlog_packets"] {
+        assert!(header.contains(&k), "flows.csv has {k}: {header:?}");
+    }
+    assert_eq!(flows.lines().count(), 1 + 50 + 5 + 1, "50 exact rows, 5 heavy, 1 for the rest");
+    let classes = std::fs::read_to_string(out.join("classes.csv")).unwrap();
+    assert_eq!(classes.lines().count(), 1 + 3, "web, dns, other");
+    let db = rusqlite::Connection::open(out.join("results.sqlite")).unwrap();
+    let q = |sql: &str| -> i64 { db.query_row(sql, [], |r| r.get(0)).unwrap() };
+    let offered = q("SELECT CAST(value AS INTEGER) FROM scalars WHERE name = 'offered_packets'");
+    assert_eq!(q("SELECT sum(offered_packets) FROM flows WHERE kind != 'heavy'"), offered);
+    assert_eq!(q("SELECT sum(offered_packets) FROM classes"), offered);
+    assert_eq!(q("SELECT count(*) FROM flows WHERE kind = 'exact'"), 50);
+    let json: String = db.query_row("SELECT dropped_by_reason FROM classes LIMIT 1", [], |r| r.get(0)).unwrap();
+    assert!(json.contains("\"egress_buffer_full\":"), "{json}");
+}
+
 #[test]
 fn reproduce_quick_writes_comparison_json() {
     let d = tempfile::tempdir().unwrap();

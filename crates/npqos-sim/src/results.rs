@@ -42,6 +42,73 @@ pub struct RunResult {
     pub stop_reason: String,
     pub events: u64,
     pub sim_time_ns: u64,
+    /// The names of the drop reasons of `flows` and `classes` rows, in their order.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub drop_reasons: Vec<String>,
+    /// Per-flow counters (`flows.csv`, table `flows`; docs/pipeline.md), when the model
+    /// keeps them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowRecord>,
+    /// Per-class counters (`classes.csv`, table `classes`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub classes: Vec<ClassRecord>,
+}
+
+/// Counters of one flow or class, in tc's vocabulary (sent, dropped, overlimits, backlog).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+pub struct CountRow {
+    pub offered_packets: u64,
+    pub offered_bytes: u64,
+    pub sent_packets: u64,
+    pub sent_bytes: u64,
+    pub dropped_packets: u64,
+    /// By reason, in the order of [`RunResult::drop_reasons`].
+    pub dropped: Vec<u64>,
+    pub overlimits: u64,
+    pub backlog_packets: u64,
+    pub backlog_bytes: u64,
+    pub delay_mean_ns: f64,
+    pub delay_max_ns: f64,
+}
+
+impl<const R: usize> From<&npqos_core::pipeline::Counts<R>> for CountRow {
+    fn from(c: &npqos_core::pipeline::Counts<R>) -> Self {
+        CountRow {
+            offered_packets: c.offered_packets,
+            offered_bytes: c.offered_bytes,
+            sent_packets: c.sent_packets,
+            sent_bytes: c.sent_bytes,
+            dropped_packets: c.dropped_packets(),
+            dropped: c.dropped.to_vec(),
+            overlimits: c.overlimits,
+            backlog_packets: c.backlog_packets(),
+            backlog_bytes: c.backlog_bytes(),
+            delay_mean_ns: c.delay_mean_ns(),
+            delay_max_ns: c.delay_max_ns as f64,
+        }
+    }
+}
+
+/// One row of `flows.csv`: a flow of the exact table (`kind` "exact"), one of the heaviest
+/// flows past it ("heavy": only `offered_bytes`, an over-estimate by at most
+/// `offered_bytes_error`, and `offered_packets`, a lower bound, are known), or every flow past
+/// the table together ("other", flow "*").
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct FlowRecord {
+    pub flow: String,
+    pub class: String,
+    pub kind: &'static str,
+    pub counts: CountRow,
+    pub offered_bytes_error: u64,
+}
+
+/// One row of `classes.csv`: a class (a service of the router) with its delay percentiles.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ClassRecord {
+    pub class: String,
+    pub counts: CountRow,
+    pub delay_p50_ns: f64,
+    pub delay_p99_ns: f64,
 }
 
 impl RunResult {

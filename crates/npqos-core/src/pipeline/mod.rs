@@ -10,7 +10,9 @@
 //! * [`qmem`]: stage 5, the queue-descriptor memory as one contended resource, one of qcache's
 //!   subsystems or ideal ([`qmem::Qmem`]);
 //! * [`ports`]: conservation at an element's ports: packets in = out + dropped (by reason) +
-//!   held, checked in debug builds on every call and by the driver at the end of every run.
+//!   held, checked in debug builds on every call and by the driver at the end of every run;
+//! * [`stats`]: per-flow and per-class counters in tc's vocabulary with a memory bound (an
+//!   exact table, then the heaviest flows by a Space-Saving sketch).
 //!
 //! Classification is [`crate::classify`]; processing, egress and the link are still composed
 //! by the router model (`npqos-sim`, `models/router/`), and live's forwarder composes dqs, the
@@ -19,7 +21,9 @@
 pub mod ingress;
 pub mod ports;
 pub mod qmem;
+pub mod stats;
 
 pub use ingress::{Admit, Ingress, IngressDrop, IngressKind};
 pub use ports::{ConservationError, Ports};
 pub use qmem::{Qmem, QmemCounters, QmemParams};
+pub use stats::{Counts, FlowIndex, Heavy};

@@ -32,11 +32,13 @@ pub struct Feed<G, T> {
     maker: Maker<G, T>,
     batch: Vec<T>,
     pos: usize,
+    /// The helper thread hands the iterator back here when it ends ([`Feed::into_maker`]).
+    returned: Option<Receiver<G>>,
 }
 
 impl<T: Copy + Send, G: Iterator<Item = T> + Send> Feed<G, T> {
     pub fn new(maker: G) -> Self {
-        Feed { maker: Maker::Inline(maker), batch: Vec::new(), pos: 0 }
+        Feed { maker: Maker::Inline(maker), batch: Vec::new(), pos: 0, returned: None }
     }
 
     /// Moves the iterator to a thread of `scope`; the thread ends when the iterator does or
@@ -51,22 +53,38 @@ impl<T: Copy + Send, G: Iterator<Item = T> + Send> Feed<G, T> {
         };
         let (tx, rx) = sync_channel::<Vec<T>>(4);
         let (back, reuse) = sync_channel::<Vec<T>>(8);
-        scope.spawn(move || loop {
-            let mut b = reuse.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
-            b.clear();
-            b.extend(maker.by_ref().take(BATCH));
-            let last = b.len() < BATCH;
-            // A closed channel means the model stopped early: nothing more is wanted.
-            if (!b.is_empty() && tx.send(b).is_err()) || last {
-                return;
+        let (give, returned) = sync_channel::<G>(1);
+        scope.spawn(move || {
+            loop {
+                let mut b = reuse.try_recv().unwrap_or_else(|_| Vec::with_capacity(BATCH));
+                b.clear();
+                b.extend(maker.by_ref().take(BATCH));
+                let last = b.len() < BATCH;
+                // A closed channel means the model stopped early: nothing more is wanted.
+                if (!b.is_empty() && tx.send(b).is_err()) || last {
+                    break;
+                }
             }
+            // Room for one: this never blocks.
+            let _ = give.send(maker);
         });
         self.maker = Maker::Thread { rx, back };
+        self.returned = Some(returned);
     }
 
     /// Drops the iterator or the receiver (a helper thread then ends at its next batch).
     pub fn stop(&mut self) {
         self.maker = Maker::Gone;
+    }
+
+    /// The iterator itself, for what it learnt while making the items (the router's flow
+    /// index): at once if it runs inline; from a helper thread once that thread has ended
+    /// (this stops the feed and waits for it). `None` after [`Feed::stop`] of an inline feed.
+    pub fn into_maker(&mut self) -> Option<G> {
+        match std::mem::replace(&mut self.maker, Maker::Gone) {
+            Maker::Inline(m) => Some(m),
+            _ => self.returned.take()?.recv().ok(),
+        }
     }
 
     /// Refills the batch when it is used up; false at the end of the stream.

@@ -121,6 +121,7 @@ mod kim;
 mod link;
 mod reader;
 pub(crate) mod shaper;
+pub(crate) mod stats;
 
 pub mod model;
 pub use model::{MemoryEstimate, ModelError, ModelSpec, Progress, ScenarioModel};

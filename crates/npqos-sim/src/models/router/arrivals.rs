@@ -11,6 +11,7 @@ use crate::trace::corpus::Overlay;
 use npqos_core::classify::Classifier;
 use npqos_core::flow::FlowKey;
 use npqos_core::flowmap::{HashKind, SlotHash};
+use npqos_core::pipeline::FlowIndex;
 use rand::Rng;
 
 /// No service matched the packet.
@@ -31,6 +32,8 @@ pub(super) struct Arrival {
     /// Actual processing time, ns (the predicted one is the service's `est_ns(len)`).
     pub actual: f64,
     pub key: FlowKey,
+    /// Its flow's row of the flow counters ([`FlowIndex`]).
+    pub row: u32,
 }
 
 /// The packet stream: (time ns, length, flow key).
@@ -88,6 +91,9 @@ pub(super) struct Prep<'a> {
     /// (`shaping.flow_queues` flows); later flows by `flow_hash`, sharing buckets.
     flows: std::collections::HashMap<FlowKey, u32, foldhash::fast::FixedState>,
     flow_hash: SlotHash,
+    /// The flow counters' rows: made here, from the stream alone, so that the pipeline's
+    /// thread only adds to a row.
+    pub index: FlowIndex,
     /// The stream has ended (or reached `end`): later calls make nothing.
     done: bool,
 }
@@ -123,6 +129,7 @@ impl<'a> Prep<'a> {
                 p.shaping.flow_queues.max(1),
             )
             .expect("at least one slot"),
+            index: FlowIndex::new(p.stats.flows as usize, p.stats.heavy_flows as usize),
             done: false,
         }
     }
@@ -139,7 +146,8 @@ impl Iterator for Prep<'_> {
             return None;
         };
         let Some(s) = self.classifier.classify(&key).map(|s| s.index()) else {
-            return Some(Arrival { t, len, service: UNCLASSIFIED, eq: 0, shared: false, actual: 0.0, key });
+            let row = self.index.row(&key, UNCLASSIFIED, len);
+            return Some(Arrival { t, len, service: UNCLASSIFIED, eq: 0, shared: false, actual: 0.0, key, row });
         };
         let svc = &self.p.services[s];
         let est = svc.est_ns(len);
@@ -161,6 +169,7 @@ impl Iterator for Prep<'_> {
         } else {
             s as u32
         };
-        Some(Arrival { t, len, service: s as u32, eq, shared, actual, key })
+        let row = self.index.row(&key, s as u32, len);
+        Some(Arrival { t, len, service: s as u32, eq, shared, actual, key, row })
     }
 }

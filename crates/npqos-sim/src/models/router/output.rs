@@ -25,6 +25,8 @@ pub(super) struct Outcome {
     /// (name, value, unit) of the stages' own counters and state.
     pub stage_scalars: Vec<(String, f64, &'static str)>,
     pub series: Vec<Series>,
+    pub flows: Vec<crate::results::FlowRecord>,
+    pub classes: Vec<crate::results::ClassRecord>,
     /// Conservation at the elements' own ports (the ingress so far).
     pub elements: Result<(), npqos_core::pipeline::ConservationError>,
     #[cfg_attr(not(test), allow(dead_code))]
@@ -41,6 +43,9 @@ pub(super) fn finish(o: Outcome, stop: StopReason) -> Result<RunResult, RouterEr
     }
     o.elements.clone()?;
     let mut run = RunResult {
+        drop_reasons: DROPS.iter().map(|r| r.to_string()).collect(),
+        flows: o.flows,
+        classes: o.classes,
         complete: matches!(stop, StopReason::Drained | StopReason::EndTime),
         stop_reason: format!("{stop:?}").to_lowercase(),
         sim_time_ns: o.sim_ns,

@@ -46,6 +46,9 @@
 //! rate = "10Gbps"
 //! quantum = "1536B"
 //! ahead = 1                   # packets picked ahead of the transmission (dequeues in flight)
+//! [stats]                     # the flow and class counters (flows.csv, classes.csv)
+//! flows = 4096                # flows counted exactly, the first seen
+//! heavy_flows = 0             # past them, the heaviest by offered bytes (a sketch; 0: none)
 //! [[services]]                # default: one service "all"; the last without match keys takes the rest
 //! name = "web"
 //! ports = [80, 443]           # match keys as everest's: protocols, src_ports, dst_ports, ports, direction
@@ -65,7 +68,7 @@
 
 use super::{
     Allocation, IngressKind, MixEntry, ProcessingParams, QmemParams, RouterParams, RouterTraffic, Scheduler,
-    ServiceParams, ShaperKind, ShapingParams,
+    ServiceParams, ShaperKind, ShapingParams, StatsParams,
 };
 use crate::results::RunResult;
 use crate::scenario::classify::{
@@ -200,6 +203,10 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let link_ahead = l.int("ahead", 1, 1, 1024, probs) as u32;
     l.finish(probs);
 
+    let mut st = Reader::new(root, "stats", probs);
+    let (flows, heavy_flows) = crate::scenario::stats::read(&mut st, probs);
+    st.finish(probs);
+
     let services = read_services(root, &inside, probs);
     RouterSpec {
         params: RouterParams {
@@ -216,6 +223,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
             duration: Duration::ZERO,
             drain,
             sample_every: Duration::ZERO,
+            stats: StatsParams { flows, heavy_flows },
         },
         traffic,
         bucket,
@@ -371,7 +379,8 @@ impl RouterSpec {
     /// scheduler state in every service (80 B), per output queue its bucket, FIFO and DRR
     /// state (96 B), the ingress buffer's block links (8 B per block), the flows (100 B each
     /// for synthetic flows in progress) or the corpus (twice its files), and the in-flight
-    /// packets (64 B per 64 B block).
+    /// packets (64 B per 64 B block), and the flow counters (`FlowIndex::memory_bytes` and
+    /// the counters of each exact row).
     pub fn estimate_memory(&self) -> u128 {
         let p = &self.params;
         let nqi = match p.ingress {
@@ -381,7 +390,10 @@ impl RouterSpec {
         let flow_services = p.services.iter().filter(|s| s.per_flow && s.rate.is_some()).count() as u128;
         let nqe = p.services.len() as u128 + flow_services * p.shaping.flow_queues as u128;
         let traffic = self.traffic.source.estimate_memory(100);
-        nqi * 80 * p.services.len() as u128 + nqe * 96 + p.table.blocks as u128 * 72 + traffic + (8 << 20)
+        let (flows, heavy) = (p.stats.flows as usize, p.stats.heavy_flows as usize);
+        let counts = std::mem::size_of::<npqos_core::pipeline::Counts<6>>() as u128;
+        let stats = npqos_core::pipeline::FlowIndex::bound_bytes(flows, heavy) as u128 + flows as u128 * counts;
+        nqi * 80 * p.services.len() as u128 + nqe * 96 + p.table.blocks as u128 * 72 + traffic + stats + (8 << 20)
     }
 
     pub(crate) fn to_toml(&self, root: &mut toml::Table) {
@@ -456,6 +468,9 @@ impl RouterSpec {
         l.insert("quantum".into(), fmt_size(p.quantum as u64).into());
         l.insert("ahead".into(), (p.link_ahead as i64).into());
         root.insert("link".into(), l.into());
+        let mut st = toml::Table::new();
+        crate::scenario::stats::write(p.stats.flows, p.stats.heavy_flows, &mut st);
+        root.insert("stats".into(), st.into());
         let services = p
             .services
             .iter()
@@ -490,7 +505,19 @@ impl ScenarioModel for RouterScenario {
         "the five mechanisms in one pipeline: classification into services, dqs / per-flow / hashed ingress queues, processors allocated by an everest policy or LAP with EFQ / SFQ / WF2Q+ / DRR / FCFS within a service, a qcache queue memory, kim or periodic egress shaping, a DRR link; synthetic or trace traffic (docs/router.md)"
     }
     fn tables(&self) -> &'static [&'static str] {
-        &["model", "run", "router", "traffic", "ingress", "processing", "queue_memory", "shaping", "link", "services"]
+        &[
+            "model",
+            "run",
+            "router",
+            "traffic",
+            "ingress",
+            "processing",
+            "queue_memory",
+            "shaping",
+            "link",
+            "stats",
+            "services",
+        ]
     }
     fn read(&self, root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> Box<dyn ModelSpec> {
         Box::new(read(root, base_dir, probs))

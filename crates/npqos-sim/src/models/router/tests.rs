@@ -133,6 +133,7 @@ pub(super) fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterPa
         duration: Duration::from_millis(50),
         drain: Duration::from_secs(1),
         sample_every: Duration::from_millis(10),
+        stats: StatsParams::default(),
     }
 }
 
@@ -659,4 +660,50 @@ fn an_interrupted_two_thread_run_returns() {
     let flag = Arc::new(AtomicBool::new(true));
     let r = run_scenario(&sc, 1, 2, Some(flag), &mut |_| {}).unwrap();
     assert!(r.get("offered_packets").unwrap() < 1_000.0);
+}
+
+/// The flow and class counters add up to the run's totals, whatever the table's bound: the
+/// exact rows and the row of the flows past them together hold every packet offered, sent and
+/// dropped (by reason), and so do the classes; the table and the sketch keep to their sizes;
+/// the same on one thread and two.
+#[test]
+fn flow_and_class_counters_add_up() {
+    let text = example("router-synthetic").replace("duration = \"500ms\"", "duration = \"50ms\"");
+    assert!(text.contains("duration = \"50ms\""));
+    for (exact, heavy) in [(0, 0), (40, 8), (100_000, 16)] {
+        let text = format!("{text}\n[stats]\nflows = {exact}\nheavy_flows = {heavy}\n");
+        let sc = parse(&text).unwrap();
+        let one = run_scenario(&sc, 3, 1, None, &mut |_| {}).unwrap();
+        let two = run_scenario(&sc, 3, 2, None, &mut |_| {}).unwrap();
+        assert_eq!(one.flows, two.flows, "same rows on one thread and two");
+        assert_eq!(one.classes, two.classes);
+        let r = one;
+        let total = |rows: &mut dyn Iterator<Item = &crate::results::CountRow>| {
+            rows.fold([0u64; 4], |a, c| {
+                [a[0] + c.offered_packets, a[1] + c.sent_packets, a[2] + c.dropped_packets, a[3] + c.overlimits]
+            })
+        };
+        let flows = total(&mut r.flows.iter().filter(|f| f.kind != "heavy").map(|f| &f.counts));
+        let classes = total(&mut r.classes.iter().map(|c| &c.counts));
+        let want =
+            [r.get("offered_packets").unwrap(), r.get("delivered_packets").unwrap(), r.get("dropped_packets").unwrap()];
+        assert!(want[0] > 1000.0, "{want:?}");
+        assert_eq!([flows[0] as f64, flows[1] as f64, flows[2] as f64], want, "flows, bound {exact}");
+        // Classes hold the classified packets: all of them here.
+        assert_eq!(r.get("dropped_unclassified"), Some(0.0));
+        assert_eq!(&classes[..3], &flows[..3], "classes, bound {exact}");
+        assert_eq!(classes[3], flows[3], "overlimits");
+        let n = |k: &str| r.flows.iter().filter(|f| f.kind == k).count();
+        // More than 40 flows and fewer than 100,000: the table fills up to its bound, or holds
+        // every flow and then has no row of flows past it.
+        let filled = exact < 100_000;
+        assert_eq!(n("exact") == exact as usize, filled, "{} exact rows, bound {exact}", n("exact"));
+        assert_eq!(n("other"), usize::from(filled));
+        assert!(n("heavy") <= heavy as usize && (n("heavy") > 0) == (filled && heavy > 0));
+        for f in r.flows.iter().filter(|f| f.kind == "heavy") {
+            assert!(f.counts.offered_bytes >= f.offered_bytes_error);
+        }
+        let reasons: Vec<&str> = r.drop_reasons.iter().map(|s| s.as_str()).collect();
+        assert_eq!(reasons, super::sim::DROPS);
+    }
 }

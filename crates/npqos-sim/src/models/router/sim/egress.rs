@@ -89,6 +89,8 @@ impl Sim<'_> {
                 };
                 if let Decision::Throttled { until } = d {
                     leave = true;
+                    self.flow_counts(pk.row).overlimits += 1;
+                    self.classes[pk.service as usize].overlimits += 1;
                     match &self.shaper {
                         Shaper::Periodic(_) => {
                             engine.schedule_class(until.max(nowi), C_REENABLE, Ev::Reenable(q.0));
@@ -167,6 +169,8 @@ impl Sim<'_> {
         self.delivered_bytes += pk.len as u64;
         self.last_delivery = self.last_delivery.max(now);
         self.hist[s][3].saturating_record((now - pk.arrival).max(1));
+        self.flow_counts(pk.row).send(pk.len, now - pk.arrival);
+        self.classes[s].send(pk.len, now - pk.arrival);
         if let Some(t) = &mut self.trace {
             t[self.trace_of[id as usize] as usize].delivered = Some(now);
         }

@@ -14,7 +14,7 @@ use crate::results::Series;
 use crate::rng::RngStreams;
 use npqos_core::alloc::{Action, AllocConfig, Allocator, ServiceSpec};
 use npqos_core::classify::Classifier;
-use npqos_core::pipeline::{Admit, Ingress, IngressDrop, Qmem};
+use npqos_core::pipeline::{Admit, Counts, FlowIndex, Ingress, IngressDrop, Qmem};
 use npqos_core::queues::timing::Op;
 use npqos_core::rate::Serializer;
 use npqos_core::sched::drr::Drr;
@@ -84,6 +84,8 @@ struct Pkt {
     actual: f64,
     /// The next packet of its egress FIFO ([`Fifo`]); NIL: none.
     next: u32,
+    /// Its flow's row of the flow counters (`FlowIndex::OTHER`: past the exact table).
+    row: u32,
 }
 
 const _: () = assert!(std::mem::size_of::<Pkt>() == 64);
@@ -188,6 +190,11 @@ struct Sim<'a> {
     late: Vec<u64>,
     drops: [u64; 6],
     drops_by_service: Vec<u64>,
+    /// Per-flow counters by row of the arrivals' `FlowIndex`, the flows past its exact table
+    /// together, and per-service counters (docs/pipeline.md, "Flow and class counters").
+    flows: Vec<Counts<6>>,
+    other_flows: Counts<6>,
+    classes: Vec<Counts<6>>,
     hist: Vec<[hdrhistogram::Histogram<u64>; 4]>,
     samples: Samples,
     error: Option<RouterError>,
@@ -238,10 +245,26 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn drop_pkt(&mut self, id: Option<u32>, service: Option<usize>, reason: usize) {
+    /// The flow counters of `row`.
+    #[inline]
+    fn flow_counts(&mut self, row: u32) -> &mut Counts<6> {
+        if row == FlowIndex::OTHER {
+            return &mut self.other_flows;
+        }
+        // Rows are handed out in order: a new one is the next.
+        if row as usize >= self.flows.len() {
+            self.flows.resize(row as usize + 1, Counts::default());
+        }
+        &mut self.flows[row as usize]
+    }
+
+    /// Drops a packet of `len` bytes of flow row `row` (and service `service`, packet `id`).
+    fn drop_pkt(&mut self, id: Option<u32>, service: Option<usize>, reason: usize, row: u32, len: u32) {
         self.drops[reason] += 1;
+        self.flow_counts(row).drop(reason, len);
         if let Some(s) = service {
             self.drops_by_service[s] += 1;
+            self.classes[s].drop(reason, len);
         }
         if let Some(id) = id {
             self.free.push(id);
@@ -270,14 +293,17 @@ impl<'a> Sim<'a> {
                     drop: Some(DROPS[0]),
                 });
             }
-            return self.drop_pkt(None, None, D_UNCLASSIFIED);
+            self.flow_counts(a.row).offer(len);
+            return self.drop_pkt(None, None, D_UNCLASSIFIED, a.row, len);
         }
         let s = a.service as usize;
         self.offered[s] += 1;
         self.flow_queue_shared += a.shared as u64;
         let (eq, actual) = (a.eq, a.actual);
         let iq = self.ingress.enqueue(&a.key, s, len);
-        let pkt = Pkt { arrival: now, len, service: s as u16, eq, actual, next: NIL, ..Default::default() };
+        self.flow_counts(a.row).offer(len);
+        self.classes[s].offer(len);
+        let pkt = Pkt { arrival: now, len, service: s as u16, eq, actual, next: NIL, row: a.row, ..Default::default() };
         let id = self.new_pkt(pkt);
         if let Some(t) = &mut self.trace {
             if self.trace_of.len() <= id as usize {
@@ -297,8 +323,12 @@ impl<'a> Sim<'a> {
         }
         let iq = match iq {
             Ok(Admit::Queued(q)) => q,
-            Ok(Admit::Dropped(IngressDrop::BufferFull)) => return self.drop_pkt(Some(id), Some(s), D_BUFFER),
-            Ok(Admit::Dropped(IngressDrop::NoQueue)) => return self.drop_pkt(Some(id), Some(s), D_NO_QUEUE),
+            Ok(Admit::Dropped(IngressDrop::BufferFull)) => {
+                return self.drop_pkt(Some(id), Some(s), D_BUFFER, a.row, len)
+            }
+            Ok(Admit::Dropped(IngressDrop::NoQueue)) => {
+                return self.drop_pkt(Some(id), Some(s), D_NO_QUEUE, a.row, len)
+            }
             Err(e) => return self.fail(now, "ingress", e, engine),
         };
         self.pkts[id as usize].iq = iq.0;
@@ -465,16 +495,16 @@ impl<'a> Sim<'a> {
         let late = delay > self.p.services[s].tolerance.as_nanos();
         self.late[s] += late as u64;
         if late && self.p.processing.late_drop {
-            return self.drop_pkt(Some(id), Some(s), D_LATE);
+            return self.drop_pkt(Some(id), Some(s), D_LATE, pk.row, pk.len);
         }
         if self.shaped(pk.eq)
             && self.p.shaping.conformance == Conformance::WaitForTokens
             && pk.len as u64 > self.p.shaping.cap_bytes
         {
-            return self.drop_pkt(Some(id), Some(s), D_BUCKET);
+            return self.drop_pkt(Some(id), Some(s), D_BUCKET, pk.row, pk.len);
         }
         if self.egress_bytes + pk.len as u64 > self.p.shaping.buffer_bytes {
-            return self.drop_pkt(Some(id), Some(s), D_EGRESS);
+            return self.drop_pkt(Some(id), Some(s), D_EGRESS, pk.row, pk.len);
         }
         self.egress_bytes += pk.len as u64;
         let Some(t) = self.qmem_op(now, self.nqi + pk.eq, Op::Enqueue, engine) else { return };

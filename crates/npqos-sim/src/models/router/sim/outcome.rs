@@ -2,6 +2,7 @@
 //! measurements and the stages' state ([`Sim::into_outcome`]).
 
 use super::*;
+use crate::results::{ClassRecord, CountRow, FlowRecord};
 
 impl Sim<'_> {
     pub(super) fn sample(&mut self, now: u64, engine: &mut Engine<Ev>) {
@@ -32,8 +33,71 @@ impl Sim<'_> {
         }
     }
 
+    /// The flow and class counters as rows (docs/pipeline.md, "Flow and class counters"):
+    /// the exact table's flows in the order first seen, the sketch's heaviest flows past it,
+    /// then every flow past it together; the services in their order.
+    fn tables(&mut self) -> (Vec<FlowRecord>, Vec<ClassRecord>) {
+        let class = |c: u32| match self.p.services.get(c as usize) {
+            Some(s) => s.name.clone(),
+            None => "-".to_string(),
+        };
+        let mut flows = Vec::new();
+        if let Some(prep) = self.feed.into_maker() {
+            let zero = Counts::default();
+            for (row, (key, c)) in prep.index.rows().iter().enumerate() {
+                let counts = CountRow::from(self.flows.get(row).unwrap_or(&zero));
+                flows.push(FlowRecord {
+                    flow: key.to_string(),
+                    class: class(*c),
+                    kind: "exact",
+                    counts,
+                    offered_bytes_error: 0,
+                });
+            }
+            for h in prep.index.heavy() {
+                let counts = CountRow {
+                    offered_packets: h.packets,
+                    offered_bytes: h.bytes,
+                    dropped: vec![0; DROPS.len()],
+                    ..Default::default()
+                };
+                flows.push(FlowRecord {
+                    flow: h.key.to_string(),
+                    class: class(h.class),
+                    kind: "heavy",
+                    counts,
+                    offered_bytes_error: h.error,
+                });
+            }
+        }
+        if self.other_flows.offered_packets > 0 {
+            let counts = CountRow::from(&self.other_flows);
+            flows.push(FlowRecord {
+                flow: "*".into(),
+                class: "*".into(),
+                kind: "other",
+                counts,
+                offered_bytes_error: 0,
+            });
+        }
+        let classes = (self.p.services.iter().zip(&self.classes).zip(&self.hist))
+            .map(|((s, c), h)| {
+                let e2e = &h[3];
+                let q = |x: f64| if e2e.is_empty() { 0.0 } else { e2e.value_at_quantile(x) as f64 };
+                ClassRecord {
+                    class: s.name.clone(),
+                    counts: CountRow::from(c),
+                    delay_p50_ns: q(0.5),
+                    delay_p99_ns: q(0.99),
+                }
+            })
+            .collect();
+        (flows, classes)
+    }
+
     /// The measurements and the stages' state (docs/router.md, "Outputs") at `end_ns`.
-    pub(super) fn into_outcome(self, events: u64, end_ns: u64) -> Outcome {
+    pub(super) fn into_outcome(mut self, events: u64, end_ns: u64) -> Outcome {
+        let (flows, classes) = self.tables();
         let span = end_ns.max(1) as f64 * 1e-9;
         let mut st: Vec<(String, f64, &'static str)> = Vec::new();
         let mut put = |n: &str, v: f64, u: &'static str| st.push((n.to_string(), v, u));
@@ -122,6 +186,8 @@ impl Sim<'_> {
             stage_scalars: st,
             series,
             elements: self.ingress.check(),
+            flows,
+            classes,
             trace: self.trace,
         }
     }
