@@ -76,6 +76,10 @@ fn problems_name_their_keys() {
     );
     assert_names("model = \"router\"\nservices = 3\n", &["services"]);
     assert_names("model = \"router\"\n[link]\nahead = 0\n", &["link.ahead"]);
+    assert_names(
+        "model = \"router\"\n[stats]\nflows = -1\nheavy_flows = \"many\"\nheavy = 3\n",
+        &["stats.flows", "stats.heavy_flows", "stats.heavy"],
+    );
     // One key swaps a stage: the other alternative's keys are ignored.
     let ex = example("router-synthetic");
     let swapped =
