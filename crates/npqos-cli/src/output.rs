@@ -7,7 +7,8 @@
 use crate::plots;
 use anyhow::{Context, Result};
 use npqos_sim::results::{CountRow, Output, PlotKind, PlotSpec, RunResult};
-use rusqlite::{params, Connection};
+use rusqlite::types::Value as SqlValue;
+use rusqlite::{params, params_from_iter, Connection};
 use serde_json::{json, Value};
 use std::fmt::Write as _;
 use std::fs;
@@ -205,52 +206,55 @@ fn drops_json(r: &RunResult, c: &CountRow) -> String {
     Value::Object(m).to_string()
 }
 
+/// A count row's columns of the `flows` and `classes` tables, from `offered_packets` to
+/// `delay_max_ns`.
+fn count_values(r: &RunResult, c: &CountRow) -> [SqlValue; 11] {
+    let n = |x: u64| SqlValue::Integer(x as i64);
+    [
+        n(c.offered_packets),
+        n(c.offered_bytes),
+        n(c.sent_packets),
+        n(c.sent_bytes),
+        n(c.dropped_packets),
+        SqlValue::Text(drops_json(r, c)),
+        n(c.overlimits),
+        n(c.backlog_packets),
+        n(c.backlog_bytes),
+        SqlValue::Real(c.delay_mean_ns),
+        SqlValue::Real(c.delay_max_ns),
+    ]
+}
+
 /// The run's `flows` and `classes` rows (docs/pipeline.md).
 fn insert_tables(db: &Connection, id: i64, r: &RunResult) -> Result<()> {
-    let mut st =
-        db.prepare_cached("INSERT INTO flows VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)")?;
+    let mut st = db.prepare_cached(
+        "INSERT INTO flows (run_id, flow, class, kind, offered_bytes_error, offered_packets, offered_bytes, sent_packets,
+                            sent_bytes, dropped_packets, dropped_by_reason, overlimits, backlog_packets, backlog_bytes,
+                            delay_mean_ns, delay_max_ns) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15,?16)",
+    )?;
     for f in &r.flows {
-        let c = &f.counts;
-        st.execute(params![
-            id,
-            f.flow,
-            f.class,
-            f.kind,
-            c.offered_packets as i64,
-            c.offered_bytes as i64,
-            f.offered_bytes_error as i64,
-            c.sent_packets as i64,
-            c.sent_bytes as i64,
-            c.dropped_packets as i64,
-            drops_json(r, c),
-            c.overlimits as i64,
-            c.backlog_packets as i64,
-            c.backlog_bytes as i64,
-            c.delay_mean_ns,
-            c.delay_max_ns
-        ])?;
+        let head = [
+            SqlValue::Integer(id),
+            SqlValue::Text(f.flow.clone()),
+            SqlValue::Text(f.class.clone()),
+            SqlValue::Text(f.kind.into()),
+            SqlValue::Integer(f.offered_bytes_error as i64),
+        ];
+        st.execute(params_from_iter(head.into_iter().chain(count_values(r, &f.counts))))?;
     }
-    let mut st =
-        db.prepare_cached("INSERT INTO classes VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)")?;
+    let mut st = db.prepare_cached(
+        "INSERT INTO classes (run_id, class, delay_p50_ns, delay_p99_ns, offered_packets, offered_bytes, sent_packets,
+                              sent_bytes, dropped_packets, dropped_by_reason, overlimits, backlog_packets, backlog_bytes,
+                              delay_mean_ns, delay_max_ns) VALUES (?1,?2,?3,?4,?5,?6,?7,?8,?9,?10,?11,?12,?13,?14,?15)",
+    )?;
     for k in &r.classes {
-        let c = &k.counts;
-        st.execute(params![
-            id,
-            k.class,
-            c.offered_packets as i64,
-            c.offered_bytes as i64,
-            c.sent_packets as i64,
-            c.sent_bytes as i64,
-            c.dropped_packets as i64,
-            drops_json(r, c),
-            c.overlimits as i64,
-            c.backlog_packets as i64,
-            c.backlog_bytes as i64,
-            c.delay_mean_ns,
-            c.delay_max_ns,
-            k.delay_p50_ns,
-            k.delay_p99_ns
-        ])?;
+        let head = [
+            SqlValue::Integer(id),
+            SqlValue::Text(k.class.clone()),
+            SqlValue::Real(k.delay_p50_ns),
+            SqlValue::Real(k.delay_p99_ns),
+        ];
+        st.execute(params_from_iter(head.into_iter().chain(count_values(r, &k.counts))))?;
     }
     Ok(())
 }
