@@ -90,7 +90,23 @@ def _frame(rows: list, names: list) -> pd.DataFrame:
     after the first column (``run`` or ``metric``)."""
     if rows and isinstance(rows[0][0], tuple):
         rows = [key + values for key, values in rows]
-    df = pd.DataFrame.from_records(rows, columns=names)
+    return _params_columns(pd.DataFrame.from_records(rows, columns=names))
+
+
+def _object_frame(rows: list, first: list) -> pd.DataFrame:
+    """A DataFrame from native rows ``((run, params, seed), JSON object)``: the run's key, then
+    the object's fields in its order, ``first`` before the rest."""
+    records = [dict(zip(("run", "params", "seed"), key), **json.loads(obj)) for key, obj in rows]
+    df = pd.DataFrame.from_records(records)
+    if df.empty:
+        df = pd.DataFrame(columns=["run", "params", "seed"] + first)
+    order = ["run", "params", "seed"] + first
+    df = df[order + [c for c in df.columns if c not in order]]
+    return _params_columns(df)
+
+
+def _params_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """The JSON ``params`` column as one column per parameter, after the first column."""
     params = df.pop("params")
     parsed = {s: json.loads(s) for s in dict.fromkeys(params)}
     keys: list = []
@@ -104,7 +120,7 @@ def _frame(rows: list, names: list) -> pd.DataFrame:
 class Result:
     """The results of one run or reproduction.
 
-    ``scalars``, ``series``, ``histograms``, ``comparisons`` and ``aggregate`` are tidy pandas
+    ``scalars``, ``series``, ``histograms``, ``flows``, ``classes``, ``comparisons`` and ``aggregate`` are tidy pandas
     DataFrames (one row per value, with its name, unit and the run's parameters); ``summary``
     is summary.json as a dict; ``write(dir)`` writes the standard results directory.
     """
@@ -152,6 +168,22 @@ class Result:
             "histograms",
             lambda: _frame(self._n.histograms(), ["run", "params", "seed", "name", "lo", "hi", "count", "unit"]),
         )
+
+    @property
+    def flows(self) -> pd.DataFrame:
+        """The flow counters (flows.csv; models that keep them: the router): one row per run and
+        flow, in tc's vocabulary: flow, class, kind (``exact``: counted exactly; ``heavy``: one
+        of the heaviest flows past the exact table, offered bytes only, over-estimated by at
+        most ``offered_bytes_error``; ``other``: every flow past the table together), packets
+        and bytes offered and sent, dropped (in all and ``dropped_<reason>``), overlimits,
+        backlog, mean and largest delay (ns). docs/pipeline.md."""
+        return self._get("flows", lambda: _object_frame(self._n.flows(), ["flow", "class", "kind"]))
+
+    @property
+    def classes(self) -> pd.DataFrame:
+        """The class counters (classes.csv; the router's services): one row per run and class,
+        the same counts as ``flows`` plus the delay's p50 and p99 (ns)."""
+        return self._get("classes", lambda: _object_frame(self._n.classes(), ["class"]))
 
     @property
     def comparisons(self) -> pd.DataFrame:

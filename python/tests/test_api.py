@@ -159,3 +159,20 @@ def test_runs_release_the_gil(tmp_path):
     assert len(ticks) > one / 0.01 * 0.5, (len(ticks), one)
     gaps = [b - a for a, b in zip(ticks, ticks[1:])]
     assert max(gaps) < 0.25, max(gaps)
+
+
+def test_router_flows_and_classes_frames(root):
+    text = (root / "scenarios" / "router-synthetic.toml").read_text().replace('duration = "500ms"', 'duration = "20ms"')
+    r = npqos.run(text + "\n[stats]\nflows = 30\nheavy_flows = 4\n")
+    f, c = r.flows, r.classes
+    assert list(f.columns[:5]) == ["run", "replication", "seed", "flow", "class"]
+    for k in ["kind", "sent_packets", "dropped_ingress_buffer_full", "overlimits", "backlog_packets", "offered_bytes_error"]:
+        assert k in f.columns, k
+    assert (f.kind == "exact").sum() == 30 and (f.kind == "heavy").sum() == 4 and (f.kind == "other").sum() == 1
+    offered = r.scalars.set_index("name").loc["offered_packets", "value"]
+    assert f[f.kind != "heavy"].offered_packets.sum() == offered
+    assert sorted(c["class"]) == ["dns", "other", "web"] and c.offered_packets.sum() == offered
+    assert (c.delay_p99_ns >= c.delay_p50_ns).all()
+    # A model without counters gives empty frames with the columns named.
+    d = npqos.run(root / "scenarios" / "demo.toml")
+    assert d.flows.empty and "flow" in d.flows.columns

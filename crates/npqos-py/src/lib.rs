@@ -183,6 +183,32 @@ impl RunOutput {
     }
 }
 
+/// A count row's fields as a JSON object, the drops as `dropped_<reason>`.
+fn count_object(
+    r: &npqos_sim::results::RunResult,
+    c: &npqos_sim::results::CountRow,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut m = serde_json::Map::new();
+    for (k, v) in [
+        ("offered_packets", c.offered_packets),
+        ("offered_bytes", c.offered_bytes),
+        ("sent_packets", c.sent_packets),
+        ("sent_bytes", c.sent_bytes),
+        ("dropped_packets", c.dropped_packets),
+        ("overlimits", c.overlimits),
+        ("backlog_packets", c.backlog_packets),
+        ("backlog_bytes", c.backlog_bytes),
+    ] {
+        m.insert(k.into(), v.into());
+    }
+    for (reason, n) in r.drop_reasons.iter().zip(&c.dropped) {
+        m.insert(format!("dropped_{reason}"), (*n).into());
+    }
+    m.insert("delay_mean_ns".into(), c.delay_mean_ns.into());
+    m.insert("delay_max_ns".into(), c.delay_max_ns.into());
+    m
+}
+
 #[pymethods]
 impl RunOutput {
     #[getter]
@@ -223,6 +249,39 @@ impl RunOutput {
             r.histograms
                 .iter()
                 .flat_map(|h| h.bins.iter().map(|&(lo, hi, n)| (h.name.clone(), lo, hi, n, h.unit.clone())))
+                .collect()
+        })
+    }
+    /// Rows of the flow counters (flows.csv): (run key, the row as a JSON object: flow, class,
+    /// kind, the counts, `dropped_<reason>` per drop reason, offered_bytes_error).
+    fn flows(&self) -> Vec<(RunKey, String)> {
+        self.rows(|r| {
+            r.flows
+                .iter()
+                .map(|f| {
+                    let mut m = count_object(r, &f.counts);
+                    m.insert("flow".into(), f.flow.clone().into());
+                    m.insert("class".into(), f.class.clone().into());
+                    m.insert("kind".into(), f.kind.into());
+                    m.insert("offered_bytes_error".into(), f.offered_bytes_error.into());
+                    serde_json::Value::Object(m).to_string()
+                })
+                .collect()
+        })
+    }
+    /// Rows of the class counters (classes.csv): (run key, the row as a JSON object: class, the
+    /// counts, `dropped_<reason>` per drop reason, delay_p50_ns, delay_p99_ns).
+    fn classes(&self) -> Vec<(RunKey, String)> {
+        self.rows(|r| {
+            r.classes
+                .iter()
+                .map(|c| {
+                    let mut m = count_object(r, &c.counts);
+                    m.insert("class".into(), c.class.clone().into());
+                    m.insert("delay_p50_ns".into(), c.delay_p50_ns.into());
+                    m.insert("delay_p99_ns".into(), c.delay_p99_ns.into());
+                    serde_json::Value::Object(m).to_string()
+                })
                 .collect()
         })
     }
