@@ -391,7 +391,7 @@ impl RouterSpec {
         let nqe = p.services.len() as u128 + flow_services * p.shaping.flow_queues as u128;
         let traffic = self.traffic.source.estimate_memory(100);
         let (flows, heavy) = (p.stats.flows as usize, p.stats.heavy_flows as usize);
-        let counts = std::mem::size_of::<npqos_core::pipeline::Counts<6>>() as u128;
+        let counts = std::mem::size_of::<super::sim::RowCounts>() as u128;
         let stats = npqos_core::pipeline::FlowIndex::bound_bytes(flows, heavy) as u128 + flows as u128 * counts;
         nqi * 80 * p.services.len() as u128 + nqe * 96 + p.table.blocks as u128 * 72 + traffic + stats + (8 << 20)
     }

@@ -63,6 +63,9 @@ const D_LATE: usize = 3;
 const D_BUCKET: usize = 4;
 const D_EGRESS: usize = 5;
 
+/// The flow and class counters, one drop count per reason of [`DROPS`].
+pub(super) type RowCounts = Counts<{ DROPS.len() }>;
+
 /// Stages of a packet's latency, in the order of their scalars.
 pub(super) const STAGES: [&str; 4] = ["ingress", "processing", "egress", "e2e"];
 
@@ -192,9 +195,9 @@ struct Sim<'a> {
     drops_by_service: Vec<u64>,
     /// Per-flow counters by row of the arrivals' `FlowIndex`, the flows past its exact table
     /// together, and per-service counters (docs/pipeline.md, "Flow and class counters").
-    flows: Vec<Counts<6>>,
-    other_flows: Counts<6>,
-    classes: Vec<Counts<6>>,
+    flows: Vec<RowCounts>,
+    other_flows: RowCounts,
+    classes: Vec<RowCounts>,
     hist: Vec<[hdrhistogram::Histogram<u64>; 4]>,
     samples: Samples,
     error: Option<RouterError>,
@@ -247,7 +250,7 @@ impl<'a> Sim<'a> {
 
     /// The flow counters of `row`.
     #[inline]
-    fn flow_counts(&mut self, row: u32) -> &mut Counts<6> {
+    fn flow_counts(&mut self, row: u32) -> &mut RowCounts {
         if row == FlowIndex::OTHER {
             return &mut self.other_flows;
         }
