@@ -6,7 +6,7 @@
 
 use crate::plots;
 use anyhow::{Context, Result};
-use npqos_sim::results::{CountRow, Output, PlotKind, PlotSpec, RunResult};
+use npqos_sim::results::{ClassRecord, CountRow, FlowRecord, Output, PlotKind, PlotSpec, RunResult};
 use rusqlite::types::Value as SqlValue;
 use rusqlite::{params, params_from_iter, Connection};
 use serde_json::{json, Value};
@@ -322,9 +322,71 @@ pub fn read_output(dir: &Path) -> Result<Output> {
                 _ => run.histograms.push(npqos_sim::results::Histogram { name, unit: r.get(4)?, bins: vec![bin] }),
             }
         }
+        read_tables(&db, *id, run).with_context(|| format!("{}: flows and classes", path.display()))?;
     }
     out.aggregate_runs();
     Ok(out)
+}
+
+/// A count row as [`count_values`] stored it, from column `at` on; the drops by reason in the
+/// order of `reasons`.
+fn read_counts(r: &rusqlite::Row<'_>, at: usize, reasons: &mut Vec<String>) -> Result<CountRow> {
+    let n = |i: usize| -> rusqlite::Result<u64> { Ok(r.get::<_, i64>(at + i)? as u64) };
+    let by_reason: serde_json::Map<String, Value> = serde_json::from_str(&r.get::<_, String>(at + 5)?)?;
+    if reasons.is_empty() {
+        reasons.extend(by_reason.keys().cloned());
+    }
+    let dropped = reasons.iter().map(|k| by_reason.get(k).and_then(Value::as_u64).unwrap_or(0)).collect();
+    let real = |i: usize| -> rusqlite::Result<f64> { Ok(r.get::<_, Option<f64>>(at + i)?.unwrap_or(f64::NAN)) };
+    Ok(CountRow {
+        offered_packets: n(0)?,
+        offered_bytes: n(1)?,
+        sent_packets: n(2)?,
+        sent_bytes: n(3)?,
+        dropped_packets: n(4)?,
+        dropped,
+        overlimits: n(6)?,
+        backlog_packets: n(7)?,
+        backlog_bytes: n(8)?,
+        delay_mean_ns: real(9)?,
+        delay_max_ns: real(10)?,
+    })
+}
+
+/// Reads back the run's `flows` and `classes` rows (a sweep collects its points so).
+fn read_tables(db: &Connection, id: i64, run: &mut RunResult) -> Result<()> {
+    const COUNTS: &str =
+        "offered_packets, offered_bytes, sent_packets, sent_bytes, dropped_packets, dropped_by_reason, \
+                          overlimits, backlog_packets, backlog_bytes, delay_mean_ns, delay_max_ns";
+    let mut reasons = Vec::new();
+    let mut st = db.prepare_cached(&format!(
+        "SELECT flow, class, kind, offered_bytes_error, {COUNTS} FROM flows WHERE run_id = ?1 ORDER BY rowid"
+    ))?;
+    let mut rows = st.query([id])?;
+    while let Some(r) = rows.next()? {
+        let kind: String = r.get(2)?;
+        run.flows.push(FlowRecord {
+            flow: r.get(0)?,
+            class: r.get(1)?,
+            kind: ["exact", "heavy", "other"].into_iter().find(|k| *k == kind).context("flows.kind")?,
+            offered_bytes_error: r.get::<_, i64>(3)? as u64,
+            counts: read_counts(r, 4, &mut reasons)?,
+        });
+    }
+    let mut st = db.prepare_cached(&format!(
+        "SELECT class, delay_p50_ns, delay_p99_ns, {COUNTS} FROM classes WHERE run_id = ?1 ORDER BY rowid"
+    ))?;
+    let mut rows = st.query([id])?;
+    while let Some(r) = rows.next()? {
+        run.classes.push(ClassRecord {
+            class: r.get(0)?,
+            delay_p50_ns: r.get::<_, Option<f64>>(1)?.unwrap_or(f64::NAN),
+            delay_p99_ns: r.get::<_, Option<f64>>(2)?.unwrap_or(f64::NAN),
+            counts: read_counts(r, 3, &mut reasons)?,
+        });
+    }
+    run.drop_reasons = reasons;
+    Ok(())
 }
 
 fn csv_field(s: &str) -> String {

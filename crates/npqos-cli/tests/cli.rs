@@ -186,6 +186,32 @@ fn router_flows_and_classes_are_written() {
     assert_eq!(q("SELECT count(*) FROM flows WHERE kind = 'exact'"), 50);
     let json: String = db.query_row("SELECT dropped_by_reason FROM classes LIMIT 1", [], |r| r.get(0)).unwrap();
     assert!(json.contains("\"egress_buffer_full\":"), "{json}");
+
+    // A sweep's top-level results.sqlite collects every point's rows, read back from the
+    // point's own database.
+    let sw = d.path().join("sw");
+    let o =
+        run(&["sweep", s.to_str().unwrap(), "--set", "stats.flows=10,20", "--quiet", "--out", sw.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let top = rusqlite::Connection::open(sw.join("results.sqlite")).unwrap();
+    let q = |sql: &str| -> i64 { top.query_row(sql, [], |r| r.get(0)).unwrap() };
+    assert_eq!(q("SELECT count(*) FROM flows WHERE kind = 'exact'"), 30);
+    assert_eq!(q("SELECT count(*) FROM classes"), 6);
+    let point = rusqlite::Connection::open(sw.join("point-0001/results.sqlite")).unwrap();
+    let rows = |db: &rusqlite::Connection, sql: &str| -> Vec<String> {
+        let mut st = db.prepare(sql).unwrap();
+        st.query_map([], |r| r.get::<_, String>(0)).unwrap().map(|r| r.unwrap()).collect()
+    };
+    let cols =
+        "flow || class || kind || offered_packets || sent_packets || dropped_by_reason || overlimits || delay_mean_ns";
+    assert_eq!(
+        rows(
+            &top,
+            &format!("SELECT {cols} FROM flows JOIN runs USING (run_id) WHERE point LIKE '%20%' ORDER BY flows.rowid")
+        ),
+        rows(&point, &format!("SELECT {cols} FROM flows ORDER BY rowid")),
+        "the sweep's rows are the point's"
+    );
 }
 
 #[test]

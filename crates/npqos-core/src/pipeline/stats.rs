@@ -19,6 +19,7 @@
 //! the pipeline), and [`Counts`] per row (and per class) are kept where the packets' fates are
 //! decided.
 
+use crate::error::Error;
 use crate::flow::FlowKey;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
@@ -92,13 +93,19 @@ impl<const R: usize> Counts<R> {
         self.delay_sum_ns = self.delay_sum_ns.saturating_add(delay_ns);
         self.delay_max_ns = self.delay_max_ns.max(delay_ns);
     }
-    /// A packet of `len` bytes dropped for reason `reason` (< `R`; others are not counted).
+    /// A packet of `len` bytes dropped for reason `reason`.
+    ///
+    /// Errors: a reason outside `0..R` (nothing is counted).
     #[inline]
-    pub fn drop(&mut self, reason: usize, len: u32) {
-        if let Some(d) = self.dropped.get_mut(reason) {
-            *d += 1;
-            self.dropped_bytes += len as u64;
-        }
+    pub fn drop(&mut self, reason: usize, len: u32) -> Result<(), Error> {
+        let d = self.dropped.get_mut(reason).ok_or(Error::UnknownId {
+            kind: "drop reason",
+            id: reason.min(u32::MAX as usize) as u32,
+            count: R,
+        })?;
+        *d += 1;
+        self.dropped_bytes += len as u64;
+        Ok(())
     }
     pub fn dropped_packets(&self) -> u64 {
         self.dropped.iter().sum()
@@ -388,8 +395,8 @@ mod tests {
             c.offer(len);
         }
         c.send(100, 5_000);
-        c.drop(1, 200);
-        c.drop(7, 1); // no such reason: not counted
+        c.drop(1, 200).unwrap();
+        assert!(matches!(c.drop(7, 1), Err(Error::UnknownId { kind: "drop reason", id: 7, count: 2 })));
         assert_eq!((c.backlog_packets(), c.backlog_bytes(), c.dropped_packets()), (1, 300, 1));
         assert_eq!((c.delay_mean_ns(), c.delay_max_ns), (5_000.0, 5_000));
     }

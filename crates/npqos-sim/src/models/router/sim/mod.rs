@@ -264,10 +264,11 @@ impl<'a> Sim<'a> {
     /// Drops a packet of `len` bytes of flow row `row` (and service `service`, packet `id`).
     fn drop_pkt(&mut self, id: Option<u32>, service: Option<usize>, reason: usize, row: u32, len: u32) {
         self.drops[reason] += 1;
-        self.flow_counts(row).drop(reason, len);
+        // The router's reasons are the indices of DROPS, which RowCounts is sized by.
+        self.flow_counts(row).drop(reason, len).expect("a reason of DROPS");
         if let Some(s) = service {
             self.drops_by_service[s] += 1;
-            self.classes[s].drop(reason, len);
+            self.classes[s].drop(reason, len).expect("a reason of DROPS");
         }
         if let Some(id) = id {
             self.free.push(id);
