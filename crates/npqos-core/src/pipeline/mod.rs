@@ -5,6 +5,8 @@
 //! code.
 //!
 //! Here so far:
+//! * [`buckets`]: the egress element's per-flow buckets with a memory bound: the one
+//!   bucket-lifetime rule both drivers use ([`buckets::FlowBuckets`]);
 //! * [`ingress`]: stage 3, the ingress queues: dqs, a per-flow table or hashed queues over one
 //!   block buffer ([`ingress::Ingress`]);
 //! * [`qmem`]: stage 5, the queue-descriptor memory as one contended resource, one of qcache's
@@ -18,11 +20,13 @@
 //! by the router model (`npqos-sim`, `models/router/`), and live's forwarder composes dqs, the
 //! shaper and DRR itself (docs/pipeline.md lists what moves next).
 
+pub mod buckets;
 pub mod ingress;
 pub mod ports;
 pub mod qmem;
 pub mod stats;
 
+pub use buckets::{BucketCounters, FlowBuckets, Taken};
 pub use ingress::{Admit, Ingress, IngressDrop, IngressKind};
 pub use ports::{ConservationError, Ports};
 pub use qmem::{Qmem, QmemCounters, QmemParams};

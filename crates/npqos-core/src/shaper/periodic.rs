@@ -171,6 +171,17 @@ impl PeriodicShaper {
         (f != u64::MAX).then(|| Instant::from_nanos(f.saturating_mul(self.period_ns)))
     }
 
+    /// The fill at which `queue`'s bucket holds its cap again if nothing more is sent on it
+    /// (`None` for an unknown queue): from then on it is the same as a new one
+    /// ([`super::EventShaper::full_at`] for the event-driven shaper).
+    pub fn full_at(&self, queue: QueueId) -> Option<Instant> {
+        let q = queue.index();
+        let tokens = *self.tokens.get(q)?;
+        let missing = (self.cap[q] as i128 - tokens as i128).max(0) as u128;
+        let fills = u64::try_from(missing.div_ceil(self.per_fill[q] as u128)).unwrap_or(u64::MAX);
+        Some(Instant::from_nanos(self.fill_of[q].saturating_add(fills).saturating_mul(self.period_ns)))
+    }
+
     /// Whether `queue` is disabled (waiting for a fill).
     #[inline]
     pub fn is_disabled(&self, queue: QueueId) -> bool {

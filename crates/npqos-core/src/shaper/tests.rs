@@ -600,3 +600,16 @@ fn with_timer_after_a_throttle_is_refused() {
     let s = EventShaper::new(&[params(1_000_000, 1500, 0)], 1, 0, 0).unwrap();
     assert_eq!(s.with_timer(Timer::Wheel).unwrap().timer(), Timer::Wheel);
 }
+
+/// The periodic shaper's full time: the first fill at which the bucket holds its cap again.
+#[test]
+fn periodic_full_at_is_the_fill_that_tops_the_bucket_up() {
+    // 8 Mbps = 1 B/us, a fill of 100 B every 100 us, cap 2000 B.
+    let mut pe = PeriodicShaper::new(&[params(8_000_000, 2_000, 0)], Duration::from_micros(100)).unwrap();
+    let t = Instant::from_nanos;
+    assert_eq!(pe.full_at(Q0), Some(t(0)), "buckets start full");
+    // 350 B sent at 50 us (fill 0): 1650 B; 350 B more takes 4 fills (400 B), the 4th at 400 us.
+    pe.on_send(Q0, 350, t(50_000)).unwrap();
+    assert_eq!(pe.full_at(Q0), Some(t(400_000)));
+    assert_eq!(pe.full_at(QueueId(1)), None);
+}

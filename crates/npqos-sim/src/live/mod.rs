@@ -17,12 +17,14 @@
 //! it, calls [`Forwarder::wake`] then, and takes frames for the wire from
 //! [`Forwarder::transmit`]. It counts every frame: in = out + dropped (by reason) + queued.
 //!
-//! A flow's bucket outlives its physical queue. dqs keeps a flow's queue only while it has
-//! frames queued; the flow keeps its bucket until the bucket is full again
-//! ([`EventShaper::full_at`]), from when it is the same as a new one and goes back to the pool.
-//! So a flow that empties its queue and comes back is held to the same bucket. The pool has two
-//! buckets per physical queue; only when every spare one is still filling is the one nearest
-//! to full taken from its idle flow (counted as `bucket_evictions`).
+//! A flow's bucket outlives its physical queue, by the pipeline's one bucket-lifetime rule
+//! ([`npqos_core::pipeline::FlowBuckets`], docs/pipeline.md): dqs keeps a flow's queue only
+//! while it has frames queued; the flow holds its bucket while it has a queue, and when the
+//! queue is released the bucket is parked with the time it is full again
+//! ([`EventShaper::full_at`]). A flow that comes back takes its own bucket back, full or not;
+//! a new flow takes a bucket never used, else a parked one that is full again (the same as a
+//! new one), else the one nearest to full from its idle flow (counted as `bucket_evictions`).
+//! The pool has two buckets per physical queue, so at least half are free of a queue.
 
 pub mod spec;
 
@@ -34,11 +36,11 @@ use crate::trace::reader::{linktype, Record};
 use npqos_core::flow::FlowKey;
 use npqos_core::flowmap::{Dqs, DropReason, Enqueue};
 use npqos_core::id::{CoreId, QueueId};
+use npqos_core::pipeline::FlowBuckets;
 use npqos_core::sched::drr::Drr;
 use npqos_core::shaper::{BucketParams, Conformance, Decision, EventShaper};
 use npqos_core::{Error, Instant};
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::HashMap;
 
 /// Why a frame was not forwarded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -181,10 +183,6 @@ pub struct Totals {
     pub heap_max: usize,
     pub active_flows_max: usize,
     pub blocks_in_use_max: u32,
-    /// Most buckets held at once by flows without a queue (still filling).
-    pub parked_buckets_max: usize,
-    /// Buckets taken from an idle flow before they were full (the pool ran short).
-    pub bucket_evictions: u64,
 }
 
 /// The pipeline. See the module documentation.
@@ -201,19 +199,16 @@ pub struct Forwarder {
     shared: Option<QueueId>,
     /// The shared queue's one bucket (the last).
     shared_bucket: u32,
-    /// Per flow (stats index): its physical queue while it has one, and its bucket, or NONE.
-    queue_of: Vec<u32>,
-    bucket_of: Vec<u32>,
-    /// Per flow bucket: the flow holding it or NO_FLOW, and while parked the time it is full
-    /// again (u64::MAX otherwise).
-    flow_of_bucket: Vec<u32>,
-    parked_until: Vec<u64>,
-    free_buckets: Vec<u32>,
-    /// Parked buckets by the time they are full again (entries whose time no longer matches
-    /// `parked_until` are stale).
-    parked: BinaryHeap<Reverse<(u64, u32)>>,
-    parked_now: usize,
+    /// The flows' buckets (the shaper's first `2 x queues`), lent by the pipeline's rule.
+    buckets: FlowBuckets,
+    /// Per physical queue, the bucket of the flow holding it; per flow bucket, the physical
+    /// queue of its flow while the flow holds one (NONE while parked).
+    queue_bucket: Vec<u32>,
+    bucket_queue: Vec<u32>,
     woken: Vec<QueueId>,
+    /// A call `receive` could not make (it returns what became of the frame, not an error):
+    /// the next `transmit` returns it.
+    refused: Option<Error>,
     frame: Vec<u8>,
     totals: Totals,
     series: [Vec<(f64, f64)>; 4],
@@ -253,14 +248,11 @@ impl Forwarder {
             queue_flow: vec![NO_FLOW; queues as usize],
             shared,
             shared_bucket: flow_buckets,
-            queue_of: Vec::new(),
-            bucket_of: Vec::new(),
-            flow_of_bucket: vec![NO_FLOW; flow_buckets as usize],
-            parked_until: vec![u64::MAX; flow_buckets as usize],
-            free_buckets: (0..flow_buckets).rev().collect(),
-            parked: BinaryHeap::new(),
-            parked_now: 0,
+            buckets: FlowBuckets::new(flow_buckets)?,
+            queue_bucket: vec![NONE; queues as usize],
+            bucket_queue: vec![NONE; flow_buckets as usize],
             woken: Vec::with_capacity(64),
+            refused: None,
             frame: Vec::with_capacity(max_frame as usize),
             totals: Totals::default(),
             series: Default::default(),
@@ -284,6 +276,10 @@ impl Forwarder {
     pub fn shaper(&self) -> &EventShaper {
         &self.shaper
     }
+    /// The flows' buckets and the rule's counters.
+    pub fn buckets(&self) -> &FlowBuckets {
+        &self.buckets
+    }
     /// Frames in the buffer.
     pub fn queued(&self) -> u64 {
         let c = self.dqs.counters();
@@ -295,8 +291,6 @@ impl Forwarder {
         let i = *self.flows.entry(key).or_insert(n);
         if i == n {
             self.stats.push(FlowStats::new(key, non_ip));
-            self.queue_of.push(NONE);
-            self.bucket_of.push(NONE);
         }
         i as usize
     }
@@ -307,90 +301,28 @@ impl Forwarder {
         if Some(q) == self.shared {
             return QueueId(self.shared_bucket);
         }
-        QueueId(self.bucket_of[self.queue_flow[q.index()] as usize])
+        QueueId(self.queue_bucket[q.index()])
     }
 
-    /// Flow `f` was given a physical queue: it takes back its own bucket if that is still
-    /// filling, or else one from the pool (full, or the parked one nearest to full).
-    fn bind_bucket(&mut self, f: usize, now: Instant) {
-        let b = self.bucket_of[f];
-        if b != NONE {
-            if self.parked_until[b as usize] != u64::MAX {
-                self.parked_until[b as usize] = u64::MAX;
-                self.parked_now -= 1;
-            }
-            return;
-        }
-        let b = self.take_bucket(now);
-        self.flow_of_bucket[b as usize] = f as u32;
-        self.bucket_of[f] = b;
+    /// Flow `key` was given physical queue `q` at `now`: it holds a bucket while it has it.
+    fn bind_bucket(&mut self, key: &FlowKey, q: QueueId, now: Instant) -> Result<(), Error> {
+        let (b, _) = self.buckets.acquire(key, None, now)?;
+        self.queue_bucket[q.index()] = b;
+        self.bucket_queue[b as usize] = q.0;
+        Ok(())
     }
 
-    /// Parked buckets that are full again go back to the pool, and stale entries (their flow
-    /// took the bucket back) leave the heap. Every entry's time is at most cap / flow_rate after
-    /// it was pushed, so calling this on each release keeps the heap to the releases of that
-    /// last stretch, however long the run.
-    fn reclaim(&mut self, now: Instant) {
-        while let Some(&Reverse((t, b))) = self.parked.peek() {
-            if self.parked_until[b as usize] != t {
-                self.parked.pop();
-            } else if t <= now.as_nanos() && !self.shaper.is_disabled(QueueId(b)) {
-                self.parked.pop();
-                self.parked_now -= 1;
-                self.unbind(b);
-                self.free_buckets.push(b);
-            } else {
-                break;
-            }
-        }
-    }
-
-    fn take_bucket(&mut self, now: Instant) -> u32 {
-        self.reclaim(now);
-        if let Some(b) = self.free_buckets.pop() {
-            return b;
-        }
-        // Every spare bucket is still filling: take the one nearest to full. (There is always
-        // one: at most `queues` flows hold a queue, and there are twice as many buckets.)
-        while let Some(Reverse((t, b))) = self.parked.pop() {
-            if self.parked_until[b as usize] == t {
-                self.parked_now -= 1;
-                self.unbind(b);
-                self.totals.bucket_evictions += 1;
-                return b;
-            }
-        }
-        unreachable!("more flows hold a queue than there are physical queues")
-    }
-
-    /// Bucket `b` leaves its (idle) flow (the caller has taken it out of the parked count).
-    fn unbind(&mut self, b: u32) {
-        let f = self.flow_of_bucket[b as usize];
-        self.bucket_of[f as usize] = NONE;
-        self.flow_of_bucket[b as usize] = NO_FLOW;
-        self.parked_until[b as usize] = u64::MAX;
-    }
-
-    /// Flow `f` lost its physical queue `q` at `now`: its bucket stays with it until full.
-    fn release(&mut self, q: QueueId, now: Instant) {
-        let f = self.queue_flow[q.index()];
+    /// Physical queue `q` was released at `now`: its flow's bucket is parked until it is full.
+    fn release(&mut self, q: QueueId, now: Instant) -> Result<(), Error> {
         self.queue_flow[q.index()] = NO_FLOW;
-        if f == NO_FLOW {
-            return;
+        let b = std::mem::replace(&mut self.queue_bucket[q.index()], NONE);
+        if b == NONE {
+            return Ok(());
         }
-        self.queue_of[f as usize] = NONE;
-        let b = self.bucket_of[f as usize];
-        let full = self.shaper.full_at(QueueId(b)).map_or(0, Instant::as_nanos);
-        self.reclaim(now);
-        if full <= now.as_nanos() && !self.shaper.is_disabled(QueueId(b)) {
-            self.unbind(b);
-            self.free_buckets.push(b);
-        } else {
-            self.parked_now += 1;
-            self.parked_until[b as usize] = full;
-            self.parked.push(Reverse((full, b)));
-            self.totals.parked_buckets_max = self.totals.parked_buckets_max.max(self.parked_now);
-        }
+        self.bucket_queue[b as usize] = NONE;
+        let full = self.shaper.full_at(QueueId(b)).unwrap_or(now);
+        self.buckets.release(b, full, now)?;
+        Ok(())
     }
 
     fn key_of(frame: &[u8]) -> (FlowKey, bool) {
@@ -433,12 +365,13 @@ impl Forwarder {
             Enqueue::Queued(e) => {
                 if Some(e.queue) != self.shared {
                     self.queue_flow[e.queue.index()] = f as u32;
-                    self.queue_of[f] = e.queue.0;
                     if e.new_flow {
-                        self.bind_bucket(f, now);
+                        if let Err(err) = self.bind_bucket(&key, e.queue, now) {
+                            // Only a `now` that went backwards gets here; the next transmit
+                            // reports it.
+                            self.refused.get_or_insert(err);
+                        }
                     }
-                    // A flow holding a queue keeps its bucket: only idle flows give theirs up.
-                    debug_assert_ne!(self.bucket_of[f], NONE);
                 }
                 self.stats[f].activations += e.new_flow as u64;
                 if !self.shaper.is_disabled(self.bucket(e.queue)) {
@@ -472,12 +405,9 @@ impl Forwarder {
             let q = if b.0 == self.shared_bucket {
                 self.shared.expect("the shared bucket exists with the shared queue")
             } else {
-                match self.flow_of_bucket[b.index()] {
-                    NO_FLOW => continue,
-                    f => match self.queue_of[f as usize] {
-                        NONE => continue,
-                        q => QueueId(q),
-                    },
+                match self.bucket_queue[b.index()] {
+                    NONE => continue,
+                    q => QueueId(q),
                 }
             };
             if self.dqs.buffer().packets(q.0) > 0 {
@@ -490,6 +420,9 @@ impl Forwarder {
     /// Up to `room` frames for the wire at `now`, each handed to `emit`, by DRR over the queues
     /// that hold frames and are not throttled. Returns how many were emitted.
     pub fn transmit(&mut self, now: Instant, room: usize, mut emit: impl FnMut(&[u8])) -> Result<usize, Error> {
+        if let Some(e) = self.refused.take() {
+            return Err(e);
+        }
         let wait = self.spec.bucket.conformance == Conformance::WaitForTokens;
         let mut sent = 0;
         while sent < room {
@@ -534,7 +467,7 @@ impl Forwarder {
             self.totals.bytes_out += out.len as u64;
             let empty = self.dqs.buffer().packets(q.0) == 0;
             if out.queue_released {
-                self.release(q, now);
+                self.release(q, now)?;
             }
             self.drr.dequeued(q, empty || throttled)?;
         }
@@ -554,11 +487,7 @@ impl Forwarder {
                     f => f as usize,
                 };
                 if d.queue_released {
-                    let holder = self.queue_flow[q as usize];
                     self.queue_flow[q as usize] = NO_FLOW;
-                    if holder != NO_FLOW {
-                        self.queue_of[holder as usize] = NONE;
-                    }
                 }
                 self.drop(f, Reason::Stopped);
             }
@@ -636,8 +565,9 @@ impl Forwarder {
         r.scalar("reenabled", c.reenabled as f64, "queues");
         r.scalar("timer_wakeups", t.wakeups as f64, "wake-ups");
         r.scalar("heap_max", t.heap_max as f64, "queues");
-        r.scalar("parked_buckets_max", t.parked_buckets_max as f64, "buckets");
-        r.scalar("bucket_evictions", t.bucket_evictions as f64, "buckets");
+        let bc = self.buckets.counters();
+        r.scalar("parked_buckets_max", bc.parked_max as f64, "buckets");
+        r.scalar("bucket_evictions", bc.evicted as f64, "buckets");
         r.scalar("heap_mean", if self.samples > 0 { self.heap_sum / self.samples as f64 } else { 0.0 }, "queues");
         r.scalar("active_flows_max", t.active_flows_max as f64, "flows");
         r.scalar("queues_in_use_max", self.dqs.buffer().max_queues_in_use() as f64, "queues");

@@ -1,5 +1,5 @@
-//! Stages 1 and 2 and the per-flow bucket choice: the packet stream, classified, with its
-//! processing cost drawn and its output queue chosen. None of this depends on the state of
+//! Stages 1 and 2 and the per-flow bucket hint: the packet stream, classified, with its
+//! processing cost drawn and its flow's first-seen index among the per-flow-shaped flows. None of this depends on the state of
 //! the pipeline behind it, only on the stream, so it can run ahead on a second thread
 //! ([`crate::engine::feed`]): the pipeline sees the same arrivals, in the same order, with the
 //! same draws, whether they were made inline or on the helper thread, so results are
@@ -10,12 +10,13 @@ use crate::rng::{RngStreams, StreamRng};
 use crate::trace::corpus::Overlay;
 use npqos_core::classify::Classifier;
 use npqos_core::flow::FlowKey;
-use npqos_core::flowmap::{HashKind, SlotHash};
 use npqos_core::pipeline::FlowIndex;
 use rand::Rng;
 
 /// No service matched the packet.
 pub(super) const UNCLASSIFIED: u32 = u32::MAX;
+/// No bucket hint ([`Arrival::hint`]).
+pub(super) const NO_HINT: u32 = u32::MAX;
 
 /// One packet as it reaches ingress queueing.
 #[derive(Clone, Copy, Debug)]
@@ -24,11 +25,14 @@ pub(super) struct Arrival {
     pub len: u32,
     /// Its service, or [`UNCLASSIFIED`].
     pub service: u32,
-    /// Its output queue (0 when unclassified).
+    /// Its output queue (0 when unclassified): the service's own, or for a per-flow-shaped
+    /// service the queue of bucket `hint` (the service's first flow queue past the hints; the
+    /// pipeline's bucket rule decides the bucket).
     pub eq: u32,
-    /// Its flow arrived when the per-flow table was full: its bucket was chosen by hash and
-    /// may be shared.
-    pub shared: bool,
+    /// Per-flow-shaped: the flow's first-seen index while there are no more flows than
+    /// `shaping.flow_queues`, the bucket it gets while that bucket is unused or its own
+    /// ([`npqos_core::pipeline::FlowBuckets`]); [`NO_HINT`] past them.
+    pub hint: u32,
     /// Actual processing time, ns (the predicted one is the service's `est_ns(len)`).
     pub actual: f64,
     pub key: FlowKey,
@@ -87,10 +91,9 @@ pub(super) struct Prep<'a> {
     cost_rng: StreamRng,
     /// First output queue of each service's per-flow buckets (0: one queue for the service).
     eq_base: Vec<u32>,
-    /// Per-flow buckets: each flow's first-seen index while the table has room
-    /// (`shaping.flow_queues` flows); later flows by `flow_hash`, sharing buckets.
+    /// Per-flow buckets' hints: each flow's first-seen index while there are at most
+    /// `shaping.flow_queues` flows; later flows have none.
     flows: std::collections::HashMap<FlowKey, u32, foldhash::fast::FixedState>,
-    flow_hash: SlotHash,
     /// The flow counters' rows: made here, from the stream alone, so that the pipeline's
     /// thread only adds to a row.
     pub index: FlowIndex,
@@ -124,11 +127,6 @@ impl<'a> Prep<'a> {
             eq_base,
             // The map's hasher only places entries; results do not depend on it.
             flows: std::collections::HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
-            flow_hash: SlotHash::new(
-                HashKind::Fast { seed: streams.stream("router.flow-hash", 0).random() },
-                p.shaping.flow_queues.max(1),
-            )
-            .expect("at least one slot"),
             index: FlowIndex::new(p.stats.flows as usize, p.stats.heavy_flows as usize),
             done: false,
         }
@@ -147,29 +145,25 @@ impl Iterator for Prep<'_> {
         };
         let Some(s) = self.classifier.classify(&key).map(|s| s.index()) else {
             let row = self.index.row(&key, UNCLASSIFIED, len);
-            return Some(Arrival { t, len, service: UNCLASSIFIED, eq: 0, shared: false, actual: 0.0, key, row });
+            return Some(Arrival { t, len, service: UNCLASSIFIED, eq: 0, hint: NO_HINT, actual: 0.0, key, row });
         };
         let svc = &self.p.services[s];
         let est = svc.est_ns(len);
         let u: f64 = self.cost_rng.random();
         let actual = (est * (1.0 + svc.variation * (2.0 * u - 1.0))).max(0.0);
-        let mut shared = false;
+        let mut hint = NO_HINT;
         let eq = if self.eq_base[s] != 0 {
-            let fq = self.p.shaping.flow_queues;
             let n = self.flows.len() as u32;
-            let f = match self.flows.get(&key) {
+            hint = match self.flows.get(&key) {
                 Some(&f) => f,
-                None if n < fq => *self.flows.entry(key).or_insert(n),
-                None => {
-                    shared = true;
-                    self.flow_hash.slot(&key)
-                }
+                None if n < self.p.shaping.flow_queues => *self.flows.entry(key).or_insert(n),
+                None => NO_HINT,
             };
-            self.eq_base[s] + f % fq
+            self.eq_base[s] + if hint == NO_HINT { 0 } else { hint }
         } else {
             s as u32
         };
         let row = self.index.row(&key, s as u32, len);
-        Some(Arrival { t, len, service: s as u32, eq, shared, actual, key, row })
+        Some(Arrival { t, len, service: s as u32, eq, hint, actual, key, row })
     }
 }

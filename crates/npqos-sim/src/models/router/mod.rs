@@ -158,8 +158,8 @@ pub struct ShapingParams {
     pub conformance: Conformance,
     /// Bucket cap, bytes.
     pub cap_bytes: u64,
-    /// Output queues (buckets) of each per-flow-shaped service; a flow's queue is its first-seen
-    /// index modulo this.
+    /// Output queues (buckets) of each per-flow-shaped service, lent to flows by the
+    /// pipeline's bucket-lifetime rule ([`npqos_core::pipeline::FlowBuckets`]).
     pub flow_queues: u32,
     /// Bytes the output queues may hold together.
     pub buffer_bytes: u64,

@@ -27,7 +27,7 @@ pub(super) struct Outcome {
     pub series: Vec<Series>,
     pub flows: Vec<crate::results::FlowRecord>,
     pub classes: Vec<crate::results::ClassRecord>,
-    /// Conservation at the elements' own ports (the ingress so far).
+    /// Conservation at the elements' own ports (the ingress and the flow buckets so far).
     pub elements: Result<(), npqos_core::pipeline::ConservationError>,
     #[cfg_attr(not(test), allow(dead_code))]
     pub trace: Option<Vec<super::sim::Trace>>,

@@ -377,7 +377,8 @@ impl RouterSpec {
 
     /// Upper estimate of one replication's memory (docs/router.md): per ingress queue its
     /// scheduler state in every service (80 B), per output queue its bucket, FIFO and DRR
-    /// state (96 B), the ingress buffer's block links (8 B per block), the flows (100 B each
+    /// state (96 B), per per-flow bucket its owner's record (16 B, `FlowBuckets`, one set for
+    /// every per-flow service), the ingress buffer's block links (8 B per block), the flows (100 B each
     /// for synthetic flows in progress) or the corpus (twice its files), and the in-flight
     /// packets (64 B per 64 B block), and the flow counters (`FlowIndex::memory_bytes` and
     /// the counters of each exact row).
@@ -393,7 +394,14 @@ impl RouterSpec {
         let (flows, heavy) = (p.stats.flows as usize, p.stats.heavy_flows as usize);
         let counts = std::mem::size_of::<super::sim::RowCounts>() as u128;
         let stats = npqos_core::pipeline::FlowIndex::bound_bytes(flows, heavy) as u128 + flows as u128 * counts;
-        nqi * 80 * p.services.len() as u128 + nqe * 96 + p.table.blocks as u128 * 72 + traffic + stats + (8 << 20)
+        let owners = if flow_services > 0 { p.shaping.flow_queues as u128 * 16 } else { 0 };
+        nqi * 80 * p.services.len() as u128
+            + nqe * 96
+            + owners
+            + p.table.blocks as u128 * 72
+            + traffic
+            + stats
+            + (8 << 20)
     }
 
     pub(crate) fn to_toml(&self, root: &mut toml::Table) {

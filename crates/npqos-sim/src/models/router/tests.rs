@@ -566,6 +566,9 @@ fn stress_params(
     p.shaping.conformance = if shaper == 3 { Conformance::WaitForTokens } else { Conformance::SendThenPay };
     p.shaping.cap_bytes = 1_000;
     p.shaping.buffer_bytes = 200_000;
+    // As few per-flow buckets as dqs queues: flows outnumber them, and the bucket rule reuses,
+    // evicts and (with every bucket held) shares.
+    p.shaping.flow_queues = dqs_queues;
     p.qmem.subsystem = [None, Some(Subsystem::Nc), Some(Subsystem::Qc), Some(Subsystem::Dc)][qmem as usize % 4];
     p.services[0].tolerance = Duration::from_micros(200);
     p.services[1].tolerance = Duration::from_micros(200);
@@ -709,5 +712,33 @@ fn flow_and_class_counters_add_up() {
         }
         let reasons: Vec<&str> = r.drop_reasons.iter().map(|s| s.as_str()).collect();
         assert_eq!(reasons, super::sim::DROPS);
+    }
+}
+
+/// Flows beyond `shaping.flow_queues`: the pipeline's bucket rule lends the buckets of idle
+/// flows (full again: reused; still filling: evicted) and shares one by hash only when every
+/// bucket is held; the buckets' ports add up (the run checks them); the same on one thread
+/// and two.
+#[test]
+fn flows_beyond_the_buckets_take_idle_ones() {
+    let mut p = transparent(4, 0.0, Rate::gbps(10));
+    p.services[0].rate = Some(Rate::from_bits_per_sec(20_000_000));
+    p.services[0].per_flow = true;
+    p.shaping.kind = ShaperKind::Event { alpha_bytes: 1500, locked_bytes: 0, tick_shift: 6, adaptive: None };
+    p.shaping.flow_queues = 16;
+    // 200 flows in progress, each at about 2.4 Mbps: most of the time a flow has no packet
+    // in the router and its bucket is parked.
+    let tr = synthetic(200, 2_000);
+    let one = run(&p, &tr, 7, 1, None, &mut |_| {}).unwrap();
+    let two = run(&p, &tr, 7, 2, None, &mut |_| {}).unwrap();
+    assert_eq!(serde_json::to_string(&one).unwrap(), serde_json::to_string(&two).unwrap());
+    let g = |k: &str| one.get(k).unwrap_or_else(|| panic!("{k}"));
+    assert!(g("flow_buckets_reused") > 0.0 && g("flow_buckets_evicted") > 0.0, "{:?}", one.scalars);
+    assert!(g("delivered_packets") > 1_000.0);
+    // With as many buckets as flows, no bucket changes hands and none is shared.
+    p.shaping.flow_queues = 100_000;
+    let r = run(&p, &tr, 7, 1, None, &mut |_| {}).unwrap();
+    for k in ["flow_buckets_reused", "flow_buckets_evicted", "flow_queue_shared_packets"] {
+        assert_eq!(r.get(k), Some(0.0), "{k}");
     }
 }

@@ -36,7 +36,11 @@ impl<'a> Sim<'a> {
         let mean_len = traffic.mean_len();
         let (alloc, lap, within) = processing(p, nqi, mean_len)?;
         let qmem = Qmem::new(p.qmem, nqi + nqe as u32).map_err(|e| cfg(e.to_string()))?;
-        let feed = Feed::new(Prep::new(p, traffic, &streams, classifier, eq_base));
+        let buckets = match eq_base.iter().any(|&b| b != 0) {
+            true => Some(FlowBuckets::new(p.shaping.flow_queues).map_err(|e| cfg(e.to_string()))?),
+            false => None,
+        };
+        let feed = Feed::new(Prep::new(p, traffic, &streams, classifier, eq_base.clone()));
         let hist = || {
             std::array::from_fn(|_| {
                 hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds")
@@ -63,6 +67,8 @@ impl<'a> Sim<'a> {
             flow_queues_shaped: !matches!(p.shaping.kind, ShaperKind::None),
             fifo: vec![Fifo::EMPTY; nqe],
             egress_backlog: 0,
+            eq_base,
+            buckets,
             flow_queue_shared: 0,
             egress_bytes: 0,
             drr: Drr::new(nqe as u32, p.quantum as u64).map_err(|e| cfg(e.to_string()))?,

@@ -107,6 +107,7 @@ impl Sim<'_> {
                 // An eligible send leaves the heaps as they were: the wake-up time stands.
             }
             self.fifo_pop(q.0);
+            self.release_bucket(now, id);
             let empty = self.fifo[q.index()].head == NIL;
             if let Err(e) = self.drr.dequeued(q, empty || leave) {
                 return self.fail(now, "link (DRR)", e, engine);
@@ -129,6 +130,13 @@ impl Sim<'_> {
         self.qmem.prefetch(self.nqi + q);
         if let Shaper::Event(e) = &self.shaper {
             e.prefetch(QueueId(q));
+        }
+        // Per-flow queues follow the services' own, `flow_queues` per per-flow service.
+        if let Some(fb) = &self.buckets {
+            let first = self.eq_base.len() as u32;
+            if q >= first {
+                fb.prefetch((q - first) % fb.buckets());
+            }
         }
     }
 

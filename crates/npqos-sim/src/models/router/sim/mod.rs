@@ -4,7 +4,7 @@
 //! (6); samples (7) last. Transmission starts, the timer, the shaper's wake-up and arrivals are
 //! the model's sources (each already in time order), the rest queued events.
 
-use super::arrivals::{Arrival, Prep, UNCLASSIFIED};
+use super::arrivals::{Arrival, Prep, NO_HINT, UNCLASSIFIED};
 use super::output::Outcome;
 use super::{Allocation, Conformance, RouterError, RouterParams, RouterTraffic, Scheduler, ShaperKind};
 use crate::engine::feed::Feed;
@@ -14,7 +14,7 @@ use crate::results::Series;
 use crate::rng::RngStreams;
 use npqos_core::alloc::{Action, AllocConfig, Allocator, ServiceSpec};
 use npqos_core::classify::Classifier;
-use npqos_core::pipeline::{Admit, Counts, FlowIndex, Ingress, IngressDrop, Qmem};
+use npqos_core::pipeline::{Admit, Counts, FlowBuckets, FlowIndex, Ingress, IngressDrop, Qmem, Taken};
 use npqos_core::queues::timing::Op;
 use npqos_core::rate::Serializer;
 use npqos_core::sched::drr::Drr;
@@ -96,6 +96,9 @@ const _: () = assert!(std::mem::size_of::<Pkt>() == 64);
 /// No packet.
 const NIL: u32 = u32::MAX;
 
+/// Arrivals ahead of the current one whose per-flow bucket record is prefetched.
+const BUCKET_AHEAD: usize = 4;
+
 /// An egress queue's FIFO: its first and last packets, linked by `Pkt::next`.
 #[derive(Clone, Copy, Debug)]
 struct Fifo {
@@ -173,7 +176,14 @@ struct Sim<'a> {
     fifo: Vec<Fifo>,
     /// Packets in the egress FIFOs.
     egress_backlog: u64,
-    /// Packets whose flow found the per-flow bucket table full (`Arrival::shared`).
+    /// Each service's first flow queue (0: it has none, one queue for the service).
+    eq_base: Vec<u32>,
+    /// The per-flow buckets' owners (`shaping.flow_queues` buckets, one index space for every
+    /// per-flow-shaped service, service s's bucket b being output queue `eq_base[s] + b`): the
+    /// pipeline's bucket-lifetime rule. A flow holds its bucket while it has a packet between
+    /// its arrival and the start of its transmission (or its drop).
+    buckets: Option<FlowBuckets>,
+    /// Packets whose flow found every bucket held and shared one by hash ([`Taken::Shared`]).
     flow_queue_shared: u64,
     egress_bytes: u64,
     drr: Drr,
@@ -261,8 +271,32 @@ impl<'a> Sim<'a> {
         &mut self.flows[row as usize]
     }
 
-    /// Drops a packet of `len` bytes of flow row `row` (and service `service`, packet `id`).
-    fn drop_pkt(&mut self, id: Option<u32>, service: Option<usize>, reason: usize, row: u32, len: u32) {
+    /// Packet `id` leaves the router at `now` (its transmission starts, or it is dropped): its
+    /// flow's bucket, if a per-flow one, has one packet less, and is parked with the time it is
+    /// full again when that was the last.
+    fn release_bucket(&mut self, now: u64, id: u32) {
+        let pk = &self.pkts[id as usize];
+        let base = self.eq_base[pk.service as usize];
+        let Some(fb) = self.buckets.as_mut().filter(|_| base != 0) else { return };
+        let q = QueueId(pk.eq);
+        let full = match &self.shaper {
+            Shaper::Event(e) => e.full_at(q),
+            Shaper::Periodic(p) => p.full_at(q),
+            Shaper::None => None,
+        };
+        let nowi = Instant::from_nanos(now);
+        if let Err(e) = fb.release(pk.eq - base, full.unwrap_or(nowi), nowi) {
+            self.error.get_or_insert(RouterError::Mechanism {
+                at: now,
+                stage: "egress (flow buckets)",
+                msg: e.to_string(),
+            });
+        }
+    }
+
+    /// Drops a packet of `len` bytes of flow row `row` (and service `service`, packet `id`) at
+    /// `now`.
+    fn drop_pkt(&mut self, now: u64, id: Option<u32>, service: Option<usize>, reason: usize, row: u32, len: u32) {
         self.drops[reason] += 1;
         // The router's reasons are the indices of DROPS, which RowCounts is sized by.
         self.flow_counts(row).drop(reason, len).expect("a reason of DROPS");
@@ -271,6 +305,7 @@ impl<'a> Sim<'a> {
             self.classes[s].drop(reason, len).expect("a reason of DROPS");
         }
         if let Some(id) = id {
+            self.release_bucket(now, id);
             self.free.push(id);
             if let Some(t) = &mut self.trace {
                 t[self.trace_of[id as usize] as usize].drop = Some(DROPS[reason]);
@@ -298,12 +333,25 @@ impl<'a> Sim<'a> {
                 });
             }
             self.flow_counts(a.row).offer(len);
-            return self.drop_pkt(None, None, D_UNCLASSIFIED, a.row, len);
+            return self.drop_pkt(now, None, None, D_UNCLASSIFIED, a.row, len);
         }
         let s = a.service as usize;
         self.offered[s] += 1;
-        self.flow_queue_shared += a.shared as u64;
-        let (eq, actual) = (a.eq, a.actual);
+        let (mut eq, actual) = (a.eq, a.actual);
+        if let Some(fb) = self.buckets.as_mut().filter(|_| self.eq_base[s] != 0) {
+            // A later arrival's bucket record: start loading it (no effect on results).
+            if let Some(x) = self.feed.ahead(BUCKET_AHEAD).filter(|x| x.hint != NO_HINT) {
+                fb.prefetch(x.hint);
+            }
+            let hint = (a.hint != NO_HINT).then_some(a.hint);
+            match fb.acquire(&a.key, hint, Instant::from_nanos(now)) {
+                Ok((b, how)) => {
+                    eq = self.eq_base[s] + b;
+                    self.flow_queue_shared += (how == Taken::Shared) as u64;
+                }
+                Err(e) => return self.fail(now, "egress (flow buckets)", e, engine),
+            }
+        }
         let iq = self.ingress.enqueue(&a.key, s, len);
         self.flow_counts(a.row).offer(len);
         self.classes[s].offer(len);
@@ -328,10 +376,10 @@ impl<'a> Sim<'a> {
         let iq = match iq {
             Ok(Admit::Queued(q)) => q,
             Ok(Admit::Dropped(IngressDrop::BufferFull)) => {
-                return self.drop_pkt(Some(id), Some(s), D_BUFFER, a.row, len)
+                return self.drop_pkt(now, Some(id), Some(s), D_BUFFER, a.row, len)
             }
             Ok(Admit::Dropped(IngressDrop::NoQueue)) => {
-                return self.drop_pkt(Some(id), Some(s), D_NO_QUEUE, a.row, len)
+                return self.drop_pkt(now, Some(id), Some(s), D_NO_QUEUE, a.row, len)
             }
             Err(e) => return self.fail(now, "ingress", e, engine),
         };
@@ -499,16 +547,16 @@ impl<'a> Sim<'a> {
         let late = delay > self.p.services[s].tolerance.as_nanos();
         self.late[s] += late as u64;
         if late && self.p.processing.late_drop {
-            return self.drop_pkt(Some(id), Some(s), D_LATE, pk.row, pk.len);
+            return self.drop_pkt(now, Some(id), Some(s), D_LATE, pk.row, pk.len);
         }
         if self.shaped(pk.eq)
             && self.p.shaping.conformance == Conformance::WaitForTokens
             && pk.len as u64 > self.p.shaping.cap_bytes
         {
-            return self.drop_pkt(Some(id), Some(s), D_BUCKET, pk.row, pk.len);
+            return self.drop_pkt(now, Some(id), Some(s), D_BUCKET, pk.row, pk.len);
         }
         if self.egress_bytes + pk.len as u64 > self.p.shaping.buffer_bytes {
-            return self.drop_pkt(Some(id), Some(s), D_EGRESS, pk.row, pk.len);
+            return self.drop_pkt(now, Some(id), Some(s), D_EGRESS, pk.row, pk.len);
         }
         self.egress_bytes += pk.len as u64;
         let Some(t) = self.qmem_op(now, self.nqi + pk.eq, Op::Enqueue, engine) else { return };

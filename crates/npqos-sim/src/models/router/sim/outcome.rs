@@ -150,6 +150,9 @@ impl Sim<'_> {
         put("shaping_state_bytes", bytes, "B");
         put("shaping_offchip_per_s", offchip / span, "accesses/s");
         put("flow_queue_shared_packets", self.flow_queue_shared as f64, "packets");
+        let bc = self.buckets.as_ref().map(|b| *b.counters()).unwrap_or_default();
+        put("flow_buckets_reused", bc.reused as f64, "buckets");
+        put("flow_buckets_evicted", bc.evicted as f64, "buckets");
         // Stage 7.
         put("link_state_bytes", queues * 9.0, "B");
         let sm = &self.samples;
@@ -185,7 +188,7 @@ impl Sim<'_> {
             processors: self.p.processing.processors,
             stage_scalars: st,
             series,
-            elements: self.ingress.check(),
+            elements: self.ingress.check().and(self.buckets.as_ref().map_or(Ok(()), FlowBuckets::conservation)),
             flows,
             classes,
             trace: self.trace,
