@@ -2,7 +2,8 @@
 //! live"): rate error per flow, CPU time per forwarded frame, and forwarding with 1e3 and 1e5
 //! active shaped flows, npqos live pinned to one core. Needs root; prints a Markdown table.
 //!
-//! `cargo bench -p npqos-cli --bench live`
+//! `cargo bench -p npqos-cli --bench live`; `NPQOS_BIN=path` runs another `npqos` binary as the
+//! middle box (to time two builds against each other on one machine).
 
 #[cfg(target_os = "linux")]
 use npqos_cli::live::netns::{self, Bed};
@@ -101,7 +102,9 @@ fn npqos(bed: &Bed, mid_cpu: usize, dir: &Path, cfg: &str, secs: u64) -> Child {
     let p = dir.join("live.toml");
     std::fs::write(&p, cfg).unwrap();
     Command::new("ip")
-        .args(["netns", "exec", &bed.mid, "taskset", "-c", &mid_cpu.to_string(), env!("CARGO_BIN_EXE_npqos"), "live"])
+        .args(["netns", "exec", &bed.mid, "taskset", "-c", &mid_cpu.to_string()])
+        .arg(std::env::var_os("NPQOS_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_npqos").into()))
+        .arg("live")
         .arg(&p)
         .arg("--out")
         .arg(dir.join("out"))

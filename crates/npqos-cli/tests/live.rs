@@ -67,18 +67,25 @@ fn run_npqos(tag: &str, conformance: &str) -> Outcome {
     let (sent, send_errors, got) = offer(&bed);
     let status = child.wait().unwrap();
     assert!(status.success(), "npqos live exited with {status}");
-    // flows.csv: flow,frames_in,bytes_in,frames_out,bytes_out,dropped_<reason>...,activations,...
+    // flows.csv, the pipeline's rows: run,label,flow,class,kind,offered_packets,...,dropped_<reason>...
     let csv = std::fs::read_to_string(out.join("flows.csv")).unwrap();
     let mut lines = csv.lines();
     let header: Vec<&str> = lines.next().unwrap().split(',').collect();
-    let drop_cols: Vec<usize> = (0..header.len()).filter(|&i| header[i].starts_with("dropped_")).collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap_or_else(|| panic!("no {name} in {header:?}"));
+    let (flow_col, kind_col) = (col("flow"), col("kind"));
+    let drop_cols: Vec<usize> =
+        (0..header.len()).filter(|&i| header[i].starts_with("dropped_") && header[i] != "dropped_packets").collect();
     let mut dropped = vec![0u64; FLOWS as usize];
     let mut reasons: HashMap<String, u64> = HashMap::new();
     for l in lines {
         let c: Vec<&str> = l.split(',').collect();
-        let Some(port) = c[0].split(':').nth(1).and_then(|p| p.split_whitespace().next()) else { continue };
-        let sp: u16 = port.parse().unwrap();
-        let dp: u16 = c[0].rsplit(':').next().unwrap().parse().unwrap();
+        assert_eq!(c[kind_col], "exact", "8 flows, all in the exact table: {l}");
+        // "198.18.0.1:5000 -> 198.18.2.2:6000 proto 17"
+        let ends: Vec<u16> = c[flow_col]
+            .split_whitespace()
+            .filter_map(|w| w.rsplit_once(':').and_then(|(_, p)| p.parse().ok()))
+            .collect();
+        let [sp, dp] = ends[..] else { panic!("a flow with two ports: {l}") };
         assert_eq!(sp, netns::FIRST_PORT, "only the test's flows: {l}");
         let i = (dp - netns::DST_BASE) as usize;
         for &k in &drop_cols {

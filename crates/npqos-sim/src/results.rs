@@ -102,6 +102,42 @@ pub struct FlowRecord {
     pub offered_bytes_error: u64,
 }
 
+impl FlowRecord {
+    /// A run's flow rows from its [`npqos_core::pipeline::FlowIndex`] (docs/pipeline.md, "Flow
+    /// and class counters"), the same for every driver: the exact table's flows in the order
+    /// first seen (`exact(row)` their counts), the sketch's heaviest flows past it, then every
+    /// flow past it together when any was counted (`other`); `class` names a class, `reasons`
+    /// is the number of drop reasons.
+    pub fn table(
+        index: &npqos_core::pipeline::FlowIndex,
+        exact: impl Fn(usize) -> CountRow,
+        other: CountRow,
+        reasons: usize,
+        class: impl Fn(u32) -> String,
+    ) -> Vec<FlowRecord> {
+        let mut flows = Vec::new();
+        for (row, (key, c)) in index.rows().iter().enumerate() {
+            let (flow, class, counts) = (key.to_string(), class(*c), exact(row));
+            flows.push(FlowRecord { flow, class, kind: "exact", counts, offered_bytes_error: 0 });
+        }
+        for h in index.heavy() {
+            let counts = CountRow {
+                offered_packets: h.packets,
+                offered_bytes: h.bytes,
+                dropped: vec![0; reasons],
+                ..Default::default()
+            };
+            let (flow, class) = (h.key.to_string(), class(h.class));
+            flows.push(FlowRecord { flow, class, kind: "heavy", counts, offered_bytes_error: h.error });
+        }
+        if other.offered_packets > 0 {
+            let (flow, class) = ("*".into(), "*".into());
+            flows.push(FlowRecord { flow, class, kind: "other", counts: other, offered_bytes_error: 0 });
+        }
+        flows
+    }
+}
+
 /// One row of `classes.csv`: a class (a service of the router) with its delay percentiles.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ClassRecord {

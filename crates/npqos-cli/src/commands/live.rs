@@ -53,7 +53,8 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
     outp.notes = fw.notes(20);
     outp.assumptions = vec![
         "Rates are frame bytes (Ethernet header to payload, no FCS, preamble or gap), as htb and tbf count them.".into(),
-        "A flow's bucket lives with its dqs physical queue: a flow that empties its queue and is given one again starts from that queue's bucket (docs/live.md).".into(),
+        "A flow's bucket outlives its dqs physical queue by the pipeline's bucket-lifetime rule: parked when the queue is released, taken back by the flow if no other flow took it, handed on full again or, when every spare one is filling, nearest to full (bucket_evictions; docs/pipeline.md).".into(),
+        "flows.csv counts the first [stats] flows exactly (4,096 by default) and every later flow in one row (kind other); delays are from a frame's arrival at npqos to its hand-over to the transmit ring.".into(),
     ];
     let per_frame = run.cpu_ns as f64 / run.forwarder.totals().frames_out.max(1) as f64;
     let mut run_info = serde_json::Map::new();
@@ -66,7 +67,6 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
     extra.insert("scenario".into(), json!(name));
     let meta = Meta { kind: "live", seed: 0, resolved: Some(spec.to_toml()), extra, run_info, seeds: vec![0] };
     output::write_all(&dir, &outp, &meta)?;
-    output::write_atomic(&dir, "flows.csv", fw.flows_csv().as_bytes())?;
     if !quiet {
         let t = fw.totals();
         let get = |k: &str| outp.runs[0].get(k).unwrap_or(f64::NAN);

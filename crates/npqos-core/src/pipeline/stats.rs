@@ -203,6 +203,16 @@ impl FlowIndex {
         Self::OTHER
     }
 
+    /// The row of flow `key` without counting a packet: its exact row, or [`Self::OTHER`]
+    /// (for a packet already counted by [`Self::row`], met again where its key is all a
+    /// driver has, such as a frame leaving a queue several flows share).
+    pub fn find(&self, key: &FlowKey) -> u32 {
+        match self.map.get(&self.hasher.hash_one(key)) {
+            Some(&r) if self.rows[r as usize].0 == *key => r,
+            _ => Self::OTHER,
+        }
+    }
+
     /// Flows in the exact table, by row.
     pub fn rows(&self) -> &[(FlowKey, u32)] {
         &self.rows
@@ -390,6 +400,12 @@ mod tests {
         assert_eq!(ix.row(&key(3, 1), 0, 100), FlowIndex::OTHER);
         assert_eq!(ix.rows().iter().map(|r| r.1).collect::<Vec<_>>(), [0, 1]);
         assert_eq!(ix.heavy().len(), 1);
+        // find: the same rows, and nothing counted.
+        assert_eq!(
+            (ix.find(&key(2, 1)), ix.find(&key(3, 1)), ix.find(&key(9, 1))),
+            (1, FlowIndex::OTHER, FlowIndex::OTHER)
+        );
+        assert_eq!(ix.heavy()[0].packets, 1);
         let mut c = Counts::<2>::default();
         for len in [100, 200, 300] {
             c.offer(len);

@@ -30,17 +30,17 @@ pub mod spec;
 
 pub use spec::{LiveSpec, Wait};
 
-use crate::results::{Histogram, Note, RunResult, Series, Table};
+use crate::results::{ClassRecord, CountRow, FlowRecord, Histogram, Note, RunResult, Series, Table};
 use crate::trace::decode::decode;
 use crate::trace::reader::{linktype, Record};
 use npqos_core::flow::FlowKey;
 use npqos_core::flowmap::{Dqs, DropReason, Enqueue};
 use npqos_core::id::{CoreId, QueueId};
-use npqos_core::pipeline::FlowBuckets;
+use npqos_core::pipeline::{Counts, FlowBuckets, FlowIndex};
 use npqos_core::sched::drr::Drr;
 use npqos_core::shaper::{BucketParams, Conformance, Decision, EventShaper};
 use npqos_core::{Error, Instant};
-use std::collections::HashMap;
+use std::collections::VecDeque;
 
 /// Why a frame was not forwarded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -82,18 +82,18 @@ pub enum Arrival {
     Dropped(Reason),
 }
 
-/// What one flow did.
+/// A flow's counters in the pipeline's vocabulary (docs/pipeline.md), one drop count per
+/// [`Reason::ALL`].
+pub type LiveCounts = Counts<6>;
+
+/// What one flow did (or, for the row of the flows past the exact table, all of them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FlowStats {
     pub key: FlowKey,
     /// The frames carried no IP packet (the one non-IP flow).
     pub non_ip: bool,
-    pub frames_in: u64,
-    pub bytes_in: u64,
-    pub frames_out: u64,
-    pub bytes_out: u64,
-    /// Per [`Reason::ALL`].
-    pub drops: [u64; 6],
+    /// Frames offered, sent, dropped by reason, overlimits, delay in npqos's queues.
+    pub counts: LiveCounts,
     /// Times the flow was given a physical queue (it keeps its bucket across them while the
     /// bucket is not full).
     pub activations: u64,
@@ -109,11 +109,7 @@ impl FlowStats {
         FlowStats {
             key,
             non_ip,
-            frames_in: 0,
-            bytes_in: 0,
-            frames_out: 0,
-            bytes_out: 0,
-            drops: [0; 6],
+            counts: LiveCounts::default(),
             activations: 0,
             first_in_ns: 0,
             last_in_ns: 0,
@@ -123,19 +119,20 @@ impl FlowStats {
         }
     }
     pub fn dropped(&self) -> u64 {
-        self.drops.iter().sum()
+        self.counts.dropped_packets()
     }
     /// Rate achieved on the output, bits/s: the bytes after the first frame over the time
     /// from the first frame's transmission to the last's (the first frame's bytes are the
     /// ones sent at its start). `None` with fewer than two frames out.
     pub fn rate_out_bps(&self) -> Option<f64> {
         let span = self.last_out_ns.checked_sub(self.first_out_ns).filter(|&s| s > 0)?;
-        Some((self.bytes_out - self.first_out_len) as f64 * 8e9 / span as f64)
+        Some((self.counts.sent_bytes - self.first_out_len) as f64 * 8e9 / span as f64)
     }
     /// Rate offered on the input, bits/s, measured the same way.
     pub fn rate_in_bps(&self) -> Option<f64> {
         let span = self.last_in_ns.checked_sub(self.first_in_ns).filter(|&s| s > 0)?;
-        Some(self.bytes_in.saturating_sub(self.bytes_in / self.frames_in.max(1)) as f64 * 8e9 / span as f64)
+        let c = &self.counts;
+        Some(c.offered_bytes.saturating_sub(c.offered_bytes / c.offered_packets.max(1)) as f64 * 8e9 / span as f64)
     }
     /// The flow as a label: `udp 198.18.0.1:5000 > 198.18.0.2:6000`.
     pub fn label(&self) -> String {
@@ -164,7 +161,8 @@ impl FlowStats {
 /// The key of the non-IP flow: no IP flow has zone `u16::MAX` (zones come from trace copies).
 const NON_IP: FlowKey =
     FlowKey { src: [0; 16], dst: [0; 16], src_port: 0, dst_port: 0, proto: 0, is_v6: false, zone: u16::MAX };
-const NO_FLOW: u32 = u32::MAX;
+/// No flow row (a queue nobody holds); distinct from [`FlowIndex::OTHER`].
+const NO_FLOW: u32 = u32::MAX - 1;
 const NONE: u32 = u32::MAX;
 /// The shaper's one core: `npqos live` forwards on one thread.
 const CORE: CoreId = CoreId(0);
@@ -183,6 +181,8 @@ pub struct Totals {
     pub heap_max: usize,
     pub active_flows_max: usize,
     pub blocks_in_use_max: u32,
+    /// Frames held back by their bucket (tc's overlimits).
+    pub overlimits: u64,
 }
 
 /// The pipeline. See the module documentation.
@@ -192,9 +192,17 @@ pub struct Forwarder {
     shaper: EventShaper,
     drr: Drr,
     max_frame: u32,
-    flows: HashMap<FlowKey, u32, foldhash::fast::FixedState>,
+    /// Flows to rows of the counters, with the memory bound of `[stats]`: the first
+    /// `stats.flows` flows each a row of `stats`, the rest together in `other`.
+    index: FlowIndex,
     stats: Vec<FlowStats>,
-    /// Per physical queue, the flow it holds (its stats index); the shared queue holds many.
+    other: FlowStats,
+    /// Per physical queue, the arrival times of its frames (their delay when they leave).
+    stamps: Vec<VecDeque<u64>>,
+    /// Every sent frame's delay in npqos's queues, ns.
+    delay: hdrhistogram::Histogram<u64>,
+    /// Per physical queue, the row of the flow it holds (NO_FLOW: none; the shared queue
+    /// holds many, found from the frame).
     queue_flow: Vec<u32>,
     shared: Option<QueueId>,
     /// The shared queue's one bucket (the last).
@@ -243,8 +251,11 @@ impl Forwarder {
             shaper,
             drr: Drr::new(queues, spec.table.quantum as u64)?,
             max_frame,
-            flows: HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
+            index: FlowIndex::new(spec.stats.flows as usize, spec.stats.heavy_flows as usize),
             stats: Vec::new(),
+            other: FlowStats::new(NON_IP, false),
+            stamps: vec![VecDeque::new(); queues as usize],
+            delay: hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds"),
             queue_flow: vec![NO_FLOW; queues as usize],
             shared,
             shared_bucket: flow_buckets,
@@ -270,8 +281,13 @@ impl Forwarder {
     pub fn totals(&self) -> &Totals {
         &self.totals
     }
+    /// The flows of the exact table, in the order first seen.
     pub fn flows(&self) -> &[FlowStats] {
         &self.stats
+    }
+    /// Every flow past the exact table, together.
+    pub fn other_flows(&self) -> &FlowStats {
+        &self.other
     }
     pub fn shaper(&self) -> &EventShaper {
         &self.shaper
@@ -286,13 +302,31 @@ impl Forwarder {
         c.enqueued - c.dequeued
     }
 
-    fn flow_of(&mut self, key: FlowKey, non_ip: bool) -> usize {
-        let n = self.stats.len() as u32;
-        let i = *self.flows.entry(key).or_insert(n);
-        if i == n {
+    /// The row of a frame of `len` bytes of flow `key`, counted as offered to the index (its
+    /// sketch of the heaviest flows past the table).
+    fn flow_of(&mut self, key: FlowKey, non_ip: bool, len: u32) -> u32 {
+        let r = self.index.row(&key, 0, len);
+        if r as usize == self.stats.len() {
             self.stats.push(FlowStats::new(key, non_ip));
         }
-        i as usize
+        r
+    }
+
+    /// Row `r`'s counters.
+    #[inline]
+    fn row(&mut self, r: u32) -> &mut FlowStats {
+        match r {
+            FlowIndex::OTHER => &mut self.other,
+            r => &mut self.stats[r as usize],
+        }
+    }
+
+    /// The row of the frame that just left queue `q` (in `self.frame`).
+    fn row_leaving(&self, q: QueueId) -> u32 {
+        match self.queue_flow[q.index()] {
+            NO_FLOW => self.index.find(&Self::key_of(&self.frame).0),
+            f => f,
+        }
     }
 
     /// The bucket that shapes physical queue `q`.
@@ -333,8 +367,9 @@ impl Forwarder {
         }
     }
 
-    fn drop(&mut self, f: usize, reason: Reason) -> Arrival {
-        self.stats[f].drops[reason as usize] += 1;
+    fn drop(&mut self, f: u32, reason: Reason, len: u32) -> Arrival {
+        // A reason of Reason::ALL is below the counters' 6.
+        let _ = self.row(f).counts.drop(reason as usize, len);
         self.totals.drops[reason as usize] += 1;
         Arrival::Dropped(reason)
     }
@@ -344,27 +379,26 @@ impl Forwarder {
         let now_ns = now.as_nanos();
         self.start.get_or_insert(now);
         let (key, non_ip) = Self::key_of(frame);
-        let f = self.flow_of(key, non_ip);
         let len = frame.len() as u32;
-        let s = &mut self.stats[f];
-        if s.frames_in == 0 {
+        let f = self.flow_of(key, non_ip, len);
+        let s = self.row(f);
+        if s.counts.offered_packets == 0 {
             s.first_in_ns = now_ns;
         }
-        s.frames_in += 1;
-        s.bytes_in += len as u64;
+        s.counts.offer(len);
         s.last_in_ns = now_ns;
         self.totals.frames_in += 1;
         self.totals.bytes_in += len as u64;
         if len > self.max_frame {
-            return self.drop(f, Reason::Oversize);
+            return self.drop(f, Reason::Oversize, len);
         }
         if self.spec.bucket.conformance == Conformance::WaitForTokens && len as u64 > self.spec.bucket.cap {
-            return self.drop(f, Reason::AboveCap);
+            return self.drop(f, Reason::AboveCap, len);
         }
         match self.dqs.enqueue(&key, len, Some(frame)) {
             Enqueue::Queued(e) => {
                 if Some(e.queue) != self.shared {
-                    self.queue_flow[e.queue.index()] = f as u32;
+                    self.queue_flow[e.queue.index()] = f;
                     if e.new_flow {
                         if let Err(err) = self.bind_bucket(&key, e.queue, now) {
                             // Only a `now` that went backwards gets here; the next transmit
@@ -373,7 +407,8 @@ impl Forwarder {
                         }
                     }
                 }
-                self.stats[f].activations += e.new_flow as u64;
+                self.row(f).activations += e.new_flow as u64;
+                self.stamps[e.queue.index()].push_back(now_ns);
                 if !self.shaper.is_disabled(self.bucket(e.queue)) {
                     self.drr.enqueued(e.queue).expect("dqs queue ids are the DRR's");
                 }
@@ -382,9 +417,9 @@ impl Forwarder {
                 self.totals.blocks_in_use_max = self.totals.blocks_in_use_max.max(used);
                 Arrival::Queued
             }
-            Enqueue::Dropped { reason: DropReason::BufferFull, .. } => self.drop(f, Reason::BufferFull),
-            Enqueue::Dropped { reason: DropReason::NoQueue, .. } => self.drop(f, Reason::NoQueue),
-            Enqueue::Dropped { reason: DropReason::QueueFull, .. } => self.drop(f, Reason::QueueFull),
+            Enqueue::Dropped { reason: DropReason::BufferFull, .. } => self.drop(f, Reason::BufferFull, len),
+            Enqueue::Dropped { reason: DropReason::NoQueue, .. } => self.drop(f, Reason::NoQueue, len),
+            Enqueue::Dropped { reason: DropReason::QueueFull, .. } => self.drop(f, Reason::QueueFull, len),
         }
     }
 
@@ -438,30 +473,32 @@ impl Forwarder {
             let throttled = matches!(d, Decision::Throttled { .. });
             if throttled {
                 self.totals.heap_max = self.totals.heap_max.max(self.shaper.waiting(CORE));
+                self.totals.overlimits += 1;
             }
             if wait && throttled {
-                // The frame waits at the head of its queue for its tokens.
+                // The frame waits at the head of its queue for its tokens. (On the shared
+                // queue its flow is not known before it leaves: counted in the totals only.)
+                let f = self.queue_flow[q.index()];
+                if f != NO_FLOW {
+                    self.row(f).counts.overlimits += 1;
+                }
                 self.drr.dequeued(q, true)?;
                 continue;
             }
             let out = self.dqs.dequeue_queue(q, Some(&mut self.frame))?.expect("the selected queue is non-empty");
             emit(&self.frame);
             sent += 1;
-            let f = match self.queue_flow[q.index()] {
-                NO_FLOW => {
-                    let (key, non_ip) = Self::key_of(&self.frame);
-                    self.flow_of(key, non_ip)
-                }
-                f => f as usize,
-            };
+            let f = self.row_leaving(q);
             let now_ns = now.as_nanos();
-            let s = &mut self.stats[f];
-            if s.frames_out == 0 {
+            let delay = now_ns.saturating_sub(self.stamps[q.index()].pop_front().unwrap_or(now_ns));
+            self.delay.saturating_record(delay.max(1));
+            let s = self.row(f);
+            if s.counts.sent_packets == 0 {
                 s.first_out_ns = now_ns;
                 s.first_out_len = out.len as u64;
             }
-            s.frames_out += 1;
-            s.bytes_out += out.len as u64;
+            s.counts.send(out.len, delay);
+            s.counts.overlimits += throttled as u64;
             s.last_out_ns = now_ns;
             self.totals.frames_out += 1;
             self.totals.bytes_out += out.len as u64;
@@ -479,17 +516,12 @@ impl Forwarder {
         let queues = self.queue_flow.len() as u32;
         for q in 0..queues {
             while let Ok(Some(d)) = self.dqs.dequeue_queue(QueueId(q), Some(&mut self.frame)) {
-                let f = match self.queue_flow[q as usize] {
-                    NO_FLOW => {
-                        let (key, non_ip) = Self::key_of(&self.frame);
-                        self.flow_of(key, non_ip)
-                    }
-                    f => f as usize,
-                };
+                let f = self.row_leaving(QueueId(q));
+                self.stamps[q as usize].pop_front();
                 if d.queue_released {
                     self.queue_flow[q as usize] = NO_FLOW;
                 }
-                self.drop(f, Reason::Stopped);
+                self.drop(f, Reason::Stopped, d.len);
             }
         }
     }
@@ -519,7 +551,7 @@ impl Forwarder {
     /// to the rate.
     pub fn backlogged(&self) -> impl Iterator<Item = &FlowStats> {
         let r = self.spec.flow_rate.bits_per_sec() as f64;
-        self.stats.iter().filter(move |s| s.frames_out >= 2 && s.rate_in_bps().is_some_and(|i| i > 1.01 * r))
+        self.stats.iter().filter(move |s| s.counts.sent_packets >= 2 && s.rate_in_bps().is_some_and(|i| i > 1.01 * r))
     }
 
     /// The run's results: totals, drops by reason, the shaper's counters, per-flow rates (a
@@ -537,6 +569,8 @@ impl Forwarder {
         let c = self.shaper.counters();
         let rate = self.spec.flow_rate.bits_per_sec() as f64;
         r.scalar("flows", self.stats.len() as f64, "flows");
+        r.scalar("frames_past_flow_table", self.other.counts.offered_packets as f64, "frames");
+        r.scalar("overlimits", t.overlimits as f64, "frames");
         r.scalar("frames_in", t.frames_in as f64, "frames");
         r.scalar("bytes_in", t.bytes_in as f64, "B");
         r.scalar("frames_out", t.frames_out as f64, "frames");
@@ -588,6 +622,7 @@ impl Forwarder {
                 points: self.series[i].clone(),
             });
         }
+        self.tables(&mut r);
         // Per-flow achieved rates relative to the configured rate, 1% bins.
         let rates: Vec<f64> = self.stats.iter().filter_map(FlowStats::rate_out_bps).map(|b| 100.0 * b / rate).collect();
         if !rates.is_empty() {
@@ -610,13 +645,35 @@ impl Forwarder {
         r
     }
 
+    /// The flow and class counters (docs/pipeline.md): flows.csv and classes.csv in the
+    /// router's vocabulary, one class (`all`: every flow is shaped to `flow_rate`).
+    fn tables(&self, r: &mut RunResult) {
+        r.drop_reasons = Reason::ALL.iter().map(|x| x.name().to_string()).collect();
+        let exact = |row: usize| CountRow::from(&self.stats[row].counts);
+        let other = CountRow::from(&self.other.counts);
+        r.flows = FlowRecord::table(&self.index, exact, other, Reason::ALL.len(), |_| "all".into());
+        let mut all = self.other.counts;
+        for s in &self.stats {
+            all.add(&s.counts);
+        }
+        // The shared queue's held-back frames are counted in the totals only.
+        all.overlimits = self.totals.overlimits;
+        let q = |x: f64| if self.delay.is_empty() { 0.0 } else { self.delay.value_at_quantile(x) as f64 };
+        r.classes = vec![ClassRecord {
+            class: "all".into(),
+            counts: CountRow::from(&all),
+            delay_p50_ns: q(0.5),
+            delay_p99_ns: q(0.99),
+        }];
+    }
+
     /// The report's notes: a table of the flows with the most bytes in (at most `max_rows`).
     pub fn notes(&self, max_rows: usize) -> Vec<Note> {
         let mut idx: Vec<usize> = (0..self.stats.len()).collect();
-        idx.sort_by_key(|&i| (std::cmp::Reverse(self.stats[i].bytes_in), i));
+        idx.sort_by_key(|&i| (std::cmp::Reverse(self.stats[i].counts.offered_bytes), i));
         let mut t = Table::new(["flow", "frames in", "frames out", "dropped", "Mbps in", "Mbps out", "vs flow_rate"])
             .captioned(format!(
-            "The {} flows with the most bytes in, of {} (all in flows.csv). Rates are measured from each flow's first \
+            "The {} flows with the most bytes in, of the {} counted exactly (flows.csv). Rates are measured from each flow's first \
                  to its last frame; flow_rate is {}.",
             idx.len().min(max_rows),
             idx.len(),
@@ -629,8 +686,8 @@ impl Forwarder {
             let rel = s.rate_out_bps().map_or("-".to_string(), |b| format!("{:+.2}%", 100.0 * (b / rate - 1.0)));
             t.row([
                 s.label(),
-                s.frames_in.to_string(),
-                s.frames_out.to_string(),
+                s.counts.offered_packets.to_string(),
+                s.counts.sent_packets.to_string(),
                 s.dropped().to_string(),
                 mbps(s.rate_in_bps()),
                 mbps(s.rate_out_bps()),
@@ -638,25 +695,6 @@ impl Forwarder {
             ]);
         }
         vec![Note::Table(t)]
-    }
-
-    /// Every flow as CSV: `flow,frames_in,bytes_in,frames_out,bytes_out,<drops by reason>,activations,rate_in_bps,rate_out_bps`.
-    pub fn flows_csv(&self) -> String {
-        let mut s = String::from("flow,frames_in,bytes_in,frames_out,bytes_out");
-        for r in Reason::ALL {
-            s.push_str(",dropped_");
-            s.push_str(r.name());
-        }
-        s.push_str(",activations,rate_in_bps,rate_out_bps\n");
-        for f in &self.stats {
-            let opt = |v: Option<f64>| v.map_or(String::new(), |b| format!("{b:.0}"));
-            s.push_str(&format!("{},{},{},{},{}", f.label(), f.frames_in, f.bytes_in, f.frames_out, f.bytes_out));
-            for d in f.drops {
-                s.push_str(&format!(",{d}"));
-            }
-            s.push_str(&format!(",{},{},{}\n", f.activations, opt(f.rate_in_bps()), opt(f.rate_out_bps())));
-        }
-        s
     }
 }
 

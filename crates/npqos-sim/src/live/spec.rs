@@ -1,6 +1,6 @@
 //! The `npqos live` configuration file: `[live]` (interfaces, duration, I/O), `[shaper]` (the
-//! kim model's keys plus `flow_rate`) and `[table]` (the dqs model's keys), read with the
-//! scenario reader, so errors name the key path, the value and what was expected.
+//! kim model's keys plus `flow_rate`), `[table]` (the dqs model's keys) and `[stats]` (the flow
+//! counters' bound, the router's keys), read with the scenario reader, so errors name the key path, the value and what was expected.
 //!
 //! A minimal file is four keys:
 //!
@@ -15,6 +15,7 @@
 
 use crate::scenario::flowtable::{self, TableKeys};
 use crate::scenario::shaper::{BucketConfig, BucketKeys};
+use crate::scenario::stats::StatsParams;
 use crate::scenario::{Problem, Problems, Reader};
 use crate::units::fmt_size;
 use npqos_core::flowmap::DqsConfig;
@@ -52,6 +53,8 @@ pub struct LiveSpec {
     pub bucket: BucketConfig,
     /// The dqs flow table (AFM slots, physical queues, block buffer, DRR quantum).
     pub table: DqsConfig,
+    /// The flow counters' memory bound: flows counted exactly, heavy flows past them.
+    pub stats: StatsParams,
 }
 
 /// Largest interface name (IFNAMSIZ - 1).
@@ -82,11 +85,11 @@ fn interface(r: &mut Reader<'_>, key: &str, probs: &mut Vec<Problem>) -> String 
 pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     let mut probs = Vec::new();
     for (k, v) in root {
-        if !["live", "shaper", "table"].contains(&k.as_str()) {
+        if !["live", "shaper", "table", "stats"].contains(&k.as_str()) {
             probs.push(Problem {
                 key: k.clone(),
                 value: Some(crate::scenario::show(v)),
-                message: "unknown table (an npqos live file has [live], [shaper] and [table])".into(),
+                message: "unknown table (an npqos live file has [live], [shaper], [table] and [stats])".into(),
             });
         }
     }
@@ -156,6 +159,10 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         });
     }
 
+    let mut st = Reader::new(root, "stats", &mut probs);
+    let stats = StatsParams::read(&mut st, &mut probs);
+    st.finish(&mut probs);
+
     if !probs.is_empty() {
         return Err(Problems { file: file.to_string(), list: probs });
     }
@@ -170,6 +177,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         flow_rate,
         bucket,
         table: DqsConfig { store_payload: true, caller_schedules: true, queue_limit, ..table },
+        stats,
     })
 }
 
@@ -200,6 +208,9 @@ impl LiveSpec {
         root.insert("live".into(), l.into());
         root.insert("shaper".into(), s.into());
         root.insert("table".into(), g.into());
+        let mut st = toml::Table::new();
+        self.stats.write(&mut st);
+        root.insert("stats".into(), st.into());
         root
     }
 }

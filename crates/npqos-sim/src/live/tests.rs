@@ -2,6 +2,7 @@
 //! rings. The namespace test (npqos-cli tests/live.rs) runs the same code on veth pairs.
 
 use super::*;
+use crate::scenario::stats;
 use npqos_core::Duration;
 
 fn spec(text: &str) -> LiveSpec {
@@ -90,14 +91,16 @@ fn check_shaped(conformance: &str) {
     for (f, g) in got.iter().enumerate() {
         assert!(g.windows(2).all(|w| w[0] < w[1]), "flow {f} reordered");
         let st = fw.flows().iter().find(|s| s.key.src_port == 5000 + f as u16).unwrap();
-        assert_eq!(st.frames_in, sent[f] as u64);
-        assert_eq!(st.frames_out + st.dropped(), st.frames_in, "flow {f} accounted (drained)");
+        let c = &st.counts;
+        assert_eq!(c.offered_packets, sent[f] as u64);
+        assert_eq!(c.sent_packets + st.dropped(), c.offered_packets, "flow {f} accounted (drained)");
+        assert_eq!(c.backlog_packets(), 0);
         // The token bucket's bound: over any interval a flow sends at most the cap, plus (send-
         // then-pay) the one frame that overdraws, beyond rate x time; and a backlogged flow no
         // less than rate x time less the cap. The flow keeps its bucket when it loses its
         // physical queue and is given one again, so the bound holds across activations.
         let span = (st.last_out_ns - st.first_out_ns) as f64 / 1e9;
-        let after_first = (st.bytes_out - 1042) as f64;
+        let after_first = (c.sent_bytes - 1042) as f64;
         let ideal = 10e6 / 8.0 * span;
         assert!(st.activations < 20, "flow {f}: {} activations", st.activations);
         assert!(
@@ -233,7 +236,7 @@ fn every_drop_has_its_reason() {
     arp.extend_from_slice(&[2, 0, 0, 0, 0, 1, 0x08, 0x06]);
     arp.extend_from_slice(&[0u8; 28]);
     assert_eq!(fw.receive(&arp, now), Arrival::Dropped(Reason::NoQueue));
-    assert!(fw.flows().iter().any(|f| f.non_ip && f.drops[Reason::NoQueue as usize] == 1));
+    assert!(fw.flows().iter().any(|f| f.non_ip && f.counts.dropped[Reason::NoQueue as usize] == 1));
     assert_eq!(fw.transmit(now, 1, |_| {}).unwrap(), 1);
     fw.stop();
     let t = *fw.totals();
@@ -273,7 +276,7 @@ fn the_shaper_asks_to_be_woken_and_the_wake_sends() {
 #[test]
 fn the_config_reader_reports_every_problem_with_its_key() {
     let root: toml::Table = toml::from_str(
-        "[live]\ninput = \"in0\"\noutput = \"in0\"\nduration = \"soon\"\n[shaper]\nalpha = \"5000B\"\ncap = \"3000B\"\nconformance = \"later\"\n[table]\nqueues = 0\n[extra]\nx = 1\n",
+        "[live]\ninput = \"in0\"\noutput = \"in0\"\nduration = \"soon\"\n[shaper]\nalpha = \"5000B\"\ncap = \"3000B\"\nconformance = \"later\"\n[table]\nqueues = 0\n[stats]\nflows = -1\nheavy = 3\n[extra]\nx = 1\n",
     )
     .unwrap();
     let p = spec::read(&root, "bad.toml").unwrap_err();
@@ -285,6 +288,8 @@ fn the_config_reader_reports_every_problem_with_its_key() {
         "shaper.alpha",
         "shaper.conformance",
         "table.queues",
+        "stats.flows",
+        "stats.heavy",
         "`extra`",
     ] {
         assert!(text.contains(key), "{key} missing from:\n{text}");
@@ -308,7 +313,70 @@ fn without_a_queue_limit_every_flow_still_gets_its_rate() {
     let mut fw = Forwarder::new(&sp, 9000).unwrap();
     drive(&mut fw, 8, 20e6, 1000, 2.0);
     assert!(fw.totals().drops[Reason::BufferFull as usize] > 0, "the shared buffer filled");
-    let out: Vec<u64> = fw.flows().iter().map(|f| f.frames_out).collect();
+    let out: Vec<u64> = fw.flows().iter().map(|f| f.counts.sent_packets).collect();
     let (lo, hi) = (*out.iter().min().unwrap(), *out.iter().max().unwrap());
     assert!(hi - lo <= hi / 100, "frames out per flow {out:?}: expected within 1%");
+}
+
+/// The flow counters in the pipeline's vocabulary, with the memory bound of `[stats]`: the
+/// first `flows` flows each a row, every later one in the row `other`; the rows and the one
+/// class add up to the totals, overlimits and delays included.
+#[test]
+fn flow_rows_are_bounded_and_add_up() {
+    let sp = spec(&format!(
+        "{MINIMAL}cap = \"3000B\"\nalpha = \"1500B\"\n[table]\nqueue_limit = \"32KiB\"\n[stats]\nflows = 5\n"
+    ));
+    assert_eq!(sp.stats.flows, 5);
+    let mut fw = Forwarder::new(&sp, 9000).unwrap();
+    drive(&mut fw, 8, 20e6, 1000, 0.5);
+    assert_eq!(fw.flows().len(), 5, "the table stops at its bound");
+    let r = fw.result(1_000_000_000, true, "duration", &[]);
+    let kinds: Vec<&str> = r.flows.iter().map(|f| f.kind).collect();
+    assert_eq!(kinds, ["exact", "exact", "exact", "exact", "exact", "other"]);
+    let t = fw.totals();
+    let sum = |f: &dyn Fn(&crate::results::CountRow) -> u64| r.flows.iter().map(|x| f(&x.counts)).sum::<u64>();
+    assert_eq!(sum(&|c| c.offered_packets), t.frames_in);
+    assert_eq!(sum(&|c| c.sent_packets), t.frames_out);
+    assert_eq!(sum(&|c| c.dropped_packets), t.drops.iter().sum::<u64>());
+    assert_eq!(sum(&|c| c.overlimits), t.overlimits, "no shared queue: every overlimit has its flow");
+    assert!(t.overlimits > 0, "offered twice the rate");
+    let class = &r.classes[0];
+    assert_eq!(
+        (class.class.as_str(), class.counts.offered_packets, class.counts.sent_packets),
+        ("all", t.frames_in, t.frames_out)
+    );
+    // Delays: frames wait in their queue for their rate (32 KiB at 10 Mbps is 26 ms).
+    assert!(class.delay_p99_ns > 1e6 && class.delay_p99_ns < 40e6, "p99 {} ns", class.delay_p99_ns);
+    assert!(r.flows.iter().all(|f| f.counts.delay_max_ns < 40e6));
+    assert_eq!(r.drop_reasons.len(), Reason::ALL.len());
+    assert_eq!(r.get("frames_past_flow_table"), Some(r.flows[5].counts.offered_packets as f64));
+}
+
+/// A million flows through the forwarder: the flow counters keep their `[stats]` rows (4,096
+/// and the row of the rest), the buckets stay within their pool, the per-queue arrival times
+/// hold nothing once the frames are gone, and every frame is counted.
+#[test]
+fn a_million_flows_stay_within_the_bound() {
+    let mut fw = Forwarder::new(&spec(MINIMAL), 9000).unwrap();
+    let mut f = frame(0, 0, 18);
+    let mut bucket_bytes = 0;
+    for i in 0..1_000_000u32 {
+        // Flow i: its source address and port from i (checksums do not matter here).
+        f[26..30].copy_from_slice(&(0xc612_0000u32 | (i >> 8)).to_be_bytes());
+        f[34..36].copy_from_slice(&((i & 0xff) as u16 + 1024).to_be_bytes());
+        let now = Instant::from_nanos(1_000 + i as u64 * 1_000);
+        assert_eq!(fw.receive(&f, now), Arrival::Queued);
+        assert_eq!(fw.transmit(now, usize::MAX, |_| {}).unwrap(), 1);
+        if i == 200_000 {
+            bucket_bytes = fw.buckets().memory_bytes();
+        }
+    }
+    assert_eq!(fw.flows().len(), stats::DEFAULT_FLOWS as usize);
+    assert_eq!(fw.other_flows().counts.offered_packets, 1_000_000 - stats::DEFAULT_FLOWS as u64);
+    assert!(fw.buckets().memory_bytes() <= bucket_bytes, "{} B, was {bucket_bytes} B", fw.buckets().memory_bytes());
+    assert!(fw.stamps.iter().all(VecDeque::is_empty));
+    let r = fw.result(1_000_000_000, true, "duration", &[]);
+    assert_eq!(r.flows.len(), stats::DEFAULT_FLOWS as usize + 1);
+    assert_eq!(r.classes[0].counts.sent_packets, 1_000_000);
+    fw.buckets().check().unwrap();
 }

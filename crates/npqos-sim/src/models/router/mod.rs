@@ -190,20 +190,7 @@ pub struct RouterParams {
     pub stats: StatsParams,
 }
 
-/// The flow and class counters' memory bound (`[stats]`, docs/pipeline.md).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct StatsParams {
-    /// Flows counted exactly (the first seen).
-    pub flows: u32,
-    /// Heaviest flows past the exact table found by the sketch.
-    pub heavy_flows: u32,
-}
-
-impl Default for StatsParams {
-    fn default() -> Self {
-        StatsParams { flows: crate::scenario::stats::DEFAULT_FLOWS, heavy_flows: crate::scenario::stats::DEFAULT_HEAVY }
-    }
-}
+pub use crate::scenario::stats::StatsParams;
 
 /// One entry of the synthetic traffic mix: flows of this protocol to this port, this share of
 /// the flows.

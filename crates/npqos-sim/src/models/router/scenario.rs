@@ -204,7 +204,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     l.finish(probs);
 
     let mut st = Reader::new(root, "stats", probs);
-    let (flows, heavy_flows) = crate::scenario::stats::read(&mut st, probs);
+    let stats = StatsParams::read(&mut st, probs);
     st.finish(probs);
 
     let services = read_services(root, &inside, probs);
@@ -223,7 +223,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
             duration: Duration::ZERO,
             drain,
             sample_every: Duration::ZERO,
-            stats: StatsParams { flows, heavy_flows },
+            stats,
         },
         traffic,
         bucket,
@@ -477,7 +477,7 @@ impl RouterSpec {
         l.insert("ahead".into(), (p.link_ahead as i64).into());
         root.insert("link".into(), l.into());
         let mut st = toml::Table::new();
-        crate::scenario::stats::write(p.stats.flows, p.stats.heavy_flows, &mut st);
+        p.stats.write(&mut st);
         root.insert("stats".into(), st.into());
         let services = p
             .services

@@ -41,45 +41,12 @@ impl Sim<'_> {
             Some(s) => s.name.clone(),
             None => "-".to_string(),
         };
-        let mut flows = Vec::new();
-        if let Some(prep) = self.feed.into_maker() {
-            let zero = Counts::default();
-            for (row, (key, c)) in prep.index.rows().iter().enumerate() {
-                let counts = CountRow::from(self.flows.get(row).unwrap_or(&zero));
-                flows.push(FlowRecord {
-                    flow: key.to_string(),
-                    class: class(*c),
-                    kind: "exact",
-                    counts,
-                    offered_bytes_error: 0,
-                });
-            }
-            for h in prep.index.heavy() {
-                let counts = CountRow {
-                    offered_packets: h.packets,
-                    offered_bytes: h.bytes,
-                    dropped: vec![0; DROPS.len()],
-                    ..Default::default()
-                };
-                flows.push(FlowRecord {
-                    flow: h.key.to_string(),
-                    class: class(h.class),
-                    kind: "heavy",
-                    counts,
-                    offered_bytes_error: h.error,
-                });
-            }
-        }
-        if self.other_flows.offered_packets > 0 {
-            let counts = CountRow::from(&self.other_flows);
-            flows.push(FlowRecord {
-                flow: "*".into(),
-                class: "*".into(),
-                kind: "other",
-                counts,
-                offered_bytes_error: 0,
-            });
-        }
+        let zero = Counts::default();
+        let exact = |row: usize| CountRow::from(self.flows.get(row).unwrap_or(&zero));
+        let other = CountRow::from(&self.other_flows);
+        // Without the index (a stopped inline feed) only the flows past the table are known.
+        let index = self.feed.into_maker().map(|prep| prep.index).unwrap_or_else(|| FlowIndex::new(0, 0));
+        let flows = FlowRecord::table(&index, exact, other, DROPS.len(), class);
         let classes = (self.p.services.iter().zip(&self.classes).zip(&self.hist))
             .map(|((s, c), h)| {
                 let e2e = &h[3];
