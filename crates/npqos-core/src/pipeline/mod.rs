@@ -5,6 +5,8 @@
 //! code.
 //!
 //! Here so far:
+//! * [`egress`]: stages 6 and 7, the egress element's shaper and the link's DRR round over the
+//!   caller's output queues ([`egress::Egress`]);
 //! * [`buckets`]: the egress element's per-flow buckets with a memory bound: the one
 //!   bucket-lifetime rule both drivers use ([`buckets::FlowBuckets`]);
 //! * [`ingress`]: stage 3, the ingress queues: dqs, a per-flow table or hashed queues over one
@@ -21,12 +23,14 @@
 //! shaper and DRR itself (docs/pipeline.md lists what moves next).
 
 pub mod buckets;
+pub mod egress;
 pub mod ingress;
 pub mod ports;
 pub mod qmem;
 pub mod stats;
 
 pub use buckets::{BucketCounters, FlowBuckets, Taken};
+pub use egress::{Egress, EgressQueues, Pick, Shaping};
 pub use ingress::{Admit, Ingress, IngressDrop, IngressKind};
 pub use ports::{ConservationError, Ports};
 pub use qmem::{Qmem, QmemCounters, QmemParams};

@@ -11,6 +11,8 @@
 //!    the flow rate, send-then-pay (Algorithm 1) or wait-for-tokens (tbf);
 //! 4. DRR ([`npqos_core::sched::drr::Drr`]) over the queues that hold frames and are not
 //!    throttled, towards the output interface, as many frames as the caller has room for.
+//!    Steps 3 and 4 are the pipeline's egress element ([`npqos_core::pipeline::Egress`]), the
+//!    code the router model runs.
 //!
 //! The caller tells it `now` (CLOCK_MONOTONIC in `npqos live`, any clock in a test), hands it
 //! frames with [`Forwarder::receive`], asks [`Forwarder::next_wakeup`] when the shaper next needs
@@ -36,9 +38,9 @@ use crate::trace::reader::{linktype, Record};
 use npqos_core::flow::FlowKey;
 use npqos_core::flowmap::{Dqs, DropReason, Enqueue};
 use npqos_core::id::{CoreId, QueueId};
-use npqos_core::pipeline::{Counts, FlowBuckets, FlowIndex};
+use npqos_core::pipeline::{Counts, Egress, EgressQueues, FlowBuckets, FlowIndex, Shaping};
 use npqos_core::sched::drr::Drr;
-use npqos_core::shaper::{BucketParams, Conformance, Decision, EventShaper};
+use npqos_core::shaper::{BucketParams, Conformance, EventShaper};
 use npqos_core::{Error, Instant};
 use std::collections::VecDeque;
 
@@ -189,8 +191,9 @@ pub struct Totals {
 pub struct Forwarder {
     spec: LiveSpec,
     dqs: Dqs,
-    shaper: EventShaper,
-    drr: Drr,
+    /// The pipeline's egress element: the event-driven shaper over the buckets and the DRR
+    /// round over the physical queues.
+    egress: Egress,
     max_frame: u32,
     /// Flows to rows of the counters, with the memory bound of `[stats]`: the first
     /// `stats.flows` flows each a row of `stats`, the rest together in `other`.
@@ -213,7 +216,6 @@ pub struct Forwarder {
     /// queue of its flow while the flow holds one (NONE while parked).
     queue_bucket: Vec<u32>,
     bucket_queue: Vec<u32>,
-    woken: Vec<QueueId>,
     /// A call `receive` could not make (it returns what became of the frame, not an error):
     /// the next `transmit` returns it.
     refused: Option<Error>,
@@ -246,10 +248,10 @@ impl Forwarder {
                 value: e.to_string(),
                 expected: "a valid bucket",
             })?;
+        let drr = Drr::new(queues, spec.table.quantum as u64)?;
         Ok(Forwarder {
             dqs,
-            shaper,
-            drr: Drr::new(queues, spec.table.quantum as u64)?,
+            egress: Egress::new(Shaping::Event(shaper), spec.bucket.conformance, drr),
             max_frame,
             index: FlowIndex::new(spec.stats.flows as usize, spec.stats.heavy_flows as usize),
             stats: Vec::new(),
@@ -262,7 +264,6 @@ impl Forwarder {
             buckets: FlowBuckets::new(flow_buckets)?,
             queue_bucket: vec![NONE; queues as usize],
             bucket_queue: vec![NONE; flow_buckets as usize],
-            woken: Vec::with_capacity(64),
             refused: None,
             frame: Vec::with_capacity(max_frame as usize),
             totals: Totals::default(),
@@ -290,7 +291,10 @@ impl Forwarder {
         &self.other
     }
     pub fn shaper(&self) -> &EventShaper {
-        &self.shaper
+        match self.egress.shaping() {
+            Shaping::Event(e) => e,
+            _ => unreachable!("live builds an event-driven shaper"),
+        }
     }
     /// The flows' buckets and the rule's counters.
     pub fn buckets(&self) -> &FlowBuckets {
@@ -354,7 +358,7 @@ impl Forwarder {
             return Ok(());
         }
         self.bucket_queue[b as usize] = NONE;
-        let full = self.shaper.full_at(QueueId(b)).unwrap_or(now);
+        let full = self.egress.shaping().full_at(QueueId(b)).unwrap_or(now);
         self.buckets.release(b, full, now)?;
         Ok(())
     }
@@ -409,8 +413,9 @@ impl Forwarder {
                 }
                 self.row(f).activations += e.new_flow as u64;
                 self.stamps[e.queue.index()].push_back(now_ns);
-                if !self.shaper.is_disabled(self.bucket(e.queue)) {
-                    self.drr.enqueued(e.queue).expect("dqs queue ids are the DRR's");
+                if let Err(err) = self.egress.arrived(e.queue, Some(self.bucket(e.queue))) {
+                    // dqs's queue ids are the round's; reported by the next transmit.
+                    self.refused.get_or_insert(err);
                 }
                 self.totals.active_flows_max = self.totals.active_flows_max.max(self.dqs.active_flows());
                 let used = self.dqs.buffer().total_blocks() - self.dqs.buffer().free_blocks();
@@ -423,32 +428,23 @@ impl Forwarder {
         }
     }
 
-    /// When [`Self::wake`] must next be called: the shaper's `next_wakeup()`.
+    /// When [`Self::wake`] must next be called: the egress element's `next_wakeup()`. It
+    /// changes only in [`Self::transmit`] (a queue throttled) and [`Self::wake`].
     pub fn next_wakeup(&self) -> Option<Instant> {
-        self.shaper.next_wakeup()
+        self.egress.next_wakeup()
     }
 
     /// The shaper's timer call: queues whose reschedule time has come are enabled again and
     /// rejoin the DRR round if they hold frames. Calling it early is harmless.
     pub fn wake(&mut self, now: Instant) -> Result<(), Error> {
-        self.woken.clear();
-        self.shaper.on_wakeup(now, &mut self.woken)?;
-        if !self.woken.is_empty() {
-            self.totals.wakeups += 1;
-        }
-        for &b in &self.woken {
-            let q = if b.0 == self.shared_bucket {
-                self.shared.expect("the shared bucket exists with the shared queue")
-            } else {
-                match self.bucket_queue[b.index()] {
-                    NONE => continue,
-                    q => QueueId(q),
-                }
-            };
-            if self.dqs.buffer().packets(q.0) > 0 {
-                self.drr.enqueued(q)?;
-            }
-        }
+        let (shared, shared_bucket, bucket_queue, buf) =
+            (self.shared, self.shared_bucket, &self.bucket_queue, self.dqs.buffer());
+        let queue_of = |b: QueueId| match b.0 {
+            x if x == shared_bucket => shared,
+            x => Some(bucket_queue[x as usize]).filter(|&q| q != NONE).map(QueueId),
+        };
+        let woken = self.egress.wake(now, queue_of, |q| buf.packets(q.0) > 0)?;
+        self.totals.wakeups += (woken > 0) as u64;
         Ok(())
     }
 
@@ -458,33 +454,25 @@ impl Forwarder {
         if let Some(e) = self.refused.take() {
             return Err(e);
         }
-        let wait = self.spec.bucket.conformance == Conformance::WaitForTokens;
         let mut sent = 0;
         while sent < room {
-            let buf = self.dqs.buffer();
-            let Some(q) = self.drr.select(|q| buf.head_len(q.0).unwrap_or(0) as u64) else { break };
-            let len = buf.head_len(q.0).expect("the DRR round holds only non-empty queues") as u64;
-            let b = self.bucket(q);
-            let d = if wait {
-                self.shaper.try_send_on(CORE, b, len, now, &mut ())?
-            } else {
-                self.shaper.on_send_on(CORE, b, len, now, &mut ())?
+            let overlimits = self.totals.overlimits;
+            let mut queues = LiveQueues {
+                buf: self.dqs.buffer(),
+                queue_bucket: &self.queue_bucket,
+                shared: self.shared,
+                shared_bucket: self.shared_bucket,
+                queue_flow: &self.queue_flow,
+                stats: &mut self.stats,
+                other: &mut self.other,
+                overlimits: &mut self.totals.overlimits,
             };
-            let throttled = matches!(d, Decision::Throttled { .. });
-            if throttled {
-                self.totals.heap_max = self.totals.heap_max.max(self.shaper.waiting(CORE));
-                self.totals.overlimits += 1;
+            let pick = self.egress.pick(now, &mut queues)?;
+            if self.totals.overlimits != overlimits {
+                self.totals.heap_max = self.totals.heap_max.max(self.shaper().waiting(CORE));
             }
-            if wait && throttled {
-                // The frame waits at the head of its queue for its tokens. (On the shared
-                // queue its flow is not known before it leaves: counted in the totals only.)
-                let f = self.queue_flow[q.index()];
-                if f != NO_FLOW {
-                    self.row(f).counts.overlimits += 1;
-                }
-                self.drr.dequeued(q, true)?;
-                continue;
-            }
+            let Some(pick) = pick else { break };
+            let q = pick.queue;
             let out = self.dqs.dequeue_queue(q, Some(&mut self.frame))?.expect("the selected queue is non-empty");
             emit(&self.frame);
             sent += 1;
@@ -498,7 +486,8 @@ impl Forwarder {
                 s.first_out_len = out.len as u64;
             }
             s.counts.send(out.len, delay);
-            s.counts.overlimits += throttled as u64;
+            // Send-then-pay: the frame that overdrew (its flow known now, on the shared queue too).
+            s.counts.overlimits += pick.throttled as u64;
             s.last_out_ns = now_ns;
             self.totals.frames_out += 1;
             self.totals.bytes_out += out.len as u64;
@@ -506,7 +495,7 @@ impl Forwarder {
             if out.queue_released {
                 self.release(q, now)?;
             }
-            self.drr.dequeued(q, empty || throttled)?;
+            self.egress.sent(pick, empty)?;
         }
         Ok(sent)
     }
@@ -537,7 +526,7 @@ impl Forwarder {
             let mbps = (self.totals.bytes_out - b0) as f64 * 8e3 / dt as f64;
             self.series[0].push((t, mbps));
         }
-        let heap = self.shaper.waiting(CORE);
+        let heap = self.shaper().waiting(CORE);
         self.heap_sum += heap as f64;
         self.samples += 1;
         self.series[1].push((t, heap as f64));
@@ -566,7 +555,7 @@ impl Forwarder {
             ..Default::default()
         };
         let t = &self.totals;
-        let c = self.shaper.counters();
+        let c = self.shaper().counters();
         let rate = self.spec.flow_rate.bits_per_sec() as f64;
         r.scalar("flows", self.stats.len() as f64, "flows");
         r.scalar("frames_past_flow_table", self.other.counts.offered_packets as f64, "frames");
@@ -695,6 +684,45 @@ impl Forwarder {
             ]);
         }
         vec![Note::Table(t)]
+    }
+}
+
+/// Live's physical queues as the egress element sees them: dqs's queues of frames, each shaped
+/// by the bucket of the flow holding it (the shared queue by its own).
+struct LiveQueues<'a> {
+    buf: &'a npqos_core::flowmap::buffer::QueueBuffer,
+    queue_bucket: &'a [u32],
+    shared: Option<QueueId>,
+    shared_bucket: u32,
+    queue_flow: &'a [u32],
+    stats: &'a mut [FlowStats],
+    other: &'a mut FlowStats,
+    overlimits: &'a mut u64,
+}
+
+impl EgressQueues for LiveQueues<'_> {
+    #[inline]
+    fn head_len(&self, q: QueueId) -> u64 {
+        self.buf.head_len(q.0).unwrap_or(0) as u64
+    }
+    #[inline]
+    fn bucket(&self, q: QueueId) -> Option<QueueId> {
+        Some(QueueId(if Some(q) == self.shared { self.shared_bucket } else { self.queue_bucket[q.index()] }))
+    }
+    fn core(&self, _q: QueueId) -> CoreId {
+        CORE
+    }
+    /// Counts the overlimit: in the totals always; on the flow's row when the frame waits
+    /// (a frame sent is counted on its row once it left, where its flow is known). On the
+    /// shared queue a waiting frame's flow is not known: the totals only.
+    fn throttled(&mut self, q: QueueId, _until: Instant, sent: bool) {
+        *self.overlimits += 1;
+        match self.queue_flow[q.index()] {
+            _ if sent => {}
+            NO_FLOW => {}
+            FlowIndex::OTHER => self.other.counts.overlimits += 1,
+            f => self.stats[f as usize].counts.overlimits += 1,
+        }
     }
 }
 

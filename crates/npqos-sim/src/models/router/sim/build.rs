@@ -32,7 +32,7 @@ impl<'a> Sim<'a> {
         let ingress = Ingress::new(p.ingress, &p.table, s_count, streams.stream("router.hash", 0).random())
             .map_err(|e| cfg(e.to_string()))?;
         let nqi = ingress.queues();
-        let (eq_base, nqe, shaped, shaper) = egress(p, nqi)?;
+        let (eq_base, nqe, shaped, shaping) = egress(p, nqi)?;
         let mean_len = traffic.mean_len();
         let (alloc, lap, within) = processing(p, nqi, mean_len)?;
         let qmem = Qmem::new(p.qmem, nqi + nqe as u32).map_err(|e| cfg(e.to_string()))?;
@@ -60,9 +60,12 @@ impl<'a> Sim<'a> {
             within,
             current: vec![u32::MAX; p.processing.processors as usize],
             actions: Vec::new(),
-            shaper,
+            egress: Egress::new(
+                shaping,
+                p.shaping.conformance,
+                Drr::new(nqe as u32, p.quantum as u64).map_err(|e| cfg(e.to_string()))?,
+            ),
             shaper_wake: None,
-            wake_buf: Vec::new(),
             shaped,
             flow_queues_shaped: !matches!(p.shaping.kind, ShaperKind::None),
             fifo: vec![Fifo::EMPTY; nqe],
@@ -71,7 +74,6 @@ impl<'a> Sim<'a> {
             buckets,
             flow_queue_shared: 0,
             egress_bytes: 0,
-            drr: Drr::new(nqe as u32, p.quantum as u64).map_err(|e| cfg(e.to_string()))?,
             link: Serializer::new(p.link_rate).map_err(|e| cfg(e.to_string()))?,
             tx: VecDeque::new(),
             pkts: Vec::new(),
@@ -101,7 +103,7 @@ impl<'a> Sim<'a> {
 /// The egress queues (one per service, then each per-flow service's `shaping.flow_queues`
 /// flow queues): each service's first flow queue (0 if it has none), their number, whether
 /// each service's own queue is shaped, and the shaper over all of them.
-fn egress(p: &RouterParams, nqi: u32) -> Result<(Vec<u32>, usize, Vec<bool>, Shaper), RouterError> {
+fn egress(p: &RouterParams, nqi: u32) -> Result<(Vec<u32>, usize, Vec<bool>, Shaping), RouterError> {
     let s_count = p.services.len();
     // Egress queues: one per service, then each per-flow service's flow queues.
     let mut eq_base = Vec::with_capacity(s_count);
@@ -150,17 +152,17 @@ fn egress(p: &RouterParams, nqi: u32) -> Result<(Vec<u32>, usize, Vec<bool>, Sha
         });
     }
     let shaper = match p.shaping.kind {
-        ShaperKind::None => Shaper::None,
+        ShaperKind::None => Shaping::None,
         ShaperKind::Event { locked_bytes, tick_shift, adaptive, .. } => {
             let mut e = EventShaper::new(&buckets, p.processing.processors.max(1) as usize, locked_bytes, tick_shift)
                 .map_err(|e| cfg(e.to_string()))?;
             if let Some(a) = adaptive {
                 e = e.with_adaptive(a).map_err(|e| cfg(e.to_string()))?;
             }
-            Shaper::Event(e)
+            Shaping::Event(e)
         }
         ShaperKind::Periodic { period } => {
-            Shaper::Periodic(PeriodicShaper::new(&buckets, period).map_err(|e| cfg(e.to_string()))?)
+            Shaping::Periodic(PeriodicShaper::new(&buckets, period).map_err(|e| cfg(e.to_string()))?)
         }
     };
     Ok((eq_base, nqe, shaped, shaper))

@@ -1,22 +1,74 @@
 //! Stages 6 and 7 of the simulated pipeline: the egress FIFOs behind their buckets, and the link
-//! that picks among the eligible queues by DRR and serializes the packets.
+//! that serializes the packets. Which packet goes next (the shaper and the link's DRR round) is
+//! the pipeline's egress element ([`Egress`]); the FIFOs, the packets and the serializer are
+//! here, and [`RouterQueues`] shows the FIFOs to the element.
 
 use super::*;
+use npqos_core::pipeline::EgressQueues;
 
-impl Sim<'_> {
-    pub(super) fn disabled(&self, q: u32) -> bool {
-        match &self.shaper {
-            Shaper::None => false,
-            Shaper::Event(e) => e.is_disabled(QueueId(q)),
-            Shaper::Periodic(p) => p.is_disabled(QueueId(q)),
+/// The output FIFOs as the egress element sees them, with what a throttled queue changes here:
+/// its head packet's flow and class count an overlimit, and under the periodic shaper the
+/// queue's fill is scheduled as an event.
+struct RouterQueues<'s, 'e> {
+    pkts: &'s [Pkt],
+    fifo: &'s [Fifo],
+    shaped: &'s [bool],
+    flow_queues_shaped: bool,
+    flows: &'s mut Vec<RowCounts>,
+    other_flows: &'s mut RowCounts,
+    classes: &'s mut [RowCounts],
+    engine: &'e mut Engine<Ev>,
+    now: Instant,
+    periodic: bool,
+    /// A queue joined the event-driven shaper's heaps: its wake-up time may have moved.
+    event_throttled: bool,
+}
+
+impl RouterQueues<'_, '_> {
+    #[inline]
+    fn head(&self, q: QueueId) -> &Pkt {
+        &self.pkts[self.fifo[q.index()].head as usize]
+    }
+}
+
+impl EgressQueues for RouterQueues<'_, '_> {
+    #[inline]
+    fn head_len(&self, q: QueueId) -> u64 {
+        self.head(q).len as u64
+    }
+    #[inline]
+    fn bucket(&self, q: QueueId) -> Option<QueueId> {
+        shaped(self.shaped, self.flow_queues_shaped, q.0).then_some(q)
+    }
+    #[inline]
+    fn core(&self, q: QueueId) -> CoreId {
+        CoreId(self.head(q).core as u32)
+    }
+    fn throttled(&mut self, q: QueueId, until: Instant, _sent: bool) {
+        let (row, service) = (self.head(q).row, self.head(q).service as usize);
+        row_counts(self.flows, self.other_flows, row).overlimits += 1;
+        self.classes[service].overlimits += 1;
+        if self.periodic {
+            self.engine.schedule_class(until.max(self.now), C_REENABLE, Ev::Reenable(q.0));
+        } else {
+            self.event_throttled = true;
         }
     }
+}
 
+/// Whether output queue `q` is shaped: a service's own queue as its rate says, every per-flow
+/// bucket (the queues after them) unless `shaper = "none"`.
+#[inline]
+fn shaped(own: &[bool], flow_queues_shaped: bool, q: u32) -> bool {
+    match own.get(q as usize) {
+        Some(&s) => s,
+        None => flow_queues_shaped,
+    }
+}
+
+impl Sim<'_> {
     pub(super) fn shaped(&self, q: u32) -> bool {
-        match self.shaped.get(q as usize) {
-            Some(&s) => s,
-            None => self.flow_queues_shaped,
-        }
+        shaped(&self.shaped, self.flow_queues_shaped, q)
     }
 
     pub(super) fn fifo_push(&mut self, q: u32, id: u32) {
@@ -43,10 +95,8 @@ impl Sim<'_> {
     pub(super) fn egress_visible(&mut self, now: u64, id: u32, engine: &mut Engine<Ev>) {
         let q = self.pkts[id as usize].eq;
         self.fifo_push(q, id);
-        if !self.disabled(q) {
-            if let Err(e) = self.drr.enqueued(QueueId(q)) {
-                return self.fail(now, "link (DRR)", e, engine);
-            }
+        if let Err(e) = self.egress.arrived(QueueId(q), Some(QueueId(q))) {
+            return self.fail(now, EGRESS, e, engine);
         }
         self.link_try(now, engine);
     }
@@ -60,57 +110,46 @@ impl Sim<'_> {
             if self.tx.len() as u32 >= self.p.link_ahead {
                 return;
             }
-            let (pkts, fifo) = (&self.pkts, &self.fifo);
-            let Some(q) = self.drr.select(|q| pkts[fifo[q.index()].head as usize].len as u64) else { return };
+            let mut queues = RouterQueues {
+                pkts: &self.pkts,
+                fifo: &self.fifo,
+                shaped: &self.shaped,
+                flow_queues_shaped: self.flow_queues_shaped,
+                flows: &mut self.flows,
+                other_flows: &mut self.other_flows,
+                classes: &mut self.classes,
+                engine,
+                now: nowi,
+                periodic: matches!(self.egress.shaping(), Shaping::Periodic(_)),
+                event_throttled: false,
+            };
+            let pick = self.egress.pick(nowi, &mut queues);
+            if queues.event_throttled {
+                // A throttle moved the heaps; an eligible send leaves them as they were.
+                self.shaper_wake = self.egress.next_wakeup();
+            }
+            let pick = match pick {
+                Ok(Some(pick)) => pick,
+                Ok(None) => return,
+                Err(e) => return self.fail(now, EGRESS, e, engine),
+            };
+            let q = pick.queue;
             let id = self.fifo[q.index()].head;
             // The next queues of the round: start loading their state (the queue after next)
             // and their head packet (next, whose FIFO was loaded one pick ago).
-            if let Some(q2) = self.drr.upcoming(2) {
+            let drr = self.egress.drr();
+            if let Some(q2) = drr.upcoming(2) {
                 self.prefetch_egress(q2.0);
             }
-            if let Some(q1) = self.drr.upcoming(1) {
+            if let Some(q1) = drr.upcoming(1) {
                 npqos_core::hint::prefetch(&self.pkts, self.fifo[q1.index()].head as usize);
             }
             let pk = self.pkts[id as usize];
-            let mut leave = false;
-            if self.shaped(q.0) {
-                let core = CoreId(pk.core as u32);
-                let wait = self.p.shaping.conformance == Conformance::WaitForTokens;
-                let d = match &mut self.shaper {
-                    Shaper::None => Ok(Decision::Eligible),
-                    Shaper::Event(e) if wait => e.try_send_on(core, q, pk.len as u64, nowi, &mut ()),
-                    Shaper::Event(e) => e.on_send_on(core, q, pk.len as u64, nowi, &mut ()),
-                    Shaper::Periodic(p) if wait => p.try_send(q, pk.len as u64, nowi),
-                    Shaper::Periodic(p) => p.on_send(q, pk.len as u64, nowi),
-                };
-                let d = match d {
-                    Ok(d) => d,
-                    Err(e) => return self.fail(now, "egress shaping", e, engine),
-                };
-                if let Decision::Throttled { until } = d {
-                    leave = true;
-                    self.flow_counts(pk.row).overlimits += 1;
-                    self.classes[pk.service as usize].overlimits += 1;
-                    match &self.shaper {
-                        Shaper::Periodic(_) => {
-                            engine.schedule_class(until.max(nowi), C_REENABLE, Ev::Reenable(q.0));
-                        }
-                        _ => self.shaper_wake = self.shaper_next(),
-                    }
-                    if wait {
-                        if let Err(e) = self.drr.dequeued(q, true) {
-                            return self.fail(now, "link (DRR)", e, engine);
-                        }
-                        continue;
-                    }
-                }
-                // An eligible send leaves the heaps as they were: the wake-up time stands.
-            }
             self.fifo_pop(q.0);
             self.release_bucket(now, id);
             let empty = self.fifo[q.index()].head == NIL;
-            if let Err(e) = self.drr.dequeued(q, empty || leave) {
-                return self.fail(now, "link (DRR)", e, engine);
+            if let Err(e) = self.egress.sent(pick, empty) {
+                return self.fail(now, EGRESS, e, engine);
             }
             // Offered to the link when its descriptor is dequeued; it starts when the link is
             // free (the serializer places finish times from the busy period's cumulative bits).
@@ -122,36 +161,18 @@ impl Sim<'_> {
         }
     }
 
-    /// A hint: output queue `q`'s FIFO, bucket, DRR word and descriptor are needed soon.
+    /// A hint: output queue `q`'s FIFO, bucket, DRR word, descriptor and bucket owner are
+    /// needed soon.
     #[inline]
     pub(super) fn prefetch_egress(&self, q: u32) {
         npqos_core::hint::prefetch(&self.fifo, q as usize);
-        self.drr.prefetch(QueueId(q));
+        self.egress.prefetch(QueueId(q), QueueId(q));
         self.qmem.prefetch(self.nqi + q);
-        if let Shaper::Event(e) = &self.shaper {
-            e.prefetch(QueueId(q));
-        }
         // Per-flow queues follow the services' own, `flow_queues` per per-flow service.
         if let Some(fb) = &self.buckets {
             let first = self.eq_base.len() as u32;
             if q >= first {
                 fb.prefetch((q - first) % fb.buckets());
-            }
-        }
-    }
-
-    pub(super) fn shaper_next(&self) -> Option<Instant> {
-        match &self.shaper {
-            Shaper::Event(e) => e.next_wakeup(),
-            _ => None,
-        }
-    }
-
-    /// Output queue `q` may send again: back in the link's round if it holds packets.
-    pub(super) fn reenabled(&mut self, now: u64, q: QueueId, engine: &mut Engine<Ev>) {
-        if self.fifo[q.index()].head != NIL {
-            if let Err(e) = self.drr.enqueued(q) {
-                self.fail(now, "link (DRR)", e, engine);
             }
         }
     }

@@ -14,13 +14,13 @@ use crate::results::Series;
 use crate::rng::RngStreams;
 use npqos_core::alloc::{Action, AllocConfig, Allocator, ServiceSpec};
 use npqos_core::classify::Classifier;
-use npqos_core::pipeline::{Admit, Counts, FlowBuckets, FlowIndex, Ingress, IngressDrop, Qmem, Taken};
+use npqos_core::pipeline::{Admit, Counts, Egress, FlowBuckets, FlowIndex, Ingress, IngressDrop, Qmem, Shaping, Taken};
 use npqos_core::queues::timing::Op;
 use npqos_core::rate::Serializer;
 use npqos_core::sched::drr::Drr;
 use npqos_core::sched::fq::{FairQueue, FqPacket};
 use npqos_core::sched::lap::{LapPacket, LapScheduler, Policy as LapPolicy};
-use npqos_core::shaper::{BucketParams, Decision, EventShaper, PeriodicShaper};
+use npqos_core::shaper::{BucketParams, EventShaper, PeriodicShaper};
 use npqos_core::{AppId, CoreId, Duration, FlowId, Instant, ProcessorId, QueueId, ServiceId};
 use rand::Rng;
 use std::collections::VecDeque;
@@ -96,6 +96,9 @@ const _: () = assert!(std::mem::size_of::<Pkt>() == 64);
 /// No packet.
 const NIL: u32 = u32::MAX;
 
+/// The stage a refusal of the egress element (shaper or link round) is reported under.
+const EGRESS: &str = "egress (shaper, link DRR)";
+
 /// Arrivals ahead of the current one whose per-flow bucket record is prefetched.
 const BUCKET_AHEAD: usize = 4;
 
@@ -141,12 +144,6 @@ struct Lap {
     cold: u64,
 }
 
-enum Shaper {
-    None,
-    Event(EventShaper),
-    Periodic(PeriodicShaper),
-}
-
 struct Sim<'a> {
     p: &'a RouterParams,
     /// Stages 1 and 2: the classified arrivals, made inline or on a helper thread.
@@ -164,9 +161,11 @@ struct Sim<'a> {
     within: Within,
     current: Vec<u32>,
     actions: Vec<Action>,
-    shaper: Shaper,
+    /// Stages 6 and 7's scheduling: the shaper over the output queues and the link's DRR
+    /// round (the pipeline's egress element; the FIFOs and the serializer are here).
+    egress: Egress,
+    /// The event-driven shaper's next wake-up, as the egress element last said.
     shaper_wake: Option<Instant>,
-    wake_buf: Vec<QueueId>,
     /// Whether each service's own output queue is shaped; every per-flow bucket (the queues
     /// after them) is shaped unless `shaper = "none"` ([`Sim::shaped`]).
     shaped: Vec<bool>,
@@ -186,7 +185,6 @@ struct Sim<'a> {
     /// Packets whose flow found every bucket held and shared one by hash ([`Taken::Shared`]).
     flow_queue_shared: u64,
     egress_bytes: u64,
-    drr: Drr,
     link: Serializer,
     /// Packets picked for the link whose transmission has not started, with their start
     /// times: a source, since the link starts packets in the order it picks them, each after
@@ -261,14 +259,7 @@ impl<'a> Sim<'a> {
     /// The flow counters of `row`.
     #[inline]
     fn flow_counts(&mut self, row: u32) -> &mut RowCounts {
-        if row == FlowIndex::OTHER {
-            return &mut self.other_flows;
-        }
-        // Rows are handed out in order: a new one is the next.
-        if row as usize >= self.flows.len() {
-            self.flows.resize(row as usize + 1, Counts::default());
-        }
-        &mut self.flows[row as usize]
+        row_counts(&mut self.flows, &mut self.other_flows, row)
     }
 
     /// Packet `id` leaves the router at `now` (its transmission starts, or it is dropped): its
@@ -279,11 +270,7 @@ impl<'a> Sim<'a> {
         let base = self.eq_base[pk.service as usize];
         let Some(fb) = self.buckets.as_mut().filter(|_| base != 0) else { return };
         let q = QueueId(pk.eq);
-        let full = match &self.shaper {
-            Shaper::Event(e) => e.full_at(q),
-            Shaper::Periodic(p) => p.full_at(q),
-            Shaper::None => None,
-        };
+        let full = self.egress.shaping().full_at(q);
         let nowi = Instant::from_nanos(now);
         if let Err(e) = fb.release(pk.eq - base, full.unwrap_or(nowi), nowi) {
             self.error.get_or_insert(RouterError::Mechanism {
@@ -567,6 +554,19 @@ impl<'a> Sim<'a> {
     }
 }
 
+/// The counters of flow row `row`: an exact row (made when first counted: rows are handed
+/// out in order, a new one is the next) or, for [`FlowIndex::OTHER`], the flows past the table.
+#[inline]
+fn row_counts<'c>(flows: &'c mut Vec<RowCounts>, other: &'c mut RowCounts, row: u32) -> &'c mut RowCounts {
+    if row == FlowIndex::OTHER {
+        return other;
+    }
+    if row as usize >= flows.len() {
+        flows.resize(row as usize + 1, Counts::default());
+    }
+    &mut flows[row as usize]
+}
+
 fn fq_packet(id: u32, pk: &Pkt, est: f64) -> FqPacket {
     FqPacket {
         id: id as u64,
@@ -591,15 +591,11 @@ impl Model for Sim<'_> {
             Ev::Visible(id) => self.visible(now, id, engine),
             Ev::EgressVisible(id) => self.egress_visible(now, id, engine),
             Ev::Reenable(q) => {
-                if let Shaper::Periodic(p) = &mut self.shaper {
-                    match p.poll_queue(QueueId(q), engine.now()) {
-                        Ok(true) => {
-                            self.reenabled(now, QueueId(q), engine);
-                            self.link_try(now, engine);
-                        }
-                        Ok(false) => {}
-                        Err(e) => self.fail(now, "egress shaping", e, engine),
-                    }
+                let held = self.fifo[q as usize].head != NIL;
+                match self.egress.poll_queue(engine.now(), QueueId(q), QueueId(q), held) {
+                    Ok(true) => self.link_try(now, engine),
+                    Ok(false) => {}
+                    Err(e) => self.fail(now, EGRESS, e, engine),
                 }
             }
             Ev::Sample => self.sample(now, engine),
@@ -635,17 +631,11 @@ impl Model for Sim<'_> {
             return self.apply(now.as_nanos(), engine);
         }
         if at(self.shaper_wake) {
-            let mut buf = std::mem::take(&mut self.wake_buf);
-            if let Shaper::Event(e) = &mut self.shaper {
-                if let Err(e) = e.on_wakeup(now, &mut buf) {
-                    return self.fail(now.as_nanos(), "egress shaping", e, engine);
-                }
+            let fifo = &self.fifo;
+            if let Err(e) = self.egress.wake(now, Some, |q| fifo[q.index()].head != NIL) {
+                return self.fail(now.as_nanos(), EGRESS, e, engine);
             }
-            for q in buf.drain(..) {
-                self.reenabled(now.as_nanos(), q, engine);
-            }
-            self.wake_buf = buf;
-            self.shaper_wake = self.shaper_next();
+            self.shaper_wake = self.egress.next_wakeup();
             return self.link_try(now.as_nanos(), engine);
         }
         let a = self.feed.next_item().expect("next_source announced an arrival");
@@ -691,12 +681,12 @@ fn a_refused_drr_call_is_reported() {
     let mut sim = Sim::new(&p, &traffic, 1, false, &mut progress).expect("a valid router");
     let mut engine = Engine::new();
     let q = sim.fifo.len() as u32 - 1;
-    let id = sim.new_pkt(Pkt::default());
-    sim.fifo_push(q, id);
-    sim.drr = Drr::new(1, 1500).expect("one queue");
-    sim.reenabled(5, QueueId(q), &mut engine);
+    let id = sim.new_pkt(Pkt { eq: q, ..Pkt::default() });
+    let conformance = p.shaping.conformance;
+    sim.egress = Egress::new(sim.egress.shaping().clone(), conformance, Drr::new(1, 1500).expect("one queue"));
+    sim.egress_visible(5, id, &mut engine);
     match &sim.error {
-        Some(RouterError::Mechanism { at: 5, stage: "link (DRR)", msg }) => assert!(msg.contains("queue"), "{msg}"),
+        Some(RouterError::Mechanism { at: 5, stage: EGRESS, msg }) => assert!(msg.contains("queue"), "{msg}"),
         other => panic!("the DRR's refusal was not reported: {other:?}"),
     }
 }

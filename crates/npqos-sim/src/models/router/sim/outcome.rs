@@ -17,7 +17,7 @@ impl Sim<'_> {
             v.push(n as f64);
         }
         let (mut total, mut max) = (0u64, 0u64);
-        if let Shaper::Event(e) = &self.shaper {
+        if let Shaping::Event(e) = self.egress.shaping() {
             for c in 0..e.cores() {
                 let n = e.waiting(CoreId(c as u32)) as u64;
                 total += n;
@@ -95,9 +95,9 @@ impl Sim<'_> {
         put("qmem_offchip_per_s", c.memory_refs as f64 / span, "accesses/s");
         // Stage 6.
         let queues = self.fifo.len() as f64;
-        let (reschedules, offchip, bytes) = match &self.shaper {
-            Shaper::None => (0.0, 0.0, 0.0),
-            Shaper::Event(e) => {
+        let (reschedules, offchip, bytes) = match self.egress.shaping() {
+            Shaping::None => (0.0, 0.0, 0.0),
+            Shaping::Event(e) => {
                 let h = e.heap_counters();
                 let heap_peak = self.samples.heap_max_core as f64 * e.cores() as f64;
                 (
@@ -106,7 +106,7 @@ impl Sim<'_> {
                     e.bucket_state_bytes() as f64 + heap_peak * npqos_core::shaper::heap::NODE_BYTES as f64,
                 )
             }
-            Shaper::Periodic(p) => (
+            Shaping::Periodic(p) => (
                 p.counters().throttles as f64,
                 (p.fill_accesses(Instant::from_nanos(end_ns)) + 2 * p.counters().sends) as f64,
                 p.bucket_state_bytes() as f64,

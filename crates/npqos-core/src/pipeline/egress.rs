@@ -1,0 +1,207 @@
+//! The egress element and the link's scheduler (docs/pipeline.md, "Egress and link"): the
+//! shaper over the output queues' buckets and the DRR round over the queues that hold packets
+//! and are not throttled, which picks the next packet for the wire.
+//!
+//! The queues themselves are the caller's (the router model's output FIFOs of simulated
+//! packets, `npqos live`'s dqs queues of real frames); the element asks of them through
+//! [`EgressQueues`]: the head packet's length, the bucket that shapes a queue (or none), the
+//! processor core whose heap a throttled queue joins, and it tells them when a queue was held
+//! back by its rate (for overlimits, and for a simulator that schedules the periodic shaper's
+//! fill). So the rule "ask the shaper for the head packet; under wait-for-tokens a packet that
+//! does not conform leaves the round and waits; under send-then-pay it goes and its queue is
+//! throttled" is written once for both drivers.
+//!
+//! The driver's calls: [`Egress::arrived`] when a packet joins a queue, [`Egress::pick`] for
+//! the next packet (then [`Egress::sent`] once it took it out of its queue),
+//! [`Egress::next_wakeup`] / [`Egress::wake`] for the event-driven shaper's timer, and
+//! [`Egress::poll_queue`] for the periodic shaper's fill of one queue.
+
+use crate::error::Error;
+use crate::id::{CoreId, QueueId};
+use crate::sched::drr::Drr;
+use crate::shaper::{Conformance, Decision, EventShaper, PeriodicShaper};
+use crate::time::Instant;
+
+/// The shaper of the egress element: kim's event-driven shaper (Algorithm 1 over per-core
+/// heaps), the periodic-fill baseline, or none.
+#[derive(Clone, Debug)]
+pub enum Shaping {
+    None,
+    Event(EventShaper),
+    Periodic(PeriodicShaper),
+}
+
+impl Shaping {
+    /// Whether bucket `b` is throttled (waiting for its reschedule time or fill).
+    #[inline]
+    pub fn is_disabled(&self, b: QueueId) -> bool {
+        match self {
+            Shaping::None => false,
+            Shaping::Event(e) => e.is_disabled(b),
+            Shaping::Periodic(p) => p.is_disabled(b),
+        }
+    }
+    /// When bucket `b` is full again if nothing more is sent on it (`None`: no shaper, or an
+    /// unknown bucket).
+    pub fn full_at(&self, b: QueueId) -> Option<Instant> {
+        match self {
+            Shaping::None => None,
+            Shaping::Event(e) => e.full_at(b),
+            Shaping::Periodic(p) => p.full_at(b),
+        }
+    }
+}
+
+/// What the element needs of the caller's queues.
+pub trait EgressQueues {
+    /// Bytes of queue `q`'s head packet (`q` holds packets: it is in the round).
+    fn head_len(&self, q: QueueId) -> u64;
+    /// The bucket that shapes queue `q`, or `None` if it is not shaped.
+    fn bucket(&self, q: QueueId) -> Option<QueueId>;
+    /// The core whose heap queue `q` joins if its head packet throttles it.
+    fn core(&self, q: QueueId) -> CoreId;
+    /// Queue `q`'s head packet met a bucket without its tokens: it went anyway and throttled
+    /// the queue (`sent`, send-then-pay), or it stays and waits (wait-for-tokens). `until`
+    /// is what the shaper said: the reschedule time or fill.
+    fn throttled(&mut self, _q: QueueId, _until: Instant, _sent: bool) {}
+}
+
+/// The packet [`Egress::pick`] chose.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pick {
+    pub queue: QueueId,
+    /// It went but throttled its queue (send-then-pay): the queue leaves the round.
+    pub throttled: bool,
+}
+
+/// The egress element. See the module documentation.
+#[derive(Clone, Debug)]
+pub struct Egress {
+    shaping: Shaping,
+    wait: bool,
+    drr: Drr,
+    woken: Vec<QueueId>,
+}
+
+impl Egress {
+    /// An element over `drr`'s queues, shaped by `shaping` under `conformance`.
+    pub fn new(shaping: Shaping, conformance: Conformance, drr: Drr) -> Self {
+        Egress { shaping, wait: conformance == Conformance::WaitForTokens, drr, woken: Vec::new() }
+    }
+    pub fn shaping(&self) -> &Shaping {
+        &self.shaping
+    }
+    pub fn drr(&self) -> &Drr {
+        &self.drr
+    }
+
+    /// A packet joined queue `q`, shaped by `bucket`: the queue is in the round unless that
+    /// bucket is throttled.
+    ///
+    /// Errors: an unknown queue.
+    #[inline]
+    pub fn arrived(&mut self, q: QueueId, bucket: Option<QueueId>) -> Result<(), Error> {
+        if bucket.is_some_and(|b| self.shaping.is_disabled(b)) {
+            return Ok(());
+        }
+        self.drr.enqueued(q)
+    }
+
+    /// The next packet for the wire at `now`: DRR over the queues in the round, each head
+    /// asked of its bucket. Under wait-for-tokens a head without its tokens stays and its
+    /// queue leaves the round until the shaper re-enables it; the next queue is asked. `None`
+    /// when no queue may send. The caller takes the packet out of its queue and calls
+    /// [`Self::sent`].
+    ///
+    /// Errors (the run cannot go on): the shaper or the round refused a call (a bucket or
+    /// queue outside them, `now` going backwards).
+    #[inline]
+    pub fn pick(&mut self, now: Instant, queues: &mut impl EgressQueues) -> Result<Option<Pick>, Error> {
+        loop {
+            let Some(q) = self.drr.select(|q| queues.head_len(q)) else { return Ok(None) };
+            let Some(b) = queues.bucket(q) else { return Ok(Some(Pick { queue: q, throttled: false })) };
+            let len = queues.head_len(q);
+            let d = match (&mut self.shaping, self.wait) {
+                (Shaping::None, _) => Decision::Eligible,
+                (Shaping::Event(e), true) => e.try_send_on(queues.core(q), b, len, now, &mut ())?,
+                (Shaping::Event(e), false) => e.on_send_on(queues.core(q), b, len, now, &mut ())?,
+                (Shaping::Periodic(p), true) => p.try_send(b, len, now)?,
+                (Shaping::Periodic(p), false) => p.on_send(b, len, now)?,
+            };
+            let Decision::Throttled { until } = d else { return Ok(Some(Pick { queue: q, throttled: false })) };
+            queues.throttled(q, until, !self.wait);
+            if !self.wait {
+                return Ok(Some(Pick { queue: q, throttled: true }));
+            }
+            self.drr.dequeued(q, true)?;
+        }
+    }
+
+    /// The packet of [`Self::pick`] left queue `q`, which is now `empty` or not.
+    ///
+    /// Errors: a queue outside the round.
+    #[inline]
+    pub fn sent(&mut self, pick: Pick, empty: bool) -> Result<(), Error> {
+        self.drr.dequeued(pick.queue, empty || pick.throttled)
+    }
+
+    /// When [`Self::wake`] must next be called: the event-driven shaper's earliest reschedule
+    /// time (`None` for the periodic shaper, whose fills the caller schedules per queue with
+    /// `eligible_at` and [`Self::poll_queue`], or without a shaper). It changes only through
+    /// [`Self::pick`] (a queue throttled) and [`Self::wake`] (queues re-enabled).
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        match &self.shaping {
+            Shaping::Event(e) => e.next_wakeup(),
+            _ => None,
+        }
+    }
+
+    /// The event-driven shaper's timer at `now`: the buckets whose time has come are enabled
+    /// again, and each one's queue (`queue_of`, `None`: no queue holds it now) rejoins the
+    /// round if it holds packets (`has_packets`). Returns how many buckets were re-enabled.
+    /// Calling it early is harmless.
+    ///
+    /// Errors: `now` before a time already given, a queue outside the round.
+    pub fn wake(
+        &mut self,
+        now: Instant,
+        queue_of: impl Fn(QueueId) -> Option<QueueId>,
+        has_packets: impl Fn(QueueId) -> bool,
+    ) -> Result<usize, Error> {
+        let Shaping::Event(e) = &mut self.shaping else { return Ok(0) };
+        self.woken.clear();
+        e.on_wakeup(now, &mut self.woken)?;
+        for &b in &self.woken {
+            if let Some(q) = queue_of(b).filter(|&q| has_packets(q)) {
+                self.drr.enqueued(q)?;
+            }
+        }
+        Ok(self.woken.len())
+    }
+
+    /// The periodic shaper's fill for queue `q` (its bucket `b`) at `now`: if it re-enables the
+    /// bucket, the queue rejoins the round when it holds packets. Returns whether it was
+    /// re-enabled.
+    ///
+    /// Errors: an unknown bucket or queue, `now` before a time already given.
+    pub fn poll_queue(&mut self, now: Instant, q: QueueId, b: QueueId, has_packets: bool) -> Result<bool, Error> {
+        let Shaping::Periodic(p) = &mut self.shaping else { return Ok(false) };
+        let again = p.poll_queue(b, now)?;
+        if again && has_packets {
+            self.drr.enqueued(q)?;
+        }
+        Ok(again)
+    }
+
+    /// A hint: queue `q` and its bucket `b` are needed soon (no effect on results).
+    #[inline]
+    pub fn prefetch(&self, q: QueueId, b: QueueId) {
+        self.drr.prefetch(q);
+        if let Shaping::Event(e) = &self.shaping {
+            e.prefetch(b);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
