@@ -2,7 +2,9 @@
 //! after it takes the packet. One element, three kinds behind it (docs/router.md, stage 3):
 //! dqs (the paper's dynamic queue sharing), the brute-force per-flow table and hashed queues
 //! (fq_codel's buckets), all over one shared block buffer sized by the flow table keys
-//! ([`DqsConfig`]).
+//! ([`DqsConfig`]). The dqs kind can also keep the packets' bytes (a data plane's frames),
+//! limit each queue's bytes and give flows that find no queue a shared overflow queue, as
+//! `npqos live` needs; the simulator's router keeps lengths only.
 
 use super::ports::{ConservationError, Ports};
 use crate::error::Error;
@@ -35,9 +37,23 @@ pub enum IngressDrop {
     BufferFull,
     /// A new flow found no free queue (dqs pool or per-flow table exhausted).
     NoQueue,
+    /// The flow's queue holds its limit (`DqsConfig::queue_limit`, dqs only).
+    QueueFull,
 }
 
-crate::named!(IngressDrop, "ingress drop reason", { BufferFull => "buffer_full", NoQueue => "no_queue" });
+crate::named!(IngressDrop, "ingress drop reason", {
+    BufferFull => "buffer_full",
+    NoQueue => "no_queue",
+    QueueFull => "queue_full",
+});
+
+/// A packet the ingress handed on ([`Ingress::dequeue_with`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Left {
+    pub len: u32,
+    /// Its queue emptied and went back to the pool (dqs, per-flow) or out of use (hashed).
+    pub released: bool,
+}
 
 /// What became of a packet offered to the ingress.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,7 +66,7 @@ pub enum Admit {
 pub struct Ingress {
     kind: Kinds,
     services: usize,
-    ports: Ports<2>,
+    ports: Ports<3>,
 }
 
 enum Kinds {
@@ -85,11 +101,14 @@ struct Table {
 
 impl Ingress {
     /// `table`'s queues and its blocks of `table.block_size` bytes shared by all queues (its
-    /// DRR quantum and `on_exhausted` do not apply: the stage after the ingress picks the
-    /// queue to serve, and a flow that finds no queue is dropped); `services` services (hashed
-    /// queues are per service). `seed` keys dqs's and the hashed queues' hash.
+    /// DRR quantum does not apply: the stage after the ingress picks the queue to serve);
+    /// `services` services (hashed queues are per service). `seed` keys dqs's and the hashed
+    /// queues' hash. dqs also takes the table's `on_exhausted`, `queue_limit`,
+    /// `store_payload` and `delete_rule`.
     ///
-    /// Errors: no service, no queue, more queues than ids, or a table dqs refuses.
+    /// Errors: no service, no queue, more queues than ids, a table dqs refuses, or (per-flow,
+    /// hashed) a table asking for frames, a per-queue limit or a shared queue, which only dqs
+    /// has.
     pub fn new(kind: IngressKind, table: &DqsConfig, services: usize, seed: u64) -> Result<Self, Error> {
         let DqsConfig { queues, blocks, block_size, .. } = *table;
         if services == 0 {
@@ -101,17 +120,17 @@ impl Ingress {
                     HashKind::H3 { .. } => HashKind::H3 { seed },
                     HashKind::Fast { .. } => HashKind::Fast { seed },
                 };
-                let cfg = DqsConfig {
-                    slots: table.slots,
-                    hash,
-                    queues,
-                    blocks,
-                    block_size,
-                    on_exhausted: Exhausted::Drop,
-                    caller_schedules: true,
-                    ..Default::default()
-                };
+                let cfg = DqsConfig { hash, caller_schedules: true, check_invariants: false, ..*table };
                 Kinds::Dqs(Box::new(Dqs::new(cfg)?), 0)
+            }
+            IngressKind::PerFlow | IngressKind::Hashed
+                if table.store_payload || table.queue_limit.is_some() || table.on_exhausted != Exhausted::Drop =>
+            {
+                return Err(Error::BadParameter {
+                    parameter: "ingress",
+                    value: format!("{kind} with frames, a per-queue limit or a shared queue"),
+                    expected: "the dqs ingress for those",
+                });
             }
             IngressKind::PerFlow | IngressKind::Hashed => {
                 let per_flow = kind == IngressKind::PerFlow;
@@ -150,10 +169,10 @@ impl Ingress {
         Ok(Ingress { kind: kinds, services, ports: Ports::default() })
     }
 
-    /// Queue ids are `0..queues()`.
+    /// Queue ids are `0..queues()` (dqs's shared overflow queue, when it has one, is the last).
     pub fn queues(&self) -> u32 {
         match &self.kind {
-            Kinds::Dqs(d, _) => d.config().queues,
+            Kinds::Dqs(d, _) => d.config().queues + d.shared_queue().is_some() as u32,
             Kinds::Table(t) => t.lens.len() as u32,
         }
     }
@@ -161,30 +180,48 @@ impl Ingress {
     /// Offers the packet of `len` bytes of flow `key` of service `service`.
     ///
     /// Errors: a service outside `0..services`.
+    #[inline]
     pub fn enqueue(&mut self, key: &FlowKey, service: usize, len: u32) -> Result<Admit, Error> {
+        self.enqueue_with(key, service, len, None).map(|(a, _)| a)
+    }
+
+    /// [`Self::enqueue`] with the packet's bytes when the table keeps them (`frame`, dqs with
+    /// `store_payload`); also says whether the packet gave its flow a queue (a new flow).
+    ///
+    /// Errors: a service outside `0..services`; bytes for a table that keeps none.
+    pub fn enqueue_with(
+        &mut self,
+        key: &FlowKey,
+        service: usize,
+        len: u32,
+        frame: Option<&[u8]>,
+    ) -> Result<(Admit, bool), Error> {
         if service >= self.services {
             return Err(Error::UnknownId { kind: "service", id: service as u32, count: self.services });
         }
+        if frame.is_some() && !matches!(&self.kind, Kinds::Dqs(d, _) if d.config().store_payload) {
+            return Err(Error::NotAllowed("ingress: packet bytes for a table that keeps none"));
+        }
         self.ports.input += 1;
         let r = match &mut self.kind {
-            Kinds::Dqs(d, acc) => match d.enqueue(key, len, None) {
+            Kinds::Dqs(d, acc) => match d.enqueue(key, len, frame) {
                 Enqueue::Queued(q) => {
                     *acc += 1 + q.compares as u64;
-                    Admit::Queued(q.queue)
+                    (Admit::Queued(q.queue), q.new_flow)
                 }
                 Enqueue::Dropped { reason, compares, .. } => {
                     *acc += 1 + compares as u64;
-                    Admit::Dropped(match reason {
+                    let why = match reason {
                         DropReason::BufferFull => IngressDrop::BufferFull,
                         DropReason::NoQueue => IngressDrop::NoQueue,
-                        // No per-queue limit is set: the queues share the buffer.
-                        DropReason::QueueFull => IngressDrop::BufferFull,
-                    })
+                        DropReason::QueueFull => IngressDrop::QueueFull,
+                    };
+                    (Admit::Dropped(why), false)
                 }
             },
             Kinds::Table(t) => t.enqueue(key, service, len),
         };
-        if let Admit::Dropped(why) = r {
+        if let Admit::Dropped(why) = r.0 {
             self.ports.dropped[why as usize] += 1;
         }
         debug_assert_eq!(self.check(), Ok(()));
@@ -194,12 +231,21 @@ impl Ingress {
     /// Takes the head packet of `q`; returns its length, or `None` when `q` is empty.
     ///
     /// Errors: a queue outside `0..queues()`.
+    #[inline]
     pub fn dequeue(&mut self, q: QueueId) -> Result<Option<u32>, Error> {
-        let len = match &mut self.kind {
-            Kinds::Dqs(d, acc) => match d.dequeue_queue(q, None)? {
+        Ok(self.dequeue_with(q, None)?.map(|l| l.len))
+    }
+
+    /// [`Self::dequeue`] with the packet's bytes copied into `frame` when the table keeps
+    /// them, and whether the queue was released.
+    ///
+    /// Errors: a queue outside `0..queues()`.
+    pub fn dequeue_with(&mut self, q: QueueId, frame: Option<&mut Vec<u8>>) -> Result<Option<Left>, Error> {
+        let left = match &mut self.kind {
+            Kinds::Dqs(d, acc) => match d.dequeue_queue(q, frame)? {
                 Some(x) => {
                     *acc += x.flow_released as u64 + x.delete_steps as u64;
-                    Some(x.len)
+                    Some(Left { len: x.len, released: x.queue_released })
                 }
                 None => None,
             },
@@ -210,13 +256,40 @@ impl Ingress {
                 t.dequeue(q)
             }
         };
-        self.ports.output += len.is_some() as u64;
+        self.ports.output += left.is_some() as u64;
         debug_assert_eq!(self.check(), Ok(()));
-        Ok(len)
+        Ok(left)
+    }
+
+    /// Bytes of queue `q`'s head packet (`None`: empty or unknown).
+    #[inline]
+    pub fn head_len(&self, q: QueueId) -> Option<u32> {
+        match &self.kind {
+            Kinds::Dqs(d, _) => d.buffer().head_len(q.0),
+            Kinds::Table(t) => t.lens.get(q.index())?.front().copied(),
+        }
+    }
+
+    /// Packets queue `q` holds (0 for an unknown queue).
+    #[inline]
+    pub fn packets(&self, q: QueueId) -> u32 {
+        match &self.kind {
+            Kinds::Dqs(d, _) => d.buffer().packets(q.0),
+            Kinds::Table(t) => t.lens.get(q.index()).map_or(0, |l| l.len() as u32),
+        }
+    }
+
+    /// The dqs table behind a dqs ingress, for its counters and buffer (read only: packets go
+    /// in and out through the element, which counts them at its ports).
+    pub fn dqs(&self) -> Option<&Dqs> {
+        match &self.kind {
+            Kinds::Dqs(d, _) => Some(d),
+            Kinds::Table(_) => None,
+        }
     }
 
     /// Packets taken in, handed on and dropped (by [`IngressDrop`], in its order).
-    pub fn ports(&self) -> Ports<2> {
+    pub fn ports(&self) -> Ports<3> {
         self.ports
     }
 
@@ -275,34 +348,36 @@ impl Table {
         (len.max(1) as u64).div_ceil(self.block_size as u64)
     }
 
-    fn enqueue(&mut self, key: &FlowKey, service: usize, len: u32) -> Admit {
+    /// The packet's fate and whether it gave its flow a queue (hashed: its queue was empty).
+    fn enqueue(&mut self, key: &FlowKey, service: usize, len: u32) -> (Admit, bool) {
         let blocks = self.blocks_for(len);
         if !self.per_flow {
             let q = service as u32 * self.per_service + self.hash.slot(key);
             if blocks > self.blocks_free {
-                return Admit::Dropped(IngressDrop::BufferFull);
+                return (Admit::Dropped(IngressDrop::BufferFull), false);
             }
+            let new = self.lens[q as usize].is_empty();
             self.push(q, len, blocks);
-            return Admit::Queued(QueueId(q));
+            return (Admit::Queued(QueueId(q)), new);
         }
         self.accesses += 1;
         if blocks > self.blocks_free {
-            return Admit::Dropped(IngressDrop::BufferFull);
+            return (Admit::Dropped(IngressDrop::BufferFull), false);
         }
-        let q = match self.map.get_mut(key) {
+        let (q, new) = match self.map.get_mut(key) {
             Some(e) => {
                 e.1 += 1;
-                e.0
+                (e.0, false)
             }
             None => {
-                let Some(q) = self.free.pop() else { return Admit::Dropped(IngressDrop::NoQueue) };
+                let Some(q) = self.free.pop() else { return (Admit::Dropped(IngressDrop::NoQueue), false) };
                 self.map.insert(*key, (q, 1));
                 self.owner[q as usize] = Some(*key);
-                q
+                (q, true)
             }
         };
         self.push(q, len, blocks);
-        Admit::Queued(QueueId(q))
+        (Admit::Queued(QueueId(q)), new)
     }
 
     fn push(&mut self, q: u32, len: u32, blocks: u64) {
@@ -316,11 +391,12 @@ impl Table {
         self.blocks_free -= blocks;
     }
 
-    fn dequeue(&mut self, q: QueueId) -> Option<u32> {
+    fn dequeue(&mut self, q: QueueId) -> Option<Left> {
         let len = self.lens[q.index()].pop_front()?;
         self.held -= 1;
         self.blocks_free += self.blocks_for(len);
-        if self.lens[q.index()].is_empty() {
+        let released = self.lens[q.index()].is_empty();
+        if released {
             self.in_use -= 1;
         }
         if self.per_flow {
@@ -334,7 +410,7 @@ impl Table {
                 self.accesses += 1;
             }
         }
-        Some(len)
+        Some(Left { len, released })
     }
 }
 
@@ -380,13 +456,49 @@ mod tests {
                 };
                 assert_eq!(got, want, "{kind}, flow {i}");
             }
-            assert_eq!(g.ports().dropped, [0, 1], "{kind}");
+            assert_eq!(g.ports().dropped, [0, 1, 0], "{kind}");
         }
         let mut g = Ingress::new(IngressKind::Hashed, &table(2, 3), 1, 1).unwrap();
         assert!(matches!(g.enqueue(&key(0), 0, 128).unwrap(), Admit::Queued(_)));
         assert_eq!(g.enqueue(&key(1), 0, 128).unwrap(), Admit::Dropped(IngressDrop::BufferFull));
-        assert_eq!(g.ports().dropped, [1, 0]);
+        assert_eq!(g.ports().dropped, [1, 0, 0]);
         assert_eq!(g.check(), Ok(()));
+    }
+
+    /// The dqs ingress with a data plane's table: frames kept and handed back byte for byte,
+    /// a per-queue limit (`queue_full`), the shared overflow queue, new flows and released
+    /// queues said; the other kinds refuse such a table, and every kind refuses bytes it
+    /// cannot keep.
+    #[test]
+    fn dqs_keeps_frames_limits_queues_and_shares_the_overflow() {
+        let cfg = DqsConfig {
+            store_payload: true,
+            queue_limit: Some(200),
+            on_exhausted: Exhausted::SharedQueue,
+            ..table(1, 100)
+        };
+        let mut g = Ingress::new(IngressKind::Dqs, &cfg, 1, 3).unwrap();
+        assert_eq!(g.queues(), 2, "one queue and the shared one");
+        let f = |i: u8| vec![i; 90];
+        assert_eq!(g.enqueue_with(&key(0), 0, 90, Some(&f(1))).unwrap(), (Admit::Queued(QueueId(0)), true));
+        assert_eq!(g.enqueue_with(&key(0), 0, 90, Some(&f(2))).unwrap(), (Admit::Queued(QueueId(0)), false));
+        assert_eq!(g.enqueue_with(&key(0), 0, 90, Some(&f(3))).unwrap().0, Admit::Dropped(IngressDrop::QueueFull));
+        assert_eq!(g.enqueue_with(&key(1), 0, 90, Some(&f(4))).unwrap().0, Admit::Queued(QueueId(1)), "shared");
+        assert_eq!((g.packets(QueueId(0)), g.head_len(QueueId(0))), (2, Some(90)));
+        let mut out = Vec::new();
+        assert_eq!(g.dequeue_with(QueueId(0), Some(&mut out)).unwrap(), Some(Left { len: 90, released: false }));
+        assert_eq!(out, f(1));
+        assert_eq!(g.dequeue_with(QueueId(0), Some(&mut out)).unwrap(), Some(Left { len: 90, released: true }));
+        assert_eq!(out, f(2));
+        assert_eq!(g.ports().dropped, [0, 0, 1]);
+        assert_eq!(g.check(), Ok(()));
+        assert!(g.dqs().is_some());
+        for kind in [IngressKind::PerFlow, IngressKind::Hashed] {
+            assert!(matches!(Ingress::new(kind, &cfg, 1, 3), Err(Error::BadParameter { .. })), "{kind}");
+            let mut g = Ingress::new(kind, &table(2, 100), 1, 3).unwrap();
+            assert!(matches!(g.enqueue_with(&key(0), 0, 90, Some(&f(1))), Err(Error::NotAllowed(_))), "{kind}");
+            assert_eq!(g.ports().input, 0);
+        }
     }
 
     proptest! {

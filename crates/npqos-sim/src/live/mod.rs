@@ -5,7 +5,8 @@
 //!
 //! 1. classification of each frame by its 5-tuple (the trace decoder's
 //!    [`crate::trace::decode`]); frames that carry no IP packet form one flow of their own;
-//! 2. dqs ([`npqos_core::flowmap::Dqs`]): the flow's physical queue from the pool, the frame's
+//! 2. dqs, as the pipeline's ingress element ([`npqos_core::pipeline::Ingress`], the router
+//!    model's stage 3, here keeping the frames): the flow's physical queue from the pool, the frame's
 //!    bytes in the block buffer, a drop with its reason when the buffer or the pool is exhausted;
 //! 3. kim's event-driven shaper ([`npqos_core::shaper::EventShaper`]), one bucket per flow at
 //!    the flow rate, send-then-pay (Algorithm 1) or wait-for-tokens (tbf);
@@ -36,9 +37,11 @@ use crate::results::{ClassRecord, CountRow, FlowRecord, Histogram, Note, RunResu
 use crate::trace::decode::decode;
 use crate::trace::reader::{linktype, Record};
 use npqos_core::flow::FlowKey;
-use npqos_core::flowmap::{Dqs, DropReason, Enqueue};
+use npqos_core::flowmap::Dqs;
 use npqos_core::id::{CoreId, QueueId};
-use npqos_core::pipeline::{Counts, Egress, EgressQueues, FlowBuckets, FlowIndex, Shaping};
+use npqos_core::pipeline::{
+    Admit, Counts, Egress, EgressQueues, FlowBuckets, FlowIndex, Ingress, IngressDrop, IngressKind, Shaping,
+};
 use npqos_core::sched::drr::Drr;
 use npqos_core::shaper::{BucketParams, Conformance, EventShaper};
 use npqos_core::{Error, Instant};
@@ -190,7 +193,8 @@ pub struct Totals {
 /// The pipeline. See the module documentation.
 pub struct Forwarder {
     spec: LiveSpec,
-    dqs: Dqs,
+    /// The pipeline's ingress element: dqs over the block buffer that keeps the frames.
+    ingress: Ingress,
     /// The pipeline's egress element: the event-driven shaper over the buckets and the DRR
     /// round over the physical queues.
     egress: Egress,
@@ -233,8 +237,11 @@ impl Forwarder {
     ///
     /// Errors: a configuration a mechanism refuses (the spec reader catches the common ones).
     pub fn new(spec: &LiveSpec, max_frame: u32) -> Result<Self, Error> {
-        let dqs = Dqs::new(spec.table)?;
-        let shared = dqs.shared_queue();
+        let seed = match spec.table.hash {
+            npqos_core::flowmap::HashKind::H3 { seed } | npqos_core::flowmap::HashKind::Fast { seed } => seed,
+        };
+        let ingress = Ingress::new(IngressKind::Dqs, &spec.table, 1, seed)?;
+        let shared = ingress.dqs().and_then(Dqs::shared_queue);
         let queues = spec.table.queues + shared.is_some() as u32;
         // Two buckets per physical queue: one for each flow that holds a queue, and as many for
         // idle flows whose buckets are still filling. Then the shared queue's.
@@ -250,7 +257,7 @@ impl Forwarder {
             })?;
         let drr = Drr::new(queues, spec.table.quantum as u64)?;
         Ok(Forwarder {
-            dqs,
+            ingress,
             egress: Egress::new(Shaping::Event(shaper), spec.bucket.conformance, drr),
             max_frame,
             index: FlowIndex::new(spec.stats.flows as usize, spec.stats.heavy_flows as usize),
@@ -302,8 +309,7 @@ impl Forwarder {
     }
     /// Frames in the buffer.
     pub fn queued(&self) -> u64 {
-        let c = self.dqs.counters();
-        c.enqueued - c.dequeued
+        self.ingress.held()
     }
 
     /// The row of a frame of `len` bytes of flow `key`, counted as offered to the index (its
@@ -399,33 +405,46 @@ impl Forwarder {
         if self.spec.bucket.conformance == Conformance::WaitForTokens && len as u64 > self.spec.bucket.cap {
             return self.drop(f, Reason::AboveCap, len);
         }
-        match self.dqs.enqueue(&key, len, Some(frame)) {
-            Enqueue::Queued(e) => {
-                if Some(e.queue) != self.shared {
-                    self.queue_flow[e.queue.index()] = f;
-                    if e.new_flow {
-                        if let Err(err) = self.bind_bucket(&key, e.queue, now) {
-                            // Only a `now` that went backwards gets here; the next transmit
-                            // reports it.
-                            self.refused.get_or_insert(err);
-                        }
-                    }
-                }
-                self.row(f).activations += e.new_flow as u64;
-                self.stamps[e.queue.index()].push_back(now_ns);
-                if let Err(err) = self.egress.arrived(e.queue, Some(self.bucket(e.queue))) {
-                    // dqs's queue ids are the round's; reported by the next transmit.
+        let (admit, new_flow) = match self.ingress.enqueue_with(&key, 0, len, Some(frame)) {
+            Ok(r) => r,
+            Err(err) => {
+                // The ingress keeps frames and has one service: not reached; reported by the
+                // next transmit, the frame counted as its buffer's.
+                self.refused.get_or_insert(err);
+                (Admit::Dropped(IngressDrop::BufferFull), false)
+            }
+        };
+        let q = match admit {
+            Admit::Queued(q) => q,
+            Admit::Dropped(IngressDrop::BufferFull) => return self.drop(f, Reason::BufferFull, len),
+            Admit::Dropped(IngressDrop::NoQueue) => return self.drop(f, Reason::NoQueue, len),
+            Admit::Dropped(IngressDrop::QueueFull) => return self.drop(f, Reason::QueueFull, len),
+        };
+        if Some(q) != self.shared {
+            self.queue_flow[q.index()] = f;
+            if new_flow {
+                if let Err(err) = self.bind_bucket(&key, q, now) {
+                    // Only a `now` that went backwards gets here; the next transmit reports it.
                     self.refused.get_or_insert(err);
                 }
-                self.totals.active_flows_max = self.totals.active_flows_max.max(self.dqs.active_flows());
-                let used = self.dqs.buffer().total_blocks() - self.dqs.buffer().free_blocks();
-                self.totals.blocks_in_use_max = self.totals.blocks_in_use_max.max(used);
-                Arrival::Queued
             }
-            Enqueue::Dropped { reason: DropReason::BufferFull, .. } => self.drop(f, Reason::BufferFull, len),
-            Enqueue::Dropped { reason: DropReason::NoQueue, .. } => self.drop(f, Reason::NoQueue, len),
-            Enqueue::Dropped { reason: DropReason::QueueFull, .. } => self.drop(f, Reason::QueueFull, len),
         }
+        self.row(f).activations += new_flow as u64;
+        self.stamps[q.index()].push_back(now_ns);
+        if let Err(err) = self.egress.arrived(q, Some(self.bucket(q))) {
+            // The ingress's queue ids are the round's; reported by the next transmit.
+            self.refused.get_or_insert(err);
+        }
+        let d = self.dqs();
+        let (active, used) = (d.active_flows(), d.buffer().total_blocks() - d.buffer().free_blocks());
+        self.totals.active_flows_max = self.totals.active_flows_max.max(active);
+        self.totals.blocks_in_use_max = self.totals.blocks_in_use_max.max(used);
+        Arrival::Queued
+    }
+
+    /// The dqs table behind the ingress element (its counters and buffer).
+    fn dqs(&self) -> &Dqs {
+        self.ingress.dqs().expect("live's ingress is dqs")
     }
 
     /// When [`Self::wake`] must next be called: the egress element's `next_wakeup()`. It
@@ -438,12 +457,12 @@ impl Forwarder {
     /// rejoin the DRR round if they hold frames. Calling it early is harmless.
     pub fn wake(&mut self, now: Instant) -> Result<(), Error> {
         let (shared, shared_bucket, bucket_queue, buf) =
-            (self.shared, self.shared_bucket, &self.bucket_queue, self.dqs.buffer());
+            (self.shared, self.shared_bucket, &self.bucket_queue, &self.ingress);
         let queue_of = |b: QueueId| match b.0 {
             x if x == shared_bucket => shared,
             x => Some(bucket_queue[x as usize]).filter(|&q| q != NONE).map(QueueId),
         };
-        let woken = self.egress.wake(now, queue_of, |q| buf.packets(q.0) > 0)?;
+        let woken = self.egress.wake(now, queue_of, |q| buf.packets(q) > 0)?;
         self.totals.wakeups += (woken > 0) as u64;
         Ok(())
     }
@@ -458,7 +477,7 @@ impl Forwarder {
         while sent < room {
             let overlimits = self.totals.overlimits;
             let mut queues = LiveQueues {
-                buf: self.dqs.buffer(),
+                ingress: &self.ingress,
                 queue_bucket: &self.queue_bucket,
                 shared: self.shared,
                 shared_bucket: self.shared_bucket,
@@ -473,7 +492,7 @@ impl Forwarder {
             }
             let Some(pick) = pick else { break };
             let q = pick.queue;
-            let out = self.dqs.dequeue_queue(q, Some(&mut self.frame))?.expect("the selected queue is non-empty");
+            let out = self.ingress.dequeue_with(q, Some(&mut self.frame))?.expect("the selected queue is non-empty");
             emit(&self.frame);
             sent += 1;
             let f = self.row_leaving(q);
@@ -491,8 +510,8 @@ impl Forwarder {
             s.last_out_ns = now_ns;
             self.totals.frames_out += 1;
             self.totals.bytes_out += out.len as u64;
-            let empty = self.dqs.buffer().packets(q.0) == 0;
-            if out.queue_released {
+            let empty = self.ingress.packets(q) == 0;
+            if out.released {
                 self.release(q, now)?;
             }
             self.egress.sent(pick, empty)?;
@@ -504,10 +523,10 @@ impl Forwarder {
     pub fn stop(&mut self) {
         let queues = self.queue_flow.len() as u32;
         for q in 0..queues {
-            while let Ok(Some(d)) = self.dqs.dequeue_queue(QueueId(q), Some(&mut self.frame)) {
+            while let Ok(Some(d)) = self.ingress.dequeue_with(QueueId(q), Some(&mut self.frame)) {
                 let f = self.row_leaving(QueueId(q));
                 self.stamps[q as usize].pop_front();
-                if d.queue_released {
+                if d.released {
                     self.queue_flow[q as usize] = NO_FLOW;
                 }
                 self.drop(f, Reason::Stopped, d.len);
@@ -530,8 +549,9 @@ impl Forwarder {
         self.heap_sum += heap as f64;
         self.samples += 1;
         self.series[1].push((t, heap as f64));
-        self.series[2].push((t, self.dqs.active_flows() as f64));
-        let used = self.dqs.buffer().total_blocks() - self.dqs.buffer().free_blocks();
+        let d = self.dqs();
+        let (active, used) = (d.active_flows(), d.buffer().total_blocks() - d.buffer().free_blocks());
+        self.series[2].push((t, active as f64));
         self.series[3].push((t, used as f64));
         self.last_sample = (now.as_nanos(), self.totals.bytes_out);
     }
@@ -593,7 +613,7 @@ impl Forwarder {
         r.scalar("bucket_evictions", bc.evicted as f64, "buckets");
         r.scalar("heap_mean", if self.samples > 0 { self.heap_sum / self.samples as f64 } else { 0.0 }, "queues");
         r.scalar("active_flows_max", t.active_flows_max as f64, "flows");
-        r.scalar("queues_in_use_max", self.dqs.buffer().max_queues_in_use() as f64, "queues");
+        r.scalar("queues_in_use_max", self.dqs().buffer().max_queues_in_use() as f64, "queues");
         r.scalar("buffer_blocks_in_use_max", t.blocks_in_use_max as f64, "blocks");
         for (i, (name, unit)) in [
             ("output_rate", "Mbps"),
@@ -690,7 +710,7 @@ impl Forwarder {
 /// Live's physical queues as the egress element sees them: dqs's queues of frames, each shaped
 /// by the bucket of the flow holding it (the shared queue by its own).
 struct LiveQueues<'a> {
-    buf: &'a npqos_core::flowmap::buffer::QueueBuffer,
+    ingress: &'a Ingress,
     queue_bucket: &'a [u32],
     shared: Option<QueueId>,
     shared_bucket: u32,
@@ -703,7 +723,7 @@ struct LiveQueues<'a> {
 impl EgressQueues for LiveQueues<'_> {
     #[inline]
     fn head_len(&self, q: QueueId) -> u64 {
-        self.buf.head_len(q.0).unwrap_or(0) as u64
+        self.ingress.head_len(q).unwrap_or(0) as u64
     }
     #[inline]
     fn bucket(&self, q: QueueId) -> Option<QueueId> {

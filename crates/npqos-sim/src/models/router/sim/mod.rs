@@ -362,7 +362,9 @@ impl<'a> Sim<'a> {
         }
         let iq = match iq {
             Ok(Admit::Queued(q)) => q,
-            Ok(Admit::Dropped(IngressDrop::BufferFull)) => {
+            // The router sets no per-queue limit: its queues share the buffer, and a full one
+            // is the buffer's.
+            Ok(Admit::Dropped(IngressDrop::BufferFull | IngressDrop::QueueFull)) => {
                 return self.drop_pkt(now, Some(id), Some(s), D_BUFFER, a.row, len)
             }
             Ok(Admit::Dropped(IngressDrop::NoQueue)) => {
