@@ -94,6 +94,13 @@ fn run_npqos(tag: &str, conformance: &str) -> Outcome {
             *reasons.entry(header[k].to_string()).or_default() += n;
         }
     }
+    // The same rows in results.sqlite, and the one class in classes.csv with every frame.
+    let db = rusqlite::Connection::open(out.join("results.sqlite")).unwrap();
+    let rows: i64 = db.query_row("SELECT count(*) FROM flows WHERE kind = 'exact'", [], |r| r.get(0)).unwrap();
+    assert_eq!(rows, FLOWS as i64, "flows table");
+    let classes = std::fs::read_to_string(out.join("classes.csv")).unwrap();
+    assert_eq!(classes.lines().count(), 2, "header and the class all: {classes}");
+    assert!(classes.lines().nth(1).unwrap().contains(",all,"), "{classes}");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let ring = summary["runs"][0]["scalars"]["dropped_rx_ring"].as_f64().unwrap();
