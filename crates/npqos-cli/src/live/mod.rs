@@ -52,6 +52,7 @@ impl LiveRun {
             ("rx_frames", self.rx.frames as f64, "frames"),
             ("dropped_rx_ring", self.rx.ring_drops as f64, "frames"),
             ("dropped_rx_truncated", self.rx.truncated as f64, "frames"),
+            ("rx_checksums_completed", self.rx.checksums_completed as f64, "frames"),
             ("rx_blocks", self.rx.blocks as f64, "blocks"),
             ("tx_errors", self.tx.errors as f64, "frames"),
             ("tx_flushes", self.tx.flushes as f64, "send calls"),

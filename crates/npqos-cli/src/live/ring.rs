@@ -7,6 +7,7 @@
 //! frame through `recvfrom`. This is the minimum over `libc`: open, bind, promiscuous mode,
 //! ring setup and the status-word handshake; the frames are never copied on receive.
 
+use npqos_sim::live::csum::complete_checksum;
 use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -135,7 +136,8 @@ impl Map {
     }
     fn slice_mut(&mut self, off: usize, len: usize) -> &mut [u8] {
         assert!(off + len <= self.len, "slot inside the ring");
-        // SAFETY: in bounds; the slot is ours (status AVAILABLE) until we request its send.
+        // SAFETY: in bounds; the slot (transmit: status AVAILABLE until we request its send) or
+        // the block (receive: status USER until we hand it back) is ours.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off), len) }
     }
 }
@@ -158,6 +160,9 @@ pub struct RxCounters {
     pub ring_drops: u64,
     /// Frames cut short by the block size (not forwarded).
     pub truncated: u64,
+    /// Frames whose TCP or UDP checksum the sender's offload left partial
+    /// (TP_STATUS_CSUMNOTREADY), completed here before they are handed on.
+    pub checksums_completed: u64,
     pub blocks: u64,
 }
 
@@ -180,6 +185,7 @@ const H3_SEC: usize = 4;
 const H3_NSEC: usize = 8;
 const H3_SNAPLEN: usize = 12;
 const H3_LEN: usize = 16;
+const H3_STATUS: usize = 20;
 const H3_MAC: usize = 24;
 
 impl RxRing {
@@ -230,7 +236,10 @@ impl RxRing {
     }
 
     /// Hands every frame of the next block to `f(frame, kernel timestamp ns)` and gives the
-    /// block back; returns the number of frames, 0 if no block is ready.
+    /// block back; returns the number of frames, 0 if no block is ready. A frame the kernel
+    /// marks with a partial checksum (the sender's checksum offload, veth's default) has it
+    /// completed first ([`npqos_sim::live::csum::complete_checksum`]), so the frame is one the
+    /// next stack accepts.
     pub fn next_block(&mut self, mut f: impl FnMut(&[u8], u64)) -> usize {
         if !self.ready() {
             return 0;
@@ -245,6 +254,10 @@ impl RxRing {
             let ts = self.map.u32_at(off + H3_SEC) as u64 * 1_000_000_000 + self.map.u32_at(off + H3_NSEC) as u64;
             if snap < len {
                 self.counters.truncated += 1;
+            } else if self.map.u32_at(off + H3_STATUS) & libc::TP_STATUS_CSUMNOTREADY != 0 {
+                let frame = self.map.slice_mut(off + mac, snap);
+                self.counters.checksums_completed += complete_checksum(frame) as u64;
+                f(frame, ts);
             } else {
                 f(self.map.slice(off + mac, snap), ts);
             }

@@ -29,6 +29,7 @@
 //! new one), else the one nearest to full from its idle flow (counted as `bucket_evictions`).
 //! The pool has two buckets per physical queue, so at least half are free of a queue.
 
+pub mod csum;
 pub mod spec;
 
 pub use spec::{LiveSpec, Wait};

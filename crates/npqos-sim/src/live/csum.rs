@@ -1,0 +1,143 @@
+//! Completing the checksum a sender's offload left partial (docs/live.md, "Offloads").
+//!
+//! A Linux sender on a device with transmit checksum offload (veth's default) hands its TCP and
+//! UDP segments down with only the pseudo-header's sum in the checksum field, for the device to
+//! finish; a packet socket that receives such a frame is told so (`TP_STATUS_CSUMNOTREADY`).
+//! Forwarded as it is, the frame reaches the next stack with a wrong checksum and is dropped
+//! there. [`complete_checksum`] does what the device would have done (the kernel's
+//! `skb_checksum_help`): the ones'-complement sum of the transport header and payload, with the
+//! partial sum in the field, folded and complemented into the field.
+
+use etherparse::{IpNumber, NetSlice, SlicedPacket};
+
+/// Completes the TCP or UDP checksum of `frame` (Ethernet, optional VLAN tags, IPv4 or IPv6 with
+/// extension headers) in place, taking the checksum field's content as the pseudo-header's
+/// partial sum. Returns whether it did: a frame it cannot parse, or that carries neither TCP
+/// nor UDP, or a fragment, is left as it is.
+pub fn complete_checksum(frame: &mut [u8]) -> bool {
+    let Some((start, len, field)) = transport(frame) else { return false };
+    let seg = &mut frame[start..start + len];
+    let mut sum: u64 = 0;
+    let mut words = seg.chunks_exact(2);
+    for w in &mut words {
+        sum += u16::from_be_bytes([w[0], w[1]]) as u64;
+    }
+    if let [last] = words.remainder() {
+        sum += (*last as u64) << 8;
+    }
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    let mut c = !(sum as u16);
+    // UDP: a computed 0 is sent as all ones (0 means "no checksum").
+    if c == 0 && field == 6 {
+        c = 0xffff;
+    }
+    seg[field..field + 2].copy_from_slice(&c.to_be_bytes());
+    true
+}
+
+/// Where the transport segment starts in `frame`, its length (the IP payload's, without the
+/// Ethernet padding), and the checksum field's offset in it.
+fn transport(frame: &[u8]) -> Option<(usize, usize, usize)> {
+    let p = SlicedPacket::from_ethernet(frame).ok()?;
+    let ip = match p.net? {
+        NetSlice::Ipv4(v4) => v4.payload().clone(),
+        NetSlice::Ipv6(v6) => v6.payload().clone(),
+    };
+    if ip.fragmented {
+        return None;
+    }
+    let field = match ip.ip_number {
+        IpNumber::UDP => 6,
+        IpNumber::TCP => 16,
+        _ => return None,
+    };
+    let start = ip.payload.as_ptr() as usize - frame.as_ptr() as usize;
+    (ip.payload.len() >= field + 2).then_some((start, ip.payload.len(), field))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use etherparse::PacketBuilder;
+
+    /// The pseudo-header's sum, folded, not complemented: what a stack with checksum offload
+    /// leaves in the field.
+    fn pseudo(src: &[u8], dst: &[u8], proto: u8, len: usize) -> u16 {
+        let mut sum: u64 = 0;
+        for a in [src, dst] {
+            for w in a.chunks(2) {
+                sum += u16::from_be_bytes([w[0], w[1]]) as u64;
+            }
+        }
+        sum += proto as u64 + len as u64;
+        while sum > 0xffff {
+            sum = (sum & 0xffff) + (sum >> 16);
+        }
+        sum as u16
+    }
+
+    /// Frames built with their correct checksum by etherparse, the field then replaced by the
+    /// partial sum as the offloading stack leaves it: completed, each is the correct frame
+    /// again, for UDP and TCP over IPv4 and IPv6, odd and even lengths, with Ethernet padding.
+    #[test]
+    fn a_partial_checksum_is_completed_to_the_correct_one() {
+        let (s4, d4) = ([198, 18, 0, 1], [198, 18, 0, 2]);
+        let (s6, d6) = ([0x20, 1, 0xd, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1], [0xfe; 16]);
+        for payload in [0usize, 1, 5, 100, 1401, 8000] {
+            let data: Vec<u8> = (0..payload).map(|i| (i * 7 + 3) as u8).collect();
+            let eth = || PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]);
+            let cases = [
+                (eth().ipv4(s4, d4, 64).udp(5000, 6000), 14 + 20, 6, 17, &s4[..], &d4[..]),
+                (eth().ipv6(s6, d6, 64).udp(5000, 6000), 14 + 40, 6, 17, &s6[..], &d6[..]),
+            ];
+            for (b, l4, field, proto, src, dst) in cases {
+                let mut good = Vec::new();
+                b.write(&mut good, &data).unwrap();
+                check(&good, l4, field, proto, src, dst);
+            }
+            let tcp4 = eth().ipv4(s4, d4, 64).tcp(5000, 80, 1, 1000).ack(7);
+            let mut good = Vec::new();
+            tcp4.write(&mut good, &data).unwrap();
+            check(&good, 34, 16, 6, &s4, &d4);
+            let tcp6 = eth().ipv6(s6, d6, 64).tcp(5000, 80, 1, 1000).ack(7);
+            let mut good = Vec::new();
+            tcp6.write(&mut good, &data).unwrap();
+            check(&good, 54, 16, 6, &s6, &d6);
+        }
+    }
+
+    fn check(good: &[u8], l4: usize, field: usize, proto: u8, src: &[u8], dst: &[u8]) {
+        let len = good.len() - l4;
+        let mut f = good.to_vec();
+        f[l4 + field..l4 + field + 2].copy_from_slice(&pseudo(src, dst, proto, len).to_be_bytes());
+        // Padding beyond the IP packet is not summed.
+        f.extend_from_slice(&[0xab; 3]);
+        assert!(complete_checksum(&mut f));
+        assert_eq!(&f[..good.len()], good, "proto {proto}, {len} B segment");
+    }
+
+    #[test]
+    fn other_frames_are_left_alone() {
+        let mut arp = vec![0xffu8; 6];
+        arp.extend_from_slice(&[2, 0, 0, 0, 0, 1, 0x08, 0x06]);
+        arp.extend_from_slice(&[0u8; 28]);
+        let before = arp.clone();
+        assert!(!complete_checksum(&mut arp));
+        assert_eq!(arp, before);
+        let mut icmp = Vec::new();
+        PacketBuilder::ethernet2([2; 6], [3; 6])
+            .ipv4([1, 1, 1, 1], [2, 2, 2, 2], 9)
+            .icmpv4_echo_request(1, 1)
+            .write(&mut icmp, &[1, 2, 3])
+            .unwrap();
+        let before = icmp.clone();
+        assert!(!complete_checksum(&mut icmp));
+        assert_eq!(icmp, before);
+        for n in [0, 10, 20, 40] {
+            let mut short = before[..n].to_vec();
+            assert!(!complete_checksum(&mut short));
+        }
+    }
+}
