@@ -317,17 +317,26 @@ pub struct TxRing {
     counters: TxCounters,
 }
 
+/// The MTU of `iface` as this network namespace's sysfs says (1500 when it cannot be read).
+fn mtu(iface: &str) -> u32 {
+    std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu"))
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(1500)
+}
+
 /// Where a frame's bytes start in a TPACKET_V3 transmit slot: TPACKET3_HDRLEN less the
 /// sockaddr_ll (packet_mmap: tp_hdrlen - sizeof(struct sockaddr_ll)).
 const TX_DATA: usize = libc::TPACKET3_HDRLEN - std::mem::size_of::<libc::sockaddr_ll>();
 
 impl TxRing {
-    /// Opens `iface` for sending with `slots` slots of 4 KiB (frames up to 4 KiB less the
-    /// header).
+    /// Opens `iface` for sending with `slots` slots of 4 KiB, or the power of two that holds a
+    /// frame of the interface's MTU (Ethernet header and one VLAN tag beside it) when that is
+    /// more: 16 KiB for a jumbo MTU of 9,000 B.
     pub fn open(iface: &str, slots: u32) -> Result<TxRing, OpenError> {
         let (fd, idx) = open(iface)?;
         let io = |what, err| OpenError::Io { iface: iface.into(), what, err };
-        let slot = 4096usize;
+        let slot = (mtu(iface) as usize + 18 + TX_DATA).next_power_of_two().max(4096);
         let per_block = 16usize;
         let slots = (slots as usize).div_ceil(per_block) * per_block;
         let req = libc::tpacket_req3 {
