@@ -312,6 +312,8 @@ pub struct TxRing {
     map: Map,
     slot: usize,
     slots: usize,
+    /// The interface's MTU when the ring was opened.
+    mtu: u32,
     head: usize,
     pending: usize,
     counters: TxCounters,
@@ -336,7 +338,8 @@ impl TxRing {
     pub fn open(iface: &str, slots: u32) -> Result<TxRing, OpenError> {
         let (fd, idx) = open(iface)?;
         let io = |what, err| OpenError::Io { iface: iface.into(), what, err };
-        let slot = (mtu(iface) as usize + 18 + TX_DATA).next_power_of_two().max(4096);
+        let mtu = mtu(iface);
+        let slot = (mtu as usize + 18 + TX_DATA).next_power_of_two().max(4096);
         let per_block = 16usize;
         let slots = (slots as usize).div_ceil(per_block) * per_block;
         let req = libc::tpacket_req3 {
@@ -351,7 +354,7 @@ impl TxRing {
         setopt(fd.as_raw_fd(), libc::SOL_PACKET, libc::PACKET_TX_RING, &req).map_err(|e| io("PACKET_TX_RING", e))?;
         let map = Map::new(fd.as_raw_fd(), slot * slots, iface)?;
         bind(fd.as_raw_fd(), idx, iface)?;
-        Ok(TxRing { fd, map, slot, slots, head: 0, pending: 0, counters: TxCounters::default() })
+        Ok(TxRing { fd, map, slot, slots, mtu, head: 0, pending: 0, counters: TxCounters::default() })
     }
 
     pub fn fd(&self) -> RawFd {
@@ -359,6 +362,10 @@ impl TxRing {
     }
 
     /// The largest frame a slot holds.
+    /// The interface's MTU when the ring was opened.
+    pub fn mtu(&self) -> u32 {
+        self.mtu
+    }
     pub fn max_frame(&self) -> u32 {
         (self.slot - TX_DATA) as u32
     }

@@ -17,24 +17,35 @@ use etherparse::{IpNumber, NetSlice, SlicedPacket};
 pub fn complete_checksum(frame: &mut [u8]) -> bool {
     let Some((start, len, field)) = transport(frame) else { return false };
     let seg = &mut frame[start..start + len];
-    let mut sum: u64 = 0;
-    let mut words = seg.chunks_exact(2);
-    for w in &mut words {
-        sum += u16::from_be_bytes([w[0], w[1]]) as u64;
-    }
-    if let [last] = words.remainder() {
-        sum += (*last as u64) << 8;
-    }
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    let mut c = !(sum as u16);
+    let mut c = !fold(sum16(seg, 0));
     // UDP: a computed 0 is sent as all ones (0 means "no checksum").
     if c == 0 && field == 6 {
         c = 0xffff;
     }
     seg[field..field + 2].copy_from_slice(&c.to_be_bytes());
     true
+}
+
+/// The ones'-complement sum of `bytes` as 16-bit big-endian words (an odd last byte padded
+/// with zero), added to `init`, not folded.
+pub(crate) fn sum16(bytes: &[u8], init: u64) -> u64 {
+    let mut sum = init;
+    let mut words = bytes.chunks_exact(2);
+    for w in &mut words {
+        sum += u16::from_be_bytes([w[0], w[1]]) as u64;
+    }
+    if let [last] = words.remainder() {
+        sum += (*last as u64) << 8;
+    }
+    sum
+}
+
+/// `sum` folded to 16 bits (the end-around carries added back).
+pub(crate) fn fold(mut sum: u64) -> u16 {
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    sum as u16
 }
 
 /// Where the transport segment starts in `frame`, its length (the IP payload's, without the

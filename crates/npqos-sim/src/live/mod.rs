@@ -30,6 +30,7 @@
 //! The pool has two buckets per physical queue, so at least half are free of a queue.
 
 pub mod csum;
+pub mod gso;
 pub mod spec;
 
 pub use spec::{LiveSpec, Wait};
