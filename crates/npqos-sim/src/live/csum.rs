@@ -27,17 +27,27 @@ pub fn complete_checksum(frame: &mut [u8]) -> bool {
 }
 
 /// The ones'-complement sum of `bytes` as 16-bit big-endian words (an odd last byte padded
-/// with zero), added to `init`, not folded.
+/// with zero), added to `init`, not folded to 16 bits. Eight bytes at a time into a 128-bit
+/// accumulator, folded end-around to 64 bits: the same sum modulo 0xffff (RFC 1071, 2(B)), as
+/// [`fold`] takes it, at an eighth of the additions.
 pub(crate) fn sum16(bytes: &[u8], init: u64) -> u64 {
-    let mut sum = init;
-    let mut words = bytes.chunks_exact(2);
+    let mut acc = init as u128;
+    let mut words = bytes.chunks_exact(8);
     for w in &mut words {
-        sum += u16::from_be_bytes([w[0], w[1]]) as u64;
+        acc += u64::from_be_bytes(w.try_into().expect("8 bytes")) as u128;
     }
-    if let [last] = words.remainder() {
-        sum += (*last as u64) << 8;
+    let mut rest = words.remainder().chunks_exact(2);
+    for w in &mut rest {
+        acc += u16::from_be_bytes([w[0], w[1]]) as u128;
     }
-    sum
+    if let [last] = rest.remainder() {
+        acc += (*last as u128) << 8;
+    }
+    // End-around to 64 bits: 2^64 = 1 modulo 2^64 - 1, a multiple of 0xffff.
+    while acc >> 64 != 0 {
+        acc = (acc & u64::MAX as u128) + (acc >> 64);
+    }
+    acc as u64
 }
 
 /// `sum` folded to 16 bits (the end-around carries added back).
