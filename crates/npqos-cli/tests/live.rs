@@ -361,6 +361,25 @@ fn jumbo_frames_of_9000_bytes_are_forwarded() {
     udp_application(&format!("j{}", std::process::id() % 100_000), 9000, 8972);
 }
 
+/// The first connection to `l` within `limit` (so a test whose client never gets through fails
+/// instead of hanging), in blocking mode.
+fn accept_within(l: &std::net::TcpListener, limit: std::time::Duration) -> Result<std::net::TcpStream, String> {
+    l.set_nonblocking(true).map_err(|e| e.to_string())?;
+    let end = std::time::Instant::now() + limit;
+    loop {
+        match l.accept() {
+            Ok((c, _)) => {
+                c.set_nonblocking(false).map_err(|e| e.to_string())?;
+                return Ok(c);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock && std::time::Instant::now() < end => {
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            Err(e) => return Err(format!("no connection: {e}")),
+        }
+    }
+}
+
 /// TCP through npqos live with default offloads: the sender's stack hands down offload
 /// super-frames (up to 64 KB on veth), npqos live cuts them into MTU-sized segments with
 /// whole checksums and shapes each; the server receives every byte intact with no checksum
@@ -414,7 +433,7 @@ fn tcp_super_frames_are_segmented_and_every_byte_arrives() {
     let server = netns::in_ns(&r, move || -> Result<(usize, usize), String> {
         use std::io::Read;
         let l = std::net::TcpListener::bind((netns::RECEIVER_IP, netns::DST_BASE)).map_err(|e| e.to_string())?;
-        let (mut c, _) = l.accept().map_err(|e| e.to_string())?;
+        let mut c = accept_within(&l, std::time::Duration::from_secs(3))?;
         c.set_read_timeout(Some(std::time::Duration::from_secs(5))).map_err(|e| e.to_string())?;
         let (mut n, mut bad, mut buf) = (0usize, 0usize, vec![0u8; 1 << 16]);
         loop {
@@ -460,4 +479,85 @@ fn tcp_super_frames_are_segmented_and_every_byte_arrives() {
     assert_eq!(get("dropped_oversize"), 0.0);
     assert!(get("rx_super_frames") > 0.0, "the sender's offload made super-frames");
     assert!(get("rx_super_frame_segments") > get("rx_super_frames"));
+}
+
+/// Both ways through one npqos live (`live.reverse = "pass"`, the default) with default
+/// offloads and no static neighbour entries: ARP resolves through the bridge, ping gets its
+/// replies, and a TCP connection (its ACKs coming back through npqos live) moves 4 MiB intact.
+#[test]
+fn ping_arp_and_tcp_work_both_ways_without_static_neighbours() {
+    let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = netns::unavailable() {
+        println!("SKIPPED npqos live both-ways test: {why}");
+        return;
+    }
+    let bed = Bed::new(&format!("b{}", std::process::id() % 100_000)).unwrap();
+    let (s, r) = (bed.snd.clone(), bed.rcv.clone());
+    netns::sh(&["ip", "-n", &r, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
+    netns::sh(&["ip", "-n", &s, "neigh", "del", "198.18.0.2", "dev", "s0"]).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("live.toml");
+    std::fs::write(
+        &cfg,
+        "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"4s\"\n[shaper]\nflow_rate = \"200Mbps\"\n",
+    )
+    .unwrap();
+    let out = dir.path().join("out");
+    let mut child = Command::new("ip")
+        .args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
+        .arg(&cfg)
+        .arg("--out")
+        .arg(&out)
+        .arg("--quiet")
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let ping = netns::sh(&["ip", "netns", "exec", &s, "ping", "-c", "5", "-i", "0.2", "-W", "1", "198.18.0.2"]);
+    let neigh = netns::sh(&["ip", "-n", &s, "neigh", "show", "198.18.0.2"]).unwrap_or_default();
+    const BYTES: usize = 4 << 20;
+    let server = netns::in_ns(&r, move || -> Result<usize, String> {
+        use std::io::Read;
+        let l = std::net::TcpListener::bind((netns::RECEIVER_IP, netns::DST_BASE)).map_err(|e| e.to_string())?;
+        let mut c = accept_within(&l, std::time::Duration::from_secs(3))?;
+        c.set_read_timeout(Some(std::time::Duration::from_secs(3))).map_err(|e| e.to_string())?;
+        let mut v = Vec::new();
+        c.read_to_end(&mut v).map_err(|e| format!("after {} B: {e}", v.len()))?;
+        Ok(v.iter().enumerate().filter(|&(i, &b)| b == i as u8).count())
+    });
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let client = netns::in_ns(&s, move || -> Result<(), String> {
+        use std::io::Write;
+        let addr = std::net::SocketAddr::from((netns::RECEIVER_IP, netns::DST_BASE));
+        let mut c = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2))
+            .map_err(|e| e.to_string())?;
+        c.set_write_timeout(Some(std::time::Duration::from_secs(3))).map_err(|e| e.to_string())?;
+        c.write_all(&(0..BYTES).map(|i| i as u8).collect::<Vec<u8>>()).map_err(|e| e.to_string())
+    });
+    let sent = client.join().unwrap().unwrap();
+    let got = server.join().unwrap().unwrap();
+    assert!(child.wait().unwrap().success());
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let sc = &summary["runs"][0]["scalars"];
+    let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "both ways: ping {:?}; neighbour {neigh:?}; TCP sent {sent:?}, received {got:?} of {BYTES} B intact; forward {} frames out, reverse {} in / {} out (dropped {} full, {} oversize), {} super-frames back",
+        ping.as_ref().map(|p| p.lines().find(|l| l.contains("received")).unwrap_or("").to_string()),
+        get("frames_out"),
+        get("reverse_frames_in"),
+        get("reverse_frames_out"),
+        get("reverse_dropped_tx_full"),
+        get("reverse_dropped_oversize"),
+        get("reverse_super_frames"),
+    );
+    match ping {
+        Err(e) if e.contains("exec of \"ping\" failed") => {
+            println!("SKIPPED the ping part: no ping (apt-get install iputils-ping)")
+        }
+        p => assert!(p.as_deref().is_ok_and(|p| p.contains("5 received")), "ping through the bridge: {p:?}"),
+    }
+    assert!(neigh.contains("lladdr") && !neigh.contains("PERMANENT"), "learnt by ARP through the bridge: {neigh}");
+    assert_eq!(sent, Ok(()));
+    assert_eq!(got, Ok(BYTES), "every byte, intact");
+    assert!(get("reverse_frames_out") > 0.0 && get("reverse_dropped_tx_full") == 0.0);
 }

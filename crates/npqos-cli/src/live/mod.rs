@@ -13,7 +13,7 @@ pub mod ring;
 
 use npqos_core::Instant;
 use npqos_sim::live::gso::segment_tcp;
-use npqos_sim::live::{Forwarder, LiveSpec, Wait};
+use npqos_sim::live::{Forwarder, LiveSpec, Reverse, Wait};
 use ring::{OpenError, RxCounters, RxRing, TxCounters, TxRing};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -47,12 +47,84 @@ pub struct LiveRun {
     /// TCP offload super-frames received, and the segments they were cut into.
     pub super_frames: u64,
     pub segments: u64,
+    /// The way back, output to input, unshaped (`live.reverse = "pass"`).
+    pub reverse: Option<ReverseCounts>,
+}
+
+/// What the way back (output to input, `live.reverse = "pass"`) did: frames passed on as they
+/// came, unshaped, with the same offload work as the way in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReverseCounts {
+    pub rx: RxCounters,
+    pub tx: TxCounters,
+    pub frames_in: u64,
+    pub frames_out: u64,
+    /// The input's transmit ring had no free slot.
+    pub dropped_tx_full: u64,
+    /// Larger than a slot of the input's ring and not a TCP super-frame to cut.
+    pub dropped_oversize: u64,
+    pub super_frames: u64,
+}
+
+/// The way back: frames from the output passed to the input as they come (no shaping), with
+/// partial checksums completed (by the ring) and TCP super-frames cut to the input's MTU.
+struct ReversePath {
+    rx: RxRing,
+    tx: TxRing,
+    scratch: Vec<u8>,
+    counts: ReverseCounts,
+}
+
+impl ReversePath {
+    fn open(spec: &LiveSpec) -> Result<Self, OpenError> {
+        let tx = TxRing::open(&spec.input, spec.tx_frames)?;
+        let scratch = Vec::with_capacity(tx.mtu() as usize + 64);
+        Ok(ReversePath { rx: RxRing::open(&spec.output, spec.rx_ring)?, tx, scratch, counts: ReverseCounts::default() })
+    }
+
+    /// Passes up to `blocks` blocks of frames on, then flushes; returns the frames taken.
+    fn pass(&mut self, blocks: usize) -> usize {
+        let ReversePath { rx, tx, scratch, counts } = self;
+        let (mtu, max) = (tx.mtu() as usize, tx.max_frame() as usize);
+        let mut taken = 0;
+        for _ in 0..blocks {
+            let mut room = tx.room(usize::MAX);
+            let mut send = |frame: &[u8], counts: &mut ReverseCounts| {
+                if room == 0 {
+                    counts.dropped_tx_full += 1;
+                } else if frame.len() > max {
+                    counts.dropped_oversize += 1;
+                } else {
+                    tx.push(frame);
+                    room -= 1;
+                    counts.frames_out += 1;
+                }
+            };
+            let n = rx.next_block(|frame, _ts| {
+                counts.frames_in += 1;
+                if frame.len() > mtu + ETH_HEADERS {
+                    let cut = segment_tcp(frame, mtu, scratch, |seg| send(seg, counts));
+                    if cut {
+                        counts.super_frames += 1;
+                        return;
+                    }
+                }
+                send(frame, counts);
+            });
+            tx.flush();
+            if n == 0 {
+                break;
+            }
+            taken += n;
+        }
+        taken
+    }
 }
 
 impl LiveRun {
     /// The I/O layer's counts, as scalars for the results.
     pub fn io_scalars(&self) -> Vec<(&'static str, f64, &'static str)> {
-        vec![
+        let mut v = vec![
             ("rx_frames", self.rx.frames as f64, "frames"),
             ("dropped_rx_ring", self.rx.ring_drops as f64, "frames"),
             ("dropped_rx_truncated", self.rx.truncated as f64, "frames"),
@@ -62,7 +134,20 @@ impl LiveRun {
             ("rx_blocks", self.rx.blocks as f64, "blocks"),
             ("tx_errors", self.tx.errors as f64, "frames"),
             ("tx_flushes", self.tx.flushes as f64, "send calls"),
-        ]
+        ];
+        if let Some(r) = &self.reverse {
+            v.extend([
+                ("reverse_frames_in", r.frames_in as f64, "frames"),
+                ("reverse_frames_out", r.frames_out as f64, "frames"),
+                ("reverse_dropped_tx_full", r.dropped_tx_full as f64, "frames"),
+                ("reverse_dropped_oversize", r.dropped_oversize as f64, "frames"),
+                ("reverse_dropped_rx_ring", r.rx.ring_drops as f64, "frames"),
+                ("reverse_checksums_completed", r.rx.checksums_completed as f64, "frames"),
+                ("reverse_super_frames", r.super_frames as f64, "frames"),
+                ("reverse_tx_errors", r.tx.errors as f64, "frames"),
+            ]);
+        }
+        v
     }
 }
 
@@ -84,6 +169,10 @@ pub fn forward(
 ) -> Result<LiveRun, OpenError> {
     let mut rx = RxRing::open(&spec.input, spec.rx_ring)?;
     let mut tx = TxRing::open(&spec.output, spec.tx_frames)?;
+    let mut rev = match spec.reverse {
+        Reverse::Pass => Some(ReversePath::open(spec)?),
+        Reverse::Off => None,
+    };
     let mtu = tx.mtu() as usize;
     let (mut scratch, mut super_frames, mut segments) = (Vec::with_capacity(mtu + 64), 0u64, 0u64);
     let mut fw = Forwarder::new(spec, tx.max_frame()).map_err(|e| OpenError::Io {
@@ -134,6 +223,9 @@ pub fn forward(
             got += n;
             now = monotonic_ns();
         }
+        if let Some(r) = &mut rev {
+            got += r.pass(BLOCKS_PER_TURN);
+        }
         let t = Instant::from_nanos(now);
         if fw.next_wakeup().is_some_and(|w| w <= t) {
             let _ = fw.wake(t);
@@ -169,9 +261,11 @@ pub fn forward(
         if spec.wait == Wait::Sleep && until > now {
             let d = (until - now).min(100_000_000);
             let ts = libc::timespec { tv_sec: (d / 1_000_000_000) as i64, tv_nsec: (d % 1_000_000_000) as i64 };
-            let mut pfd = libc::pollfd { fd: rx.fd(), events: libc::POLLIN | libc::POLLERR, revents: 0 };
-            // SAFETY: one valid pollfd, a valid timeout, no signal mask change.
-            unsafe { libc::ppoll(&mut pfd, 1, &ts, std::ptr::null()) };
+            let poll = |fd| libc::pollfd { fd, events: libc::POLLIN | libc::POLLERR, revents: 0 };
+            let mut pfd = [poll(rx.fd()), poll(rev.as_ref().map_or(-1, |r| r.rx.fd()))];
+            // SAFETY: valid pollfds (a negative fd is ignored), a valid timeout, no signal mask
+            // change.
+            unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, &ts, std::ptr::null()) };
         }
     }
     let stop_ns = monotonic_ns();
@@ -186,5 +280,6 @@ pub fn forward(
         complete,
         super_frames,
         segments,
+        reverse: rev.map(|mut r| ReverseCounts { rx: r.rx.counters(), tx: r.tx.counters(), ..r.counts }),
     })
 }

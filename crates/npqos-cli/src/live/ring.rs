@@ -361,11 +361,11 @@ impl TxRing {
         self.fd.as_raw_fd()
     }
 
-    /// The largest frame a slot holds.
     /// The interface's MTU when the ring was opened.
     pub fn mtu(&self) -> u32 {
         self.mtu
     }
+    /// The largest frame a slot holds.
     pub fn max_frame(&self) -> u32 {
         (self.slot - TX_DATA) as u32
     }

@@ -30,6 +30,15 @@ pub enum Wait {
     Poll,
 }
 
+/// What `npqos live` does with frames coming back, from the output to the input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reverse {
+    /// Passed on as they come, unshaped (with the same offload work as the way in).
+    Pass,
+    /// Not forwarded: a one-way bump in the wire.
+    Off,
+}
+
 /// A validated `npqos live` configuration with every default filled in.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LiveSpec {
@@ -40,6 +49,8 @@ pub struct LiveSpec {
     /// How long to forward; `None`: until Ctrl-C.
     pub duration: Option<Duration>,
     pub wait: Wait,
+    /// The way back, output to input.
+    pub reverse: Reverse,
     /// Bytes of the receive ring (TPACKET_V3 blocks).
     pub rx_ring: u64,
     /// Frames of the transmit ring.
@@ -105,6 +116,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     }
     let duration = l.present("duration").then(|| l.positive_duration("duration", Duration::ZERO, &mut probs));
     let wait = l.choice("wait", "sleep", &["sleep", "poll"], &mut probs);
+    let reverse = l.choice("reverse", "pass", &["pass", "off"], &mut probs);
     let rx_ring = l.size("rx_ring", 16 << 20, &mut probs);
     if !(1 << 20..=1 << 30).contains(&rx_ring) {
         probs.push(Problem {
@@ -171,6 +183,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         output,
         duration,
         wait: if wait == "poll" { Wait::Poll } else { Wait::Sleep },
+        reverse: if reverse == "off" { Reverse::Off } else { Reverse::Pass },
         rx_ring,
         tx_frames,
         sample_every,
@@ -192,6 +205,7 @@ impl LiveSpec {
             l.insert("duration".into(), d.to_string().into());
         }
         l.insert("wait".into(), if self.wait == Wait::Poll { "poll" } else { "sleep" }.into());
+        l.insert("reverse".into(), if self.reverse == Reverse::Off { "off" } else { "pass" }.into());
         l.insert("rx_ring".into(), fmt_size(self.rx_ring).into());
         l.insert("tx_frames".into(), (self.tx_frames as i64).into());
         l.insert("sample_every".into(), self.sample_every.to_string().into());
