@@ -32,6 +32,32 @@ struct Outcome {
     drop_text: String,
 }
 
+/// Starts `npqos live` in the bed's middle namespace with the configuration `cfg`, its results
+/// in the returned directory's `out`, and gives it half a second to open its rings.
+fn start_live(bed: &Bed, cfg: &str) -> (tempfile::TempDir, std::process::Child) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("live.toml");
+    std::fs::write(&path, cfg).unwrap();
+    let child = Command::new("ip")
+        .args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
+        .arg(&path)
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("--quiet")
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    (dir, child)
+}
+
+/// The `InCsumErrors` count of `proto` ("Udp", "Tcp") in namespace `ns`'s /proc/net/snmp.
+fn in_csum_errors(ns: &str, proto: &str) -> String {
+    let snmp = netns::sh(&["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"]).unwrap();
+    let rows: Vec<Vec<&str>> =
+        snmp.lines().filter(|l| l.starts_with(&format!("{proto}:"))).map(|l| l.split_whitespace().collect()).collect();
+    rows[0].iter().position(|h| *h == "InCsumErrors").map_or("?".into(), |i| rows[1][i].to_string())
+}
+
 /// Runs the sender and the receiver around whatever forwards in the middle.
 fn offer(bed: &Bed) -> (Vec<u64>, u64, Received) {
     let stop = Arc::new(AtomicBool::new(false));
@@ -49,25 +75,10 @@ fn offer(bed: &Bed) -> (Vec<u64>, u64, Received) {
 
 fn run_npqos(tag: &str, conformance: &str) -> Outcome {
     let bed = Bed::new(tag).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("live.toml");
-    std::fs::write(
-        &cfg,
-        format!(
+    let (dir, mut child) = start_live(&bed, &format!(
             "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"5s\"\n[shaper]\nflow_rate = \"10Mbps\"\nconformance = \"{conformance}\"\n[table]\nblocks = 65536\nqueue_limit = \"{LIMIT}B\"\n"
-        ),
-    )
-    .unwrap();
+        ));
     let out = dir.path().join("out");
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet")
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
     let (sent, send_errors, got) = offer(&bed);
     let status = child.wait().unwrap();
     assert!(status.success(), "npqos live exited with {status}");
@@ -289,23 +300,11 @@ fn udp_application(tag: &str, mtu: u32, payload: usize) {
     if !offloads.is_empty() {
         assert!(offloads.contains("tx-checksumming: on"), "the sender offloads its checksums:\n{offloads}");
     }
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("live.toml");
-    std::fs::write(
-        &cfg,
+    let (dir, mut child) = start_live(
+        &bed,
         "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"3s\"\n[shaper]\nflow_rate = \"10Mbps\"\n",
-    )
-    .unwrap();
+    );
     let out = dir.path().join("out");
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet")
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
     let rcv = netns::in_ns(&bed.rcv, move || receive_sockets(FLOWS, payload, &s2));
@@ -316,10 +315,7 @@ fn udp_application(tag: &str, mtu: u32, payload: usize) {
     stop.store(true, Ordering::Relaxed);
     let (got, reordered, wrong_size) = rcv.join().unwrap().unwrap().unwrap();
     assert!(child.wait().unwrap().success());
-    let snmp = netns::sh(&["ip", "netns", "exec", &bed.rcv, "cat", "/proc/net/snmp"]).unwrap();
-    let udp: Vec<Vec<&str>> =
-        snmp.lines().filter(|l| l.starts_with("Udp:")).map(|l| l.split_whitespace().collect()).collect();
-    let csum_errors = udp[0].iter().position(|h| *h == "InCsumErrors").map_or("?", |i| udp[1][i]);
+    let csum_errors = in_csum_errors(&bed.rcv, "Udp");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let completed = summary["runs"][0]["scalars"]["rx_checksums_completed"].as_f64().unwrap();
@@ -411,23 +407,11 @@ fn tcp_super_frames_are_segmented_and_every_byte_arrives() {
     if !offloads.is_empty() {
         assert!(offloads.contains("tcp-segmentation-offload: on"), "the sender offloads segmentation:\n{offloads}");
     }
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("live.toml");
-    std::fs::write(
-        &cfg,
+    let (dir, mut child) = start_live(
+        &bed,
         "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"3s\"\n[shaper]\nflow_rate = \"200Mbps\"\n",
-    )
-    .unwrap();
+    );
     let out = dir.path().join("out");
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet")
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
     const BYTES: usize = 8 << 20;
     let byte = |i: usize| (i * 31 + i / 4093) as u8;
     let server = netns::in_ns(&r, move || -> Result<(usize, usize), String> {
@@ -459,10 +443,7 @@ fn tcp_super_frames_are_segmented_and_every_byte_arrives() {
     client.join().unwrap().unwrap().unwrap();
     let (n, bad) = server.join().unwrap().unwrap().unwrap();
     assert!(child.wait().unwrap().success());
-    let snmp = netns::sh(&["ip", "netns", "exec", &r, "cat", "/proc/net/snmp"]).unwrap();
-    let tcp: Vec<Vec<&str>> =
-        snmp.lines().filter(|l| l.starts_with("Tcp:")).map(|l| l.split_whitespace().collect()).collect();
-    let csum_errors = tcp[0].iter().position(|h| *h == "InCsumErrors").map_or("?", |i| tcp[1][i]);
+    let csum_errors = in_csum_errors(&r, "Tcp");
     let summary: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
     let sc = &summary["runs"][0]["scalars"];
@@ -495,23 +476,11 @@ fn ping_arp_and_tcp_work_both_ways_without_static_neighbours() {
     let (s, r) = (bed.snd.clone(), bed.rcv.clone());
     netns::sh(&["ip", "-n", &r, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
     netns::sh(&["ip", "-n", &s, "neigh", "del", "198.18.0.2", "dev", "s0"]).unwrap();
-    let dir = tempfile::tempdir().unwrap();
-    let cfg = dir.path().join("live.toml");
-    std::fs::write(
-        &cfg,
+    let (dir, mut child) = start_live(
+        &bed,
         "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"4s\"\n[shaper]\nflow_rate = \"200Mbps\"\n",
-    )
-    .unwrap();
+    );
     let out = dir.path().join("out");
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
-        .arg(&cfg)
-        .arg("--out")
-        .arg(&out)
-        .arg("--quiet")
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
     let ping = netns::sh(&["ip", "netns", "exec", &s, "ping", "-c", "5", "-i", "0.2", "-W", "1", "198.18.0.2"]);
     let neigh = netns::sh(&["ip", "-n", &s, "neigh", "show", "198.18.0.2"]).unwrap_or_default();
     const BYTES: usize = 4 << 20;
