@@ -88,6 +88,10 @@ impl ReversePath {
         let (mtu, max) = (tx.mtu() as usize, tx.max_frame() as usize);
         let mut taken = 0;
         for _ in 0..blocks {
+            // Look at the transmit ring's slots only when there is something to pass.
+            if !rx.ready() {
+                break;
+            }
             let mut room = tx.room(usize::MAX);
             let mut send = |frame: &[u8], counts: &mut ReverseCounts| {
                 if room == 0 {
