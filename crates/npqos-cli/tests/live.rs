@@ -529,4 +529,6 @@ fn ping_arp_and_tcp_work_both_ways_without_static_neighbours() {
     assert_eq!(sent, Ok(()));
     assert_eq!(got, Ok(BYTES), "every byte, intact");
     assert!(get("reverse_frames_out") > 0.0 && get("reverse_dropped_tx_full") == 0.0);
+    let dropped = get("reverse_dropped_tx_full") + get("reverse_dropped_oversize");
+    assert_eq!(get("reverse_frames_in"), get("reverse_frames_out") + dropped, "the way back: in = out + dropped");
 }

@@ -57,6 +57,7 @@ pub struct LiveRun {
 pub struct ReverseCounts {
     pub rx: RxCounters,
     pub tx: TxCounters,
+    /// Frames offered to the input (a super-frame's segments each), and those sent.
     pub frames_in: u64,
     pub frames_out: u64,
     /// The input's transmit ring had no free slot.
@@ -93,7 +94,10 @@ impl ReversePath {
                 break;
             }
             let mut room = tx.room(usize::MAX);
+            // Every frame offered to the input, a super-frame's segments one by one (as the
+            // way in counts them): frames in = out + dropped.
             let mut send = |frame: &[u8], counts: &mut ReverseCounts| {
+                counts.frames_in += 1;
                 if room == 0 {
                     counts.dropped_tx_full += 1;
                 } else if frame.len() > max {
@@ -105,7 +109,6 @@ impl ReversePath {
                 }
             };
             let n = rx.next_block(|frame, _ts| {
-                counts.frames_in += 1;
                 if frame.len() > mtu + ETH_HEADERS {
                     let cut = segment_tcp(frame, mtu, scratch, |seg| send(seg, counts));
                     if cut {

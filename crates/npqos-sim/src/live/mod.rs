@@ -380,8 +380,7 @@ impl Forwarder {
     }
 
     fn drop(&mut self, f: u32, reason: Reason, len: u32) -> Arrival {
-        // A reason of Reason::ALL is below the counters' 6.
-        let _ = self.row(f).counts.drop(reason as usize, len);
+        self.row(f).counts.drop(reason as usize, len).expect("a reason of Reason::ALL, below the counters' 6");
         self.totals.drops[reason as usize] += 1;
         Arrival::Dropped(reason)
     }
