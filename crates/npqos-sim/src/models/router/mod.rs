@@ -14,12 +14,14 @@
 //!    none; Algorithm 1's send-then-pay or tbf's wait-for-tokens;
 //! 7. the link: DRR over the eligible output queues at the link rate.
 //!
-//! [`run`] drives them on the engine ([`sim`]) and checks conservation at the end.
+//! [`pipeline`] holds stages 3 to 7 without a clock; [`run`] drives it on the engine
+//! ([`driver`]) and checks conservation at the end.
 
 mod arrivals;
+mod driver;
 mod output;
+mod pipeline;
 pub mod scenario;
-mod sim;
 #[cfg(test)]
 mod tests;
 
@@ -274,5 +276,5 @@ pub fn run(
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(f64),
 ) -> Result<RunResult, RouterError> {
-    sim::run(p, traffic, seed, threads, interrupt, progress)
+    driver::run(p, traffic, seed, threads, interrupt, progress)
 }

@@ -1,6 +1,6 @@
 //! What a router run reports (docs/router.md, "Outputs"), and the conservation check.
 
-use super::sim::{DROPS, STAGES};
+use super::pipeline::{DROPS, STAGES};
 use super::RouterError;
 use crate::engine::StopReason;
 use crate::results::{Histogram, RunResult, Series};
@@ -30,7 +30,7 @@ pub(super) struct Outcome {
     /// Conservation at the elements' own ports (the ingress and the flow buckets so far).
     pub elements: Result<(), npqos_core::pipeline::ConservationError>,
     #[cfg_attr(not(test), allow(dead_code))]
-    pub trace: Option<Vec<super::sim::Trace>>,
+    pub trace: Option<Vec<super::pipeline::Trace>>,
 }
 
 /// Checks conservation and writes the result.

@@ -392,7 +392,7 @@ impl RouterSpec {
         let nqe = p.services.len() as u128 + flow_services * p.shaping.flow_queues as u128;
         let traffic = self.traffic.source.estimate_memory(100);
         let (flows, heavy) = (p.stats.flows as usize, p.stats.heavy_flows as usize);
-        let counts = std::mem::size_of::<super::sim::RowCounts>() as u128;
+        let counts = std::mem::size_of::<super::pipeline::RowCounts>() as u128;
         let stats = npqos_core::pipeline::FlowIndex::bound_bytes(flows, heavy) as u128 + flows as u128 * counts;
         let owners = if flow_services > 0 { p.shaping.flow_queues as u128 * 16 } else { 0 };
         nqi * 80 * p.services.len() as u128

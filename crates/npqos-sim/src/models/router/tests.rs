@@ -2,8 +2,8 @@
 //! and degenerate equivalence: with every other stage transparent, a stage gives what its
 //! stand-alone reference gives on the same packets.
 
+use super::driver::run_traced;
 use super::scenario::{run_scenario, RouterSpec};
-use super::sim::run_traced;
 use super::*;
 use crate::scenario::testing::{assert_names, assert_round_trips, example, parse};
 use npqos_core::classify::Rule;
@@ -488,8 +488,8 @@ fn scheduling_alone_is_the_fair_queue() {
         let (_, trace) = run_traced(&p, &tr, 9).unwrap();
         let nq = 4096;
         let mut fq = FairQueue::new(d, 1, &vec![1.0 / nq as f64; nq]).unwrap();
-        let cost = |t: &super::sim::Trace| (300.0 + 2.0 * t.len as f64).ceil() as u64;
-        let pkt = |i: usize, t: &super::sim::Trace| FqPacket {
+        let cost = |t: &super::pipeline::Trace| (300.0 + 2.0 * t.len as f64).ceil() as u64;
+        let pkt = |i: usize, t: &super::pipeline::Trace| FqPacket {
             id: i as u64,
             flow: npqos_core::FlowId(t.iq),
             app: npqos_core::AppId(0),
@@ -609,7 +609,7 @@ proptest! {
         let g = |k: &str| r.get(k).unwrap();
         prop_assert_eq!(g("offered_packets"), n);
         prop_assert_eq!(g("offered_packets"), g("delivered_packets") + g("dropped_packets") + g("in_flight_packets"));
-        let by_reason: f64 = super::sim::DROPS.iter().map(|d| g(&format!("dropped_{d}"))).sum();
+        let by_reason: f64 = super::pipeline::DROPS.iter().map(|d| g(&format!("dropped_{d}"))).sum();
         prop_assert_eq!(by_reason, g("dropped_packets"));
         let by_service = g("dropped_packets.all") + g("dropped_packets.rest") + g("dropped_unclassified");
         prop_assert_eq!(by_service, g("dropped_packets"));
@@ -711,7 +711,7 @@ fn flow_and_class_counters_add_up() {
             assert!(f.counts.offered_bytes >= f.offered_bytes_error);
         }
         let reasons: Vec<&str> = r.drop_reasons.iter().map(|s| s.as_str()).collect();
-        assert_eq!(reasons, super::sim::DROPS);
+        assert_eq!(reasons, super::pipeline::DROPS);
     }
 }
 

@@ -1,34 +1,45 @@
-//! Building the router's stages from its parameters ([`Sim::new`]): the ingress queues, the
+//! Building the router's stages from its parameters ([`Pipeline::new`], and the classifier of
+//! the driver's stream, [`classifier`]): the ingress queues, the
 //! egress queues and their shaper ([`egress`]), the processors' allocation and the scheduler
 //! within each service ([`processing`]), the queue memory and the link.
 
 use super::*;
+use rand::Rng;
 
 fn cfg(e: String) -> RouterError {
     RouterError::Config(e)
 }
 
-impl<'a> Sim<'a> {
-    pub(super) fn new(
+/// Stage 2: the services' match rules, a service's rule naming it by its place in the list.
+pub(in crate::models::router) fn classifier(p: &RouterParams) -> Result<Classifier, RouterError> {
+    let s_count = p.services.len();
+    if s_count == 0 || s_count > u16::MAX as usize {
+        return Err(cfg(format!("{s_count} services: from 1 to 65535")));
+    }
+    let rules = p
+        .services
+        .iter()
+        .enumerate()
+        .map(|(i, s)| npqos_core::classify::Rule { service: ServiceId(i as u32), ..s.rule.clone() })
+        .collect();
+    Classifier::new(s_count, rules, p.inside.clone(), None).map_err(|e| cfg(e.to_string()))
+}
+
+impl<'a> Pipeline<'a> {
+    /// Stages 3 to 7 for `p`, on traffic whose packets average `traffic.mean_len()` bytes
+    /// (each service's predicted time per packet), hashing with the seed's `router.hash`
+    /// stream; `trace` keeps every packet's fate (the equivalence tests).
+    pub(in crate::models::router) fn new(
         p: &'a RouterParams,
-        traffic: &'a RouterTraffic,
+        traffic: &RouterTraffic,
         seed: u64,
         trace: bool,
-        progress: &'a mut dyn FnMut(f64),
     ) -> Result<Self, RouterError> {
         let streams = RngStreams::new(seed);
         let s_count = p.services.len();
         if s_count == 0 || s_count > u16::MAX as usize {
             return Err(cfg(format!("{s_count} services: from 1 to 65535")));
         }
-        // A service's rule names the service by its place in the list.
-        let rules = p
-            .services
-            .iter()
-            .enumerate()
-            .map(|(i, s)| npqos_core::classify::Rule { service: ServiceId(i as u32), ..s.rule.clone() })
-            .collect();
-        let classifier = Classifier::new(s_count, rules, p.inside.clone(), None).map_err(|e| cfg(e.to_string()))?;
         let ingress = Ingress::new(p.ingress, &p.table, s_count, streams.stream("router.hash", 0).random())
             .map_err(|e| cfg(e.to_string()))?;
         let nqi = ingress.queues();
@@ -40,16 +51,13 @@ impl<'a> Sim<'a> {
             true => Some(FlowBuckets::new(p.shaping.flow_queues).map_err(|e| cfg(e.to_string()))?),
             false => None,
         };
-        let feed = Feed::new(Prep::new(p, traffic, &streams, classifier, eq_base.clone()));
         let hist = || {
             std::array::from_fn(|_| {
                 hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds")
             })
         };
-        let expected = (traffic.mean_rate_bps() / 8.0 / mean_len.max(1.0) * p.duration.as_secs_f64()) as u64;
-        Ok(Sim {
+        Ok(Pipeline {
             p,
-            feed,
             end: p.duration.as_nanos(),
             until: p.duration.as_nanos().saturating_add(p.drain.as_nanos()),
             ingress,
@@ -93,10 +101,12 @@ impl<'a> Sim<'a> {
             error: None,
             trace: trace.then(Vec::new),
             trace_of: Vec::new(),
-            progress_every: (expected / 200).max(1 << 12),
-            arrivals: 0,
-            progress,
         })
+    }
+
+    /// Each service's first flow queue (0: it has none), as the stream's bucket hints need it.
+    pub(in crate::models::router) fn eq_base(&self) -> &[u32] {
+        &self.eq_base
     }
 }
 

@@ -1,15 +1,28 @@
-//! The router on the engine. Events at one instant run in this order (engine classes):
-//! processor events (0), queue-memory completions (1), transmission starts (2), periodic-fill
-//! re-enables (3), the allocator's timer (4), the event shaper's wake-up (5), the next arrival
-//! (6); samples (7) last. Transmission starts, the timer, the shaper's wake-up and arrivals are
-//! the model's sources (each already in time order), the rest queued events.
+//! The router's pipeline without a clock (docs/router.md, docs/pipeline.md): stages 3 to 7 over
+//! the pipeline's elements, told `now` by whoever drives it and never reading a clock or
+//! scheduling anything itself. The engine driver (`super::driver`) runs it in simulated time.
+//!
+//! Its interface, the shape of live's forwarder and quinn-proto's `Connection`:
+//!
+//! * [`Pipeline::receive`]: a batch of classified arrivals (stages 1 and 2 are the driver's
+//!   stream), each at its own time, in time order;
+//! * [`Pipeline::next_wakeup`] / [`Pipeline::wake`]: the pipeline's own deadlines (the link's
+//!   next transmission start, the allocator's timer, the event shaper's wake-up), each with the
+//!   class that orders it among events at one instant;
+//! * timed effects: whatever takes time (a processor's completion or context switch, a queue
+//!   memory operation, a periodic fill, the next sample) goes into the caller's [`Effects`] as
+//!   a [`Timed`], and the caller hands it back to [`Pipeline::handle`] at its time.
+//!
+//! Events at one instant run in this order (the classes): processor events (0), queue-memory
+//! completions (1), transmission starts (2), periodic-fill re-enables (3), the allocator's timer
+//! (4), the event shaper's wake-up (5), the next arrival (6); samples (7) last.
+//!
+//! A mechanism's refusal stops the pipeline: [`Pipeline::error`] says which stage refused what,
+//! and the driver ends the run with it.
 
-use super::arrivals::{Arrival, Prep, NO_HINT, UNCLASSIFIED};
+use super::arrivals::{Arrival, NO_HINT, UNCLASSIFIED};
 use super::output::Outcome;
 use super::{Allocation, Conformance, RouterError, RouterParams, RouterTraffic, Scheduler, ShaperKind};
-use crate::engine::feed::Feed;
-use crate::engine::{Engine, Model, RunLimits, StopReason};
-use crate::results::RunResult;
 use crate::results::Series;
 use crate::rng::RngStreams;
 use npqos_core::alloc::{Action, AllocConfig, Allocator, ServiceSpec};
@@ -22,24 +35,24 @@ use npqos_core::sched::fq::{FairQueue, FqPacket};
 use npqos_core::sched::lap::{LapPacket, LapScheduler, Policy as LapPolicy};
 use npqos_core::shaper::{BucketParams, EventShaper, PeriodicShaper};
 use npqos_core::{AppId, CoreId, Duration, FlowId, Instant, ProcessorId, QueueId, ServiceId};
-use rand::Rng;
 use std::collections::VecDeque;
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 mod build;
+pub(super) use build::classifier;
 mod egress;
 mod outcome;
 
-const C_PROC: u8 = 0;
-const C_QMEM: u8 = 1;
-const C_LINK: u8 = 2;
-const C_REENABLE: u8 = 3;
-const C_TIMER: u8 = 4;
-const C_SHAPER: u8 = 5;
-const C_ARRIVAL: u8 = 6;
-const C_SAMPLE: u8 = 7;
+/// The classes of events at one instant ([`Timed::class`], [`Pipeline::next_wakeup`]).
+pub(super) const C_PROC: u8 = 0;
+pub(super) const C_QMEM: u8 = 1;
+pub(super) const C_LINK: u8 = 2;
+pub(super) const C_REENABLE: u8 = 3;
+pub(super) const C_TIMER: u8 = 4;
+pub(super) const C_SHAPER: u8 = 5;
+pub(super) const C_ARRIVAL: u8 = 6;
+pub(super) const C_SAMPLE: u8 = 7;
 
+/// What a timed effect is ([`Timed`]).
 #[derive(Clone, Copy, Debug)]
 pub(super) enum Ev {
     ProcDone(u32),
@@ -51,6 +64,27 @@ pub(super) enum Ev {
     /// A periodically filled queue's fill has come.
     Reenable(u32),
     Sample,
+}
+
+/// An effect that takes time: the caller hands `ev` back to [`Pipeline::handle`] at `at`,
+/// after the events of lower classes at that instant and after the effects of its class
+/// given before it.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Timed {
+    pub at: Instant,
+    pub class: u8,
+    pub ev: Ev,
+}
+
+/// The caller's buffer of timed effects.
+#[derive(Debug, Default)]
+pub(super) struct Effects(pub Vec<Timed>);
+
+impl Effects {
+    #[inline]
+    pub fn at(&mut self, at: Instant, class: u8, ev: Ev) {
+        self.0.push(Timed { at, class, ev });
+    }
 }
 
 /// Drop reasons, in the order of their scalars.
@@ -99,9 +133,6 @@ const NIL: u32 = u32::MAX;
 /// The stage a refusal of the egress element (shaper or link round) is reported under.
 const EGRESS: &str = "egress (shaper, link DRR)";
 
-/// Arrivals ahead of the current one whose per-flow bucket record is prefetched.
-const BUCKET_AHEAD: usize = 4;
-
 /// An egress queue's FIFO: its first and last packets, linked by `Pkt::next`.
 #[derive(Clone, Copy, Debug)]
 struct Fifo {
@@ -144,10 +175,9 @@ struct Lap {
     cold: u64,
 }
 
-struct Sim<'a> {
+/// The pipeline. See the module documentation.
+pub(super) struct Pipeline<'a> {
     p: &'a RouterParams,
-    /// Stages 1 and 2: the classified arrivals, made inline or on a helper thread.
-    feed: Feed<Prep<'a>, Arrival>,
     end: u64,
     /// The end of the run: the end of arrivals plus the drain.
     until: u64,
@@ -167,7 +197,7 @@ struct Sim<'a> {
     /// The event-driven shaper's next wake-up, as the egress element last said.
     shaper_wake: Option<Instant>,
     /// Whether each service's own output queue is shaped; every per-flow bucket (the queues
-    /// after them) is shaped unless `shaper = "none"` ([`Sim::shaped`]).
+    /// after them) is shaped unless `shaper = "none"` ([`Pipeline::shaped`]).
     shaped: Vec<bool>,
     flow_queues_shaped: bool,
     /// Per egress queue its FIFO, a list through the packets' `next` ([`Fifo`]): 8 B per
@@ -211,9 +241,6 @@ struct Sim<'a> {
     error: Option<RouterError>,
     trace: Option<Vec<Trace>>,
     trace_of: Vec<u32>,
-    progress_every: u64,
-    arrivals: u64,
-    progress: &'a mut dyn FnMut(f64),
 }
 
 #[derive(Default)]
@@ -226,21 +253,21 @@ struct Samples {
     egress_backlog: Vec<f64>,
 }
 
-impl<'a> Sim<'a> {
-    fn fail(&mut self, now: u64, stage: &'static str, e: impl std::fmt::Display, engine: &mut Engine<Ev>) {
+impl Pipeline<'_> {
+    /// A mechanism refused a call at `now`: the first refusal is the run's error.
+    fn fail(&mut self, now: u64, stage: &'static str, e: impl std::fmt::Display) {
         if self.error.is_none() {
             self.error = Some(RouterError::Mechanism { at: now, stage, msg: e.to_string() });
         }
-        engine.halt();
     }
 
     /// A queue-memory operation; `None` (the run failed) if the memory refused it.
     #[inline]
-    fn qmem_op(&mut self, now: u64, q: u32, op: Op, engine: &mut Engine<Ev>) -> Option<u64> {
+    fn qmem_op(&mut self, now: u64, q: u32, op: Op) -> Option<u64> {
         match self.qmem.op(now, q, op) {
             Ok(t) => Some(t),
             Err(e) => {
-                self.fail(now, "queue memory", e, engine);
+                self.fail(now, "queue memory", e);
                 None
             }
         }
@@ -300,12 +327,8 @@ impl<'a> Sim<'a> {
         }
     }
 
-    fn arrival(&mut self, a: Arrival, engine: &mut Engine<Ev>) {
+    fn arrival(&mut self, a: Arrival, fx: &mut Effects) {
         let (now, len) = (a.t, a.len);
-        self.arrivals += 1;
-        if self.arrivals.is_multiple_of(self.progress_every) {
-            (self.progress)((now as f64 / self.end.max(1) as f64).min(1.0));
-        }
         if a.service == UNCLASSIFIED {
             if let Some(t) = &mut self.trace {
                 t.push(Trace {
@@ -326,17 +349,13 @@ impl<'a> Sim<'a> {
         self.offered[s] += 1;
         let (mut eq, actual) = (a.eq, a.actual);
         if let Some(fb) = self.buckets.as_mut().filter(|_| self.eq_base[s] != 0) {
-            // A later arrival's bucket record: start loading it (no effect on results).
-            if let Some(x) = self.feed.ahead(BUCKET_AHEAD).filter(|x| x.hint != NO_HINT) {
-                fb.prefetch(x.hint);
-            }
             let hint = (a.hint != NO_HINT).then_some(a.hint);
             match fb.acquire(&a.key, hint, Instant::from_nanos(now)) {
                 Ok((b, how)) => {
                     eq = self.eq_base[s] + b;
                     self.flow_queue_shared += (how == Taken::Shared) as u64;
                 }
-                Err(e) => return self.fail(now, "egress (flow buckets)", e, engine),
+                Err(e) => return self.fail(now, "egress (flow buckets)", e),
             }
         }
         let iq = self.ingress.enqueue(&a.key, s, len);
@@ -370,21 +389,21 @@ impl<'a> Sim<'a> {
             Ok(Admit::Dropped(IngressDrop::NoQueue)) => {
                 return self.drop_pkt(now, Some(id), Some(s), D_NO_QUEUE, a.row, len)
             }
-            Err(e) => return self.fail(now, "ingress", e, engine),
+            Err(e) => return self.fail(now, "ingress", e),
         };
         self.pkts[id as usize].iq = iq.0;
         if let Some(t) = &mut self.trace {
             t[self.trace_of[id as usize] as usize].iq = iq.0;
         }
-        let Some(t) = self.qmem_op(now, iq.0, Op::Enqueue, engine) else { return };
+        let Some(t) = self.qmem_op(now, iq.0, Op::Enqueue) else { return };
         if t == now {
-            self.visible(now, id, engine);
+            self.visible(now, id, fx);
         } else {
-            engine.schedule_class(Instant::from_nanos(t), C_QMEM, Ev::Visible(id));
+            fx.at(Instant::from_nanos(t), C_QMEM, Ev::Visible(id));
         }
     }
 
-    fn visible(&mut self, now: u64, id: u32, engine: &mut Engine<Ev>) {
+    fn visible(&mut self, now: u64, id: u32, fx: &mut Effects) {
         let pk = self.pkts[id as usize];
         let s = pk.service as usize;
         if let Some(l) = &mut self.lap {
@@ -392,14 +411,14 @@ impl<'a> Sim<'a> {
             let est = self.p.services[s].est_ns(pk.len);
             let x = LapPacket { id: (l.seq << 32) | id as u64, app: AppId(s as u32), est };
             if let Err(e) = l.sched.enqueue(x) {
-                return self.fail(now, "processing (lap)", e, engine);
+                return self.fail(now, "processing (lap)", e);
             }
             // An idle processor, one whose cache holds the service first.
             let idle = |p: &usize| l.idle[*p];
             let warm =
                 (0..l.idle.len()).filter(idle).find(|&p| l.sched.cache(ProcessorId(p as u32)) == Some(AppId(s as u32)));
             if let Some(p) = warm.or_else(|| (0..l.idle.len()).find(idle)) {
-                self.lap_dispatch(now, p as u32, engine);
+                self.lap_dispatch(now, p as u32, fx);
             }
             return;
         }
@@ -408,24 +427,24 @@ impl<'a> Sim<'a> {
             Within::Drr(d, q) => {
                 q[pk.iq as usize].push_back(id);
                 if let Err(e) = d[s].enqueued(QueueId(pk.iq)) {
-                    return self.fail(now, "processing (drr)", e, engine);
+                    return self.fail(now, "processing (drr)", e);
                 }
             }
             Within::Fair(f) => {
                 if let Err(e) =
                     f[s].enqueue(Instant::from_nanos(now), fq_packet(id, &pk, self.p.services[s].est_ns(pk.len)))
                 {
-                    return self.fail(now, "processing (fair queue)", e, engine);
+                    return self.fail(now, "processing (fair queue)", e);
                 }
             }
         }
         match self.alloc.arrival(Instant::from_nanos(now), ServiceId(s as u32), &mut self.actions) {
-            Ok(_) => self.apply(now, engine),
-            Err(e) => self.fail(now, "processing (allocator)", e, engine),
+            Ok(_) => self.apply(now, fx),
+            Err(e) => self.fail(now, "processing (allocator)", e),
         }
     }
 
-    fn apply(&mut self, now: u64, engine: &mut Engine<Ev>) {
+    fn apply(&mut self, now: u64, fx: &mut Effects) {
         let mut actions = std::mem::take(&mut self.actions);
         for a in actions.drain(..) {
             match a {
@@ -438,27 +457,23 @@ impl<'a> Sim<'a> {
                             Some(x) => {
                                 let id = q[x.index()].pop_front().expect("a queue in the round holds packets");
                                 if let Err(e) = d[s].dequeued(x, q[x.index()].is_empty()) {
-                                    return self.fail(now, "processing (DRR)", e, engine);
+                                    return self.fail(now, "processing (DRR)", e);
                                 }
                                 Some(id)
                             }
                         },
                         Within::Fair(f) => match f[s].dequeue(Instant::from_nanos(now)) {
                             Ok(d) => d.map(|d| d.packet.id as u32),
-                            Err(e) => return self.fail(now, "processing (fair queue)", e, engine),
+                            Err(e) => return self.fail(now, "processing (fair queue)", e),
                         },
                     };
                     let Some(id) = id else {
-                        return self.fail(now, "processing", "the allocator served an empty service", engine);
+                        return self.fail(now, "processing", "the allocator served an empty service");
                     };
-                    self.start(now, proc.0, id, 0, engine);
+                    self.start(now, proc.0, id, 0, fx);
                 }
                 Action::Switch { proc, .. } => {
-                    engine.schedule_class(
-                        Instant::from_nanos(now) + self.p.processing.t_sw,
-                        C_PROC,
-                        Ev::SwitchDone(proc.0),
-                    );
+                    fx.at(Instant::from_nanos(now) + self.p.processing.t_sw, C_PROC, Ev::SwitchDone(proc.0));
                 }
             }
         }
@@ -467,19 +482,19 @@ impl<'a> Sim<'a> {
 
     /// Processor `proc` takes packet `id` (the head of its ingress queue) at `now`: the
     /// descriptor dequeue, then the packet's actual time plus `extra_ns`.
-    fn start(&mut self, now: u64, proc: u32, id: u32, extra_ns: u64, engine: &mut Engine<Ev>) {
+    fn start(&mut self, now: u64, proc: u32, id: u32, extra_ns: u64, fx: &mut Effects) {
         let pk = &mut self.pkts[id as usize];
         pk.dispatch = now;
         pk.core = (proc % u16::MAX as u32) as u16;
         let (iq, len, actual) = (pk.iq, pk.len, pk.actual);
         match self.ingress.dequeue(QueueId(iq)) {
             Ok(Some(l)) if l == len => {}
-            Ok(_) => return self.fail(now, "ingress", "the served packet is not its queue's head", engine),
-            Err(e) => return self.fail(now, "ingress", e, engine),
+            Ok(_) => return self.fail(now, "ingress", "the served packet is not its queue's head"),
+            Err(e) => return self.fail(now, "ingress", e),
         }
-        let Some(t0) = self.qmem_op(now, iq, Op::Dequeue, engine) else { return };
+        let Some(t0) = self.qmem_op(now, iq, Op::Dequeue) else { return };
         self.current[proc as usize] = id;
-        engine.schedule_class(Instant::from_nanos(t0 + actual.ceil() as u64 + extra_ns), C_PROC, Ev::ProcDone(proc));
+        fx.at(Instant::from_nanos(t0 + actual.ceil() as u64 + extra_ns), C_PROC, Ev::ProcDone(proc));
         // Its output queue's state is needed when it is done: start loading it now.
         let eq = self.pkts[id as usize].eq;
         self.prefetch_egress(eq);
@@ -487,7 +502,7 @@ impl<'a> Sim<'a> {
 
     /// LAP: free processor `p` takes the packet LAP picks, paying t_sw on a cold cache; it
     /// stays idle when nothing waits.
-    fn lap_dispatch(&mut self, now: u64, p: u32, engine: &mut Engine<Ev>) {
+    fn lap_dispatch(&mut self, now: u64, p: u32, fx: &mut Effects) {
         let t_sw = self.p.processing.t_sw.as_nanos();
         let Some(l) = &mut self.lap else { return };
         match l.sched.dispatch(ProcessorId(p)) {
@@ -495,26 +510,26 @@ impl<'a> Sim<'a> {
                 l.idle[p as usize] = false;
                 l.cold += pick.cold as u64;
                 let extra = if pick.cold { t_sw } else { 0 };
-                self.start(now, p, pick.packet.id as u32, extra, engine);
+                self.start(now, p, pick.packet.id as u32, extra, fx);
             }
             Ok(None) => l.idle[p as usize] = true,
-            Err(e) => self.fail(now, "processing (lap)", e, engine),
+            Err(e) => self.fail(now, "processing (lap)", e),
         }
     }
 
-    fn proc_done(&mut self, now: u64, pr: u32, engine: &mut Engine<Ev>) {
+    fn proc_done(&mut self, now: u64, pr: u32, fx: &mut Effects) {
         let id = std::mem::replace(&mut self.current[pr as usize], u32::MAX);
         let pk = self.pkts[id as usize];
         self.pkts[id as usize].done = now;
         let s = pk.service as usize;
         if let (None, Within::Fair(f)) = (&self.lap, &mut self.within) {
             if let Err(e) = f[s].completed(&fq_packet(id, &pk, self.p.services[s].est_ns(pk.len))) {
-                return self.fail(now, "processing (fair queue)", e, engine);
+                return self.fail(now, "processing (fair queue)", e);
             }
         }
         let delay = now - pk.arrival;
         if self.lap.is_some() {
-            self.lap_dispatch(now, pr, engine);
+            self.lap_dispatch(now, pr, fx);
         } else {
             if let Err(e) = self.alloc.completed(
                 Instant::from_nanos(now),
@@ -522,9 +537,9 @@ impl<'a> Sim<'a> {
                 Duration::from_nanos(delay),
                 &mut self.actions,
             ) {
-                return self.fail(now, "processing (allocator)", e, engine);
+                return self.fail(now, "processing (allocator)", e);
             }
-            self.apply(now, engine);
+            self.apply(now, fx);
         }
         if let Some(t) = &mut self.trace {
             let x = &mut t[self.trace_of[id as usize] as usize];
@@ -548,8 +563,8 @@ impl<'a> Sim<'a> {
             return self.drop_pkt(now, Some(id), Some(s), D_EGRESS, pk.row, pk.len);
         }
         self.egress_bytes += pk.len as u64;
-        let Some(t) = self.qmem_op(now, self.nqi + pk.eq, Op::Enqueue, engine) else { return };
-        engine.schedule_class(Instant::from_nanos(t), C_QMEM, Ev::EgressVisible(id));
+        let Some(t) = self.qmem_op(now, self.nqi + pk.eq, Op::Enqueue) else { return };
+        fx.at(Instant::from_nanos(t), C_QMEM, Ev::EgressVisible(id));
         // The packet will be linked behind its queue's tail (usually a packet from long ago):
         // start loading it (the FIFO's record was loaded when the processor took the packet).
         npqos_core::hint::prefetch(&self.pkts, self.fifo[pk.eq as usize].tail as usize);
@@ -580,33 +595,59 @@ fn fq_packet(id: u32, pk: &Pkt, est: f64) -> FqPacket {
     }
 }
 
-impl Model for Sim<'_> {
-    type Event = Ev;
-    fn handle(&mut self, ev: Ev, engine: &mut Engine<Ev>) {
-        let now = engine.now().as_nanos();
-        match ev {
-            Ev::ProcDone(p) => self.proc_done(now, p, engine),
-            Ev::SwitchDone(p) => match self.alloc.switch_done(engine.now(), ProcessorId(p), &mut self.actions) {
-                Ok(()) => self.apply(now, engine),
-                Err(e) => self.fail(now, "processing (allocator)", e, engine),
-            },
-            Ev::Visible(id) => self.visible(now, id, engine),
-            Ev::EgressVisible(id) => self.egress_visible(now, id, engine),
-            Ev::Reenable(q) => {
-                let held = self.fifo[q as usize].head != NIL;
-                match self.egress.poll_queue(engine.now(), QueueId(q), QueueId(q), held) {
-                    Ok(true) => self.link_try(now, engine),
-                    Ok(false) => {}
-                    Err(e) => self.fail(now, EGRESS, e, engine),
-                }
+/// The pipeline's interface (see the module documentation).
+impl Pipeline<'_> {
+    /// A batch of classified arrivals, each at its own time (`Arrival::t`), in time order and
+    /// not before any `now` given before.
+    pub fn receive(&mut self, batch: &[Arrival], fx: &mut Effects) {
+        for &a in batch {
+            if self.error.is_some() {
+                return;
             }
-            Ev::Sample => self.sample(now, engine),
+            self.arrival(a, fx);
         }
     }
 
-    fn next_source(&mut self) -> Option<(Instant, u8)> {
-        // The earliest of the three; at one instant, the lower class (u8::MAX: none).
-        let mut best = self.feed.peek().map_or((u64::MAX, u8::MAX), |a| (a.t, C_ARRIVAL));
+    /// A hint: `ahead` arrives soon, so its flow's bucket record is loaded now (no effect on
+    /// results).
+    #[inline]
+    pub fn prefetch_arrival(&self, ahead: &Arrival) {
+        if let Some(fb) = self.buckets.as_ref().filter(|_| ahead.hint != NO_HINT) {
+            fb.prefetch(ahead.hint);
+        }
+    }
+
+    /// A timed effect given earlier has come: its time is `now`.
+    pub fn handle(&mut self, now: Instant, ev: Ev, fx: &mut Effects) {
+        let t = now.as_nanos();
+        match ev {
+            Ev::ProcDone(p) => self.proc_done(t, p, fx),
+            Ev::SwitchDone(p) => match self.alloc.switch_done(now, ProcessorId(p), &mut self.actions) {
+                Ok(()) => self.apply(t, fx),
+                Err(e) => self.fail(t, "processing (allocator)", e),
+            },
+            Ev::Visible(id) => self.visible(t, id, fx),
+            Ev::EgressVisible(id) => self.egress_visible(t, id, fx),
+            Ev::Reenable(q) => {
+                let held = self.fifo[q as usize].head != NIL;
+                match self.egress.poll_queue(now, QueueId(q), QueueId(q), held) {
+                    Ok(true) => self.link_try(t, fx),
+                    Ok(false) => {}
+                    Err(e) => self.fail(t, EGRESS, e),
+                }
+            }
+            Ev::Sample => self.sample(t, fx),
+        }
+    }
+
+    /// The pipeline's next deadline and its class: the earliest of the link's next
+    /// transmission start ([`C_LINK`]), the allocator's timer ([`C_TIMER`]) and the event
+    /// shaper's wake-up ([`C_SHAPER`]); at one instant the lowest class. It changes only in
+    /// [`Self::receive`], [`Self::handle`] and [`Self::wake`] (a packet picked for the link, a
+    /// queue throttled or re-enabled, a processor served).
+    #[inline]
+    pub fn next_wakeup(&self) -> Option<(Instant, u8)> {
+        let mut best = (u64::MAX, u8::MAX);
         if let Some(&(t, _)) = self.tx.front() {
             best = best.min((t, C_LINK));
         }
@@ -619,54 +660,60 @@ impl Model for Sim<'_> {
         (best.1 != u8::MAX).then(|| (Instant::from_nanos(best.0), best.1))
     }
 
-    fn source(&mut self, engine: &mut Engine<Ev>) {
-        let now = engine.now();
+    /// The deadline [`Self::next_wakeup`] gave, at `now`: the lowest class due runs (one of
+    /// them; the caller asks again). Calling it before a deadline does nothing.
+    pub fn wake(&mut self, now: Instant, fx: &mut Effects) {
         let at = |x: Option<Instant>| x.is_some_and(|t| t <= now);
         if let Some(&(t, id)) = self.tx.front().filter(|x| x.0 <= now.as_nanos()) {
             self.tx.pop_front();
-            return self.tx_start(t, id, engine);
+            return self.tx_start(t, id, fx);
         }
         if at(self.alloc.next_wakeup()) {
             if let Err(e) = self.alloc.timer(now, &mut self.actions) {
-                return self.fail(now.as_nanos(), "processing (allocator)", e, engine);
+                return self.fail(now.as_nanos(), "processing (allocator)", e);
             }
-            return self.apply(now.as_nanos(), engine);
+            return self.apply(now.as_nanos(), fx);
         }
         if at(self.shaper_wake) {
             let fifo = &self.fifo;
             if let Err(e) = self.egress.wake(now, Some, |q| fifo[q.index()].head != NIL) {
-                return self.fail(now.as_nanos(), EGRESS, e, engine);
+                return self.fail(now.as_nanos(), EGRESS, e);
             }
             self.shaper_wake = self.egress.next_wakeup();
-            return self.link_try(now.as_nanos(), engine);
+            self.link_try(now.as_nanos(), fx);
         }
-        let a = self.feed.next_item().expect("next_source announced an arrival");
-        debug_assert_eq!(a.t, now.as_nanos());
-        self.arrival(a, engine);
+    }
+
+    /// The first mechanism's refusal, if any: the pipeline has stopped.
+    #[inline]
+    pub fn error(&self) -> Option<&RouterError> {
+        self.error.as_ref()
+    }
+    pub fn take_error(&mut self) -> Option<RouterError> {
+        self.error.take()
+    }
+
+    /// When the run ends: the end of arrivals plus the drain, ns.
+    pub fn until(&self) -> u64 {
+        self.until
+    }
+    /// When the last delivered packet's last bit left the link, ns.
+    pub fn last_delivery(&self) -> u64 {
+        self.last_delivery
+    }
+    /// The interval of the time series, ns (0: none); the first sample is the caller's to
+    /// give ([`Ev::Sample`] at this time, class [`C_SAMPLE`]), each one gives the next.
+    pub fn sample_every(&self) -> u64 {
+        self.p.sample_every.as_nanos()
     }
 }
 
-pub(super) fn run(
-    p: &RouterParams,
-    traffic: &RouterTraffic,
-    seed: u64,
-    threads: usize,
-    interrupt: Option<Arc<AtomicBool>>,
-    progress: &mut dyn FnMut(f64),
-) -> Result<RunResult, RouterError> {
-    let mut sim = Sim::new(p, traffic, seed, false, progress)?;
-    let (stop, events, end) = if threads >= 2 {
-        std::thread::scope(|s| {
-            sim.feed.spawn(s);
-            let r = drive(&mut sim, interrupt);
-            // Dropping the receiver stops the helper if the run ended before the stream.
-            sim.feed.stop();
-            r
-        })
-    } else {
-        drive(&mut sim, interrupt)
-    };
-    super::output::finish(sim.into_outcome(events, end), stop)
+#[cfg(test)]
+impl Pipeline<'_> {
+    /// Swaps the link's DRR round for `drr` (a test's way of making a mechanism refuse).
+    pub(super) fn set_link_round(&mut self, drr: Drr) {
+        self.egress = Egress::new(self.egress.shaping().clone(), self.p.shaping.conformance, drr);
+    }
 }
 
 /// A mechanism's refusal ends the run with `RouterError::Mechanism` naming the stage; none is
@@ -679,48 +726,14 @@ fn a_refused_drr_call_is_reported() {
     p.services[0].rate = Some(npqos_core::Rate::from_bits_per_sec(100_000_000));
     p.services[0].per_flow = true;
     let traffic = super::tests::synthetic(10, 1_000);
-    let mut progress = |_: f64| {};
-    let mut sim = Sim::new(&p, &traffic, 1, false, &mut progress).expect("a valid router");
-    let mut engine = Engine::new();
-    let q = sim.fifo.len() as u32 - 1;
-    let id = sim.new_pkt(Pkt { eq: q, ..Pkt::default() });
-    let conformance = p.shaping.conformance;
-    sim.egress = Egress::new(sim.egress.shaping().clone(), conformance, Drr::new(1, 1500).expect("one queue"));
-    sim.egress_visible(5, id, &mut engine);
-    match &sim.error {
+    let mut pipe = Pipeline::new(&p, &traffic, 1, false).expect("a valid router");
+    let mut fx = Effects::default();
+    let q = pipe.fifo.len() as u32 - 1;
+    let id = pipe.new_pkt(Pkt { eq: q, ..Pkt::default() });
+    pipe.set_link_round(Drr::new(1, 1500).expect("one queue"));
+    pipe.egress_visible(5, id, &mut fx);
+    match pipe.error() {
         Some(RouterError::Mechanism { at: 5, stage: EGRESS, msg }) => assert!(msg.contains("queue"), "{msg}"),
         other => panic!("the DRR's refusal was not reported: {other:?}"),
     }
-}
-
-#[cfg(test)]
-pub(super) fn run_traced(
-    p: &RouterParams,
-    traffic: &RouterTraffic,
-    seed: u64,
-) -> Result<(RunResult, Vec<Trace>), RouterError> {
-    let mut progress = |_: f64| {};
-    let mut sim = Sim::new(p, traffic, seed, true, &mut progress)?;
-    let (stop, events, end) = drive(&mut sim, None);
-    let mut o = sim.into_outcome(events, end);
-    let trace = o.trace.take().unwrap_or_default();
-    Ok((super::output::finish(o, stop)?, trace))
-}
-
-/// Runs to the end of the drain; returns why it stopped, the events run and the end time.
-fn drive(sim: &mut Sim<'_>, interrupt: Option<Arc<AtomicBool>>) -> (StopReason, u64, u64) {
-    let mut engine = Engine::new();
-    if let Some(f) = interrupt {
-        engine = engine.with_interrupt(f);
-    }
-    if !sim.p.sample_every.is_zero() {
-        engine.schedule_class(Instant::from_nanos(sim.p.sample_every.as_nanos()), C_SAMPLE, Ev::Sample);
-    }
-    let stop = engine.run(sim, RunLimits::until(Instant::from_nanos(sim.until)), &mut |_| {});
-    // A run that drains ends when its last packet left the link (not an event of its own).
-    let end = match stop {
-        StopReason::Drained => engine.now().as_nanos().max(sim.last_delivery),
-        _ => engine.now().as_nanos(),
-    };
-    (stop, engine.executed(), end)
 }

@@ -1,11 +1,11 @@
-//! What the simulated router reports: its time series ([`Sim::sample`]) and, at the end, its
-//! measurements and the stages' state ([`Sim::into_outcome`]).
+//! What the simulated router reports: its time series ([`Pipeline::sample`]) and, at the end, its
+//! measurements and the stages' state ([`Pipeline::into_outcome`]).
 
 use super::*;
 use crate::results::{ClassRecord, CountRow, FlowRecord};
 
-impl Sim<'_> {
-    pub(super) fn sample(&mut self, now: u64, engine: &mut Engine<Ev>) {
+impl Pipeline<'_> {
+    pub(super) fn sample(&mut self, now: u64, fx: &mut Effects) {
         let sm = &mut self.samples;
         sm.t.push(now as f64 * 1e-9);
         sm.ingress_in_use.push(self.ingress.in_use().0 as f64);
@@ -29,14 +29,14 @@ impl Sim<'_> {
         sm.egress_backlog.push(self.egress_backlog as f64);
         let next = now + self.p.sample_every.as_nanos();
         if next <= self.end + self.p.drain.as_nanos() {
-            engine.schedule_class(Instant::from_nanos(next), C_SAMPLE, Ev::Sample);
+            fx.at(Instant::from_nanos(next), C_SAMPLE, Ev::Sample);
         }
     }
 
     /// The flow and class counters as rows (docs/pipeline.md, "Flow and class counters"):
     /// the exact table's flows in the order first seen, the sketch's heaviest flows past it,
     /// then every flow past it together; the services in their order.
-    fn tables(&mut self) -> (Vec<FlowRecord>, Vec<ClassRecord>) {
+    fn tables(&mut self, index: &FlowIndex) -> (Vec<FlowRecord>, Vec<ClassRecord>) {
         let class = |c: u32| match self.p.services.get(c as usize) {
             Some(s) => s.name.clone(),
             None => "-".to_string(),
@@ -44,9 +44,7 @@ impl Sim<'_> {
         let zero = Counts::default();
         let exact = |row: usize| CountRow::from(self.flows.get(row).unwrap_or(&zero));
         let other = CountRow::from(&self.other_flows);
-        // Without the index (a stopped inline feed) only the flows past the table are known.
-        let index = self.feed.into_maker().map(|prep| prep.index).unwrap_or_else(|| FlowIndex::new(0, 0));
-        let flows = FlowRecord::table(&index, exact, other, DROPS.len(), class);
+        let flows = FlowRecord::table(index, exact, other, DROPS.len(), class);
         let classes = (self.p.services.iter().zip(&self.classes).zip(&self.hist))
             .map(|((s, c), h)| {
                 let e2e = &h[3];
@@ -62,9 +60,10 @@ impl Sim<'_> {
         (flows, classes)
     }
 
-    /// The measurements and the stages' state (docs/router.md, "Outputs") at `end_ns`.
-    pub(super) fn into_outcome(mut self, events: u64, end_ns: u64) -> Outcome {
-        let (flows, classes) = self.tables();
+    /// The measurements and the stages' state (docs/router.md, "Outputs") at `end_ns`, the
+    /// flows named by the stream's `index`, after `events` events.
+    pub(in crate::models::router) fn into_outcome(mut self, index: &FlowIndex, events: u64, end_ns: u64) -> Outcome {
+        let (flows, classes) = self.tables(index);
         let span = end_ns.max(1) as f64 * 1e-9;
         let mut st: Vec<(String, f64, &'static str)> = Vec::new();
         let mut put = |n: &str, v: f64, u: &'static str| st.push((n.to_string(), v, u));

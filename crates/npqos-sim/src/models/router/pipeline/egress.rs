@@ -17,7 +17,7 @@ struct RouterQueues<'s, 'e> {
     flows: &'s mut Vec<RowCounts>,
     other_flows: &'s mut RowCounts,
     classes: &'s mut [RowCounts],
-    engine: &'e mut Engine<Ev>,
+    fx: &'e mut Effects,
     now: Instant,
     periodic: bool,
     /// A queue joined the event-driven shaper's heaps: its wake-up time may have moved.
@@ -49,7 +49,7 @@ impl EgressQueues for RouterQueues<'_, '_> {
         row_counts(self.flows, self.other_flows, row).overlimits += 1;
         self.classes[service].overlimits += 1;
         if self.periodic {
-            self.engine.schedule_class(until.max(self.now), C_REENABLE, Ev::Reenable(q.0));
+            self.fx.at(until.max(self.now), C_REENABLE, Ev::Reenable(q.0));
         } else {
             self.event_throttled = true;
         }
@@ -66,7 +66,7 @@ fn shaped(own: &[bool], flow_queues_shaped: bool, q: u32) -> bool {
     }
 }
 
-impl Sim<'_> {
+impl Pipeline<'_> {
     pub(super) fn shaped(&self, q: u32) -> bool {
         shaped(&self.shaped, self.flow_queues_shaped, q)
     }
@@ -92,19 +92,19 @@ impl Sim<'_> {
         self.egress_backlog -= 1;
     }
 
-    pub(super) fn egress_visible(&mut self, now: u64, id: u32, engine: &mut Engine<Ev>) {
+    pub(super) fn egress_visible(&mut self, now: u64, id: u32, fx: &mut Effects) {
         let q = self.pkts[id as usize].eq;
         self.fifo_push(q, id);
         if let Err(e) = self.egress.arrived(QueueId(q), Some(QueueId(q))) {
-            return self.fail(now, EGRESS, e, engine);
+            return self.fail(now, EGRESS, e);
         }
-        self.link_try(now, engine);
+        self.link_try(now, fx);
     }
 
     /// Picks packets for the link while fewer than `link.ahead` wait to start (their
     /// descriptor dequeues overlap the current transmission; with one, a dequeue's latency
     /// bounds the packet rate).
-    pub(super) fn link_try(&mut self, now: u64, engine: &mut Engine<Ev>) {
+    pub(super) fn link_try(&mut self, now: u64, fx: &mut Effects) {
         let nowi = Instant::from_nanos(now);
         loop {
             if self.tx.len() as u32 >= self.p.link_ahead {
@@ -118,7 +118,7 @@ impl Sim<'_> {
                 flows: &mut self.flows,
                 other_flows: &mut self.other_flows,
                 classes: &mut self.classes,
-                engine,
+                fx,
                 now: nowi,
                 periodic: matches!(self.egress.shaping(), Shaping::Periodic(_)),
                 event_throttled: false,
@@ -131,7 +131,7 @@ impl Sim<'_> {
             let pick = match pick {
                 Ok(Some(pick)) => pick,
                 Ok(None) => return,
-                Err(e) => return self.fail(now, EGRESS, e, engine),
+                Err(e) => return self.fail(now, EGRESS, e),
             };
             let q = pick.queue;
             let id = self.fifo[q.index()].head;
@@ -149,11 +149,11 @@ impl Sim<'_> {
             self.release_bucket(now, id);
             let empty = self.fifo[q.index()].head == NIL;
             if let Err(e) = self.egress.sent(pick, empty) {
-                return self.fail(now, EGRESS, e, engine);
+                return self.fail(now, EGRESS, e);
             }
             // Offered to the link when its descriptor is dequeued; it starts when the link is
             // free (the serializer places finish times from the busy period's cumulative bits).
-            let Some(t) = self.qmem_op(now, self.nqi + q.0, Op::Dequeue, engine) else { return };
+            let Some(t) = self.qmem_op(now, self.nqi + q.0, Op::Dequeue) else { return };
             let start = t.max(self.link.free_at().as_nanos());
             self.pkts[id as usize].left = self.link.send(Instant::from_nanos(t), pk.len as u64).as_nanos();
             debug_assert!(self.tx.back().is_none_or(|&(b, _)| b < start), "starts increase");
@@ -177,7 +177,7 @@ impl Sim<'_> {
         }
     }
 
-    pub(super) fn tx_start(&mut self, now: u64, id: u32, engine: &mut Engine<Ev>) {
+    pub(super) fn tx_start(&mut self, now: u64, id: u32, fx: &mut Effects) {
         let pk = self.pkts[id as usize];
         self.egress_bytes -= pk.len as u64;
         self.hist[pk.service as usize][2].saturating_record((now - pk.done).max(1));
@@ -186,7 +186,7 @@ impl Sim<'_> {
         if pk.left <= self.until {
             self.delivered(pk.left, id);
         }
-        self.link_try(now, engine);
+        self.link_try(now, fx);
     }
 
     /// Packet `id`'s last bit leaves the link at `at`.
