@@ -127,6 +127,10 @@ pub enum Allocation {
     /// the oldest packet of the service LAP names; a processor whose cache held another service
     /// pays t_sw on that packet (the cold-cache penalty). Within a service: oldest first.
     Lap,
+    /// No processing (`npqos live`'s pipeline): a packet waits in its ingress queue, which is
+    /// the queue its bucket shapes, and goes from there to the link (docs/router.md,
+    /// "Processing none").
+    None,
 }
 
 impl Allocation {
@@ -134,6 +138,7 @@ impl Allocation {
         match self {
             Allocation::Policy(p) => p.name(),
             Allocation::Lap => "lap",
+            Allocation::None => "none",
         }
     }
 }

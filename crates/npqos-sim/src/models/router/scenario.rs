@@ -19,7 +19,8 @@
 //! block_size = "64B"
 //! [processing]
 //! processors = 16
-//! policy = "everest"          # as an everest scenario's (static, quantum, cohort-e, everest, ...) or "lap"
+//! policy = "everest"          # as an everest scenario's (static, quantum, cohort-e, everest, ...), "lap",
+//!                             # or "none": no processors, the ingress queues shaped (docs/router.md)
 //! t_sw = "10us"
 //! delta = "10us"              # default t_sw
 //! quantum = "100us"           # policy = "quantum" only
@@ -136,7 +137,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
 
     let mut p = Reader::new(root, "processing", probs);
     let processors = p.int("processors", 16, 1, 1 << 16, probs) as u32;
-    let policies: Vec<&str> = PolicyKind::ALL.iter().map(|k| k.name()).chain(["lap"]).collect();
+    let policies: Vec<&str> = PolicyKind::ALL.iter().map(|k| k.name()).chain(["lap", "none"]).collect();
     let policy = p.choice("policy", "everest", &policies, probs);
     let t_sw = p.duration("t_sw", Duration::from_micros(10), probs);
     let delta = p.duration("delta", t_sw, probs);
@@ -154,6 +155,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     p.finish(probs);
     let policy = match PolicyKind::named(&policy) {
         Ok(kind) => Allocation::Policy(kind.with_quantum(quantum)),
+        Err(_) if policy == "none" => Allocation::None,
         Err(_) => Allocation::Lap,
     };
 

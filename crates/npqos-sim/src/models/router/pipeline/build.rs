@@ -4,6 +4,7 @@
 //! within each service ([`processing`]), the queue memory and the link.
 
 use super::*;
+use npqos_core::pipeline::IngressKind;
 use rand::Rng;
 
 fn cfg(e: String) -> RouterError {
@@ -44,6 +45,13 @@ impl<'a> Pipeline<'a> {
             .map_err(|e| cfg(e.to_string()))?;
         let nqi = ingress.queues();
         let (eq_base, nqe, shaped, shaping) = egress(p, nqi)?;
+        let direct = p.processing.policy == Allocation::None;
+        if direct {
+            direct_checks(p, nqi)?;
+        }
+        // The link's round and the FIFOs are over the shaped queues: the output queues, or with
+        // processing none the ingress queues.
+        let round = if direct { nqi as usize } else { nqe };
         let mean_len = traffic.mean_len();
         let (alloc, lap, within) = processing(p, nqi, mean_len)?;
         let qmem = Qmem::new(p.qmem, nqi + nqe as u32).map_err(|e| cfg(e.to_string()))?;
@@ -71,12 +79,14 @@ impl<'a> Pipeline<'a> {
             egress: Egress::new(
                 shaping,
                 p.shaping.conformance,
-                Drr::new(nqe as u32, p.quantum as u64).map_err(|e| cfg(e.to_string()))?,
+                Drr::new(round as u32, p.quantum as u64).map_err(|e| cfg(e.to_string()))?,
             ),
             shaper_wake: None,
             shaped,
             flow_queues_shaped: !matches!(p.shaping.kind, ShaperKind::None),
-            fifo: vec![Fifo::EMPTY; nqe],
+            fifo: vec![Fifo::EMPTY; round],
+            direct,
+            bucket_queue: if direct { vec![NIL; nqe] } else { Vec::new() },
             egress_backlog: 0,
             eq_base,
             buckets,
@@ -178,6 +188,39 @@ fn egress(p: &RouterParams, nqi: u32) -> Result<(Vec<u32>, usize, Vec<bool>, Sha
     Ok((eq_base, nqe, shaped, shaper))
 }
 
+/// What processing none asks of the rest (docs/router.md, "Processing none"): a shaped queue
+/// holds one flow, so an ingress queue has one bucket at a time.
+fn direct_checks(p: &RouterParams, nqi: u32) -> Result<(), RouterError> {
+    if p.ingress == IngressKind::Hashed {
+        return Err(cfg(
+            "processing.policy = \"none\" shapes the ingress queues, so a queue must hold one flow: ingress.kind = \"hashed\" \
+             mixes flows in a queue; use \"dqs\" or \"per-flow\""
+                .into(),
+        ));
+    }
+    if p.qmem.subsystem.is_some() {
+        return Err(cfg(
+            "processing.policy = \"none\" is modelled with an ideal queue memory: set queue_memory.subsystem = \"ideal\"".into(),
+        ));
+    }
+    let shaping = !matches!(p.shaping.kind, ShaperKind::None);
+    if let Some(s) = p.services.iter().find(|s| s.rate.is_some() && !s.per_flow && shaping) {
+        return Err(cfg(format!(
+            "processing.policy = \"none\" shapes each flow's ingress queue: service {:?} has a rate for the whole service \
+             (per_flow = false), which would span many queues; give it per_flow = true or no rate",
+            s.name
+        )));
+    }
+    if p.services.iter().any(|s| s.rate.is_some() && s.per_flow && shaping) && p.shaping.flow_queues < nqi {
+        return Err(cfg(format!(
+            "processing.policy = \"none\": shaping.flow_queues = {} is below the {nqi} ingress queues, so two queues could \
+             share a bucket; give it at least {nqi}",
+            p.shaping.flow_queues
+        )));
+    }
+    Ok(())
+}
+
 /// The processors' allocation among the services (an everest policy, or LAP) and the scheduler
 /// within each service over its `nqi` ingress queues; `mean_len` (bytes) sets each service's
 /// predicted time per packet.
@@ -200,7 +243,7 @@ fn processing(p: &RouterParams, nqi: u32, mean_len: f64) -> Result<(Allocator, O
         services: alloc_services,
         policy: match p.processing.policy {
             Allocation::Policy(x) => x,
-            Allocation::Lap => npqos_core::alloc::Policy::Static,
+            Allocation::Lap | Allocation::None => npqos_core::alloc::Policy::Static,
         },
     })
     .map_err(|e| cfg(e.to_string()))?;
@@ -212,7 +255,7 @@ fn processing(p: &RouterParams, nqi: u32, mean_len: f64) -> Result<(Allocator, O
             seq: 0,
             cold: 0,
         }),
-        Allocation::Policy(_) => None,
+        Allocation::Policy(_) | Allocation::None => None,
     };
     // Under LAP the scheduler holds the packets (oldest first within a service).
     let scheduler = if lap.is_some() { Scheduler::Fcfs } else { p.processing.scheduler };

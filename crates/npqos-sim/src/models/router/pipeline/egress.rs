@@ -36,9 +36,12 @@ impl EgressQueues for RouterQueues<'_, '_> {
     fn head_len(&self, q: QueueId) -> u64 {
         self.head(q).len as u64
     }
+    /// The head packet's bucket: its output queue's number (the output queues are the
+    /// buckets), or with processing none its flow's (an ingress queue holds one flow).
     #[inline]
     fn bucket(&self, q: QueueId) -> Option<QueueId> {
-        shaped(self.shaped, self.flow_queues_shaped, q.0).then_some(q)
+        let b = self.head(q).eq;
+        shaped(self.shaped, self.flow_queues_shaped, b).then_some(QueueId(b))
     }
     #[inline]
     fn core(&self, q: QueueId) -> CoreId {
@@ -49,7 +52,7 @@ impl EgressQueues for RouterQueues<'_, '_> {
         row_counts(self.flows, self.other_flows, row).overlimits += 1;
         self.classes[service].overlimits += 1;
         if self.periodic {
-            self.fx.at(until.max(self.now), C_REENABLE, Ev::Reenable(q.0));
+            self.fx.at(until.max(self.now), C_REENABLE, Ev::Reenable(self.head(q).eq));
         } else {
             self.event_throttled = true;
         }
@@ -90,6 +93,21 @@ impl Pipeline<'_> {
             f.tail = NIL;
         }
         self.egress_backlog -= 1;
+    }
+
+    /// Processing none: packet `id` joined its ingress queue at `now`, which is the queue its
+    /// bucket shapes.
+    pub(super) fn direct_arrived(&mut self, now: u64, id: u32, fx: &mut Effects) {
+        let pk = self.pkts[id as usize];
+        self.egress_bytes += pk.len as u64;
+        if let Some(q) = self.bucket_queue.get_mut(pk.eq as usize) {
+            *q = pk.iq;
+        }
+        self.fifo_push(pk.iq, id);
+        if let Err(e) = self.egress.arrived(QueueId(pk.iq), Some(QueueId(pk.eq))) {
+            return self.fail(now, EGRESS, e);
+        }
+        self.link_try(now, fx);
     }
 
     pub(super) fn egress_visible(&mut self, now: u64, id: u32, fx: &mut Effects) {
@@ -146,6 +164,9 @@ impl Pipeline<'_> {
             }
             let pk = self.pkts[id as usize];
             self.fifo_pop(q.0);
+            if self.direct && !self.left_ingress(now, id) {
+                return;
+            }
             self.release_bucket(now, id);
             let empty = self.fifo[q.index()].head == NIL;
             if let Err(e) = self.egress.sent(pick, empty) {
@@ -153,12 +174,44 @@ impl Pipeline<'_> {
             }
             // Offered to the link when its descriptor is dequeued; it starts when the link is
             // free (the serializer places finish times from the busy period's cumulative bits).
-            let Some(t) = self.qmem_op(now, self.nqi + q.0, Op::Dequeue) else { return };
+            let t = match self.direct {
+                true => now,
+                false => match self.qmem_op(now, self.nqi + q.0, Op::Dequeue) {
+                    Some(t) => t,
+                    None => return,
+                },
+            };
             let start = t.max(self.link.free_at().as_nanos());
             self.pkts[id as usize].left = self.link.send(Instant::from_nanos(t), pk.len as u64).as_nanos();
             debug_assert!(self.tx.back().is_none_or(|&(b, _)| b < start), "starts increase");
             self.tx.push_back((start, id));
         }
+    }
+
+    /// Processing none: packet `id`, picked for the link at `now`, leaves its ingress queue
+    /// (its time there is the ingress stage's; it has no processing stage). `false`: the
+    /// ingress refused, the run failed.
+    fn left_ingress(&mut self, now: u64, id: u32) -> bool {
+        let pk = &mut self.pkts[id as usize];
+        (pk.dispatch, pk.done) = (now, now);
+        let (iq, len, arrival, s) = (pk.iq, pk.len, pk.arrival, pk.service as usize);
+        match self.ingress.dequeue(QueueId(iq)) {
+            Ok(Some(l)) if l == len => {}
+            Ok(_) => {
+                self.fail(now, "ingress", "the packet picked is not its queue's head");
+                return false;
+            }
+            Err(e) => {
+                self.fail(now, "ingress", e);
+                return false;
+            }
+        }
+        self.hist[s][0].saturating_record((now - arrival).max(1));
+        if let Some(t) = &mut self.trace {
+            let x = &mut t[self.trace_of[id as usize] as usize];
+            (x.dispatch, x.done) = (now, now);
+        }
+        true
     }
 
     /// A hint: output queue `q`'s FIFO, bucket, DRR word, descriptor and bucket owner are

@@ -61,7 +61,8 @@ pub(super) enum Ev {
     Visible(u32),
     /// The packet's egress enqueue completed: it is in its output queue.
     EgressVisible(u32),
-    /// A periodically filled queue's fill has come.
+    /// A periodically filled bucket's fill has come (the bucket: with processing none the
+    /// queue it shapes is found from it).
     Reenable(u32),
     Sample,
 }
@@ -200,9 +201,16 @@ pub(super) struct Pipeline<'a> {
     /// after them) is shaped unless `shaper = "none"` ([`Pipeline::shaped`]).
     shaped: Vec<bool>,
     flow_queues_shaped: bool,
-    /// Per egress queue its FIFO, a list through the packets' `next` ([`Fifo`]): 8 B per
-    /// queue and no allocation per queue, so a packet's enqueue touches one line of it.
+    /// Per shaped queue its FIFO, a list through the packets' `next` ([`Fifo`]): 8 B per
+    /// queue and no allocation per queue, so a packet's enqueue touches one line of it. The
+    /// shaped queues are the output queues, or with processing none the ingress queues.
     fifo: Vec<Fifo>,
+    /// Processing none (`Allocation::None`): a packet waits in its ingress queue, shaped by its
+    /// flow's bucket, and goes from there to the link.
+    direct: bool,
+    /// With processing none, per bucket the ingress queue that last held it (whether it still
+    /// does is the queue's head packet's to say).
+    bucket_queue: Vec<u32>,
     /// Packets in the egress FIFOs.
     egress_backlog: u64,
     /// Each service's first flow queue (0: it has none, one queue for the service).
@@ -358,7 +366,13 @@ impl Pipeline<'_> {
                 Err(e) => return self.fail(now, "egress (flow buckets)", e),
             }
         }
-        let iq = self.ingress.enqueue(&a.key, s, len);
+        // Processing none: a packet larger than its bucket's cap could never conform under
+        // wait-for-tokens (tbf drops it), and it is dropped before it takes ingress space.
+        let above_cap = self.direct
+            && self.p.shaping.conformance == Conformance::WaitForTokens
+            && self.shaped(eq)
+            && len as u64 > self.p.shaping.cap_bytes;
+        let iq = (!above_cap).then(|| self.ingress.enqueue(&a.key, s, len));
         self.flow_counts(a.row).offer(len);
         self.classes[s].offer(len);
         let pkt = Pkt { arrival: now, len, service: s as u16, eq, actual, next: NIL, row: a.row, ..Default::default() };
@@ -379,6 +393,7 @@ impl Pipeline<'_> {
                 drop: None,
             });
         }
+        let Some(iq) = iq else { return self.drop_pkt(now, Some(id), Some(s), D_BUCKET, a.row, len) };
         let iq = match iq {
             Ok(Admit::Queued(q)) => q,
             // The router sets no per-queue limit: its queues share the buffer, and a full one
@@ -394,6 +409,9 @@ impl Pipeline<'_> {
         self.pkts[id as usize].iq = iq.0;
         if let Some(t) = &mut self.trace {
             t[self.trace_of[id as usize] as usize].iq = iq.0;
+        }
+        if self.direct {
+            return self.direct_arrived(now, id, fx);
         }
         let Some(t) = self.qmem_op(now, iq.0, Op::Enqueue) else { return };
         if t == now {
@@ -628,9 +646,13 @@ impl Pipeline<'_> {
             },
             Ev::Visible(id) => self.visible(t, id, fx),
             Ev::EgressVisible(id) => self.egress_visible(t, id, fx),
-            Ev::Reenable(q) => {
-                let held = self.fifo[q as usize].head != NIL;
-                match self.egress.poll_queue(now, QueueId(q), QueueId(q), held) {
+            Ev::Reenable(b) => {
+                let q = if self.direct { self.bucket_queue[b as usize] } else { b };
+                let head = self.fifo.get(q as usize).map_or(NIL, |f| f.head);
+                // The queue holds packets of this bucket (without processing, the queue may have
+                // passed to another flow since).
+                let held = head != NIL && self.pkts[head as usize].eq == b;
+                match self.egress.poll_queue(now, QueueId(q), QueueId(b), held) {
                     Ok(true) => self.link_try(t, fx),
                     Ok(false) => {}
                     Err(e) => self.fail(t, EGRESS, e),
@@ -675,8 +697,18 @@ impl Pipeline<'_> {
             return self.apply(now.as_nanos(), fx);
         }
         if at(self.shaper_wake) {
-            let fifo = &self.fifo;
-            if let Err(e) = self.egress.wake(now, Some, |q| fifo[q.index()].head != NIL) {
+            let (fifo, pkts, bucket_queue, direct) = (&self.fifo, &self.pkts, &self.bucket_queue, self.direct);
+            // The queue a re-enabled bucket shapes: the output queue of its number, or with
+            // processing none the ingress queue that holds its flow's packets, if one does.
+            let queue_of = |b: QueueId| {
+                if !direct {
+                    return Some(b);
+                }
+                let q = bucket_queue[b.index()];
+                let head = fifo.get(q as usize).map_or(NIL, |f| f.head);
+                (head != NIL && pkts[head as usize].eq == b.0).then_some(QueueId(q))
+            };
+            if let Err(e) = self.egress.wake(now, queue_of, |q| fifo[q.index()].head != NIL) {
                 return self.fail(now.as_nanos(), EGRESS, e);
             }
             self.shaper_wake = self.egress.next_wakeup();
@@ -737,3 +769,6 @@ fn a_refused_drr_call_is_reported() {
         other => panic!("the DRR's refusal was not reported: {other:?}"),
     }
 }
+
+#[cfg(test)]
+mod tests;

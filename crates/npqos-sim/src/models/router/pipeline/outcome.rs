@@ -133,7 +133,8 @@ impl Pipeline<'_> {
             line("heap_nodes".into(), "nodes", &sm.heap_total),
             line("egress_backlog".into(), "packets", &sm.egress_backlog),
         ];
-        for (s, v) in sm.processors.iter().enumerate() {
+        // Processing none has no processors to plot.
+        for (s, v) in sm.processors.iter().enumerate().filter(|_| !self.direct) {
             series.push(line(format!("processors.{}", self.p.services[s].name), "processors", v));
         }
         Outcome {
