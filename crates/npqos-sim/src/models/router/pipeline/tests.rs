@@ -214,7 +214,8 @@ fn processing_none_refuses_what_it_cannot_shape() {
     };
     let traffic = synthetic(1, 1_000);
     assert!(Pipeline::new(&base(), &traffic, 1, false).is_ok());
-    let cases: [(&str, fn(&mut RouterParams)); 4] = [
+    type Change = fn(&mut RouterParams);
+    let cases: [(&str, Change); 4] = [
         ("ingress.kind", |p| p.ingress = npqos_core::pipeline::IngressKind::Hashed),
         ("queue_memory.subsystem", |p| p.qmem.subsystem = Some(npqos_core::queues::timing::Subsystem::Qc)),
         ("per_flow = false", |p| p.services[0].per_flow = false),
