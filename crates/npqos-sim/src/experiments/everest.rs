@@ -273,6 +273,7 @@ fn point_run_params(p: &Point, g: &Guarantees) -> EverestParams {
         services: natpt_services(p.d, &g[&(p.w, p.d.as_nanos())].0),
         sample_every: Duration::from_micros(100),
         check_invariants: false,
+        timeline: None,
     }
 }
 

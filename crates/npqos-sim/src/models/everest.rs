@@ -308,6 +308,8 @@ pub struct EverestParams {
     pub sample_every: Duration,
     /// Check the allocator's bookkeeping after every event (tests; slow).
     pub check_invariants: bool,
+    /// Record a [`Timeline`] by windows of this width (everest Figure 6); `None`: no series.
+    pub timeline: Option<Duration>,
 }
 
 /// Why a run failed.
@@ -358,6 +360,8 @@ pub struct EverestResult {
     pub events: u64,
     /// Delay quantiles (ns): p50, p99, p99.9.
     pub delay_quantiles: [u64; 3],
+    /// The series by window, when [`EverestParams::timeline`] asked for it.
+    pub timeline: Option<Timeline>,
 }
 
 impl EverestResult {
@@ -464,6 +468,7 @@ struct EverestSim<'a, I: Iterator<Item = (u64, u8)>> {
     /// The next packet of the stream, pulled ahead.
     next: Option<(u64, u8)>,
     r: EverestResult,
+    timeline: Option<Timeline>,
     hist: hdrhistogram::Histogram<u64>,
     check_invariants: bool,
     error: Option<EverestError>,
@@ -485,7 +490,10 @@ impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
                         Ev::Done(proc.0),
                     );
                 }
-                Action::Switch { proc, .. } => {
+                Action::Switch { proc, to, .. } => {
+                    if let Some(tl) = &mut self.timeline {
+                        tl.switch(now, to.index());
+                    }
                     engine.schedule_class(
                         Instant::from_nanos(now + self.t_sw),
                         CLASS_PROCESSOR,
@@ -509,6 +517,9 @@ impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
         self.hist.saturating_record(delay.max(1));
         let late = delay > self.d[svc as usize];
         r.late += late as u64;
+        if let Some(tl) = &mut self.timeline {
+            tl.completed(arrived, svc as usize, late);
+        }
         let ps = &mut r.per_service[svc as usize];
         ps.0 += 1;
         ps.1 += late as u64;
@@ -545,6 +556,9 @@ impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
 
     fn arrival(&mut self, now: u64, svc: u8) {
         self.queues[svc as usize].push_back(now);
+        if let Some(tl) = &mut self.timeline {
+            tl.arrival(now, svc as usize);
+        }
         let r = self.alloc.arrival(Instant::from_nanos(now), ServiceId(svc as u32), &mut self.out);
         match self.contract(now, r).unwrap_or(Trigger::None) {
             Trigger::Hi { clean } => {
@@ -591,6 +605,9 @@ impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
             self.next_sample += self.sample;
         }
         self.r.events += 1;
+        if let Some(tl) = &mut self.timeline {
+            tl.advance(now);
+        }
         match step {
             Step::Queued(Ev::Done(p)) => self.completed(now, p as usize),
             Step::Queued(Ev::SwitchDone(p)) => {
@@ -608,6 +625,9 @@ impl<I: Iterator<Item = (u64, u8)>> EverestSim<'_, I> {
             }
         }
         self.apply(now, engine);
+        if let Some(tl) = &mut self.timeline {
+            tl.hold(&self.alloc);
+        }
         if self.error.is_some() {
             engine.halt();
             return;
@@ -681,6 +701,7 @@ pub fn run_limited(
     let ns = p.services.len();
     let np = p.processors as usize;
     let bins = queue_bins();
+    let timeline = p.timeline.map(|w| Timeline::new(w, &alloc));
     let mut m = EverestSim {
         alloc,
         arrivals,
@@ -691,6 +712,7 @@ pub fn run_limited(
         current: vec![(0, 0, 0); np],
         out: Vec::with_capacity(np * 2),
         r: EverestResult { queue_hist: vec![0; bins.len()], per_service: vec![(0, 0); ns], ..Default::default() },
+        timeline,
         bins,
         sample: p.sample_every.as_nanos().max(1),
         next_sample: 0,
@@ -712,6 +734,7 @@ pub fn run_limited(
         return Err(e);
     }
     let mut r = m.r;
+    r.timeline = m.timeline;
     r.stats = m.alloc.stats();
     r.delay_quantiles =
         [m.hist.value_at_quantile(0.5), m.hist.value_at_quantile(0.99), m.hist.value_at_quantile(0.999)];
@@ -722,6 +745,8 @@ pub fn run_limited(
 pub mod scenario;
 #[cfg(test)]
 mod tests;
+mod timeline;
+pub use timeline::Timeline;
 
 /// Offered work of a stream over fixed windows, in processors (work in the window / window).
 #[derive(Clone, Debug, Default, PartialEq)]

@@ -664,6 +664,7 @@ pub fn run_scenario(
         services: e.alloc_services(&g),
         sample_every: sc.sample_every(),
         check_invariants: false,
+        timeline: None,
     };
     let span = sc.duration.as_nanos() as f64;
     let limits = RunLimits {

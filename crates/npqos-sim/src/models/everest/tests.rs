@@ -17,6 +17,7 @@ fn params_ns(policy: Policy, processors: u32, t_sw_us: u64, d_ns: u64) -> Everes
         services: natpt_services(Duration::from_nanos(d_ns), &[0.3, 0.1, 0.1, 0.3, 0.1, 0.1]),
         sample_every: Duration::from_micros(100),
         check_invariants: true,
+        timeline: None,
     }
 }
 
@@ -67,6 +68,39 @@ fn same_seed_same_run() {
     assert_eq!((a.packets, a.late, a.delay_sum_ns, a.stats), (b.packets, b.late, b.delay_sum_ns, b.stats));
     let c = run(&params(Policy::Everest, 8, 200, 1000), traffic.stream(6), 1, &mut |_| {}).unwrap();
     assert_ne!(a.delay_sum_ns, c.delay_sum_ns);
+}
+
+/// The timeline only watches: a run with it is the run without it, and its windows add up to
+/// the run's totals (every packet offered and late once; N_p processors held at every instant).
+#[test]
+fn the_timeline_changes_nothing_and_adds_up() {
+    let traffic = Traffic::Synthetic(bursty(100, 0.9));
+    for policy in [Policy::Everest, Policy::Quantum { quantum: Duration::from_millis(2) }] {
+        let p = params(policy, 8, 200, 1000);
+        let a = run(&p, traffic.stream(4), 1, &mut |_| {}).unwrap();
+        let b =
+            run(&EverestParams { timeline: Some(Duration::from_millis(3)), ..p }, traffic.stream(4), 1, &mut |_| {})
+                .unwrap();
+        assert!(a.timeline.is_none());
+        let key =
+            |r: &EverestResult| (r.packets, r.late, r.delay_sum_ns, r.stats, r.busy_ns, r.events, r.queue_hist.clone());
+        assert_eq!(key(&a), key(&b), "{policy:?}");
+        let tl = b.timeline.unwrap();
+        assert!(tl.windows() >= 33, "{}", tl.windows());
+        for s in 0..6 {
+            let all = (0..tl.windows())
+                .map(|w| (tl.arrivals(w, s), tl.late(w, s)))
+                .fold((0, 0), |x, y| (x.0 + y.0, x.1 + y.1));
+            assert_eq!(all, b.per_service[s], "service {s}");
+        }
+        let switches: u64 =
+            (0..tl.windows()).flat_map(|w| (0..6).map(move |s| (w, s))).map(|(w, s)| tl.switches(w, s)).sum();
+        assert_eq!(switches, b.stats.switches);
+        for w in 0..tl.windows() {
+            let held: f64 = (0..6).map(|s| tl.processors(w, s)).sum();
+            assert!((held - 8.0).abs() < 1e-9, "window {w}: {held}");
+        }
+    }
 }
 
 #[test]

@@ -452,6 +452,7 @@ fn allocation_alone_is_the_everest_model() {
             .collect(),
         sample_every: Duration::from_millis(1),
         check_invariants: true,
+        timeline: None,
     };
     let stream = trace.iter().map(|t| (t.arrival, t.service as u8));
     let r = crate::models::everest::run(&e, stream, 0, &mut |_| {}).unwrap();
