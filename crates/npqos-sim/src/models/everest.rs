@@ -9,7 +9,9 @@
 //! processor that frees up at `t` can take a packet arriving at `t`.
 //!
 //! Traffic ([`Traffic`]): a synthetic bursty generator (superposed ON/OFF Pareto sources per
-//! service), or a capture corpus classified into the six services (see [`classify_corpus`]).
+//! service), or a capture corpus classified into the six services (see [`classify_corpus`]);
+//! [`run`] takes any time-ordered stream, such as a [`PhasedTraffic`] schedule (Figure 6's
+//! changing mix). A run can record a [`Timeline`] by window (what it did over time).
 
 use crate::engine::{Engine, Model, RunLimits, StopReason};
 use crate::merge::{KMerge, Source};
@@ -742,10 +744,12 @@ pub fn run_limited(
     Ok((r, stop))
 }
 
+pub mod phased;
 pub mod scenario;
 #[cfg(test)]
 mod tests;
 mod timeline;
+pub use phased::{Phase, PhasedTraffic};
 pub use timeline::Timeline;
 
 /// Offered work of a stream over fixed windows, in processors (work in the window / window).
