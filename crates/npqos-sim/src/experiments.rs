@@ -208,6 +208,13 @@ pub const EXPERIMENTS: &[ExperimentInfo] = &[
         run: everest::fig5,
     },
     ExperimentInfo {
+        id: "everest-fig6",
+        description: "everest Fig. 6: processors per service over time, 2 services on 4 processors, changing mix and an overload with equal shares; Everest vs Static and Quantum",
+        grid: everest::fig6_grid,
+        paper: everest::PAPER_FIG6,
+        run: everest::fig6,
+    },
+    ExperimentInfo {
         id: "predictive-fig5-7",
         description: "predictive Figs. 5-7: per-packet delays of a forwarding, a CAST (200 B) and an FEC flow, SFQ vs EFQ vs WF2Q+, with the eq 13 / eq 18 bounds",
         grid: predictive::fq_grid,

@@ -1,5 +1,6 @@
 //! everest reproductions: Figs 3(a)-(d), 4 and 5, every scheduler of everest Table 4 plus
-//! our `everest-adaptive`.
+//! our `everest-adaptive`; and Fig. 6, the prototype's two services on four processors under a
+//! changing mix ([`fig6`], its own workload and services).
 //!
 //! Two workloads stand in for the paper's UNC traces (which we do not have), both calibrated
 //! to the same mean offered work: UNC-2.5's mean packet rate (everest Table 3, 30 M packets in
@@ -29,8 +30,10 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+mod fig6;
 mod scale;
 mod tsw;
+pub use fig6::{fig6, fig6_grid, PAPER_FIG6};
 pub use scale::{scale, scale_grid};
 pub use tsw::{fig4, fig4_grid, fig5, fig5_grid};
 

@@ -168,3 +168,65 @@ fn scale_quick_runs_every_scheduler_on_the_same_packets() {
     assert!(out.runs.iter().all(|r| r.get("packets") == Some(n)));
     assert_eq!(out.timings.iter().filter(|t| t.name == "run_seconds").count(), SCHEDS.len());
 }
+
+/// Fig. 6: on the phased two-service workload, Everest's processors follow the offered mix, the
+/// overload splits them equally (the paper's statement, set beside ours), and Everest has fewer
+/// late packets than Static among those that arrived during the overload.
+#[test]
+fn fig6_quick_processors_follow_the_mix_with_equal_shares_in_overload() {
+    let out = crate::experiments::run("everest-fig6", quick(), &mut |_| {}).unwrap();
+    assert!(out.complete());
+    let row = |metric: &str, sched: &str, phase: &str, svc: &str| {
+        out.comparisons
+            .iter()
+            .find(|c| {
+                c.metric == metric
+                    && c.params["scheduler"] == json!(sched)
+                    && c.params["phase"] == json!(phase)
+                    && c.params["service"] == json!(svc)
+            })
+            .unwrap_or_else(|| panic!("no {metric} {sched} {phase} {svc}"))
+    };
+    let procs = |sched: &str, phase: &str, svc: &str| row("mean_processors", sched, phase, svc).ours;
+    // Processors follow the mix: the service offered 2.5 processors of work holds more than the
+    // one offered 0.5, whichever it is.
+    for (phase, big, small) in
+        [("portscan-heavy", "portscan", "syn-flood"), ("syn-flood-heavy", "syn-flood", "portscan")]
+    {
+        let (b, s) = (procs("everest", phase, big), procs("everest", phase, small));
+        assert!(b >= s + 1.5, "{phase}: everest gives {big} {b}, {small} {s}");
+        assert_eq!((procs("static", phase, big), procs("static", phase, small)), (2.0, 2.0), "{phase}");
+    }
+    // The overload: 2 and 2 (within a quarter of a processor on average), though the port-scan
+    // detector is offered twice the SYN-flood detector's work; the paper's 2 beside each.
+    for svc in ["portscan", "syn-flood"] {
+        let c = row("mean_processors", "everest", "overload", svc);
+        assert!((c.ours - 2.0).abs() <= 0.25, "overload {svc}: {}", c.ours);
+        assert_eq!(c.paper, Some(2.0));
+    }
+    assert_eq!(out.comparisons.iter().filter(|c| c.paper.is_some()).count(), 2);
+    let late = |sched: &str, phase: &str| {
+        ["portscan", "syn-flood"].iter().map(|svc| row("late_packets", sched, phase, svc).ours).sum::<f64>()
+    };
+    assert!(
+        late("everest", "overload") < late("static", "overload"),
+        "{} vs {}",
+        late("everest", "overload"),
+        late("static", "overload")
+    );
+    // The SYN-flood detector stays within its share in the overload: Everest keeps it on time.
+    let syn = row("late_packets", "everest", "overload", "syn-flood").ours;
+    let offered = out.runs[0].get("offered_packets_overload_syn-flood").unwrap();
+    assert!(syn < 0.01 * offered, "everest syn-flood late in overload: {syn} of {offered}");
+    for name in [
+        "fig6-offered",
+        "fig6-processors-everest",
+        "fig6-processors-static",
+        "fig6-processors-quantum-5tsw",
+        "fig6-late",
+    ] {
+        assert!(out.plots.iter().any(|p| p.name == name), "plot {name}");
+    }
+    let everest = out.plots.iter().find(|p| p.name == "fig6-processors-everest").unwrap();
+    assert_eq!(everest.paper.iter().map(|(_, pts)| pts.len()).sum::<usize>(), 2, "the paper's 2 / 2 drawn");
+}
