@@ -113,11 +113,11 @@ fn phase_stats(tl: &Timeline, (a, b): (u64, u64)) -> PhaseStats {
 /// The run's time series: offered rate (while packets arrive, to `end_ns`), processors and late
 /// packets per service by window.
 fn series(tl: &Timeline, end_ns: u64) -> Vec<Series> {
-    let w_s = tl.window_ns as f64 * 1e-9;
+    let w_s = tl.window_ns as f64 / 1e9;
     let offered = tl.windows().min(end_ns.div_ceil(tl.window_ns) as usize);
     let mut out = Vec::new();
     for (s, name) in FIG6_SERVICES.iter().enumerate() {
-        let pts = |n: usize, f: &dyn Fn(usize) -> f64| (0..n).map(|w| (tl.start_ns(w) as f64 * 1e-9, f(w))).collect();
+        let pts = |n: usize, f: &dyn Fn(usize) -> f64| (0..n).map(|w| (tl.start_ns(w) as f64 / 1e9, f(w))).collect();
         let series = |metric: &str, unit: &str, points| Series {
             name: format!("{metric}_{name}"),
             x_unit: "s".into(),
@@ -287,7 +287,7 @@ fn offered_plot(series: &[Series]) -> PlotSpec {
 fn processors_plot(sched: Sched, tl: &Timeline) -> PlotSpec {
     let lines = (0..2)
         .map(|s| {
-            let pts = (0..tl.windows()).map(|w| (tl.start_ns(w) as f64 * 1e-9, tl.processors(w, s))).collect();
+            let pts = (0..tl.windows()).map(|w| (tl.start_ns(w) as f64 / 1e9, tl.processors(w, s))).collect();
             (FIG6_SERVICES[s].to_string(), pts)
         })
         .collect();
