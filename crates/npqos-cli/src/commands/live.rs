@@ -47,7 +47,12 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
     })?;
     progress.finish();
     let fw = &run.forwarder;
-    let stop_reason = if run.complete { "duration" } else { "interrupted" };
+    let lost_reason = run.lost.as_ref().map(|i| format!("interface {i} removed"));
+    let stop_reason = match (&lost_reason, run.complete) {
+        (Some(r), _) => r.as_str(),
+        (None, true) => "duration",
+        (None, false) => "interrupted",
+    };
     let result = fw.result(run.elapsed_ns, run.complete, stop_reason, &run.io_scalars());
     let mut outp = Output { id: format!("live/{name}"), runs: vec![result], ..Default::default() };
     outp.notes = fw.notes(20);
@@ -89,6 +94,13 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
             per_frame
         );
         println!("  results in {}", dir.display());
+    }
+    if let Some(i) = &run.lost {
+        return Err(bad(format!(
+            "interface {i:?} disappeared after {:.1} s; the results up to then are in {}",
+            run.elapsed_ns as f64 / 1e9,
+            dir.display()
+        )));
     }
     if !run.complete {
         return Err(anyhow::Error::new(Interrupted(dir.display().to_string())));

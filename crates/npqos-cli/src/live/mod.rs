@@ -42,8 +42,10 @@ pub struct LiveRun {
     pub elapsed_ns: u64,
     /// CPU time of the forwarding thread, ns.
     pub cpu_ns: u64,
-    /// Ran for the whole duration (not stopped by Ctrl-C).
+    /// Ran for the whole duration (not stopped by Ctrl-C or a lost interface).
     pub complete: bool,
+    /// The interface that disappeared and ended the run, if one did.
+    pub lost: Option<String>,
     /// TCP offload super-frames received, and the segments they were cut into.
     pub super_frames: u64,
     pub segments: u64,
@@ -140,6 +142,8 @@ impl LiveRun {
             ("rx_super_frame_segments", self.segments as f64, "frames"),
             ("rx_blocks", self.rx.blocks as f64, "blocks"),
             ("tx_errors", self.tx.errors as f64, "frames"),
+            ("rx_socket_errors", self.rx.socket_errors as f64, "errors"),
+            ("tx_down_flushes", self.tx.down_flushes as f64, "send calls"),
             ("tx_flushes", self.tx.flushes as f64, "send calls"),
         ];
         if let Some(r) = &self.reverse {
@@ -152,6 +156,7 @@ impl LiveRun {
                 ("reverse_checksums_completed", r.rx.checksums_completed as f64, "frames"),
                 ("reverse_super_frames", r.super_frames as f64, "frames"),
                 ("reverse_tx_errors", r.tx.errors as f64, "frames"),
+                ("reverse_rx_socket_errors", r.rx.socket_errors as f64, "errors"),
             ]);
         }
         v
@@ -166,8 +171,25 @@ const ETH_HEADERS: usize = 18;
 /// shaper's wake-up slip.
 const BLOCKS_PER_TURN: usize = 4;
 
-/// Forwards from `spec.input` to `spec.output` until `spec.duration` has passed or `stop` is
-/// raised. `status` is called about every 200 ms with the forwarder and the fraction of the
+/// How often the interfaces are checked for having gone (and the status line called), ns.
+const STATUS_EVERY: u64 = 200_000_000;
+
+/// While the output is down, how often the transmit ring is tried again, ns.
+const DOWN_RETRY: u64 = 10_000_000;
+
+/// The interface of `spec` that is no longer the one a ring is bound to (removed, or removed
+/// and made again with a new index), if any.
+fn lost_interface(spec: &LiveSpec, rx: &RxRing, tx: &TxRing) -> Option<String> {
+    [(&spec.input, rx.index()), (&spec.output, tx.index())]
+        .into_iter()
+        .find(|(name, idx)| ring::index_of(name) != Some(*idx))
+        .map(|(name, _)| name.clone())
+}
+
+/// Forwards from `spec.input` to `spec.output` until `spec.duration` has passed, `stop` is
+/// raised or an interface disappears. An interface that goes down and up again needs nothing:
+/// frames wait in the transmit ring (and behind it in the pipeline) while the output is down,
+/// and the receive ring takes frames again once the input is up. `status` is called about every 200 ms with the forwarder and the fraction of the
 /// duration done (0 without a duration).
 pub fn forward(
     spec: &LiveSpec,
@@ -197,6 +219,7 @@ pub fn forward(
     let mut next_sample = t0 + sample_every;
     let mut next_status = t0;
     let mut complete = true;
+    let mut lost = None;
     loop {
         let mut now = monotonic_ns();
         if end.is_some_and(|e| now >= e) {
@@ -247,8 +270,13 @@ pub fn forward(
             next_sample += sample_every;
         }
         if now >= next_status {
+            if let Some(name) = lost_interface(spec, &rx, &tx) {
+                tracing::warn!("interface {name:?} disappeared: stopping");
+                (lost, complete) = (Some(name), false);
+                break;
+            }
             status(&fw, end.map_or(0.0, |e| (now - t0) as f64 / (e - t0) as f64));
-            next_status = now + 200_000_000;
+            next_status = now + STATUS_EVERY;
         }
         if got > 0 || rx.ready() {
             continue;
@@ -263,7 +291,9 @@ pub fn forward(
             until = until.min(e);
         }
         if room == 0 || tx.pending() > 0 {
-            until = until.min(now + 20_000); // the transmit ring is full: look again soon
+            // The transmit ring is full: look again soon (while its interface is down, every
+            // 10 ms).
+            until = until.min(now + if tx.is_down() { DOWN_RETRY } else { 20_000 });
         }
         if spec.wait == Wait::Sleep && until > now {
             let d = (until - now).min(100_000_000);
@@ -272,7 +302,19 @@ pub fn forward(
             let mut pfd = [poll(rx.fd()), poll(rev.as_ref().map_or(-1, |r| r.rx.fd()))];
             // SAFETY: valid pollfds (a negative fd is ignored), a valid timeout, no signal mask
             // change.
-            unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+            let r = unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+            // A socket error (ENETDOWN: the interface went down) is taken, or poll would
+            // report it again at once on every turn.
+            if r > 0 && pfd[0].revents & libc::POLLERR != 0 {
+                if let Some(e) = rx.take_error() {
+                    tracing::warn!("receiving on {:?}: {e}", spec.input);
+                }
+            }
+            if let Some(r) = rev.as_mut().filter(|_| r > 0 && pfd[1].revents & libc::POLLERR != 0) {
+                if let Some(e) = r.rx.take_error() {
+                    tracing::warn!("receiving on {:?}: {e}", spec.output);
+                }
+            }
         }
     }
     let stop_ns = monotonic_ns();
@@ -285,6 +327,7 @@ pub fn forward(
         elapsed_ns: stop_ns - t0,
         cpu_ns: thread_cpu_ns() - cpu0,
         complete,
+        lost,
         super_frames,
         segments,
         reverse: rev.map(|mut r| ReverseCounts { rx: r.rx.counters(), tx: r.tx.counters(), ..r.counts }),

@@ -30,6 +30,28 @@ pub enum OpenError {
 const ETH_P_ALL: u16 = 0x0003;
 const PACKET_IGNORE_OUTGOING: libc::c_int = 23;
 
+/// The index of the interface named `name` in this namespace, `None` if there is none (it was
+/// removed, or never was). A ring's interface is still there when this is its index.
+pub fn index_of(name: &str) -> Option<libc::c_int> {
+    let c = CString::new(name).ok()?;
+    // SAFETY: `c` is a valid NUL-terminated string.
+    let i = unsafe { libc::if_nametoindex(c.as_ptr()) };
+    (i != 0).then_some(i as libc::c_int)
+}
+
+/// Takes the socket's pending error (SO_ERROR), which also clears it. A packet socket is
+/// told ENETDOWN when its interface goes down, and until the error is read `poll` reports
+/// it again on every call.
+fn take_error(fd: RawFd) -> Option<io::Error> {
+    let mut e: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: `e` is a valid out buffer of `len` bytes.
+    let r = unsafe {
+        libc::getsockopt(fd, libc::SOL_SOCKET, libc::SO_ERROR, &mut e as *mut _ as *mut libc::c_void, &mut len)
+    };
+    (r == 0 && e != 0).then(|| io::Error::from_raw_os_error(e))
+}
+
 fn ifindex(name: &str) -> Result<libc::c_int, OpenError> {
     let c = CString::new(name).map_err(|_| OpenError::NoInterface(name.into()))?;
     // SAFETY: `c` is a valid NUL-terminated string.
@@ -164,11 +186,14 @@ pub struct RxCounters {
     /// (TP_STATUS_CSUMNOTREADY), completed here before they are handed on.
     pub checksums_completed: u64,
     pub blocks: u64,
+    /// Errors the socket reported (ENETDOWN when the interface went down), each taken once.
+    pub socket_errors: u64,
 }
 
 /// A TPACKET_V3 receive ring on one interface, in promiscuous mode.
 pub struct RxRing {
     fd: OwnedFd,
+    index: libc::c_int,
     map: Map,
     block_size: usize,
     blocks: usize,
@@ -220,7 +245,7 @@ impl RxRing {
         };
         setopt(fd.as_raw_fd(), libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
             .map_err(|e| io("promiscuous mode", e))?;
-        let mut r = RxRing { fd, map, block_size, blocks, cur: 0, counters: RxCounters::default() };
+        let mut r = RxRing { fd, index: idx, map, block_size, blocks, cur: 0, counters: RxCounters::default() };
         r.kernel_stats(); // what arrived before the ring was ready is not ours
         r.counters = RxCounters::default();
         Ok(r)
@@ -228,6 +253,20 @@ impl RxRing {
 
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+
+    /// The index of the interface the ring is bound to.
+    pub fn index(&self) -> libc::c_int {
+        self.index
+    }
+
+    /// Takes the socket's pending error, if any (`poll` said POLLERR): counted, and cleared so
+    /// that `poll` sleeps again. The ring itself needs nothing: the kernel hooks the socket
+    /// back on when its interface comes up again.
+    pub fn take_error(&mut self) -> Option<io::Error> {
+        let e = take_error(self.fd.as_raw_fd())?;
+        self.counters.socket_errors += 1;
+        Some(e)
     }
 
     /// Is the next block ours?
@@ -304,11 +343,17 @@ pub struct TxCounters {
     pub flushes: u64,
     /// Frames the kernel refused (TP_STATUS_WRONG_FORMAT) or a failed `send()`.
     pub errors: u64,
+    /// Flushes refused because the interface was down (the frames stay in their slots and
+    /// go when it is up again).
+    pub down_flushes: u64,
 }
 
 /// A TPACKET_V3 transmit ring of fixed slots on one interface.
 pub struct TxRing {
     fd: OwnedFd,
+    index: libc::c_int,
+    /// The last flush found the interface down.
+    down: bool,
     map: Map,
     slot: usize,
     slots: usize,
@@ -354,11 +399,32 @@ impl TxRing {
         setopt(fd.as_raw_fd(), libc::SOL_PACKET, libc::PACKET_TX_RING, &req).map_err(|e| io("PACKET_TX_RING", e))?;
         let map = Map::new(fd.as_raw_fd(), slot * slots, iface)?;
         bind(fd.as_raw_fd(), idx, iface)?;
-        Ok(TxRing { fd, map, slot, slots, mtu, head: 0, pending: 0, counters: TxCounters::default() })
+        Ok(TxRing {
+            fd,
+            index: idx,
+            down: false,
+            map,
+            slot,
+            slots,
+            mtu,
+            head: 0,
+            pending: 0,
+            counters: TxCounters::default(),
+        })
     }
 
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+
+    /// The index of the interface the ring is bound to.
+    pub fn index(&self) -> libc::c_int {
+        self.index
+    }
+
+    /// The last flush found the interface down (or gone): its frames wait in their slots.
+    pub fn is_down(&self) -> bool {
+        self.down
     }
 
     /// The interface's MTU when the ring was opened.
@@ -423,11 +489,25 @@ impl TxRing {
         self.counters.flushes += 1;
         if r < 0 {
             let e = io::Error::last_os_error();
-            if e.raw_os_error() != Some(libc::EAGAIN) && e.raw_os_error() != Some(libc::ENOBUFS) {
-                tracing::warn!("send on the transmit ring: {e}");
+            match e.raw_os_error() {
+                Some(libc::EAGAIN) | Some(libc::ENOBUFS) => {}
+                Some(libc::ENETDOWN) | Some(libc::ENXIO) | Some(libc::ENODEV) => {
+                    if !self.down {
+                        tracing::warn!("send on the transmit ring: {e}; the frames wait until the interface is up");
+                    }
+                    self.down = true;
+                    self.counters.down_flushes += 1;
+                    // The socket's own copy of the error, so that poll does not report it.
+                    let _ = take_error(self.fd.as_raw_fd());
+                }
+                _ => tracing::warn!("send on the transmit ring: {e}"),
             }
             return; // the slots stay requested: the next flush sends them
         }
+        if self.down {
+            tracing::info!("the transmit ring's interface is up again");
+        }
+        self.down = false;
         self.pending = 0;
     }
 

@@ -24,6 +24,9 @@ struct Driver<'a> {
     /// Stages 1 and 2: the classified arrivals, made inline or on a helper thread.
     feed: Feed<Prep<'a>, Arrival>,
     fx: Effects,
+    /// What `next_source` announced last: `source` runs it (the engine calls `source` right
+    /// after the `next_source` that chose it).
+    next: (Instant, u8),
     /// The end of arrivals, ns (progress is the share of it done).
     end: u64,
     arrivals: u64,
@@ -47,6 +50,7 @@ impl<'a> Driver<'a> {
             pipe,
             feed: Feed::new(prep),
             fx: Effects::default(),
+            next: (Instant::ZERO, C_ARRIVAL),
             end: p.duration.as_nanos(),
             arrivals: 0,
             progress_every: (expected / 200).max(1 << 12),
@@ -84,16 +88,20 @@ impl Model for Driver<'_> {
     fn next_source(&mut self) -> Option<(Instant, u8)> {
         // The pipeline's deadline or the next arrival; at one instant, the lower class.
         let arrival = self.feed.peek().map(|a| (Instant::from_nanos(a.t), C_ARRIVAL));
-        match (self.pipe.next_wakeup(), arrival) {
+        let next = match (self.pipe.next_wakeup(), arrival) {
             (Some(w), Some(a)) => Some(w.min(a)),
             (w, a) => w.or(a),
+        };
+        if let Some(n) = next {
+            self.next = n;
         }
+        next
     }
 
     #[inline]
     fn source(&mut self, engine: &mut Engine<Ev>) {
         let now = engine.now();
-        if self.pipe.next_wakeup().is_some_and(|(t, _)| t <= now) {
+        if self.next.1 != C_ARRIVAL {
             self.pipe.wake(now, &mut self.fx);
             return self.flush(engine);
         }
