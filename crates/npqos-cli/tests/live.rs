@@ -764,3 +764,92 @@ fn ipv6_neighbour_discovery_udp_and_tcp_through_the_bridge() {
     assert!(get("rx_checksums_completed") > 0.0);
     assert_eq!(get("frames_in"), get("frames_out") + get("queued_at_end") + get("dropped_stopped"));
 }
+
+/// Both ways shaped, each by its own configuration: 4 UDP flows from the sender offered
+/// 20 Mbps each and shaped to 10 Mbps (`[shaper]`), 4 from the receiver back to the sender
+/// offered 10 Mbps each and shaped to 5 Mbps (`[reverse.shaper]`), at the same time. Each
+/// flow arrives within 2% of its direction's rate (frame bytes, measured at the receiving
+/// end's packet ring), in order, and each direction accounts for every frame (a run of its own
+/// in the results: `live` and `reverse`).
+#[test]
+fn both_directions_are_shaped_each_to_its_own_rate() {
+    let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = netns::unavailable() {
+        println!("SKIPPED npqos live two-way shaping test: {why}");
+        return;
+    }
+    let bed = Bed::new(&format!("w{}", std::process::id() % 100_000)).unwrap();
+    let (s, r) = (bed.snd.clone(), bed.rcv.clone());
+    netns::sh(&["ip", "-n", &r, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
+    let link = netns::sh(&["ip", "-n", &s, "-o", "link", "show", "s0"]).unwrap();
+    let mac = link.split("link/ether ").nth(1).and_then(|t| t.split_whitespace().next()).unwrap().to_string();
+    netns::sh(&["ip", "-n", &r, "neigh", "replace", "198.18.0.1", "lladdr", &mac, "dev", "r0", "nud", "permanent"])
+        .unwrap();
+    let (dir, mut child) = start_live(
+        &bed,
+        "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"4500ms\"\n\
+         [shaper]\nflow_rate = \"10Mbps\"\n[table]\nqueue_limit = \"32KiB\"\n\
+         [reverse.shaper]\nflow_rate = \"5Mbps\"\n[reverse.table]\nqueue_limit = \"32KiB\"\n",
+    );
+    let out = dir.path().join("out");
+    const N: u32 = 4;
+    let stop = Arc::new(AtomicBool::new(false));
+    let (s1, s2) = (stop.clone(), stop.clone());
+    let fwd_rcv = netns::in_ns(&r, move || netns::receive_for("r0", netns::RECEIVER_IP, &s1));
+    let back_rcv = netns::in_ns(&s, move || netns::receive_for("s0", netns::SENDER_IP, &s2));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (ip_s, ip_r) = (netns::SENDER_IP, netns::RECEIVER_IP);
+    let fwd = netns::in_ns(&s, move || netns::send_udp_between(ip_s, ip_r, N, 20_000_000, PAYLOAD, SEND_NS));
+    let back = netns::in_ns(&r, move || netns::send_udp_between(ip_r, ip_s, N, 10_000_000, PAYLOAD, SEND_NS));
+    let (fwd, back) = (fwd.join().unwrap().unwrap().unwrap(), back.join().unwrap().unwrap().unwrap());
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    stop.store(true, Ordering::Relaxed);
+    let (fwd_got, back_got) = (fwd_rcv.join().unwrap().unwrap().unwrap(), back_rcv.join().unwrap().unwrap().unwrap());
+    assert!(child.wait().unwrap().success());
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let runs = summary["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2, "a run per direction");
+    assert_eq!(runs[1]["label"], "reverse");
+    for (name, off, got, run, rate) in
+        [("way in", &fwd, &fwd_got, &runs[0], 10e6), ("way back", &back, &back_got, &runs[1], 5e6)]
+    {
+        let sc = &run["scalars"];
+        let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
+        let rates: Vec<f64> =
+            (0..N).map(|i| got.flows.get(&i).and_then(|f| f.rate_bps()).unwrap_or(0.0) / 1e6).collect();
+        println!(
+            "{name}: sent {:?} (errors {}), received {:?} frames, rates {rates:.3?} Mbps (shaped to {} Mbps); npqos in {} out {} dropped queue_full {}, queued {}",
+            off.sent,
+            off.send_errors,
+            (0..N).map(|i| got.flows.get(&i).map_or(0, |f| f.frames)).collect::<Vec<_>>(),
+            rate / 1e6,
+            get("frames_in"),
+            get("frames_out"),
+            get("dropped_queue_full"),
+            get("queued_at_end"),
+        );
+        assert_eq!(got.ring_drops, 0, "{name}: the receiver kept up");
+        for i in 0..N {
+            let r = rates[i as usize] * 1e6;
+            assert!(
+                (r / rate - 1.0).abs() < 0.02,
+                "{name}: flow {i} at {:.3} Mbps, not within 2% of {}",
+                r / 1e6,
+                rate / 1e6
+            );
+            assert_eq!(got.flows[&i].reordered, 0, "{name}: flow {i} reordered");
+        }
+        let dropped: f64 = ["buffer_full", "no_queue", "queue_full", "above_cap", "oversize", "stopped"]
+            .iter()
+            .map(|k| get(&format!("dropped_{k}")))
+            .sum();
+        assert_eq!(
+            get("frames_in"),
+            get("frames_out") + dropped + get("queued_at_end"),
+            "{name}: every frame accounted"
+        );
+        let received: u64 = got.flows.values().map(|f| f.frames).sum();
+        assert!(received as f64 <= get("frames_out"), "{name}: no frame from nowhere");
+    }
+}

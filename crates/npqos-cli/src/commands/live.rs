@@ -54,7 +54,14 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
         (None, false) => "interrupted",
     };
     let result = fw.result(run.elapsed_ns, run.complete, stop_reason, &run.io_scalars());
-    let mut outp = Output { id: format!("live/{name}"), runs: vec![result], ..Default::default() };
+    let mut runs = vec![result];
+    // The shaped way back: a run of its own (its flows and classes beside the way in's).
+    if let Some(back) = &run.reverse_forwarder {
+        let mut r = back.result(run.elapsed_ns, run.complete, stop_reason, &[]);
+        r.label = "reverse".into();
+        runs.push(r);
+    }
+    let mut outp = Output { id: format!("live/{name}"), runs, ..Default::default() };
     outp.notes = fw.notes(20);
     outp.assumptions = vec![
         "Rates are frame bytes (Ethernet header to payload, no FCS, preamble or gap), as htb and tbf count them.".into(),

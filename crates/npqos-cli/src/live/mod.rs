@@ -49,17 +49,21 @@ pub struct LiveRun {
     /// TCP offload super-frames received, and the segments they were cut into.
     pub super_frames: u64,
     pub segments: u64,
-    /// The way back, output to input, unshaped (`live.reverse = "pass"`).
+    /// The way back, output to input (`live.reverse = "pass"` or `"shape"`).
     pub reverse: Option<ReverseCounts>,
+    /// The way back's own pipeline when it is shaped (`live.reverse = "shape"`).
+    pub reverse_forwarder: Option<Forwarder>,
 }
 
-/// What the way back (output to input, `live.reverse = "pass"`) did: frames passed on as they
-/// came, unshaped, with the same offload work as the way in.
+/// What the way back (output to input) did: frames passed on as they came, unshaped
+/// (`live.reverse = "pass"`), or through a pipeline of their own (`"shape"`), with the same
+/// offload work as the way in.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReverseCounts {
     pub rx: RxCounters,
     pub tx: TxCounters,
-    /// Frames offered to the input (a super-frame's segments each), and those sent.
+    /// Frames offered to the input (a super-frame's segments each; shaped: to the way back's
+    /// pipeline), and those sent.
     pub frames_in: u64,
     pub frames_out: u64,
     /// The input's transmit ring had no free slot.
@@ -69,25 +73,84 @@ pub struct ReverseCounts {
     pub super_frames: u64,
 }
 
-/// The way back: frames from the output passed to the input as they come (no shaping), with
-/// partial checksums completed (by the ring) and TCP super-frames cut to the input's MTU.
+/// The way back: frames from the output to the input, with partial checksums completed (by
+/// the ring) and TCP super-frames cut to the input's MTU; passed on as they come, or shaped by
+/// a pipeline of their own ([`Forwarder`] on the spec's [`LiveSpec::reversed`]).
 struct ReversePath {
     rx: RxRing,
     tx: TxRing,
     scratch: Vec<u8>,
     counts: ReverseCounts,
+    shaper: Option<Forwarder>,
 }
 
 impl ReversePath {
     fn open(spec: &LiveSpec) -> Result<Self, OpenError> {
         let tx = TxRing::open(&spec.input, spec.tx_frames)?;
         let scratch = Vec::with_capacity(tx.mtu() as usize + 64);
-        Ok(ReversePath { rx: RxRing::open(&spec.output, spec.rx_ring)?, tx, scratch, counts: ReverseCounts::default() })
+        let shaper = match spec.reversed() {
+            Some(back) => Some(forwarder(&back, tx.max_frame())?),
+            None => None,
+        };
+        Ok(ReversePath {
+            rx: RxRing::open(&spec.output, spec.rx_ring)?,
+            tx,
+            scratch,
+            counts: ReverseCounts::default(),
+            shaper,
+        })
     }
 
-    /// Passes up to `blocks` blocks of frames on, then flushes; returns the frames taken.
-    fn pass(&mut self, blocks: usize) -> usize {
-        let ReversePath { rx, tx, scratch, counts } = self;
+    /// The shaped way back at `now`: frames from up to `blocks` blocks into its pipeline, the
+    /// shaper woken if due, what may go sent; returns the frames taken.
+    fn shape(&mut self, blocks: usize, now: u64) -> usize {
+        let ReversePath { rx, tx, scratch, counts, shaper } = self;
+        let Some(fw) = shaper else { return 0 };
+        let (mtu, t) = (tx.mtu() as usize, Instant::from_nanos(now));
+        let mut taken = 0;
+        for _ in 0..blocks {
+            let n = rx.next_block(|frame, _ts| {
+                if frame.len() > mtu + ETH_HEADERS {
+                    let cut = segment_tcp(frame, mtu, scratch, |seg| {
+                        counts.frames_in += 1;
+                        fw.receive(seg, t);
+                    });
+                    if cut {
+                        counts.super_frames += 1;
+                        return;
+                    }
+                }
+                counts.frames_in += 1;
+                fw.receive(frame, t);
+            });
+            if n == 0 {
+                break;
+            }
+            taken += n;
+        }
+        if fw.next_wakeup().is_some_and(|w| w <= t) {
+            let _ = fw.wake(t);
+        }
+        // The transmit ring's slots are looked at only when there are frames to send.
+        if fw.queued() > 0 {
+            let room = tx.room(256);
+            if room > 0 {
+                if let Ok(n) = fw.transmit(t, room, |frame| tx.push(frame)) {
+                    counts.frames_out += n as u64;
+                }
+            }
+        }
+        tx.flush();
+        taken
+    }
+
+    /// Passes up to `blocks` blocks of frames on at `now` (shaped, if the way back is), then
+    /// flushes; returns the frames taken.
+    fn pass(&mut self, blocks: usize, now: u64) -> usize {
+        if self.shaper.is_some() {
+            return self.shape(blocks, now);
+        }
+        let ReversePath { rx, tx, scratch, counts, .. } = self;
         let (mtu, max) = (tx.mtu() as usize, tx.max_frame() as usize);
         let mut taken = 0;
         for _ in 0..blocks {
@@ -199,16 +262,12 @@ pub fn forward(
     let mut rx = RxRing::open(&spec.input, spec.rx_ring)?;
     let mut tx = TxRing::open(&spec.output, spec.tx_frames)?;
     let mut rev = match spec.reverse {
-        Reverse::Pass => Some(ReversePath::open(spec)?),
+        Reverse::Pass | Reverse::Shape(_) => Some(ReversePath::open(spec)?),
         Reverse::Off => None,
     };
     let mtu = tx.mtu() as usize;
     let (mut scratch, mut super_frames, mut segments) = (Vec::with_capacity(mtu + 64), 0u64, 0u64);
-    let mut fw = Forwarder::new(spec, tx.max_frame()).map_err(|e| OpenError::Io {
-        iface: spec.input.clone(),
-        what: "building the forwarder",
-        err: std::io::Error::other(e.to_string()),
-    })?;
+    let mut fw = forwarder(spec, tx.max_frame())?;
     // Timer slack of 1 ns: ppoll wakes when the shaper asked, not up to 50 us later.
     // SAFETY: prctl with an integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
@@ -254,7 +313,7 @@ pub fn forward(
             now = monotonic_ns();
         }
         if let Some(r) = &mut rev {
-            got += r.pass(BLOCKS_PER_TURN);
+            got += r.pass(BLOCKS_PER_TURN, now);
         }
         let t = Instant::from_nanos(now);
         if fw.next_wakeup().is_some_and(|w| w <= t) {
@@ -267,6 +326,9 @@ pub fn forward(
         tx.flush();
         if now >= next_sample {
             fw.sample(t);
+            if let Some(back) = rev.as_mut().and_then(|r| r.shaper.as_mut()) {
+                back.sample(t);
+            }
             next_sample += sample_every;
         }
         if now >= next_status {
@@ -285,6 +347,9 @@ pub fn forward(
         // sample or the end.
         let mut until = next_sample.min(next_status);
         if let Some(w) = fw.next_wakeup() {
+            until = until.min(w.as_nanos());
+        }
+        if let Some(w) = rev.as_ref().and_then(|r| r.shaper.as_ref()).and_then(Forwarder::next_wakeup) {
             until = until.min(w.as_nanos());
         }
         if let Some(e) = end {
@@ -320,6 +385,11 @@ pub fn forward(
     let stop_ns = monotonic_ns();
     fw.sample(Instant::from_nanos(stop_ns));
     fw.stop();
+    let reverse_forwarder = rev.as_mut().and_then(|r| r.shaper.take()).map(|mut back| {
+        back.sample(Instant::from_nanos(stop_ns));
+        back.stop();
+        back
+    });
     Ok(LiveRun {
         rx: rx.counters(),
         tx: tx.counters(),
@@ -331,5 +401,15 @@ pub fn forward(
         super_frames,
         segments,
         reverse: rev.map(|mut r| ReverseCounts { rx: r.rx.counters(), tx: r.tx.counters(), ..r.counts }),
+        reverse_forwarder,
+    })
+}
+
+/// The pipeline for `spec` whose transmit slots hold `max_frame` bytes.
+fn forwarder(spec: &LiveSpec, max_frame: u32) -> Result<Forwarder, OpenError> {
+    Forwarder::new(spec, max_frame).map_err(|e| OpenError::Io {
+        iface: spec.input.clone(),
+        what: "building the forwarder",
+        err: std::io::Error::other(e.to_string()),
     })
 }

@@ -186,9 +186,21 @@ pub struct Offered {
 /// `duration_ns`. Each datagram carries its flow's sequence number in its first 4 bytes. Run
 /// it inside the sender's namespace ([`in_ns`]).
 pub fn send_udp(flows: u32, rate_bps: u64, payload: usize, duration_ns: u64) -> Result<Offered, String> {
+    send_udp_between(SENDER_IP, RECEIVER_IP, flows, rate_bps, payload, duration_ns)
+}
+
+/// [`send_udp`] from `src` to `dst` (the way back: from the receiver to the sender).
+pub fn send_udp_between(
+    src: Ipv4Addr,
+    dst: Ipv4Addr,
+    flows: u32,
+    rate_bps: u64,
+    payload: usize,
+    duration_ns: u64,
+) -> Result<Offered, String> {
     let srcs = flows.div_ceil(DST_PORTS);
     let socks: Vec<UdpSocket> = (0..srcs)
-        .map(|s| UdpSocket::bind(SocketAddrV4::new(SENDER_IP, FIRST_PORT + s as u16)).map_err(|e| e.to_string()))
+        .map(|s| UdpSocket::bind(SocketAddrV4::new(src, FIRST_PORT + s as u16)).map_err(|e| e.to_string()))
         .collect::<Result<_, _>>()?;
     for s in &socks {
         let big: libc::c_int = 4 << 20;
@@ -231,7 +243,7 @@ pub fn send_udp(flows: u32, rate_bps: u64, payload: usize, duration_ns: u64) -> 
             let (sp, dp) = flow_ports(i);
             let seq = off.sent[i as usize] as u32;
             buf[..4].copy_from_slice(&seq.to_be_bytes());
-            let to = SocketAddrV4::new(RECEIVER_IP, dp);
+            let to = SocketAddrV4::new(dst, dp);
             match socks[(sp - FIRST_PORT) as usize].send_to(&buf, to) {
                 Ok(_) => off.sent[i as usize] += 1,
                 Err(_) => off.send_errors += 1,
@@ -276,12 +288,17 @@ pub struct Received {
 /// Counts the test flows arriving on `iface` (a packet ring, kernel timestamps) until `stop`
 /// is raised. Run it inside the receiver's namespace.
 pub fn receive(iface: &str, stop: &AtomicBool) -> Result<Received, String> {
+    receive_for(iface, RECEIVER_IP, stop)
+}
+
+/// [`receive`] of the test flows to `dst` (the way back: to the sender).
+pub fn receive_for(iface: &str, dst: Ipv4Addr, stop: &AtomicBool) -> Result<Received, String> {
     let mut rx = RxRing::open(iface, 64 << 20).map_err(|e| e.to_string())?;
     let mut got = Received::default();
     while !stop.load(Ordering::Relaxed) {
         let n = rx.next_block(|f, ts| {
             // Ethernet + IPv4 (no options) + UDP to the receiver.
-            if f.len() < 46 || f[12..14] != [8, 0] || f[23] != 17 || f[30..34] != RECEIVER_IP.octets() {
+            if f.len() < 46 || f[12..14] != [8, 0] || f[23] != 17 || f[30..34] != dst.octets() {
                 got.other_frames += 1;
                 return;
             }

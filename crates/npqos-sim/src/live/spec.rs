@@ -31,12 +31,24 @@ pub enum Wait {
 }
 
 /// What `npqos live` does with frames coming back, from the output to the input.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Reverse {
     /// Passed on as they come, unshaped (with the same offload work as the way in).
     Pass,
     /// Not forwarded: a one-way bump in the wire.
     Off,
+    /// Shaped by a pipeline of its own, configured by `[reverse.shaper]`, `[reverse.table]`
+    /// and `[reverse.stats]` (the same keys and defaults as the way in's).
+    Shape(Box<Direction>),
+}
+
+/// One direction's shaping: the keys of `[shaper]`, `[table]` and `[stats]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Direction {
+    pub flow_rate: Rate,
+    pub bucket: BucketConfig,
+    pub table: DqsConfig,
+    pub stats: StatsParams,
 }
 
 /// A validated `npqos live` configuration with every default filled in.
@@ -96,14 +108,27 @@ fn interface(r: &mut Reader<'_>, key: &str, probs: &mut Vec<Problem>) -> String 
 pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     let mut probs = Vec::new();
     for (k, v) in root {
-        if !["live", "shaper", "table", "stats"].contains(&k.as_str()) {
+        if !["live", "shaper", "table", "stats", "reverse"].contains(&k.as_str()) {
             probs.push(Problem {
                 key: k.clone(),
                 value: Some(crate::scenario::show(v)),
-                message: "unknown table (an npqos live file has [live], [shaper], [table] and [stats])".into(),
+                message: "unknown table (an npqos live file has [live], [shaper], [table], [stats] and [reverse])"
+                    .into(),
             });
         }
     }
+    let reverse_table = match root.get("reverse") {
+        None => None,
+        Some(toml::Value::Table(t)) => Some(t),
+        Some(v) => {
+            probs.push(Problem {
+                key: "reverse".into(),
+                value: Some(crate::scenario::show(v)),
+                message: "expected a table ([reverse.shaper], [reverse.table], [reverse.stats])".into(),
+            });
+            None
+        }
+    };
     let mut l = Reader::new(root, "live", &mut probs);
     let input = interface(&mut l, "input", &mut probs);
     let output = interface(&mut l, "output", &mut probs);
@@ -116,7 +141,9 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     }
     let duration = l.present("duration").then(|| l.positive_duration("duration", Duration::ZERO, &mut probs));
     let wait = l.choice("wait", "sleep", &["sleep", "poll"], &mut probs);
-    let reverse = l.choice("reverse", "pass", &["pass", "off"], &mut probs);
+    // A [reverse] table shapes the way back, unless the file says otherwise (then it is an error).
+    let reverse_default = if reverse_table.is_some() { "shape" } else { "pass" };
+    let reverse = l.choice("reverse", reverse_default, &["pass", "off", "shape"], &mut probs);
     let rx_ring = l.size("rx_ring", 16 << 20, &mut probs);
     if !(1 << 20..=1 << 30).contains(&rx_ring) {
         probs.push(Problem {
@@ -129,52 +156,39 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     let sample_every = l.positive_duration("sample_every", Duration::from_millis(100), &mut probs);
     l.finish(&mut probs);
 
-    let mut s = Reader::new(root, "shaper", &mut probs);
-    let rate_present = s.present("flow_rate");
-    let flow_rate = s.rate("flow_rate", Rate::from_bits_per_sec(0), &mut probs);
-    if !rate_present {
-        probs.push(Problem {
-            key: "shaper.flow_rate".into(),
-            value: None,
-            message: "required: the rate every flow is shaped to, such as \"10Mbps\"".into(),
-        });
-    } else if flow_rate.is_zero() {
-        probs.push(Problem {
-            key: "shaper.flow_rate".into(),
-            value: Some(format!("\"{}\"", flow_rate)),
-            message: "expected a positive rate".into(),
-        });
-    }
-    // Twice alpha by default (the kim model's default is alpha itself): under send-then-pay a
-    // queue is re-enabled when its bucket holds alpha, so with cap = alpha every nanosecond the
-    // real clock wakes late is lost to the cap (measured: -1.7% at 10 Mbps, docs/live.md).
-    let bucket = BucketConfig::read(&mut s, BucketKeys::LIVE, &mut probs);
-    s.finish(&mut probs);
-
-    let mut t = Reader::new(root, "table", &mut probs);
-    let table = flowtable::read(&mut t, TableKeys::DQS, &mut probs);
-    let queue_limit = t.present("queue_limit").then(|| t.size("queue_limit", 0, &mut probs));
-    if queue_limit == Some(0) {
-        probs.push(Problem {
-            key: "table.queue_limit".into(),
-            value: Some("\"0B\"".into()),
-            message: "expected a positive size (leave it out for no per-queue limit)".into(),
-        });
-    }
-    t.finish(&mut probs);
-    let buffer = table.blocks as u64 * table.block_size as u64;
-    if buffer > 16 << 30 {
-        probs.push(Problem {
-            key: "table.blocks".into(),
-            value: Some(table.blocks.to_string()),
-            message: format!("expected at most 16GiB of buffer (blocks x block_size = {})", fmt_size(buffer)),
-        });
-    }
-
-    let mut st = Reader::new(root, "stats", &mut probs);
-    let stats = StatsParams::read(&mut st, &mut probs);
-    st.finish(&mut probs);
-
+    let forward = read_direction(root, None, &mut probs);
+    let reverse = match (reverse.as_str(), reverse_table) {
+        ("shape", Some(t)) => {
+            for k in t.keys().filter(|k| !["shaper", "table", "stats"].contains(&k.as_str())) {
+                probs.push(Problem {
+                    key: format!("reverse.{k}"),
+                    value: None,
+                    message: "unknown key ([reverse] has [reverse.shaper], [reverse.table] and [reverse.stats])".into(),
+                });
+            }
+            Reverse::Shape(Box::new(read_direction(t, Some("reverse"), &mut probs)))
+        }
+        ("shape", None) => {
+            probs.push(Problem {
+                key: "reverse.shaper.flow_rate".into(),
+                value: None,
+                message: "required by live.reverse = \"shape\": the rate every flow of the way back is shaped to"
+                    .into(),
+            });
+            Reverse::Off
+        }
+        (other, Some(_)) => {
+            probs.push(Problem {
+                key: "live.reverse".into(),
+                value: Some(format!("{other:?}")),
+                message: "expected \"shape\" (or no [reverse] table): [reverse] configures the way back's shaping"
+                    .into(),
+            });
+            Reverse::Off
+        }
+        ("off", None) => Reverse::Off,
+        _ => Reverse::Pass,
+    };
     if !probs.is_empty() {
         return Err(Problems { file: file.to_string(), list: probs });
     }
@@ -183,15 +197,72 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         output,
         duration,
         wait: if wait == "poll" { Wait::Poll } else { Wait::Sleep },
-        reverse: if reverse == "off" { Reverse::Off } else { Reverse::Pass },
+        reverse,
         rx_ring,
         tx_frames,
         sample_every,
+        flow_rate: forward.flow_rate,
+        bucket: forward.bucket,
+        table: forward.table,
+        stats: forward.stats,
+    })
+}
+
+/// One direction's `[shaper]`, `[table]` and `[stats]`, in `parent` (the file, or its
+/// `[reverse]` table: `outer` then prefixes the key paths).
+fn read_direction(parent: &toml::Table, outer: Option<&str>, probs: &mut Vec<Problem>) -> Direction {
+    let path = |name: &str| outer.map_or(name.to_string(), |o| format!("{o}.{name}"));
+    let mut s = Reader::new_in(parent, outer, "shaper", probs);
+    let rate_present = s.present("flow_rate");
+    let flow_rate = s.rate("flow_rate", Rate::from_bits_per_sec(0), probs);
+    if !rate_present {
+        probs.push(Problem {
+            key: path("shaper.flow_rate"),
+            value: None,
+            message: "required: the rate every flow is shaped to, such as \"10Mbps\"".into(),
+        });
+    } else if flow_rate.is_zero() {
+        probs.push(Problem {
+            key: path("shaper.flow_rate"),
+            value: Some(format!("\"{}\"", flow_rate)),
+            message: "expected a positive rate".into(),
+        });
+    }
+    // Twice alpha by default (the kim model's default is alpha itself): under send-then-pay a
+    // queue is re-enabled when its bucket holds alpha, so with cap = alpha every nanosecond the
+    // real clock wakes late is lost to the cap (measured: -1.7% at 10 Mbps, docs/live.md).
+    let bucket = BucketConfig::read(&mut s, BucketKeys::LIVE, probs);
+    s.finish(probs);
+
+    let mut t = Reader::new_in(parent, outer, "table", probs);
+    let table = flowtable::read(&mut t, TableKeys::DQS, probs);
+    let queue_limit = t.present("queue_limit").then(|| t.size("queue_limit", 0, probs));
+    if queue_limit == Some(0) {
+        probs.push(Problem {
+            key: path("table.queue_limit"),
+            value: Some("\"0B\"".into()),
+            message: "expected a positive size (leave it out for no per-queue limit)".into(),
+        });
+    }
+    t.finish(probs);
+    let buffer = table.blocks as u64 * table.block_size as u64;
+    if buffer > 16 << 30 {
+        probs.push(Problem {
+            key: path("table.blocks"),
+            value: Some(table.blocks.to_string()),
+            message: format!("expected at most 16GiB of buffer (blocks x block_size = {})", fmt_size(buffer)),
+        });
+    }
+
+    let mut st = Reader::new_in(parent, outer, "stats", probs);
+    let stats = StatsParams::read(&mut st, probs);
+    st.finish(probs);
+    Direction {
         flow_rate,
         bucket,
         table: DqsConfig { store_payload: true, caller_schedules: true, queue_limit, ..table },
         stats,
-    })
+    }
 }
 
 impl LiveSpec {
@@ -205,10 +276,51 @@ impl LiveSpec {
             l.insert("duration".into(), d.to_string().into());
         }
         l.insert("wait".into(), if self.wait == Wait::Poll { "poll" } else { "sleep" }.into());
-        l.insert("reverse".into(), if self.reverse == Reverse::Off { "off" } else { "pass" }.into());
+        let way_back = match self.reverse {
+            Reverse::Pass => "pass",
+            Reverse::Off => "off",
+            Reverse::Shape(_) => "shape",
+        };
+        l.insert("reverse".into(), way_back.into());
         l.insert("rx_ring".into(), fmt_size(self.rx_ring).into());
         l.insert("tx_frames".into(), (self.tx_frames as i64).into());
         l.insert("sample_every".into(), self.sample_every.to_string().into());
+        let mut root = toml::Table::new();
+        root.insert("live".into(), l.into());
+        self.direction().write(&mut root);
+        if let Reverse::Shape(d) = &self.reverse {
+            let mut r = toml::Table::new();
+            d.write(&mut r);
+            root.insert("reverse".into(), r.into());
+        }
+        root
+    }
+
+    /// The way in's shaping.
+    pub fn direction(&self) -> Direction {
+        Direction { flow_rate: self.flow_rate, bucket: self.bucket.clone(), table: self.table, stats: self.stats }
+    }
+
+    /// The way back as a configuration of its own when it is shaped (`live.reverse =
+    /// "shape"`): from the output to the input, with `[reverse]`'s shaping.
+    pub fn reversed(&self) -> Option<LiveSpec> {
+        let Reverse::Shape(d) = &self.reverse else { return None };
+        Some(LiveSpec {
+            input: self.output.clone(),
+            output: self.input.clone(),
+            reverse: Reverse::Off,
+            flow_rate: d.flow_rate,
+            bucket: d.bucket.clone(),
+            table: d.table,
+            stats: d.stats,
+            ..self.clone()
+        })
+    }
+}
+
+impl Direction {
+    /// `[shaper]`, `[table]` and `[stats]` into `parent`, every default filled in.
+    fn write(&self, parent: &mut toml::Table) {
         let mut s = toml::Table::new();
         s.insert("flow_rate".into(), self.flow_rate.to_string().into());
         self.bucket.write(BucketKeys::LIVE, &mut s);
@@ -218,13 +330,10 @@ impl LiveSpec {
         if let Some(l) = t.queue_limit {
             g.insert("queue_limit".into(), fmt_size(l).into());
         }
-        let mut root = toml::Table::new();
-        root.insert("live".into(), l.into());
-        root.insert("shaper".into(), s.into());
-        root.insert("table".into(), g.into());
+        parent.insert("shaper".into(), s.into());
+        parent.insert("table".into(), g.into());
         let mut st = toml::Table::new();
         self.stats.write(&mut st);
-        root.insert("stats".into(), st.into());
-        root
+        parent.insert("stats".into(), st.into());
     }
 }

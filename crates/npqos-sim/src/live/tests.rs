@@ -3,7 +3,7 @@
 
 use super::*;
 use crate::scenario::stats;
-use npqos_core::Duration;
+use npqos_core::{Duration, Rate};
 
 fn spec(text: &str) -> LiveSpec {
     let root: toml::Table = toml::from_str(text).unwrap();
@@ -301,6 +301,40 @@ fn the_config_reader_reports_every_problem_with_its_key() {
     let sp = spec(MINIMAL);
     assert_eq!(sp.duration, Some(Duration::from_secs(2)));
     assert_eq!(spec::read(&sp.to_toml(), "resolved").unwrap(), sp);
+}
+
+/// The way back's own shaping: a `[reverse]` table with the way in's keys under `reverse.`,
+/// shaping by default once it is there; its problems name `reverse.` keys; the way back as a
+/// spec of its own swaps the interfaces; the resolved file reads back the same.
+#[test]
+fn the_way_back_has_its_own_shaping() {
+    let sp = spec(&format!("{MINIMAL}[reverse.shaper]\nflow_rate = \"5Mbps\"\n[reverse.table]\nqueues = 128\n"));
+    let Reverse::Shape(d) = &sp.reverse else { panic!("not shaped: {:?}", sp.reverse) };
+    assert_eq!((d.flow_rate, d.table.queues), (Rate::from_bits_per_sec(5_000_000), 128));
+    let back = sp.reversed().expect("shaped");
+    assert_eq!((back.input.as_str(), back.output.as_str()), ("out0", "in0"));
+    assert_eq!((back.flow_rate, back.table.queues, back.reverse.clone()), (d.flow_rate, 128, Reverse::Off));
+    assert!(back.table.store_payload, "the way back keeps its frames too");
+    assert_eq!(spec::read(&sp.to_toml(), "resolved").unwrap(), sp);
+    assert_eq!(spec(MINIMAL).reversed(), None);
+    for (extra, key) in [
+        ("[reverse.shaper]\nflow_rate = \"0Mbps\"\n", "reverse.shaper.flow_rate"),
+        ("[reverse.table]\nqueues = 0\n", "reverse.shaper.flow_rate"),
+        ("[reverse.table]\nqueues = 0\n", "reverse.table.queues"),
+        ("[reverse.shaper]\nflow_rate = \"1Mbps\"\n[reverse.other]\nx = 1\n", "reverse.other"),
+    ] {
+        let root: toml::Table = toml::from_str(&format!("{MINIMAL}{extra}")).unwrap();
+        let text = spec::read(&root, "t.toml").unwrap_err().to_string();
+        assert!(text.contains(key), "{key} missing from:\n{text}");
+    }
+    let pass = MINIMAL.replace("duration = \"2s\"", "duration = \"2s\"\nreverse = \"pass\"");
+    let root: toml::Table = toml::from_str(&format!("{pass}[reverse.shaper]\nflow_rate = \"1Mbps\"\n")).unwrap();
+    let text = spec::read(&root, "t.toml").unwrap_err().to_string();
+    assert!(text.contains("live.reverse"), "{text}");
+    let shape = MINIMAL.replace("duration = \"2s\"", "duration = \"2s\"\nreverse = \"shape\"");
+    let root: toml::Table = toml::from_str(&shape).unwrap();
+    let text = spec::read(&root, "t.toml").unwrap_err().to_string();
+    assert!(text.contains("reverse.shaper.flow_rate"), "{text}");
 }
 
 #[test]

@@ -37,6 +37,24 @@ impl<'a> Reader<'a> {
         };
         Reader { prefix: name.into(), table, used: BTreeSet::new() }
     }
+    /// A reader over section `name` of `parent`, which is the file itself (`outer` = None) or
+    /// its table `outer` (`[reverse]`): problems name the key as `outer.name.key`.
+    pub(crate) fn new_in(parent: &'a toml::Table, outer: Option<&str>, name: &str, probs: &mut Vec<Problem>) -> Self {
+        let Some(o) = outer else { return Reader::new(parent, name, probs) };
+        let prefix = format!("{o}.{name}");
+        match parent.get(name) {
+            None => Reader { prefix, table: None, used: BTreeSet::new() },
+            Some(toml::Value::Table(t)) => Reader::from_table(t, prefix),
+            Some(v) => {
+                probs.push(Problem {
+                    key: prefix.clone(),
+                    value: Some(show(v)),
+                    message: "expected a table ([section])".into(),
+                });
+                Reader { prefix, table: None, used: BTreeSet::new() }
+            }
+        }
+    }
     /// A reader over a table that is not a top-level section (an entry of `[[services]]`),
     /// with `prefix` naming it in problems (`services[2]`).
     pub(crate) fn from_table(table: &'a toml::Table, prefix: String) -> Self {
