@@ -853,3 +853,113 @@ fn both_directions_are_shaped_each_to_its_own_rate() {
         assert!(received as f64 <= get("frames_out"), "{name}: no frame from nowhere");
     }
 }
+
+/// The first `iperf3` on this machine, or why not.
+fn iperf3() -> Result<(), String> {
+    match Command::new("iperf3").arg("--version").output() {
+        Ok(o) if o.status.success() => Ok(()),
+        _ => Err("no iperf3 (apt-get install iperf3)".into()),
+    }
+}
+
+/// iperf3 over TCP through npqos live, default offloads, every flow shaped to 10 Mbps each
+/// way: 8 parallel flows from the client to the server (the way in), then 8 from the server to
+/// the client (`-R`, the way back). Each flow's goodput at the receiver, turned into frame
+/// bytes (a 1,448 B segment is a 1,514 B frame with TCP timestamps), is within 2% of 10 Mbps
+/// over the seconds after the first (`-O 1` leaves out slow start).
+#[test]
+fn iperf3_tcp_flows_get_their_rate_both_ways() {
+    let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = netns::unavailable().or_else(|| iperf3().err()) {
+        println!("SKIPPED npqos live iperf3 test: {why}");
+        return;
+    }
+    let bed = Bed::new(&format!("i{}", std::process::id() % 100_000)).unwrap();
+    let (s, r) = (bed.snd.clone(), bed.rcv.clone());
+    netns::sh(&["ip", "-n", &r, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
+    netns::sh(&["ip", "-n", &s, "neigh", "del", "198.18.0.2", "dev", "s0"]).unwrap();
+    let (dir, mut child) = start_live(
+        &bed,
+        "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"11s\"\n\
+         [shaper]\nflow_rate = \"10Mbps\"\n[table]\nqueue_limit = \"64KiB\"\n\
+         [reverse.shaper]\nflow_rate = \"10Mbps\"\n[reverse.table]\nqueue_limit = \"64KiB\"\n",
+    );
+    let out = dir.path().join("out");
+    let mut server = Command::new("ip")
+        .args(["netns", "exec", &r, "iperf3", "-s", "-B", "198.18.0.2", "-p", "5201"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let client = |reverse: bool| -> serde_json::Value {
+        let mut args = vec![
+            "netns",
+            "exec",
+            &s,
+            "iperf3",
+            "-c",
+            "198.18.0.2",
+            "-p",
+            "5201",
+            "-P",
+            "8",
+            "-t",
+            "3",
+            "-O",
+            "1",
+            "-J",
+        ];
+        if reverse {
+            args.push("-R");
+        }
+        let o = Command::new("ip").args(&args).output().unwrap();
+        serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|e| panic!("iperf3 -J: {e}: {}", String::from_utf8_lossy(&o.stderr)))
+    };
+    let results = [("way in", client(false)), ("way back (-R)", client(true))];
+    let _ = server.kill();
+    let _ = server.wait();
+    // Ctrl-C: npqos live writes its results and exits with 130.
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    for run in summary["runs"].as_array().unwrap() {
+        let sc = &run["scalars"];
+        let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
+        let dropped: f64 = ["buffer_full", "no_queue", "queue_full", "above_cap", "oversize", "stopped"]
+            .iter()
+            .map(|k| get(&format!("dropped_{k}")))
+            .sum();
+        println!(
+            "npqos live {}: frames in {} out {} dropped {dropped} (queue_full {}); backlogged flows {}",
+            run["label"],
+            get("frames_in"),
+            get("frames_out"),
+            get("dropped_queue_full"),
+            get("backlogged_flows")
+        );
+        assert_eq!(get("frames_in"), get("frames_out") + dropped + get("queued_at_end"), "every frame accounted");
+    }
+    let io = &summary["runs"][0]["scalars"];
+    assert!(io["rx_super_frames"].as_f64().unwrap() > 0.0, "the client's TSO super-frames were cut here");
+    for (name, j) in &results {
+        let streams = j["end"]["streams"].as_array().unwrap_or_else(|| panic!("{name}: {j}"));
+        let goodput: Vec<f64> =
+            streams.iter().map(|st| st["receiver"]["bits_per_second"].as_f64().unwrap_or(0.0)).collect();
+        let frames: Vec<f64> = goodput.iter().map(|g| g * 1514.0 / 1448.0 / 1e6).collect();
+        let retrans: Vec<i64> = streams.iter().map(|st| st["sender"]["retransmits"].as_i64().unwrap_or(-1)).collect();
+        println!(
+            "iperf3 {name}: 8 flows, goodput {:.3?} Mbps, in frame bytes {frames:.3?} Mbps, retransmits {retrans:?}",
+            goodput.iter().map(|g| g / 1e6).collect::<Vec<_>>()
+        );
+        assert_eq!(streams.len(), 8, "{name}");
+        for (i, f) in frames.iter().enumerate() {
+            assert!(
+                (f / 10.0 - 1.0).abs() < 0.02,
+                "{name}: flow {i} at {f:.3} Mbps in frame bytes, not within 2% of 10"
+            );
+        }
+    }
+}
