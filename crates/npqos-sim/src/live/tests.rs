@@ -414,3 +414,66 @@ fn a_million_flows_stay_within_the_bound() {
     assert_eq!(r.classes[0].counts.sent_packets, 1_000_000);
     fw.buckets().check().unwrap();
 }
+
+/// A flood of new flows (issue #41): 1e6 new flows per second for 10 s of simulated time
+/// (1e7 frames, each of a flow never seen before) into an output that takes half of them. The
+/// memory stays within the configured bound: the flow rows at `[stats] flows` and the row of
+/// the rest, the bucket pool's memory no more at the end than after 1 s, dqs within its pool and
+/// buffer, no arrival stamp left behind; every frame is accounted (in = out + dropped by
+/// reason + queued) at every second and at the end.
+#[test]
+fn a_flood_of_new_flows_stays_within_the_bound() {
+    let sp = spec(&format!("{MINIMAL}[table]\nqueues = 4096\nblocks = 65536\nqueue_limit = \"4KiB\"\n"));
+    let mut fw = Forwarder::new(&sp, 9000).unwrap();
+    let mut f = frame(0, 0, 18);
+    let mut bucket_bytes = 0;
+    let accounted = |fw: &Forwarder| {
+        let t = fw.totals();
+        assert_eq!(t.frames_in, t.frames_out + t.drops.iter().sum::<u64>() + fw.queued(), "every frame accounted");
+    };
+    for i in 0..10_000_000u32 {
+        f[26..30].copy_from_slice(&(0xc612_0000u32 | (i >> 8)).to_be_bytes());
+        f[34..36].copy_from_slice(&((i & 0xff) as u16 + 1024).to_be_bytes());
+        let now = Instant::from_nanos(1_000 + i as u64 * 1_000);
+        fw.receive(&f, now);
+        if fw.next_wakeup().is_some_and(|w| w <= now) {
+            fw.wake(now).unwrap();
+        }
+        // The output takes one frame every 2 us: half the flood.
+        if i % 2 == 0 {
+            fw.transmit(now, 1, |_| {}).unwrap();
+        }
+        if i == 1_000_000 {
+            bucket_bytes = fw.buckets().memory_bytes();
+        }
+        if i % 1_000_000 == 0 {
+            accounted(&fw);
+        }
+    }
+    accounted(&fw);
+    let t = *fw.totals();
+    let d = fw.dqs();
+    println!(
+        "flood: in {} out {} dropped {:?} queued {}; rows {} + other {}; bucket pool {} B; dqs active flows max {}, blocks in use max {}",
+        t.frames_in,
+        t.frames_out,
+        t.drops,
+        fw.queued(),
+        fw.flows().len(),
+        fw.other_flows().counts.offered_packets,
+        fw.buckets().memory_bytes(),
+        t.active_flows_max,
+        t.blocks_in_use_max
+    );
+    assert_eq!(t.frames_in, 10_000_000);
+    assert!(t.frames_out >= 4_900_000, "the output took its half");
+    assert!(t.drops.iter().sum::<u64>() > 4_000_000, "the rest was dropped, by reason");
+    assert_eq!(fw.flows().len(), stats::DEFAULT_FLOWS as usize, "the exact table stays at [stats] flows");
+    assert!(fw.buckets().memory_bytes() <= bucket_bytes, "the bucket pool did not grow after 1 s");
+    assert!(t.active_flows_max <= 4_096 && t.blocks_in_use_max <= 65_536, "dqs within its pool and buffer");
+    assert!(d.active_flows() <= 4_096);
+    fw.stop();
+    accounted(&fw);
+    assert!(fw.stamps.iter().all(VecDeque::is_empty), "no arrival stamp left behind");
+    fw.buckets().check().unwrap();
+}
