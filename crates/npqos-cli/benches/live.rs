@@ -3,7 +3,8 @@
 //! active shaped flows, npqos live pinned to one core. Needs root; prints a Markdown table.
 //!
 //! `cargo bench -p npqos-cli --bench live`; `NPQOS_BIN=path` runs another `npqos` binary as the
-//! middle box (to time two builds against each other on one machine).
+//! middle box (to time two builds against each other on one machine); `NPQOS_LIVE_BENCH` =
+//! `rates`, `flows` or `latency` runs one part (default: all).
 
 #[cfg(target_os = "linux")]
 use npqos_cli::live::netns::{self, Bed};
@@ -30,9 +31,120 @@ fn main() {
     let mid_cpu = if cpus > 1 { 1 } else { 0 };
     let mut rows = Vec::new();
     let tag = format!("b{}", std::process::id() % 100_000);
-    rate_error(&mut rows, &tag, mid_cpu);
-    many_flows(&mut rows, &tag, mid_cpu);
-    print_table(&rows);
+    let part = std::env::var("NPQOS_LIVE_BENCH").unwrap_or_default();
+    let on = |p: &str| part.is_empty() || part == p;
+    if on("rates") {
+        rate_error(&mut rows, &tag, mid_cpu);
+    }
+    if on("flows") {
+        many_flows(&mut rows, &tag, mid_cpu);
+    }
+    if !rows.is_empty() {
+        print_table(&rows);
+    }
+    if on("latency") {
+        latency(&tag, mid_cpu);
+    }
+}
+
+/// Round-trip times of `count` pings 10 ms apart from the sender to the receiver, us, sorted.
+#[cfg(target_os = "linux")]
+fn pings(bed: &Bed, count: u32) -> Vec<f64> {
+    let out = netns::sh(&[
+        "ip",
+        "netns",
+        "exec",
+        &bed.snd,
+        "ping",
+        "-c",
+        &count.to_string(),
+        "-i",
+        "0.01",
+        "-W",
+        "1",
+        "198.18.0.2",
+    ])
+    .unwrap_or_else(|e| e);
+    let mut v: Vec<f64> = out
+        .lines()
+        .filter_map(|l| l.split("time=").nth(1)?.split_whitespace().next()?.parse::<f64>().ok())
+        .map(|ms| ms * 1e3)
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v
+}
+
+/// Latency under load (issue #41): ping's round trip through the middle while 8 UDP flows
+/// offered 20 Mbps each are shaped to 10 Mbps (npqos live: ping is a flow of its own, with its
+/// own bucket; htb: ping in the unshaped default class), beside the do-nothing forwarder on the
+/// same rings (`live.mode = "pass"`, the load passed on unshaped) and the kernel's bridge alone;
+/// then the same without the load. Prints a Markdown table of RTT p50 and p99.
+#[cfg(target_os = "linux")]
+fn latency(tag: &str, mid_cpu: usize) {
+    println!("| middle | load | pings answered | RTT p50 | RTT p99 |");
+    println!("|---|---|---|---|---|");
+    for loaded in [true, false] {
+        for (i, middle) in
+            ["npqos live, 10 Mbps per flow", "npqos live, mode = \"pass\"", "htb, 8 classes at 10 Mbps", "bridge"]
+                .iter()
+                .enumerate()
+        {
+            let bed = Bed::new(&format!("{tag}l{i}{}", loaded as u8)).unwrap();
+            netns::sh(&["ip", "-n", &bed.rcv, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
+            let d = tempfile::tempdir().unwrap();
+            let mut child = None;
+            match i {
+                0 => {
+                    let cfg = format!(
+                        "{BASE}[shaper]\nflow_rate = \"10Mbps\"\n[table]\nblocks = 65536\nqueue_limit = \"32KiB\"\n"
+                    );
+                    child = Some(npqos(&bed, mid_cpu, d.path(), &cfg, 4));
+                }
+                1 => {
+                    child = Some(npqos(
+                        &bed,
+                        mid_cpu,
+                        d.path(),
+                        &format!("{BASE}mode = \"pass\"\n[shaper]\nflow_rate = \"10Mbps\"\n"),
+                        4,
+                    ))
+                }
+                2 => bed.kernel_htb(8, 10_000_000, 32768).unwrap(),
+                _ => {
+                    let m = &bed.mid;
+                    netns::sh(&["ip", "-n", m, "link", "add", "br0", "type", "bridge"]).unwrap();
+                    netns::sh(&["ip", "-n", m, "link", "set", "in0", "master", "br0"]).unwrap();
+                    netns::sh(&["ip", "-n", m, "link", "set", "out0", "master", "br0"]).unwrap();
+                    netns::sh(&["ip", "-n", m, "link", "set", "br0", "up"]).unwrap();
+                }
+            }
+            std::thread::sleep(std::time::Duration::from_millis(700));
+            let load = loaded.then(|| {
+                netns::in_ns(&bed.snd, || {
+                    netns::pin(0);
+                    netns::send_udp(8, 20_000_000, 1000, 3_000_000_000)
+                })
+            });
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let rtt = pings(&bed, 200);
+            if let Some(l) = load {
+                let _ = l.join();
+            }
+            if let Some(mut c) = child {
+                let _ = c.wait();
+            }
+            let q = |x: f64| {
+                rtt.get(((rtt.len() as f64 - 1.0) * x).round() as usize).map_or("-".into(), |v| format!("{v:.0} us"))
+            };
+            println!(
+                "| {middle} | {} | {} of 200 | {} | {} |",
+                if loaded { "8 x 20 Mbps" } else { "none" },
+                rtt.len(),
+                q(0.5),
+                q(0.99)
+            );
+        }
+    }
 }
 
 /// One line of the table: a setup and what it measured.

@@ -13,7 +13,7 @@ pub mod ring;
 
 use npqos_core::Instant;
 use npqos_sim::live::gso::segment_tcp;
-use npqos_sim::live::{Forwarder, LiveSpec, Reverse, Wait};
+use npqos_sim::live::{Forwarder, LiveSpec, Mode, Reverse, Wait};
 use ring::{OpenError, RxCounters, RxRing, TxCounters, TxRing};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -53,6 +53,9 @@ pub struct LiveRun {
     pub reverse: Option<ReverseCounts>,
     /// The way back's own pipeline when it is shaped (`live.reverse = "shape"`).
     pub reverse_forwarder: Option<Forwarder>,
+    /// `live.mode = "pass"`: the way in passed on as it comes, no pipeline (the do-nothing
+    /// forwarder on the same rings, to measure what the path itself costs).
+    pub passed: Option<ReverseCounts>,
 }
 
 /// What the way back (output to input) did: frames passed on as they came, unshaped
@@ -151,46 +154,57 @@ impl ReversePath {
             return self.shape(blocks, now);
         }
         let ReversePath { rx, tx, scratch, counts, .. } = self;
-        let (mtu, max) = (tx.mtu() as usize, tx.max_frame() as usize);
-        let mut taken = 0;
-        for _ in 0..blocks {
-            // Look at the transmit ring's slots only when there is something to pass.
-            if !rx.ready() {
-                break;
-            }
-            let mut room = tx.room(usize::MAX);
-            // Every frame offered to the input, a super-frame's segments one by one (as the
-            // way in counts them): frames in = out + dropped.
-            let mut send = |frame: &[u8], counts: &mut ReverseCounts| {
-                counts.frames_in += 1;
-                if room == 0 {
-                    counts.dropped_tx_full += 1;
-                } else if frame.len() > max {
-                    counts.dropped_oversize += 1;
-                } else {
-                    tx.push(frame);
-                    room -= 1;
-                    counts.frames_out += 1;
-                }
-            };
-            let n = rx.next_block(|frame, _ts| {
-                if frame.len() > mtu + ETH_HEADERS {
-                    let cut = segment_tcp(frame, mtu, scratch, |seg| send(seg, counts));
-                    if cut {
-                        counts.super_frames += 1;
-                        return;
-                    }
-                }
-                send(frame, counts);
-            });
-            tx.flush();
-            if n == 0 {
-                break;
-            }
-            taken += n;
-        }
-        taken
+        pass_frames(rx, tx, scratch, counts, blocks)
     }
+}
+
+/// Frames from up to `blocks` blocks of `rx` passed on to `tx` as they come (TCP super-frames
+/// cut to `tx`'s MTU), then flushed; returns the frames taken. Every frame offered to `tx`, a
+/// super-frame's segments one by one, is counted: in = out + dropped.
+fn pass_frames(
+    rx: &mut RxRing,
+    tx: &mut TxRing,
+    scratch: &mut Vec<u8>,
+    counts: &mut ReverseCounts,
+    blocks: usize,
+) -> usize {
+    let (mtu, max) = (tx.mtu() as usize, tx.max_frame() as usize);
+    let mut taken = 0;
+    for _ in 0..blocks {
+        // Look at the transmit ring's slots only when there is something to pass.
+        if !rx.ready() {
+            break;
+        }
+        let mut room = tx.room(usize::MAX);
+        let mut send = |frame: &[u8], counts: &mut ReverseCounts| {
+            counts.frames_in += 1;
+            if room == 0 {
+                counts.dropped_tx_full += 1;
+            } else if frame.len() > max {
+                counts.dropped_oversize += 1;
+            } else {
+                tx.push(frame);
+                room -= 1;
+                counts.frames_out += 1;
+            }
+        };
+        let n = rx.next_block(|frame, _ts| {
+            if frame.len() > mtu + ETH_HEADERS {
+                let cut = segment_tcp(frame, mtu, scratch, |seg| send(seg, counts));
+                if cut {
+                    counts.super_frames += 1;
+                    return;
+                }
+            }
+            send(frame, counts);
+        });
+        tx.flush();
+        if n == 0 {
+            break;
+        }
+        taken += n;
+    }
+    taken
 }
 
 impl LiveRun {
@@ -209,6 +223,15 @@ impl LiveRun {
             ("tx_down_flushes", self.tx.down_flushes as f64, "send calls"),
             ("tx_flushes", self.tx.flushes as f64, "send calls"),
         ];
+        if let Some(p) = &self.passed {
+            v.extend([
+                ("passed_frames_in", p.frames_in as f64, "frames"),
+                ("passed_frames_out", p.frames_out as f64, "frames"),
+                ("passed_dropped_tx_full", p.dropped_tx_full as f64, "frames"),
+                ("passed_dropped_oversize", p.dropped_oversize as f64, "frames"),
+                ("passed_super_frames", p.super_frames as f64, "frames"),
+            ]);
+        }
         if let Some(r) = &self.reverse {
             v.extend([
                 ("reverse_frames_in", r.frames_in as f64, "frames"),
@@ -279,6 +302,7 @@ pub fn forward(
     let mut next_status = t0;
     let mut complete = true;
     let mut lost = None;
+    let mut passed = (spec.mode == Mode::Pass).then(ReverseCounts::default);
     loop {
         let mut now = monotonic_ns();
         if end.is_some_and(|e| now >= e) {
@@ -289,7 +313,13 @@ pub fn forward(
             break;
         }
         let mut got = 0;
-        for _ in 0..BLOCKS_PER_TURN {
+        if let Some(counts) = passed.as_mut() {
+            got += pass_frames(&mut rx, &mut tx, &mut scratch, counts, BLOCKS_PER_TURN);
+            now = monotonic_ns();
+        }
+        // With mode = "pass" the way in has been passed on above; the pipeline takes nothing.
+        let shaped_blocks = if passed.is_some() { 0 } else { BLOCKS_PER_TURN };
+        for _ in 0..shaped_blocks {
             let t = Instant::from_nanos(now);
             let n = rx.next_block(|frame, _ts| {
                 // A TCP sender's offload super-frame, larger than the output's MTU: its
@@ -402,6 +432,7 @@ pub fn forward(
         segments,
         reverse: rev.map(|mut r| ReverseCounts { rx: r.rx.counters(), tx: r.tx.counters(), ..r.counts }),
         reverse_forwarder,
+        passed,
     })
 }
 

@@ -33,7 +33,7 @@ pub mod csum;
 pub mod gso;
 pub mod spec;
 
-pub use spec::{LiveSpec, Reverse, Wait};
+pub use spec::{Direction, LiveSpec, Mode, Reverse, Wait};
 
 use crate::results::{ClassRecord, CountRow, FlowRecord, Histogram, Note, RunResult, Series, Table};
 use crate::trace::decode::decode;

@@ -30,6 +30,16 @@ pub enum Wait {
     Poll,
 }
 
+/// What `npqos live` does with the frames of the way in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Through the pipeline: classified, queued, shaped, scheduled.
+    Shape,
+    /// Passed on as they come, with the same offload work and no pipeline: the do-nothing
+    /// forwarder on the same rings, what the path itself costs (benchmarks).
+    Pass,
+}
+
 /// What `npqos live` does with frames coming back, from the output to the input.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reverse {
@@ -61,6 +71,8 @@ pub struct LiveSpec {
     /// How long to forward; `None`: until Ctrl-C.
     pub duration: Option<Duration>,
     pub wait: Wait,
+    /// The way in through the pipeline, or passed on (a baseline).
+    pub mode: Mode,
     /// The way back, output to input.
     pub reverse: Reverse,
     /// Bytes of the receive ring (TPACKET_V3 blocks).
@@ -141,6 +153,8 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     }
     let duration = l.present("duration").then(|| l.positive_duration("duration", Duration::ZERO, &mut probs));
     let wait = l.choice("wait", "sleep", &["sleep", "poll"], &mut probs);
+    let mode =
+        if l.choice("mode", "shape", &["shape", "pass"], &mut probs) == "pass" { Mode::Pass } else { Mode::Shape };
     // A [reverse] table shapes the way back, unless the file says otherwise (then it is an error).
     let reverse_default = if reverse_table.is_some() { "shape" } else { "pass" };
     let reverse = l.choice("reverse", reverse_default, &["pass", "off", "shape"], &mut probs);
@@ -189,6 +203,13 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         ("off", None) => Reverse::Off,
         _ => Reverse::Pass,
     };
+    if mode == Mode::Pass && matches!(reverse, Reverse::Shape(_)) {
+        probs.push(Problem {
+            key: "live.mode".into(),
+            value: Some("\"pass\"".into()),
+            message: "expected \"shape\" with a shaped way back (mode = \"pass\" is the do-nothing baseline)".into(),
+        });
+    }
     if !probs.is_empty() {
         return Err(Problems { file: file.to_string(), list: probs });
     }
@@ -197,6 +218,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         output,
         duration,
         wait: if wait == "poll" { Wait::Poll } else { Wait::Sleep },
+        mode,
         reverse,
         rx_ring,
         tx_frames,
@@ -276,6 +298,7 @@ impl LiveSpec {
             l.insert("duration".into(), d.to_string().into());
         }
         l.insert("wait".into(), if self.wait == Wait::Poll { "poll" } else { "sleep" }.into());
+        l.insert("mode".into(), if self.mode == Mode::Pass { "pass" } else { "shape" }.into());
         let way_back = match self.reverse {
             Reverse::Pass => "pass",
             Reverse::Off => "off",

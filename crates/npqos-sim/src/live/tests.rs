@@ -331,6 +331,14 @@ fn the_way_back_has_its_own_shaping() {
     let root: toml::Table = toml::from_str(&format!("{pass}[reverse.shaper]\nflow_rate = \"1Mbps\"\n")).unwrap();
     let text = spec::read(&root, "t.toml").unwrap_err().to_string();
     assert!(text.contains("live.reverse"), "{text}");
+    // The do-nothing baseline: mode = "pass" reads back, and refuses a shaped way back.
+    let pass_mode = MINIMAL.replace("duration = \"2s\"", "duration = \"2s\"\nmode = \"pass\"");
+    let sp = spec(&pass_mode);
+    assert_eq!(sp.mode, Mode::Pass);
+    assert_eq!(spec::read(&sp.to_toml(), "resolved").unwrap(), sp);
+    let root: toml::Table = toml::from_str(&format!("{pass_mode}[reverse.shaper]\nflow_rate = \"1Mbps\"\n")).unwrap();
+    let text = spec::read(&root, "t.toml").unwrap_err().to_string();
+    assert!(text.contains("live.mode"), "{text}");
     let shape = MINIMAL.replace("duration = \"2s\"", "duration = \"2s\"\nreverse = \"shape\"");
     let root: toml::Table = toml::from_str(&shape).unwrap();
     let text = spec::read(&root, "t.toml").unwrap_err().to_string();
