@@ -86,6 +86,8 @@ impl<'a> Pipeline<'a> {
             flow_queues_shaped: !matches!(p.shaping.kind, ShaperKind::None),
             fifo: vec![Fifo::EMPTY; round],
             direct,
+            ring: false,
+            frame: Vec::new(),
             bucket_queue: if direct { vec![NIL; nqe] } else { Vec::new() },
             egress_backlog: 0,
             eq_base,
@@ -112,6 +114,18 @@ impl<'a> Pipeline<'a> {
             trace: trace.then(Vec::new),
             trace_of: Vec::new(),
         })
+    }
+
+    /// The link as the caller's transmit ring ([`Pipeline::transmit`]): processing none only.
+    ///
+    /// Errors: processing is not none.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(in crate::models::router) fn with_ring_link(mut self) -> Result<Self, RouterError> {
+        if !self.direct {
+            return Err(cfg("a transmit ring as the link needs processing.policy = \"none\"".into()));
+        }
+        self.ring = true;
+        Ok(self)
     }
 
     /// Each service's first flow queue (0: it has none), as the stream's bucket hints need it.

@@ -123,6 +123,9 @@ impl Pipeline<'_> {
     /// descriptor dequeues overlap the current transmission; with one, a dequeue's latency
     /// bounds the packet rate).
     pub(super) fn link_try(&mut self, now: u64, fx: &mut Effects) {
+        if self.ring {
+            return; // the caller's ring takes packets when it asks (transmit)
+        }
         let nowi = Instant::from_nanos(now);
         loop {
             if self.tx.len() as u32 >= self.p.link_ahead {
@@ -186,6 +189,78 @@ impl Pipeline<'_> {
             debug_assert!(self.tx.back().is_none_or(|&(b, _)| b < start), "starts increase");
             self.tx.push_back((start, id));
         }
+    }
+
+    /// The link as the caller's transmit ring (processing none): up to `room` frames at `now`,
+    /// each handed to `emit` as it leaves its queue, by the same pick as the serializer's link
+    /// (the shaper and the DRR round over the ingress queues); a frame is delivered when it is
+    /// handed over. Returns how many. Nothing when the pipeline has stopped.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub(in crate::models::router) fn transmit(
+        &mut self,
+        now: Instant,
+        room: usize,
+        fx: &mut Effects,
+        mut emit: impl FnMut(&[u8]),
+    ) -> usize {
+        let t = now.as_nanos();
+        let mut sent = 0;
+        while sent < room && self.error.is_none() {
+            let mut queues = RouterQueues {
+                pkts: &self.pkts,
+                fifo: &self.fifo,
+                shaped: &self.shaped,
+                flow_queues_shaped: self.flow_queues_shaped,
+                flows: &mut self.flows,
+                other_flows: &mut self.other_flows,
+                classes: &mut self.classes,
+                fx,
+                now,
+                periodic: matches!(self.egress.shaping(), Shaping::Periodic(_)),
+                event_throttled: false,
+            };
+            let pick = self.egress.pick(now, &mut queues);
+            if queues.event_throttled {
+                self.shaper_wake = self.egress.next_wakeup();
+            }
+            let pick = match pick {
+                Ok(Some(pick)) => pick,
+                Ok(None) => break,
+                Err(e) => {
+                    self.fail(t, EGRESS, e);
+                    break;
+                }
+            };
+            let q = pick.queue;
+            let id = self.fifo[q.index()].head;
+            let pk = self.pkts[id as usize];
+            self.fifo_pop(q.0);
+            let mut frame = std::mem::take(&mut self.frame);
+            match self.ingress.dequeue_with(q, Some(&mut frame)) {
+                Ok(Some(l)) if l.len == pk.len => {}
+                Ok(_) => self.fail(t, "ingress", "the packet picked is not its queue's head"),
+                Err(e) => self.fail(t, "ingress", e),
+            }
+            if self.error.is_some() {
+                self.frame = frame;
+                break;
+            }
+            let p = &mut self.pkts[id as usize];
+            (p.dispatch, p.done) = (t, t);
+            self.hist[pk.service as usize][0].saturating_record((t - pk.arrival).max(1));
+            self.release_bucket(t, id);
+            let empty = self.fifo[q.index()].head == NIL;
+            if let Err(e) = self.egress.sent(pick, empty) {
+                self.fail(t, EGRESS, e);
+            }
+            self.egress_bytes -= pk.len as u64;
+            self.hist[pk.service as usize][2].saturating_record(1);
+            self.delivered(t, id);
+            emit(&frame);
+            self.frame = frame;
+            sent += 1;
+        }
+        sent
     }
 
     /// Processing none: packet `id`, picked for the link at `now`, leaves its ingress queue

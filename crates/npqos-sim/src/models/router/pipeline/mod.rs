@@ -208,6 +208,13 @@ pub(super) struct Pipeline<'a> {
     /// Processing none (`Allocation::None`): a packet waits in its ingress queue, shaped by its
     /// flow's bucket, and goes from there to the link.
     direct: bool,
+    /// The link is the caller's transmit ring ([`Pipeline::transmit`]) rather than the
+    /// serializer: nothing is picked until the caller asks, and a packet leaves when it is
+    /// handed over.
+    ring: bool,
+    /// The frame [`Pipeline::transmit`] hands over.
+    #[cfg_attr(not(test), allow(dead_code))]
+    frame: Vec<u8>,
     /// With processing none, per bucket the ingress queue that last held it (whether it still
     /// does is the queue's head packet's to say).
     bucket_queue: Vec<u32>,
@@ -335,7 +342,7 @@ impl Pipeline<'_> {
         }
     }
 
-    fn arrival(&mut self, a: Arrival, fx: &mut Effects) {
+    fn arrival(&mut self, a: Arrival, frame: Option<&[u8]>, fx: &mut Effects) {
         let (now, len) = (a.t, a.len);
         if a.service == UNCLASSIFIED {
             if let Some(t) = &mut self.trace {
@@ -372,7 +379,7 @@ impl Pipeline<'_> {
             && self.p.shaping.conformance == Conformance::WaitForTokens
             && self.shaped(eq)
             && len as u64 > self.p.shaping.cap_bytes;
-        let iq = (!above_cap).then(|| self.ingress.enqueue(&a.key, s, len));
+        let iq = (!above_cap).then(|| self.ingress.enqueue_with(&a.key, s, len, frame).map(|(admit, _)| admit));
         self.flow_counts(a.row).offer(len);
         self.classes[s].offer(len);
         let pkt = Pkt { arrival: now, len, service: s as u16, eq, actual, next: NIL, row: a.row, ..Default::default() };
@@ -622,7 +629,18 @@ impl Pipeline<'_> {
             if self.error.is_some() {
                 return;
             }
-            self.arrival(a, fx);
+            self.arrival(a, None, fx);
+        }
+    }
+
+    /// One arrival with its frame's bytes, kept by the ingress until [`Self::transmit`] hands
+    /// them to the caller's ring (processing none, a table with `store_payload`). For live's
+    /// driver (issue #40's next step); checked against live's forwarder by
+    /// `tests::the_ring_link_hands_over_the_frames_live_does`.
+    #[cfg_attr(not(test), allow(dead_code))]
+    pub fn receive_frame(&mut self, a: Arrival, frame: &[u8], fx: &mut Effects) {
+        if self.error.is_none() {
+            self.arrival(a, Some(frame), fx);
         }
     }
 
