@@ -963,3 +963,64 @@ fn iperf3_tcp_flows_get_their_rate_both_ways() {
         }
     }
 }
+
+/// A flood of new flows on the namespace bed at whatever rate the sender reaches: 300,000
+/// UDP flows, one 64 B datagram each, as fast as one socket sender goes (about 120,000 new
+/// flows per second here). npqos live's memory stays within its bound (peak RSS asserted
+/// below 400 MiB: its buffer, rings and tables; the flow rows at 4,096 and the row of the
+/// rest) and every frame is accounted: in npqos live (in = out + dropped + queued) or in the
+/// kernel's count of the receive ring's drops.
+#[test]
+fn a_flood_of_new_flows_on_the_bed_stays_within_the_bound() {
+    let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = netns::unavailable() {
+        println!("SKIPPED npqos live flood test: {why}");
+        return;
+    }
+    let bed = Bed::new(&format!("f{}", std::process::id() % 100_000)).unwrap();
+    let (dir, child) = start_live(
+        &bed,
+        "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"4s\"\n[shaper]\nflow_rate = \"1Mbps\"\n",
+    );
+    let out = dir.path().join("out");
+    const FLOWS: u32 = 300_000;
+    // One round of the sender is one datagram of each flow: a rate per flow that makes the
+    // round last longer than the run sends each flow once.
+    let off = netns::in_ns(&bed.snd, || netns::send_udp(FLOWS, 1, 64, 2_500_000_000)).join().unwrap().unwrap().unwrap();
+    let pid = child.id();
+    let hwm = std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| s.lines().find(|l| l.starts_with("VmHWM:")).map(|l| l.to_string()))
+        .unwrap_or_default();
+    let mut child = child;
+    assert!(child.wait().unwrap().success());
+    let summary: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let sc = &summary["runs"][0]["scalars"];
+    let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
+    let sent: u64 = off.sent.iter().sum();
+    let new_flows = off.sent.iter().filter(|&&n| n > 0).count();
+    let dropped: f64 = ["buffer_full", "no_queue", "queue_full", "above_cap", "oversize", "stopped"]
+        .iter()
+        .map(|k| get(&format!("dropped_{k}")))
+        .sum();
+    let rows = std::fs::read_to_string(out.join("flows.csv")).unwrap().lines().count() - 1;
+    let hwm_kib: f64 = hwm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
+    println!(
+        "flood on the bed: {sent} datagrams of {new_flows} new flows in {:.2} s ({:.0} new flows/s); npqos live: in {} out {} dropped {dropped} (rx ring {}), rows in flows.csv {rows}, peak RSS {:.0} MiB",
+        off.elapsed_ns as f64 / 1e9,
+        new_flows as f64 / (off.elapsed_ns as f64 / 1e9),
+        get("frames_in"),
+        get("frames_out"),
+        get("dropped_rx_ring"),
+        hwm_kib / 1024.0,
+    );
+    assert!(new_flows > 50_000, "the sender made a flood: {new_flows} new flows");
+    assert_eq!(get("frames_in"), get("frames_out") + dropped + get("queued_at_end"), "every frame accounted");
+    assert!(rows <= 4_096 + 1, "flows.csv within [stats]: {rows} rows");
+    // Every datagram reached npqos live or the kernel's count of its receive ring's drops (a
+    // frame or two of the kernel's own may come too).
+    let seen = get("frames_in") + get("dropped_rx_ring");
+    assert!(seen >= sent as f64 && seen <= sent as f64 + 16.0, "{seen} frames seen of {sent} sent");
+    assert!(hwm_kib < 400.0 * 1024.0, "peak RSS {hwm_kib} KiB");
+}

@@ -233,8 +233,10 @@ pub fn send_udp_between(
             if now >= due {
                 break;
             }
-            if due - now > 200_000 {
-                std::thread::sleep(std::time::Duration::from_nanos(due - now - 100_000));
+            // Never past the end: a slow rate's next round may lie beyond it.
+            let wake = due.min(t0 + duration_ns);
+            if wake.saturating_sub(now) > 200_000 {
+                std::thread::sleep(std::time::Duration::from_nanos(wake - now - 100_000));
             } else {
                 std::hint::spin_loop();
             }
