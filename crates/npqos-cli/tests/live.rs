@@ -50,6 +50,59 @@ fn start_live(bed: &Bed, cfg: &str) -> (tempfile::TempDir, std::process::Child) 
     (dir, child)
 }
 
+/// The bed of one namespace test, which has it alone (`ONE_BED`), its namespaces named with
+/// `tag`; `None`, with SKIPPED and the reason printed, where namespaces cannot be made.
+fn one_bed(what: &str, tag: &str) -> Option<(std::sync::MutexGuard<'static, ()>, Bed)> {
+    let guard = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(why) = netns::unavailable() {
+        println!("SKIPPED npqos live {what} test: {why}");
+        return None;
+    }
+    Some((guard, Bed::new(&format!("{tag}{}", std::process::id() % 100_000)).unwrap()))
+}
+
+/// `bytes` bytes (0, 1, 2, ... 255, 0, ...) over one TCP connection from namespace `snd` to
+/// a listener at `addr` in namespace `rcv`: what the client's write said, and how many bytes
+/// the server received intact (each where it belongs).
+fn tcp_transfer(
+    snd: &str,
+    rcv: &str,
+    addr: std::net::SocketAddr,
+    bytes: usize,
+) -> (Result<(), String>, Result<usize, String>) {
+    let server = netns::in_ns(rcv, move || -> Result<usize, String> {
+        use std::io::Read;
+        let l = std::net::TcpListener::bind(addr).map_err(|e| e.to_string())?;
+        let mut c = accept_within(&l, std::time::Duration::from_secs(3))?;
+        c.set_read_timeout(Some(std::time::Duration::from_secs(3))).map_err(|e| e.to_string())?;
+        let mut v = Vec::new();
+        c.read_to_end(&mut v).map_err(|e| format!("after {} B: {e}", v.len()))?;
+        Ok(v.iter().enumerate().filter(|&(i, &b)| b == i as u8).count())
+    });
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let client = netns::in_ns(snd, move || -> Result<(), String> {
+        use std::io::Write;
+        let mut c = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2))
+            .map_err(|e| e.to_string())?;
+        c.set_write_timeout(Some(std::time::Duration::from_secs(3))).map_err(|e| e.to_string())?;
+        c.write_all(&(0..bytes).map(|i| i as u8).collect::<Vec<u8>>()).map_err(|e| e.to_string())
+    });
+    (client.join().unwrap().unwrap(), server.join().unwrap().unwrap())
+}
+
+/// The results' summary.json in `out`.
+fn summary_of(out: &std::path::Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap()
+}
+
+/// Frames a run of npqos live dropped, every reason together (its scalars `sc`).
+fn dropped_all(sc: &serde_json::Value) -> f64 {
+    ["buffer_full", "no_queue", "queue_full", "above_cap", "oversize", "stopped"]
+        .iter()
+        .map(|k| sc[format!("dropped_{k}")].as_f64().unwrap_or(f64::NAN))
+        .sum()
+}
+
 /// The `InCsumErrors` count of `proto` ("Udp", "Tcp") in namespace `ns`'s /proc/net/snmp.
 fn in_csum_errors(ns: &str, proto: &str) -> String {
     let snmp = netns::sh(&["ip", "netns", "exec", ns, "cat", "/proc/net/snmp"]).unwrap();
@@ -116,8 +169,7 @@ fn run_npqos(tag: &str, conformance: &str) -> Outcome {
     let classes = std::fs::read_to_string(out.join("classes.csv")).unwrap();
     assert_eq!(classes.lines().count(), 2, "header and the class all: {classes}");
     assert!(classes.lines().nth(1).unwrap().contains(",all,"), "{classes}");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary_of(&out);
     let ring = summary["runs"][0]["scalars"]["dropped_rx_ring"].as_f64().unwrap();
     assert_eq!(ring, 0.0, "the receive ring kept up");
     let mut r: Vec<_> = reasons.into_iter().filter(|(_, n)| *n > 0).collect();
@@ -320,8 +372,7 @@ fn udp_application(tag: &str, mtu: u32, payload: usize) {
     let (got, reordered, wrong_size, _) = rcv.join().unwrap().unwrap().unwrap();
     assert!(child.wait().unwrap().success());
     let csum_errors = in_csum_errors(&bed.rcv, "Udp");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary_of(&out);
     let completed = summary["runs"][0]["scalars"]["rx_checksums_completed"].as_f64().unwrap();
     let oversize = summary["runs"][0]["scalars"]["dropped_oversize"].as_f64().unwrap();
     println!(
@@ -387,12 +438,7 @@ fn accept_within(l: &std::net::TcpListener, limit: std::time::Duration) -> Resul
 /// sender, since live forwards one way (issue #41: both directions is still to come).
 #[test]
 fn tcp_super_frames_are_segmented_and_every_byte_arrives() {
-    let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED npqos live TCP test: {why}");
-        return;
-    }
-    let bed = Bed::new(&format!("t{}", std::process::id() % 100_000)).unwrap();
+    let Some((_one_bed, bed)) = one_bed("TCP", "t") else { return };
     let (s, r) = (bed.snd.clone(), bed.rcv.clone());
     let sh = |a: &[&str]| netns::sh(a).unwrap();
     sh(&["ip", "-n", &r, "addr", "add", "198.18.0.2/24", "dev", "r0"]);
@@ -448,8 +494,7 @@ fn tcp_super_frames_are_segmented_and_every_byte_arrives() {
     let (n, bad) = server.join().unwrap().unwrap().unwrap();
     assert!(child.wait().unwrap().success());
     let csum_errors = in_csum_errors(&r, "Tcp");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary_of(&out);
     let sc = &summary["runs"][0]["scalars"];
     let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
     println!(
@@ -471,12 +516,7 @@ fn tcp_super_frames_are_segmented_and_every_byte_arrives() {
 /// replies, and a TCP connection (its ACKs coming back through npqos live) moves 4 MiB intact.
 #[test]
 fn ping_arp_and_tcp_work_both_ways_without_static_neighbours() {
-    let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED npqos live both-ways test: {why}");
-        return;
-    }
-    let bed = Bed::new(&format!("b{}", std::process::id() % 100_000)).unwrap();
+    let Some((_one_bed, bed)) = one_bed("both-ways", "b") else { return };
     let (s, r) = (bed.snd.clone(), bed.rcv.clone());
     netns::sh(&["ip", "-n", &r, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
     netns::sh(&["ip", "-n", &s, "neigh", "del", "198.18.0.2", "dev", "s0"]).unwrap();
@@ -488,29 +528,10 @@ fn ping_arp_and_tcp_work_both_ways_without_static_neighbours() {
     let ping = netns::sh(&["ip", "netns", "exec", &s, "ping", "-c", "5", "-i", "0.2", "-W", "1", "198.18.0.2"]);
     let neigh = netns::sh(&["ip", "-n", &s, "neigh", "show", "198.18.0.2"]).unwrap_or_default();
     const BYTES: usize = 4 << 20;
-    let server = netns::in_ns(&r, move || -> Result<usize, String> {
-        use std::io::Read;
-        let l = std::net::TcpListener::bind((netns::RECEIVER_IP, netns::DST_BASE)).map_err(|e| e.to_string())?;
-        let mut c = accept_within(&l, std::time::Duration::from_secs(3))?;
-        c.set_read_timeout(Some(std::time::Duration::from_secs(3))).map_err(|e| e.to_string())?;
-        let mut v = Vec::new();
-        c.read_to_end(&mut v).map_err(|e| format!("after {} B: {e}", v.len()))?;
-        Ok(v.iter().enumerate().filter(|&(i, &b)| b == i as u8).count())
-    });
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let client = netns::in_ns(&s, move || -> Result<(), String> {
-        use std::io::Write;
-        let addr = std::net::SocketAddr::from((netns::RECEIVER_IP, netns::DST_BASE));
-        let mut c = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2))
-            .map_err(|e| e.to_string())?;
-        c.set_write_timeout(Some(std::time::Duration::from_secs(3))).map_err(|e| e.to_string())?;
-        c.write_all(&(0..BYTES).map(|i| i as u8).collect::<Vec<u8>>()).map_err(|e| e.to_string())
-    });
-    let sent = client.join().unwrap().unwrap();
-    let got = server.join().unwrap().unwrap();
+    let addr = std::net::SocketAddr::from((netns::RECEIVER_IP, netns::DST_BASE));
+    let (sent, got) = tcp_transfer(&s, &r, addr, BYTES);
     assert!(child.wait().unwrap().success());
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary_of(&out);
     let sc = &summary["runs"][0]["scalars"];
     let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
     println!(
@@ -545,12 +566,7 @@ fn ping_arp_and_tcp_work_both_ways_without_static_neighbours() {
 /// again), and the run ends normally.
 #[test]
 fn an_interface_that_goes_down_and_up_comes_back_without_a_restart() {
-    let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED npqos live interface down/up test: {why}");
-        return;
-    }
-    let bed = Bed::new(&format!("d{}", std::process::id() % 100_000)).unwrap();
+    let Some((_one_bed, bed)) = one_bed("interface down/up", "d") else { return };
     netns::sh(&["ip", "-n", &bed.rcv, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
     let (dir, mut child) = start_live(
         &bed,
@@ -577,8 +593,7 @@ fn an_interface_that_goes_down_and_up_comes_back_without_a_restart() {
     stop.store(true, Ordering::Relaxed);
     let (got, reordered, _, next) = rcv.join().unwrap().unwrap().unwrap();
     let status = child.wait().unwrap();
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary_of(&out);
     let run: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(out.join("run.json")).unwrap()).unwrap();
     let sc = &summary["runs"][0]["scalars"];
     let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
@@ -608,12 +623,7 @@ fn an_interface_that_goes_down_and_up_comes_back_without_a_restart() {
 /// exit code 2 and a message naming the interface, and writes its results up to then.
 #[test]
 fn an_interface_that_disappears_ends_the_run_with_exit_2() {
-    let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED npqos live interface removed test: {why}");
-        return;
-    }
-    let bed = Bed::new(&format!("g{}", std::process::id() % 100_000)).unwrap();
+    let Some((_one_bed, bed)) = one_bed("interface removed", "g") else { return };
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.toml");
     std::fs::write(
@@ -641,8 +651,7 @@ fn an_interface_that_disappears_ends_the_run_with_exit_2() {
     assert_eq!(o.status.code(), Some(2), "{stderr}");
     assert!(took < std::time::Duration::from_millis(1500), "stopped soon after: {took:?}");
     assert!(stderr.contains("out0") && stderr.contains("disappeared"), "{stderr}");
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary_of(&out);
     assert_eq!(summary["runs"][0]["stop_reason"], "interface out0 removed", "{summary}");
 }
 
@@ -653,12 +662,7 @@ fn an_interface_that_disappears_ends_the_run_with_exit_2() {
 /// Addresses from 2001:2::/48, the IPv6 benchmarking range (RFC 5180).
 #[test]
 fn ipv6_neighbour_discovery_udp_and_tcp_through_the_bridge() {
-    let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED npqos live IPv6 test: {why}");
-        return;
-    }
-    let bed = Bed::new(&format!("v{}", std::process::id() % 100_000)).unwrap();
+    let Some((_one_bed, bed)) = one_bed("IPv6", "v") else { return };
     let (s, r) = (bed.snd.clone(), bed.rcv.clone());
     for (ns, i, a) in [(&s, "s0", "2001:2::1/64"), (&r, "r0", "2001:2::2/64")] {
         for k in ["all", "default", i] {
@@ -719,30 +723,11 @@ fn ipv6_neighbour_discovery_udp_and_tcp_through_the_bridge() {
     stop.store(true, Ordering::Relaxed);
     let (udp_got, udp_bad) = udp_rcv.join().unwrap().unwrap().unwrap();
     const BYTES: usize = 4 << 20;
-    let server = netns::in_ns(&r, move || -> Result<usize, String> {
-        use std::io::Read;
-        let l = std::net::TcpListener::bind((dst, 20_100)).map_err(|e| e.to_string())?;
-        let mut c = accept_within(&l, std::time::Duration::from_secs(3))?;
-        c.set_read_timeout(Some(std::time::Duration::from_secs(3))).map_err(|e| e.to_string())?;
-        let mut v = Vec::new();
-        c.read_to_end(&mut v).map_err(|e| format!("after {} B: {e}", v.len()))?;
-        Ok(v.iter().enumerate().filter(|&(i, &b)| b == i as u8).count())
-    });
-    std::thread::sleep(std::time::Duration::from_millis(200));
-    let client = netns::in_ns(&s, move || -> Result<(), String> {
-        use std::io::Write;
-        let addr = std::net::SocketAddr::from((dst, 20_100));
-        let mut c = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(2))
-            .map_err(|e| e.to_string())?;
-        c.write_all(&(0..BYTES).map(|i| i as u8).collect::<Vec<u8>>()).map_err(|e| e.to_string())
-    });
-    let tcp_sent = client.join().unwrap().unwrap();
-    let tcp_got = server.join().unwrap().unwrap();
+    let (tcp_sent, tcp_got) = tcp_transfer(&s, &r, std::net::SocketAddr::from((dst, 20_100)), BYTES);
     assert!(child.wait().unwrap().success());
     let snmp6 = netns::sh(&["ip", "netns", "exec", &r, "cat", "/proc/net/snmp6"]).unwrap();
     let csum6 = snmp6.lines().find(|l| l.starts_with("Udp6InCsumErrors")).unwrap_or("?").to_string();
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary_of(&out);
     let sc = &summary["runs"][0]["scalars"];
     let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
     println!(
@@ -773,12 +758,7 @@ fn ipv6_neighbour_discovery_udp_and_tcp_through_the_bridge() {
 /// in the results: `live` and `reverse`).
 #[test]
 fn both_directions_are_shaped_each_to_its_own_rate() {
-    let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED npqos live two-way shaping test: {why}");
-        return;
-    }
-    let bed = Bed::new(&format!("w{}", std::process::id() % 100_000)).unwrap();
+    let Some((_one_bed, bed)) = one_bed("two-way shaping", "w") else { return };
     let (s, r) = (bed.snd.clone(), bed.rcv.clone());
     netns::sh(&["ip", "-n", &r, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
     let link = netns::sh(&["ip", "-n", &s, "-o", "link", "show", "s0"]).unwrap();
@@ -806,8 +786,7 @@ fn both_directions_are_shaped_each_to_its_own_rate() {
     stop.store(true, Ordering::Relaxed);
     let (fwd_got, back_got) = (fwd_rcv.join().unwrap().unwrap().unwrap(), back_rcv.join().unwrap().unwrap().unwrap());
     assert!(child.wait().unwrap().success());
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary_of(&out);
     let runs = summary["runs"].as_array().unwrap();
     assert_eq!(runs.len(), 2, "a run per direction");
     assert_eq!(runs[1]["label"], "reverse");
@@ -840,10 +819,7 @@ fn both_directions_are_shaped_each_to_its_own_rate() {
             );
             assert_eq!(got.flows[&i].reordered, 0, "{name}: flow {i} reordered");
         }
-        let dropped: f64 = ["buffer_full", "no_queue", "queue_full", "above_cap", "oversize", "stopped"]
-            .iter()
-            .map(|k| get(&format!("dropped_{k}")))
-            .sum();
+        let dropped = dropped_all(sc);
         assert_eq!(
             get("frames_in"),
             get("frames_out") + dropped + get("queued_at_end"),
@@ -923,15 +899,11 @@ fn iperf3_tcp_flows_get_their_rate_both_ways() {
     // SAFETY: kill(2) on our own child's pid.
     unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
     assert_eq!(child.wait().unwrap().code(), Some(130));
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary_of(&out);
     for run in summary["runs"].as_array().unwrap() {
         let sc = &run["scalars"];
         let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
-        let dropped: f64 = ["buffer_full", "no_queue", "queue_full", "above_cap", "oversize", "stopped"]
-            .iter()
-            .map(|k| get(&format!("dropped_{k}")))
-            .sum();
+        let dropped = dropped_all(sc);
         println!(
             "npqos live {}: frames in {} out {} dropped {dropped} (queue_full {}); backlogged flows {}",
             run["label"],
@@ -972,12 +944,7 @@ fn iperf3_tcp_flows_get_their_rate_both_ways() {
 /// kernel's count of the receive ring's drops.
 #[test]
 fn a_flood_of_new_flows_on_the_bed_stays_within_the_bound() {
-    let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(why) = netns::unavailable() {
-        println!("SKIPPED npqos live flood test: {why}");
-        return;
-    }
-    let bed = Bed::new(&format!("f{}", std::process::id() % 100_000)).unwrap();
+    let Some((_one_bed, bed)) = one_bed("flood", "f") else { return };
     let (dir, child) = start_live(
         &bed,
         "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"4s\"\n[shaper]\nflow_rate = \"1Mbps\"\n",
@@ -994,16 +961,12 @@ fn a_flood_of_new_flows_on_the_bed_stays_within_the_bound() {
         .unwrap_or_default();
     let mut child = child;
     assert!(child.wait().unwrap().success());
-    let summary: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(out.join("summary.json")).unwrap()).unwrap();
+    let summary = summary_of(&out);
     let sc = &summary["runs"][0]["scalars"];
     let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
     let sent: u64 = off.sent.iter().sum();
     let new_flows = off.sent.iter().filter(|&&n| n > 0).count();
-    let dropped: f64 = ["buffer_full", "no_queue", "queue_full", "above_cap", "oversize", "stopped"]
-        .iter()
-        .map(|k| get(&format!("dropped_{k}")))
-        .sum();
+    let dropped = dropped_all(sc);
     let rows = std::fs::read_to_string(out.join("flows.csv")).unwrap().lines().count() - 1;
     let hwm_kib: f64 = hwm.split_whitespace().nth(1).and_then(|v| v.parse().ok()).unwrap_or(f64::NAN);
     println!(

@@ -119,7 +119,10 @@ impl Model for Driver<'_> {
     }
 }
 
-pub(super) fn run(
+/// Runs the router on `traffic` with `seed`; `progress` gets the fraction of arrivals done.
+/// With `threads` of 2 or more, the arrivals (stages 1 and 2) are made on a second thread;
+/// the result is the same byte for byte. A mechanism's refusal ends the run with its error.
+pub fn run(
     p: &RouterParams,
     traffic: &RouterTraffic,
     seed: u64,

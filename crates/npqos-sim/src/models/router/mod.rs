@@ -25,7 +25,6 @@ pub mod scenario;
 #[cfg(test)]
 mod tests;
 
-use crate::results::RunResult;
 use crate::trace::corpus::Corpus;
 use crate::workload::SizeDist;
 use npqos_core::alloc::Policy;
@@ -36,7 +35,6 @@ use npqos_core::sched::fq::Discipline;
 use npqos_core::shaper::Adaptive;
 pub use npqos_core::shaper::Conformance;
 use npqos_core::{Duration, Rate};
-use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
 /// One service: its match rule, delay tolerance, processing cost and output rate.
@@ -270,16 +268,4 @@ pub enum RouterError {
     Trace(#[from] crate::trace::TraceError),
 }
 
-/// Runs the router on `traffic` with `seed`; `progress` gets the fraction of arrivals done.
-/// With `threads` of 2 or more, the arrivals (stages 1 and 2) are made on a second thread;
-/// the result is the same byte for byte.
-pub fn run(
-    p: &RouterParams,
-    traffic: &RouterTraffic,
-    seed: u64,
-    threads: usize,
-    interrupt: Option<Arc<AtomicBool>>,
-    progress: &mut dyn FnMut(f64),
-) -> Result<RunResult, RouterError> {
-    driver::run(p, traffic, seed, threads, interrupt, progress)
-}
+pub use driver::run;

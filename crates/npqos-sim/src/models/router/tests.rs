@@ -5,6 +5,7 @@
 use super::driver::run_traced;
 use super::scenario::{run_scenario, RouterSpec};
 use super::*;
+use crate::results::RunResult;
 use crate::scenario::testing::{assert_names, assert_round_trips, example, parse};
 use npqos_core::classify::Rule;
 use npqos_core::flowmap::HashKind;
@@ -12,6 +13,7 @@ use npqos_core::queues::timing::{Subsystem, TABLE1};
 use npqos_core::Instant;
 use proptest::prelude::*;
 use rand::Rng;
+use std::sync::atomic::AtomicBool;
 
 fn spec(text: &str) -> RouterSpec {
     let sc = parse(text).unwrap();

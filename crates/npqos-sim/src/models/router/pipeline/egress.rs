@@ -4,7 +4,7 @@
 //! here, and [`RouterQueues`] shows the FIFOs to the element.
 
 use super::*;
-use npqos_core::pipeline::EgressQueues;
+use npqos_core::pipeline::{EgressQueues, Pick};
 
 /// The output FIFOs as the egress element sees them, with what a throttled queue changes here:
 /// its head packet's flow and class count an overlimit, and under the periodic shaper the
@@ -119,6 +119,38 @@ impl Pipeline<'_> {
         self.link_try(now, fx);
     }
 
+    /// The next packet for the link at `now`: the egress element's pick over the shaped
+    /// queues (the output queues, or with processing none the ingress queues). `None`: nothing
+    /// may go, or the element refused (the run failed).
+    #[inline]
+    fn pick(&mut self, now: Instant, fx: &mut Effects) -> Option<Pick> {
+        let mut queues = RouterQueues {
+            pkts: &self.pkts,
+            fifo: &self.fifo,
+            shaped: &self.shaped,
+            flow_queues_shaped: self.flow_queues_shaped,
+            flows: &mut self.flows,
+            other_flows: &mut self.other_flows,
+            classes: &mut self.classes,
+            fx,
+            now,
+            periodic: matches!(self.egress.shaping(), Shaping::Periodic(_)),
+            event_throttled: false,
+        };
+        let pick = self.egress.pick(now, &mut queues);
+        if queues.event_throttled {
+            // A throttle moved the heaps; an eligible send leaves them as they were.
+            self.shaper_wake = self.egress.next_wakeup();
+        }
+        match pick {
+            Ok(p) => p,
+            Err(e) => {
+                self.fail(now.as_nanos(), EGRESS, e);
+                None
+            }
+        }
+    }
+
     /// Picks packets for the link while fewer than `link.ahead` wait to start (their
     /// descriptor dequeues overlap the current transmission; with one, a dequeue's latency
     /// bounds the packet rate).
@@ -131,29 +163,7 @@ impl Pipeline<'_> {
             if self.tx.len() as u32 >= self.p.link_ahead {
                 return;
             }
-            let mut queues = RouterQueues {
-                pkts: &self.pkts,
-                fifo: &self.fifo,
-                shaped: &self.shaped,
-                flow_queues_shaped: self.flow_queues_shaped,
-                flows: &mut self.flows,
-                other_flows: &mut self.other_flows,
-                classes: &mut self.classes,
-                fx,
-                now: nowi,
-                periodic: matches!(self.egress.shaping(), Shaping::Periodic(_)),
-                event_throttled: false,
-            };
-            let pick = self.egress.pick(nowi, &mut queues);
-            if queues.event_throttled {
-                // A throttle moved the heaps; an eligible send leaves them as they were.
-                self.shaper_wake = self.egress.next_wakeup();
-            }
-            let pick = match pick {
-                Ok(Some(pick)) => pick,
-                Ok(None) => return,
-                Err(e) => return self.fail(now, EGRESS, e),
-            };
+            let Some(pick) = self.pick(nowi, fx) else { return };
             let q = pick.queue;
             let id = self.fifo[q.index()].head;
             // The next queues of the round: start loading their state (the queue after next)
@@ -206,31 +216,7 @@ impl Pipeline<'_> {
         let t = now.as_nanos();
         let mut sent = 0;
         while sent < room && self.error.is_none() {
-            let mut queues = RouterQueues {
-                pkts: &self.pkts,
-                fifo: &self.fifo,
-                shaped: &self.shaped,
-                flow_queues_shaped: self.flow_queues_shaped,
-                flows: &mut self.flows,
-                other_flows: &mut self.other_flows,
-                classes: &mut self.classes,
-                fx,
-                now,
-                periodic: matches!(self.egress.shaping(), Shaping::Periodic(_)),
-                event_throttled: false,
-            };
-            let pick = self.egress.pick(now, &mut queues);
-            if queues.event_throttled {
-                self.shaper_wake = self.egress.next_wakeup();
-            }
-            let pick = match pick {
-                Ok(Some(pick)) => pick,
-                Ok(None) => break,
-                Err(e) => {
-                    self.fail(t, EGRESS, e);
-                    break;
-                }
-            };
+            let Some(pick) = self.pick(now, fx) else { break };
             let q = pick.queue;
             let id = self.fifo[q.index()].head;
             let pk = self.pkts[id as usize];
