@@ -391,25 +391,7 @@ pub fn forward(
             until = until.min(now + if tx.is_down() { DOWN_RETRY } else { 20_000 });
         }
         if spec.wait == Wait::Sleep && until > now {
-            let d = (until - now).min(100_000_000);
-            let ts = libc::timespec { tv_sec: (d / 1_000_000_000) as i64, tv_nsec: (d % 1_000_000_000) as i64 };
-            let poll = |fd| libc::pollfd { fd, events: libc::POLLIN | libc::POLLERR, revents: 0 };
-            let mut pfd = [poll(rx.fd()), poll(rev.as_ref().map_or(-1, |r| r.rx.fd()))];
-            // SAFETY: valid pollfds (a negative fd is ignored), a valid timeout, no signal mask
-            // change.
-            let r = unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, &ts, std::ptr::null()) };
-            // A socket error (ENETDOWN: the interface went down) is taken, or poll would
-            // report it again at once on every turn.
-            if r > 0 && pfd[0].revents & libc::POLLERR != 0 {
-                if let Some(e) = rx.take_error() {
-                    tracing::warn!("receiving on {:?}: {e}", spec.input);
-                }
-            }
-            if let Some(r) = rev.as_mut().filter(|_| r > 0 && pfd[1].revents & libc::POLLERR != 0) {
-                if let Some(e) = r.rx.take_error() {
-                    tracing::warn!("receiving on {:?}: {e}", spec.output);
-                }
-            }
+            sleep(spec, &mut rx, rev.as_mut(), (until - now).min(100_000_000));
         }
     }
     let stop_ns = monotonic_ns();
@@ -434,6 +416,27 @@ pub fn forward(
         reverse_forwarder,
         passed,
     })
+}
+
+/// Sleeps in `ppoll` for at most `ns` nanoseconds, until a block arrives on the input's (or
+/// the way back's) receive ring. A socket error (ENETDOWN: the interface went down) is taken,
+/// or poll would report it again at once on every turn.
+fn sleep(spec: &LiveSpec, rx: &mut RxRing, rev: Option<&mut ReversePath>, ns: u64) {
+    let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as i64, tv_nsec: (ns % 1_000_000_000) as i64 };
+    let poll = |fd| libc::pollfd { fd, events: libc::POLLIN | libc::POLLERR, revents: 0 };
+    let mut pfd = [poll(rx.fd()), poll(rev.as_ref().map_or(-1, |r| r.rx.fd()))];
+    // SAFETY: valid pollfds (a negative fd is ignored), a valid timeout, no signal mask change.
+    let r = unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+    if r > 0 && pfd[0].revents & libc::POLLERR != 0 {
+        if let Some(e) = rx.take_error() {
+            tracing::warn!("receiving on {:?}: {e}", spec.input);
+        }
+    }
+    if let Some(back) = rev.filter(|_| r > 0 && pfd[1].revents & libc::POLLERR != 0) {
+        if let Some(e) = back.rx.take_error() {
+            tracing::warn!("receiving on {:?}: {e}", spec.output);
+        }
+    }
 }
 
 /// The pipeline for `spec` whose transmit slots hold `max_frame` bytes.
