@@ -50,19 +50,19 @@ pub struct LiveRun {
     pub super_frames: u64,
     pub segments: u64,
     /// The way back, output to input (`live.reverse = "pass"` or `"shape"`).
-    pub reverse: Option<ReverseCounts>,
+    pub reverse: Option<WayCounts>,
     /// The way back's own pipeline when it is shaped (`live.reverse = "shape"`).
     pub reverse_forwarder: Option<Forwarder>,
     /// `live.mode = "pass"`: the way in passed on as it comes, no pipeline (the do-nothing
     /// forwarder on the same rings, to measure what the path itself costs).
-    pub passed: Option<ReverseCounts>,
+    pub passed: Option<WayCounts>,
 }
 
-/// What the way back (output to input) did: frames passed on as they came, unshaped
-/// (`live.reverse = "pass"`), or through a pipeline of their own (`"shape"`), with the same
-/// offload work as the way in.
+/// What a way passed on without a pipeline did: the way back (output to input, `live.reverse =
+/// "pass"`; shaped, `"shape"`, its frames in and out of its pipeline), or the way in with
+/// `live.mode = "pass"`; frames passed on as they came, with the same offload work.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct ReverseCounts {
+pub struct WayCounts {
     pub rx: RxCounters,
     pub tx: TxCounters,
     /// Frames offered to the input (a super-frame's segments each; shaped: to the way back's
@@ -83,7 +83,7 @@ struct ReversePath {
     rx: RxRing,
     tx: TxRing,
     scratch: Vec<u8>,
-    counts: ReverseCounts,
+    counts: WayCounts,
     shaper: Option<Forwarder>,
 }
 
@@ -99,7 +99,7 @@ impl ReversePath {
             rx: RxRing::open(&spec.output, spec.rx_ring)?,
             tx,
             scratch,
-            counts: ReverseCounts::default(),
+            counts: WayCounts::default(),
             shaper,
         })
     }
@@ -165,7 +165,7 @@ fn pass_frames(
     rx: &mut RxRing,
     tx: &mut TxRing,
     scratch: &mut Vec<u8>,
-    counts: &mut ReverseCounts,
+    counts: &mut WayCounts,
     blocks: usize,
 ) -> usize {
     let (mtu, max) = (tx.mtu() as usize, tx.max_frame() as usize);
@@ -176,7 +176,7 @@ fn pass_frames(
             break;
         }
         let mut room = tx.room(usize::MAX);
-        let mut send = |frame: &[u8], counts: &mut ReverseCounts| {
+        let mut send = |frame: &[u8], counts: &mut WayCounts| {
             counts.frames_in += 1;
             if room == 0 {
                 counts.dropped_tx_full += 1;
@@ -302,7 +302,7 @@ pub fn forward(
     let mut next_status = t0;
     let mut complete = true;
     let mut lost = None;
-    let mut passed = (spec.mode == Mode::Pass).then(ReverseCounts::default);
+    let mut passed = (spec.mode == Mode::Pass).then(WayCounts::default);
     loop {
         let mut now = monotonic_ns();
         if end.is_some_and(|e| now >= e) {
@@ -412,7 +412,7 @@ pub fn forward(
         lost,
         super_frames,
         segments,
-        reverse: rev.map(|mut r| ReverseCounts { rx: r.rx.counters(), tx: r.tx.counters(), ..r.counts }),
+        reverse: rev.map(|mut r| WayCounts { rx: r.rx.counters(), tx: r.tx.counters(), ..r.counts }),
         reverse_forwarder,
         passed,
     })

@@ -194,9 +194,7 @@ fn drive(d: &mut Driver<'_>, interrupt: Option<Arc<AtomicBool>>) -> (StopReason,
 #[cfg(test)]
 #[test]
 fn a_refusal_ends_the_run_with_its_error() {
-    let mut p = super::tests::transparent(4, 0.0, npqos_core::Rate::gbps(10));
-    p.services[0].rate = Some(npqos_core::Rate::from_bits_per_sec(100_000_000));
-    p.services[0].per_flow = true;
+    let p = super::tests::per_flow_shaped();
     let traffic = super::tests::synthetic(10, 1_000);
     let mut progress = |_: f64| {};
     let mut d = Driver::new(&p, &traffic, 1, false, &mut progress).expect("a valid router");

@@ -143,6 +143,15 @@ pub(super) fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterPa
     }
 }
 
+/// [`transparent`] on 4 processors and a 10 Gbps link with its one service shaped per flow to
+/// 100 Mbps (the refusal tests' router).
+pub(super) fn per_flow_shaped() -> RouterParams {
+    let mut p = transparent(4, 0.0, Rate::gbps(10));
+    p.services[0].rate = Some(Rate::from_bits_per_sec(100_000_000));
+    p.services[0].per_flow = true;
+    p
+}
+
 pub(super) fn synthetic(flows: u32, gap_us: u64) -> RouterTraffic {
     RouterTraffic::synthetic(
         flows,

@@ -772,9 +772,7 @@ impl Pipeline<'_> {
 #[cfg(test)]
 #[test]
 fn a_refused_drr_call_is_reported() {
-    let mut p = super::tests::transparent(4, 0.0, npqos_core::Rate::gbps(10));
-    p.services[0].rate = Some(npqos_core::Rate::from_bits_per_sec(100_000_000));
-    p.services[0].per_flow = true;
+    let p = super::tests::per_flow_shaped();
     let traffic = super::tests::synthetic(10, 1_000);
     let mut pipe = Pipeline::new(&p, &traffic, 1, false).expect("a valid router");
     let mut fx = Effects::default();
