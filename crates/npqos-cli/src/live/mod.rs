@@ -58,9 +58,9 @@ pub struct LiveRun {
     pub passed: Option<WayCounts>,
 }
 
-/// What a way passed on without a pipeline did: the way back (output to input, `live.reverse =
-/// "pass"`; shaped, `"shape"`, its frames in and out of its pipeline), or the way in with
-/// `live.mode = "pass"`; frames passed on as they came, with the same offload work.
+/// What one way's rings did, with its frames in and out: the way back (output to input,
+/// passed on as they came with `live.reverse = "pass"`, or through its own pipeline with
+/// `"shape"`), or the way in passed on without a pipeline (`live.mode = "pass"`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WayCounts {
     pub rx: RxCounters,
