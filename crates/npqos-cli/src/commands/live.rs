@@ -34,7 +34,7 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
         progress.set(frac);
         progress.message(format!(
             "{} flows  in {}  out {}  dropped {}  heap {}  (flow_rate {rate})",
-            fw.flows().len(),
+            fw.flow_count(),
             t.frames_in,
             t.frames_out,
             drops,
@@ -47,7 +47,8 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
     })?;
     progress.finish();
     let fw = &run.forwarder;
-    let lost_reason = run.lost.as_ref().map(|i| format!("interface {i} removed"));
+    let lost_reason = (run.lost.as_ref().map(|i| format!("interface {i} removed")))
+        .or(run.refused.as_ref().map(|e| format!("pipeline stopped: {e}")));
     let stop_reason = match (&lost_reason, run.complete) {
         (Some(r), _) => r.as_str(),
         (None, true) => "duration",
@@ -91,7 +92,7 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
             t.frames_out,
             t.drops.iter().sum::<u64>(),
             run.rx.ring_drops,
-            fw.flows().len()
+            fw.flow_count()
         );
         println!(
             "  backlogged flows: {}, rate mean {:.3} Mbps (configured {rate}), worst error {:.2}%; {:.0} ns CPU per forwarded frame",
@@ -101,6 +102,17 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
             per_frame
         );
         println!("  results in {}", dir.display());
+    }
+    if let Some(e) = &run.refused {
+        return Err(anyhow::anyhow!(
+            "the pipeline stopped after {:.1} s: {e}; the results up to then are in {}",
+            run.elapsed_ns as f64 / 1e9,
+            dir.display()
+        ));
+    }
+    let ways = std::iter::once(fw).chain(run.reverse_forwarder.as_ref());
+    if let Some(e) = ways.map(npqos_sim::live::Forwarder::check).find_map(Result::err) {
+        return Err(anyhow::anyhow!("{e}; the results are in {}", dir.display()));
     }
     if let Some(i) = &run.lost {
         return Err(bad(format!(

@@ -46,6 +46,8 @@ pub struct LiveRun {
     pub complete: bool,
     /// The interface that disappeared and ended the run, if one did.
     pub lost: Option<String>,
+    /// The pipeline's refusal (a defect in it) that ended the run, if one did.
+    pub refused: Option<String>,
     /// TCP offload super-frames received, and the segments they were cut into.
     pub super_frames: u64,
     pub segments: u64,
@@ -302,6 +304,7 @@ pub fn forward(
     let mut next_status = t0;
     let mut complete = true;
     let mut lost = None;
+    let mut refused = None;
     let mut passed = (spec.mode == Mode::Pass).then(WayCounts::default);
     loop {
         let mut now = monotonic_ns();
@@ -354,6 +357,12 @@ pub fn forward(
             let _ = fw.transmit(t, room, |frame| tx.push(frame));
         }
         tx.flush();
+        // A mechanism's refusal stops the pipeline (a defect): stop forwarding, keep the results.
+        if let Some(e) = fw.error().or(rev.as_ref().and_then(|r| r.shaper.as_ref()).and_then(Forwarder::error)) {
+            tracing::error!("the pipeline stopped: {e}");
+            (refused, complete) = (Some(e.to_string()), false);
+            break;
+        }
         if now >= next_sample {
             fw.sample(t);
             if let Some(back) = rev.as_mut().and_then(|r| r.shaper.as_mut()) {
@@ -396,10 +405,8 @@ pub fn forward(
     }
     let stop_ns = monotonic_ns();
     fw.sample(Instant::from_nanos(stop_ns));
-    fw.stop();
     let reverse_forwarder = rev.as_mut().and_then(|r| r.shaper.take()).map(|mut back| {
         back.sample(Instant::from_nanos(stop_ns));
-        back.stop();
         back
     });
     Ok(LiveRun {
@@ -410,6 +417,7 @@ pub fn forward(
         cpu_ns: thread_cpu_ns() - cpu0,
         complete,
         lost,
+        refused,
         super_frames,
         segments,
         reverse: rev.map(|mut r| WayCounts { rx: r.rx.counters(), tx: r.tx.counters(), ..r.counts }),

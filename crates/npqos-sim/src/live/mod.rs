@@ -1,33 +1,29 @@
-//! `npqos live`'s data plane without its I/O (docs/live.md): the pipeline the command runs on
-//! real frames, driven here by whoever holds the clock and the rings.
+//! `npqos live`'s data plane without its I/O (docs/live.md): the router's pipeline
+//! ([`crate::models::router::pipeline`], docs/pipeline.md) driven by whoever holds the clock
+//! and the rings.
 //!
-//! [`Forwarder`] composes the library's mechanisms, the same code the simulator calls:
+//! [`Forwarder`] is that pipeline's real-clock driver, with the configuration
+//! [`LiveSpec::router_params`] makes of a live file: one service every frame belongs to, shaped
+//! per flow; processing none; an ideal queue memory; the caller's transmit ring as the link.
+//! So a frame goes through the code the simulator runs:
 //!
-//! 1. classification of each frame by its 5-tuple (the trace decoder's
-//!    [`crate::trace::decode`]); frames that carry no IP packet form one flow of their own;
-//! 2. dqs, as the pipeline's ingress element ([`npqos_core::pipeline::Ingress`], the router
-//!    model's stage 3, here keeping the frames): the flow's physical queue from the pool, the frame's
-//!    bytes in the block buffer, a drop with its reason when the buffer or the pool is exhausted;
-//! 3. kim's event-driven shaper ([`npqos_core::shaper::EventShaper`]), one bucket per flow at
-//!    the flow rate, send-then-pay (Algorithm 1) or wait-for-tokens (tbf);
-//! 4. DRR ([`npqos_core::sched::drr::Drr`]) over the queues that hold frames and are not
-//!    throttled, towards the output interface, as many frames as the caller has room for.
-//!    Steps 3 and 4 are the pipeline's egress element ([`npqos_core::pipeline::Egress`]), the
-//!    code the router model runs.
+//! 1. classification by its 5-tuple (the trace decoder's [`crate::trace::decode`]); frames
+//!    that carry no IP packet form one flow of their own; its row of the flow counters
+//!    ([`FlowIndex`], the memory bound of `[stats]`);
+//! 2. the ingress element, dqs keeping the frames: the flow's physical queue from the pool,
+//!    the frame's bytes in the block buffer, a drop with its reason when the buffer, the
+//!    pool or the queue's limit is exhausted;
+//! 3. the egress element: kim's event-driven shaper, one bucket per flow at the flow rate
+//!    (send-then-pay or wait-for-tokens), lent by the pipeline's bucket-lifetime rule, dqs's
+//!    shared queue (if any) by one bucket of its own; the DRR round over the queues that hold
+//!    frames and are not throttled, as many frames as the caller has room for.
 //!
 //! The caller tells it `now` (CLOCK_MONOTONIC in `npqos live`, any clock in a test), hands it
 //! frames with [`Forwarder::receive`], asks [`Forwarder::next_wakeup`] when the shaper next needs
 //! it, calls [`Forwarder::wake`] then, and takes frames for the wire from
-//! [`Forwarder::transmit`]. It counts every frame: in = out + dropped (by reason) + queued.
-//!
-//! A flow's bucket outlives its physical queue, by the pipeline's one bucket-lifetime rule
-//! ([`npqos_core::pipeline::FlowBuckets`], docs/pipeline.md): dqs keeps a flow's queue only
-//! while it has frames queued; the flow holds its bucket while it has a queue, and when the
-//! queue is released the bucket is parked with the time it is full again
-//! ([`EventShaper::full_at`]). A flow that comes back takes its own bucket back, full or not;
-//! a new flow takes a bucket never used, else a parked one that is full again (the same as a
-//! new one), else the one nearest to full from its idle flow (counted as `bucket_evictions`).
-//! The pool has two buckets per physical queue, so at least half are free of a queue.
+//! [`Forwarder::transmit`]. The pipeline counts every frame by flow and class, in = out +
+//! dropped (by reason) + queued; the forwarder adds what only a data plane has (its totals,
+//! each flow's first and last times in and out, the time series).
 
 pub mod csum;
 pub mod gso;
@@ -35,50 +31,55 @@ pub mod spec;
 
 pub use spec::{Direction, LiveSpec, Mode, Reverse, Wait};
 
-use crate::results::{ClassRecord, CountRow, FlowRecord, Histogram, Note, RunResult, Series, Table};
+use crate::models::router::arrivals::{Arrival as Classified, NO_HINT};
+use crate::models::router::pipeline::{Effects, Pipeline, Received, RowCounts, DROPS};
+use crate::models::router::RouterError;
+use crate::results::{Histogram, Note, RunResult, Series, Table};
 use crate::trace::decode::decode;
 use crate::trace::reader::{linktype, Record};
 use npqos_core::flow::FlowKey;
 use npqos_core::flowmap::Dqs;
-use npqos_core::id::{CoreId, QueueId};
-use npqos_core::pipeline::{
-    Admit, Counts, Egress, EgressQueues, FlowBuckets, FlowIndex, Ingress, IngressDrop, IngressKind, Shaping,
-};
-use npqos_core::sched::drr::Drr;
-use npqos_core::shaper::{BucketParams, Conformance, EventShaper};
-use npqos_core::{Error, Instant};
-use std::collections::VecDeque;
+use npqos_core::id::CoreId;
+use npqos_core::pipeline::{FlowBuckets, FlowIndex, Shaping};
+use npqos_core::shaper::EventShaper;
+use npqos_core::Instant;
 
-/// Why a frame was not forwarded.
+/// Why a frame was not forwarded: the pipeline's reasons a live configuration can give.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reason {
-    /// dqs: not enough free blocks in the buffer.
+    /// dqs: not enough free blocks in the buffer (`ingress_buffer_full`).
     BufferFull,
-    /// dqs: a new flow found every physical queue taken (`on_exhausted = "drop"`).
+    /// dqs: a new flow found every physical queue taken, `on_exhausted = "drop"`
+    /// (`ingress_no_queue`).
     NoQueue,
-    /// dqs: the flow's queue holds `[table] queue_limit` bytes.
+    /// dqs: the flow's queue holds `[table] queue_limit` bytes (`ingress_queue_full`).
     QueueFull,
     /// Wait-for-tokens: the frame is larger than the bucket's cap, so it could never conform
-    /// (Linux tbf drops such packets too).
+    /// (Linux tbf drops such packets too) (`exceeds_bucket`).
     AboveCap,
-    /// The frame is larger than a transmit slot.
+    /// The frame is larger than a transmit slot (`oversize`).
     Oversize,
-    /// Still queued when forwarding stopped.
-    Stopped,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 6] =
-        [Reason::BufferFull, Reason::NoQueue, Reason::QueueFull, Reason::AboveCap, Reason::Oversize, Reason::Stopped];
+    pub const ALL: [Reason; 5] =
+        [Reason::BufferFull, Reason::NoQueue, Reason::QueueFull, Reason::AboveCap, Reason::Oversize];
+    /// Its name in the results (`dropped_<name>`): the pipeline's, the router's too.
     pub fn name(self) -> &'static str {
+        DROPS[self.index()]
+    }
+    /// Its index among the pipeline's reasons ([`DROPS`]).
+    pub fn index(self) -> usize {
         match self {
-            Reason::BufferFull => "buffer_full",
-            Reason::NoQueue => "no_queue",
-            Reason::QueueFull => "queue_full",
-            Reason::AboveCap => "above_cap",
-            Reason::Oversize => "oversize",
-            Reason::Stopped => "stopped",
+            Reason::BufferFull => 1,
+            Reason::NoQueue => 2,
+            Reason::AboveCap => 4,
+            Reason::QueueFull => 6,
+            Reason::Oversize => 7,
         }
+    }
+    fn of(index: usize) -> Option<Reason> {
+        Reason::ALL.into_iter().find(|r| r.index() == index)
     }
 }
 
@@ -87,11 +88,14 @@ impl Reason {
 pub enum Arrival {
     Queued,
     Dropped(Reason),
+    /// The pipeline stopped on a mechanism's refusal ([`Forwarder::error`]); the next
+    /// [`Forwarder::transmit`] or [`Forwarder::wake`] returns it.
+    Refused,
 }
 
 /// A flow's counters in the pipeline's vocabulary (docs/pipeline.md), one drop count per
-/// [`Reason::ALL`].
-pub type LiveCounts = Counts<6>;
+/// reason of the pipeline ([`DROPS`]; [`Reason::index`]).
+pub type LiveCounts = RowCounts;
 
 /// What one flow did (or, for the row of the flows past the exact table, all of them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -99,7 +103,8 @@ pub struct FlowStats {
     pub key: FlowKey,
     /// The frames carried no IP packet (the one non-IP flow).
     pub non_ip: bool,
-    /// Frames offered, sent, dropped by reason, overlimits, delay in npqos's queues.
+    /// Frames offered, sent, dropped by reason, overlimits, delay in npqos's queues: the
+    /// pipeline's counters of the flow's row.
     pub counts: LiveCounts,
     /// Times the flow was given a physical queue (it keeps its bucket across them while the
     /// bucket is not full).
@@ -111,13 +116,29 @@ pub struct FlowStats {
     first_out_len: u64,
 }
 
-impl FlowStats {
+/// The part of a flow's row only a data plane has: its key and its times in and out.
+#[derive(Clone, Copy, Debug)]
+struct FlowTimes {
+    key: FlowKey,
+    non_ip: bool,
+    activations: u64,
+    in_packets: u64,
+    out_packets: u64,
+    first_in_ns: u64,
+    last_in_ns: u64,
+    first_out_ns: u64,
+    last_out_ns: u64,
+    first_out_len: u64,
+}
+
+impl FlowTimes {
     fn new(key: FlowKey, non_ip: bool) -> Self {
-        FlowStats {
+        FlowTimes {
             key,
             non_ip,
-            counts: LiveCounts::default(),
             activations: 0,
+            in_packets: 0,
+            out_packets: 0,
             first_in_ns: 0,
             last_in_ns: 0,
             first_out_ns: 0,
@@ -125,6 +146,22 @@ impl FlowStats {
             first_out_len: 0,
         }
     }
+    fn with(&self, counts: LiveCounts) -> FlowStats {
+        FlowStats {
+            key: self.key,
+            non_ip: self.non_ip,
+            counts,
+            activations: self.activations,
+            first_in_ns: self.first_in_ns,
+            last_in_ns: self.last_in_ns,
+            first_out_ns: self.first_out_ns,
+            last_out_ns: self.last_out_ns,
+            first_out_len: self.first_out_len,
+        }
+    }
+}
+
+impl FlowStats {
     pub fn dropped(&self) -> u64 {
         self.counts.dropped_packets()
     }
@@ -168,9 +205,6 @@ impl FlowStats {
 /// The key of the non-IP flow: no IP flow has zone `u16::MAX` (zones come from trace copies).
 const NON_IP: FlowKey =
     FlowKey { src: [0; 16], dst: [0; 16], src_port: 0, dst_port: 0, proto: 0, is_v6: false, zone: u16::MAX };
-/// No flow row (a queue nobody holds); distinct from [`FlowIndex::OTHER`].
-const NO_FLOW: u32 = u32::MAX - 1;
-const NONE: u32 = u32::MAX;
 /// The shaper's one core: `npqos live` forwards on one thread.
 const CORE: CoreId = CoreId(0);
 
@@ -181,7 +215,8 @@ pub struct Totals {
     pub bytes_in: u64,
     pub frames_out: u64,
     pub bytes_out: u64,
-    pub drops: [u64; 6],
+    /// Frames dropped, by reason of [`Reason::ALL`].
+    pub drops: [u64; Reason::ALL.len()],
     /// Timer wake-ups that re-enabled at least one queue.
     pub wakeups: u64,
     /// Largest number of queues waiting in the shaper's heap.
@@ -192,40 +227,36 @@ pub struct Totals {
     pub overlimits: u64,
 }
 
-/// The pipeline. See the module documentation.
+impl Totals {
+    /// Frames dropped for `reason`.
+    pub fn dropped(&self, reason: Reason) -> u64 {
+        self.drops[Reason::ALL.iter().position(|&r| r == reason).expect("a reason of ALL")]
+    }
+}
+
+/// The pipeline's refusal `e`, reported again (every call after it returns it).
+fn again(e: &RouterError) -> RouterError {
+    match e {
+        RouterError::Mechanism { at, stage, msg } => RouterError::Mechanism { at: *at, stage, msg: msg.clone() },
+        other => RouterError::Config(other.to_string()),
+    }
+}
+
+/// The pipeline's real-clock driver. See the module documentation.
 pub struct Forwarder {
     spec: LiveSpec,
-    /// The pipeline's ingress element: dqs over the block buffer that keeps the frames.
-    ingress: Ingress,
-    /// The pipeline's egress element: the event-driven shaper over the buckets and the DRR
-    /// round over the physical queues.
-    egress: Egress,
-    max_frame: u32,
+    /// The router's pipeline with processing none and the caller's ring as its link.
+    pipe: Pipeline,
+    /// Its timed effects: none without processors, a queue memory or samples (checked).
+    fx: Effects,
+    /// The output queue of the service's first flow bucket (the arrivals' `eq`).
+    eq: u32,
     /// Flows to rows of the counters, with the memory bound of `[stats]`: the first
-    /// `stats.flows` flows each a row of `stats`, the rest together in `other`.
+    /// `stats.flows` flows each a row, the rest together in `other`.
     index: FlowIndex,
-    stats: Vec<FlowStats>,
-    other: FlowStats,
-    /// Per physical queue, the arrival times of its frames (their delay when they leave).
-    stamps: Vec<VecDeque<u64>>,
-    /// Every sent frame's delay in npqos's queues, ns.
-    delay: hdrhistogram::Histogram<u64>,
-    /// Per physical queue, the row of the flow it holds (NO_FLOW: none; the shared queue
-    /// holds many, found from the frame).
-    queue_flow: Vec<u32>,
-    shared: Option<QueueId>,
-    /// The shared queue's one bucket (the last).
-    shared_bucket: u32,
-    /// The flows' buckets (the shaper's first `2 x queues`), lent by the pipeline's rule.
-    buckets: FlowBuckets,
-    /// Per physical queue, the bucket of the flow holding it; per flow bucket, the physical
-    /// queue of its flow while the flow holds one (NONE while parked).
-    queue_bucket: Vec<u32>,
-    bucket_queue: Vec<u32>,
-    /// A call `receive` could not make (it returns what became of the frame, not an error):
-    /// the next `transmit` returns it.
-    refused: Option<Error>,
-    frame: Vec<u8>,
+    times: Vec<FlowTimes>,
+    other: FlowTimes,
+    /// Counted here: frames and bytes in and out, the largest heap, active flows and blocks.
     totals: Totals,
     series: [Vec<(f64, f64)>; 4],
     start: Option<Instant>,
@@ -237,44 +268,20 @@ pub struct Forwarder {
 impl Forwarder {
     /// A forwarder for `spec` whose transmit slots hold frames of at most `max_frame` bytes.
     ///
-    /// Errors: a configuration a mechanism refuses (the spec reader catches the common ones).
-    pub fn new(spec: &LiveSpec, max_frame: u32) -> Result<Self, Error> {
+    /// Errors: a configuration the pipeline refuses (the spec reader catches the common ones).
+    pub fn new(spec: &LiveSpec, max_frame: u32) -> Result<Self, RouterError> {
+        let p = std::sync::Arc::new(spec.router_params());
         let seed = match spec.table.hash {
             npqos_core::flowmap::HashKind::H3 { seed } | npqos_core::flowmap::HashKind::Fast { seed } => seed,
         };
-        let ingress = Ingress::new(IngressKind::Dqs, &spec.table, 1, seed)?;
-        let shared = ingress.dqs().and_then(Dqs::shared_queue);
-        let queues = spec.table.queues + shared.is_some() as u32;
-        // Two buckets per physical queue: one for each flow that holds a queue, and as many for
-        // idle flows whose buckets are still filling. Then the shared queue's.
-        let flow_buckets = 2 * spec.table.queues;
-        let bucket = BucketParams { cir: spec.flow_rate, cap_bytes: spec.bucket.cap, alpha_bytes: spec.bucket.alpha };
-        let shaper = EventShaper::new(&vec![bucket; (flow_buckets + shared.is_some() as u32) as usize], 1, 0, 6)
-            .map_err(|e| Error::BadParameter { parameter: "shaper", value: e.to_string(), expected: "a valid bucket" })?
-            .with_timer(spec.bucket.timer)
-            .map_err(|e| Error::BadParameter {
-                parameter: "shaper",
-                value: e.to_string(),
-                expected: "a valid bucket",
-            })?;
-        let drr = Drr::new(queues, spec.table.quantum as u64)?;
+        let pipe = Pipeline::new(p, 0.0, seed, false)?.with_ring_link(max_frame)?;
         Ok(Forwarder {
-            ingress,
-            egress: Egress::new(Shaping::Event(shaper), spec.bucket.conformance, drr),
-            max_frame,
+            eq: pipe.eq_base()[0],
+            pipe,
+            fx: Effects::default(),
             index: FlowIndex::new(spec.stats.flows as usize, spec.stats.heavy_flows as usize),
-            stats: Vec::new(),
-            other: FlowStats::new(NON_IP, false),
-            stamps: vec![VecDeque::new(); queues as usize],
-            delay: hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds"),
-            queue_flow: vec![NO_FLOW; queues as usize],
-            shared,
-            shared_bucket: flow_buckets,
-            buckets: FlowBuckets::new(flow_buckets)?,
-            queue_bucket: vec![NONE; queues as usize],
-            bucket_queue: vec![NONE; flow_buckets as usize],
-            refused: None,
-            frame: Vec::with_capacity(max_frame as usize),
+            times: Vec::new(),
+            other: FlowTimes::new(NON_IP, false),
             totals: Totals::default(),
             series: Default::default(),
             start: None,
@@ -288,87 +295,63 @@ impl Forwarder {
     pub fn spec(&self) -> &LiveSpec {
         &self.spec
     }
-    pub fn totals(&self) -> &Totals {
-        &self.totals
+    /// The totals, with the drops and overlimits the pipeline counted.
+    pub fn totals(&self) -> Totals {
+        let mut t = self.totals;
+        let d = self.pipe.drops();
+        t.drops = Reason::ALL.map(|r| d[r.index()]);
+        t.wakeups = self.pipe.wakeups();
+        t.overlimits = self.pipe.class_row(0).map_or(0, |c| c.overlimits);
+        t
+    }
+    /// Flows counted exactly (the rows of [`Self::flows`]).
+    pub fn flow_count(&self) -> usize {
+        self.times.len()
     }
     /// The flows of the exact table, in the order first seen.
-    pub fn flows(&self) -> &[FlowStats] {
-        &self.stats
+    pub fn flows(&self) -> Vec<FlowStats> {
+        self.times.iter().enumerate().map(|(r, t)| t.with(self.pipe.flow_row(r as u32))).collect()
     }
     /// Every flow past the exact table, together.
-    pub fn other_flows(&self) -> &FlowStats {
-        &self.other
+    pub fn other_flows(&self) -> FlowStats {
+        self.other.with(self.pipe.flow_row(FlowIndex::OTHER))
     }
     pub fn shaper(&self) -> &EventShaper {
-        match self.egress.shaping() {
+        match self.pipe.shaping() {
             Shaping::Event(e) => e,
-            _ => unreachable!("live builds an event-driven shaper"),
+            _ => unreachable!("live's configuration is event-driven shaping"),
         }
     }
     /// The flows' buckets and the rule's counters.
     pub fn buckets(&self) -> &FlowBuckets {
-        &self.buckets
+        self.pipe.flow_buckets().expect("live shapes per flow")
     }
     /// Frames in the buffer.
     pub fn queued(&self) -> u64 {
-        self.ingress.held()
+        self.pipe.ingress_held()
+    }
+    /// The mechanism's refusal that stopped the pipeline, if one did.
+    pub fn error(&self) -> Option<&RouterError> {
+        self.pipe.error()
     }
 
-    /// The row of a frame of `len` bytes of flow `key`, counted as offered to the index (its
-    /// sketch of the heaviest flows past the table).
-    fn flow_of(&mut self, key: FlowKey, non_ip: bool, len: u32) -> u32 {
-        let r = self.index.row(&key, 0, len);
-        if r as usize == self.stats.len() {
-            self.stats.push(FlowStats::new(key, non_ip));
-        }
-        r
+    /// Conservation at the pipeline's elements (the ingress, the flow buckets): in = out +
+    /// dropped by reason + held at each one's ports.
+    pub fn check(&self) -> Result<(), npqos_core::pipeline::ConservationError> {
+        self.pipe.check_elements()
     }
 
-    /// Row `r`'s counters.
+    /// The dqs table behind the ingress element (its counters and buffer).
+    fn dqs(&self) -> &Dqs {
+        self.pipe.dqs().expect("live's ingress is dqs")
+    }
+
     #[inline]
-    fn row(&mut self, r: u32) -> &mut FlowStats {
-        match r {
+    fn times(&mut self, row: u32) -> &mut FlowTimes {
+        match row {
             FlowIndex::OTHER => &mut self.other,
-            r => &mut self.stats[r as usize],
+            r => &mut self.times[r as usize],
         }
-    }
-
-    /// The row of the frame that just left queue `q` (in `self.frame`).
-    fn row_leaving(&self, q: QueueId) -> u32 {
-        match self.queue_flow[q.index()] {
-            NO_FLOW => self.index.find(&Self::key_of(&self.frame).0),
-            f => f,
-        }
-    }
-
-    /// The bucket that shapes physical queue `q`.
-    #[inline]
-    fn bucket(&self, q: QueueId) -> QueueId {
-        if Some(q) == self.shared {
-            return QueueId(self.shared_bucket);
-        }
-        QueueId(self.queue_bucket[q.index()])
-    }
-
-    /// Flow `key` was given physical queue `q` at `now`: it holds a bucket while it has it.
-    fn bind_bucket(&mut self, key: &FlowKey, q: QueueId, now: Instant) -> Result<(), Error> {
-        let (b, _) = self.buckets.acquire(key, None, now)?;
-        self.queue_bucket[q.index()] = b;
-        self.bucket_queue[b as usize] = q.0;
-        Ok(())
-    }
-
-    /// Physical queue `q` was released at `now`: its flow's bucket is parked until it is full.
-    fn release(&mut self, q: QueueId, now: Instant) -> Result<(), Error> {
-        self.queue_flow[q.index()] = NO_FLOW;
-        let b = std::mem::replace(&mut self.queue_bucket[q.index()], NONE);
-        if b == NONE {
-            return Ok(());
-        }
-        self.bucket_queue[b as usize] = NONE;
-        let full = self.egress.shaping().full_at(QueueId(b)).unwrap_or(now);
-        self.buckets.release(b, full, now)?;
-        Ok(())
     }
 
     fn key_of(frame: &[u8]) -> (FlowKey, bool) {
@@ -379,160 +362,87 @@ impl Forwarder {
         }
     }
 
-    fn drop(&mut self, f: u32, reason: Reason, len: u32) -> Arrival {
-        self.row(f).counts.drop(reason as usize, len).expect("a reason of Reason::ALL, below the counters' 6");
-        self.totals.drops[reason as usize] += 1;
-        Arrival::Dropped(reason)
-    }
-
     /// A frame arrived at `now` (no earlier than any time given before).
     pub fn receive(&mut self, frame: &[u8], now: Instant) -> Arrival {
         let now_ns = now.as_nanos();
         self.start.get_or_insert(now);
         let (key, non_ip) = Self::key_of(frame);
         let len = frame.len() as u32;
-        let f = self.flow_of(key, non_ip, len);
-        let s = self.row(f);
-        if s.counts.offered_packets == 0 {
-            s.first_in_ns = now_ns;
+        let row = self.index.row(&key, 0, len);
+        if row as usize == self.times.len() {
+            self.times.push(FlowTimes::new(key, non_ip));
         }
-        s.counts.offer(len);
-        s.last_in_ns = now_ns;
+        let t = self.times(row);
+        if t.in_packets == 0 {
+            t.first_in_ns = now_ns;
+        }
+        t.in_packets += 1;
+        t.last_in_ns = now_ns;
         self.totals.frames_in += 1;
         self.totals.bytes_in += len as u64;
-        if len > self.max_frame {
-            return self.drop(f, Reason::Oversize, len);
-        }
-        if self.spec.bucket.conformance == Conformance::WaitForTokens && len as u64 > self.spec.bucket.cap {
-            return self.drop(f, Reason::AboveCap, len);
-        }
-        let (admit, new_flow) = match self.ingress.enqueue_with(&key, 0, len, Some(frame)) {
-            Ok(r) => r,
-            Err(err) => {
-                // The ingress keeps frames and has one service: not reached; reported by the
-                // next transmit, the frame counted as its buffer's.
-                self.refused.get_or_insert(err);
-                (Admit::Dropped(IngressDrop::BufferFull), false)
+        let a = Classified { t: now_ns, len, service: 0, eq: self.eq, hint: NO_HINT, actual: 0.0, key, row };
+        let got = self.pipe.receive_frame(a, frame, &mut self.fx);
+        debug_assert!(self.fx.0.is_empty(), "no timed effects without processors, queue memory or samples");
+        match got {
+            Received::Queued { new_flow } => {
+                self.times(row).activations += new_flow as u64;
+                let d = self.dqs();
+                let (active, used) = (d.active_flows(), d.buffer().total_blocks() - d.buffer().free_blocks());
+                self.totals.active_flows_max = self.totals.active_flows_max.max(active);
+                self.totals.blocks_in_use_max = self.totals.blocks_in_use_max.max(used);
+                Arrival::Queued
             }
-        };
-        let q = match admit {
-            Admit::Queued(q) => q,
-            Admit::Dropped(IngressDrop::BufferFull) => return self.drop(f, Reason::BufferFull, len),
-            Admit::Dropped(IngressDrop::NoQueue) => return self.drop(f, Reason::NoQueue, len),
-            Admit::Dropped(IngressDrop::QueueFull) => return self.drop(f, Reason::QueueFull, len),
-        };
-        if Some(q) != self.shared {
-            self.queue_flow[q.index()] = f;
-            if new_flow {
-                if let Err(err) = self.bind_bucket(&key, q, now) {
-                    // Only a `now` that went backwards gets here; the next transmit reports it.
-                    self.refused.get_or_insert(err);
-                }
-            }
+            Received::Dropped(i) => Reason::of(i).map_or(Arrival::Refused, Arrival::Dropped),
+            Received::Refused => Arrival::Refused,
         }
-        self.row(f).activations += new_flow as u64;
-        self.stamps[q.index()].push_back(now_ns);
-        if let Err(err) = self.egress.arrived(q, Some(self.bucket(q))) {
-            // The ingress's queue ids are the round's; reported by the next transmit.
-            self.refused.get_or_insert(err);
-        }
-        let d = self.dqs();
-        let (active, used) = (d.active_flows(), d.buffer().total_blocks() - d.buffer().free_blocks());
-        self.totals.active_flows_max = self.totals.active_flows_max.max(active);
-        self.totals.blocks_in_use_max = self.totals.blocks_in_use_max.max(used);
-        Arrival::Queued
     }
 
-    /// The dqs table behind the ingress element (its counters and buffer).
-    fn dqs(&self) -> &Dqs {
-        self.ingress.dqs().expect("live's ingress is dqs")
-    }
-
-    /// When [`Self::wake`] must next be called: the egress element's `next_wakeup()`. It
-    /// changes only in [`Self::transmit`] (a queue throttled) and [`Self::wake`].
+    /// When [`Self::wake`] must next be called: the pipeline's `next_wakeup()` (with the ring
+    /// as its link and no processors, the shaper's). It changes only in [`Self::transmit`] (a
+    /// queue throttled) and [`Self::wake`].
     pub fn next_wakeup(&self) -> Option<Instant> {
-        self.egress.next_wakeup()
+        self.pipe.next_wakeup().map(|(t, _)| t)
     }
 
     /// The shaper's timer call: queues whose reschedule time has come are enabled again and
     /// rejoin the DRR round if they hold frames. Calling it early is harmless.
-    pub fn wake(&mut self, now: Instant) -> Result<(), Error> {
-        let (shared, shared_bucket, bucket_queue, buf) =
-            (self.shared, self.shared_bucket, &self.bucket_queue, &self.ingress);
-        let queue_of = |b: QueueId| match b.0 {
-            x if x == shared_bucket => shared,
-            x => Some(bucket_queue[x as usize]).filter(|&q| q != NONE).map(QueueId),
-        };
-        let woken = self.egress.wake(now, queue_of, |q| buf.packets(q) > 0)?;
-        self.totals.wakeups += (woken > 0) as u64;
-        Ok(())
+    ///
+    /// Errors: the pipeline stopped on a mechanism's refusal.
+    pub fn wake(&mut self, now: Instant) -> Result<(), RouterError> {
+        while self.pipe.error().is_none() && self.pipe.next_wakeup().is_some_and(|(t, _)| t <= now) {
+            self.pipe.wake(now, &mut self.fx);
+        }
+        debug_assert!(self.fx.0.is_empty());
+        self.pipe.error().map_or(Ok(()), |e| Err(again(e)))
     }
 
     /// Up to `room` frames for the wire at `now`, each handed to `emit`, by DRR over the queues
     /// that hold frames and are not throttled. Returns how many were emitted.
-    pub fn transmit(&mut self, now: Instant, room: usize, mut emit: impl FnMut(&[u8])) -> Result<usize, Error> {
-        if let Some(e) = self.refused.take() {
-            return Err(e);
+    ///
+    /// Errors: the pipeline stopped on a mechanism's refusal.
+    pub fn transmit(&mut self, now: Instant, room: usize, mut emit: impl FnMut(&[u8])) -> Result<usize, RouterError> {
+        if let Some(e) = self.pipe.error() {
+            return Err(again(e));
         }
-        let mut sent = 0;
-        while sent < room {
-            let overlimits = self.totals.overlimits;
-            let mut queues = LiveQueues {
-                ingress: &self.ingress,
-                queue_bucket: &self.queue_bucket,
-                shared: self.shared,
-                shared_bucket: self.shared_bucket,
-                queue_flow: &self.queue_flow,
-                stats: &mut self.stats,
-                other: &mut self.other,
-                overlimits: &mut self.totals.overlimits,
+        let now_ns = now.as_nanos();
+        let (times, other, totals) = (&mut self.times, &mut self.other, &mut self.totals);
+        let sent = self.pipe.transmit(now, room, &mut self.fx, |frame, row| {
+            emit(frame);
+            let t = match row {
+                FlowIndex::OTHER => &mut *other,
+                r => &mut times[r as usize],
             };
-            let pick = self.egress.pick(now, &mut queues)?;
-            if self.totals.overlimits != overlimits {
-                self.totals.heap_max = self.totals.heap_max.max(self.shaper().waiting(CORE));
+            if t.out_packets == 0 {
+                t.first_out_ns = now_ns;
+                t.first_out_len = frame.len() as u64;
             }
-            let Some(pick) = pick else { break };
-            let q = pick.queue;
-            let out = self.ingress.dequeue_with(q, Some(&mut self.frame))?.expect("the selected queue is non-empty");
-            emit(&self.frame);
-            sent += 1;
-            let f = self.row_leaving(q);
-            let now_ns = now.as_nanos();
-            let delay = now_ns.saturating_sub(self.stamps[q.index()].pop_front().unwrap_or(now_ns));
-            self.delay.saturating_record(delay.max(1));
-            let s = self.row(f);
-            if s.counts.sent_packets == 0 {
-                s.first_out_ns = now_ns;
-                s.first_out_len = out.len as u64;
-            }
-            s.counts.send(out.len, delay);
-            // Send-then-pay: the frame that overdrew (its flow known now, on the shared queue too).
-            s.counts.overlimits += pick.throttled as u64;
-            s.last_out_ns = now_ns;
-            self.totals.frames_out += 1;
-            self.totals.bytes_out += out.len as u64;
-            let empty = self.ingress.packets(q) == 0;
-            if out.released {
-                self.release(q, now)?;
-            }
-            self.egress.sent(pick, empty)?;
-        }
-        Ok(sent)
-    }
-
-    /// Stops forwarding: every frame still queued is counted as dropped ([`Reason::Stopped`]).
-    pub fn stop(&mut self) {
-        let queues = self.queue_flow.len() as u32;
-        for q in 0..queues {
-            while let Ok(Some(d)) = self.ingress.dequeue_with(QueueId(q), Some(&mut self.frame)) {
-                let f = self.row_leaving(QueueId(q));
-                self.stamps[q as usize].pop_front();
-                if d.released {
-                    self.queue_flow[q as usize] = NO_FLOW;
-                }
-                self.drop(f, Reason::Stopped, d.len);
-            }
-        }
+            t.out_packets += 1;
+            t.last_out_ns = now_ns;
+            totals.frames_out += 1;
+            totals.bytes_out += frame.len() as u64;
+        });
+        self.totals.heap_max = self.totals.heap_max.max(self.shaper().waiting(CORE));
+        self.pipe.error().map_or(Ok(sent), |e| Err(again(e)))
     }
 
     /// Records one point of each time series at `now` (output rate over the interval since the
@@ -559,9 +469,10 @@ impl Forwarder {
 
     /// Flows whose offered rate was above the shaped rate (by 1%): the ones a shaper must hold
     /// to the rate.
-    pub fn backlogged(&self) -> impl Iterator<Item = &FlowStats> {
+    pub fn backlogged(&self) -> Vec<FlowStats> {
         let r = self.spec.flow_rate.bits_per_sec() as f64;
-        self.stats.iter().filter(move |s| s.counts.sent_packets >= 2 && s.rate_in_bps().is_some_and(|i| i > 1.01 * r))
+        let hot = |s: &FlowStats| s.counts.sent_packets >= 2 && s.rate_in_bps().is_some_and(|i| i > 1.01 * r);
+        self.flows().into_iter().filter(hot).collect()
     }
 
     /// The run's results: totals, drops by reason, the shaper's counters, per-flow rates (a
@@ -575,25 +486,26 @@ impl Forwarder {
             sim_time_ns: elapsed_ns,
             ..Default::default()
         };
-        let t = &self.totals;
+        let t = self.totals();
         let c = self.shaper().counters();
         let rate = self.spec.flow_rate.bits_per_sec() as f64;
-        r.scalar("flows", self.stats.len() as f64, "flows");
-        r.scalar("frames_past_flow_table", self.other.counts.offered_packets as f64, "frames");
+        let flows = self.flows();
+        r.scalar("flows", flows.len() as f64, "flows");
+        r.scalar("frames_past_flow_table", self.other_flows().counts.offered_packets as f64, "frames");
         r.scalar("overlimits", t.overlimits as f64, "frames");
         r.scalar("frames_in", t.frames_in as f64, "frames");
         r.scalar("bytes_in", t.bytes_in as f64, "B");
         r.scalar("frames_out", t.frames_out as f64, "frames");
         r.scalar("bytes_out", t.bytes_out as f64, "B");
         for reason in Reason::ALL {
-            r.scalar(&format!("dropped_{}", reason.name()), t.drops[reason as usize] as f64, "frames");
+            r.scalar(&format!("dropped_{}", reason.name()), t.dropped(reason) as f64, "frames");
         }
         r.scalar("queued_at_end", self.queued() as f64, "frames");
         for (name, v, unit) in extra {
             r.scalar(name, *v, unit);
         }
         r.scalar("flow_rate_configured", rate / 1e6, "Mbps");
-        let back: Vec<f64> = self.backlogged().filter_map(FlowStats::rate_out_bps).collect();
+        let back: Vec<f64> = self.backlogged().iter().filter_map(FlowStats::rate_out_bps).collect();
         r.scalar("backlogged_flows", back.len() as f64, "flows");
         if !back.is_empty() {
             let mean = back.iter().sum::<f64>() / back.len() as f64;
@@ -609,7 +521,7 @@ impl Forwarder {
         r.scalar("reenabled", c.reenabled as f64, "queues");
         r.scalar("timer_wakeups", t.wakeups as f64, "wake-ups");
         r.scalar("heap_max", t.heap_max as f64, "queues");
-        let bc = self.buckets.counters();
+        let bc = self.buckets().counters();
         r.scalar("parked_buckets_max", bc.parked_max as f64, "buckets");
         r.scalar("bucket_evictions", bc.evicted as f64, "buckets");
         r.scalar("heap_mean", if self.samples > 0 { self.heap_sum / self.samples as f64 } else { 0.0 }, "queues");
@@ -632,9 +544,12 @@ impl Forwarder {
                 points: self.series[i].clone(),
             });
         }
-        self.tables(&mut r);
+        // The flow and class counters (docs/pipeline.md): flows.csv and classes.csv in the
+        // router's vocabulary, one class (`all`: every flow is shaped to `flow_rate`).
+        r.drop_reasons = self.pipe.reasons().iter().map(|&i| DROPS[i].to_string()).collect();
+        (r.flows, r.classes) = self.pipe.tables(&self.index);
         // Per-flow achieved rates relative to the configured rate, 1% bins.
-        let rates: Vec<f64> = self.stats.iter().filter_map(FlowStats::rate_out_bps).map(|b| 100.0 * b / rate).collect();
+        let rates: Vec<f64> = flows.iter().filter_map(FlowStats::rate_out_bps).map(|b| 100.0 * b / rate).collect();
         if !rates.is_empty() {
             let hi = rates.iter().copied().fold(0.0, f64::max).ceil().max(1.0) as usize;
             let mut bins = vec![0u64; hi + 1];
@@ -655,32 +570,11 @@ impl Forwarder {
         r
     }
 
-    /// The flow and class counters (docs/pipeline.md): flows.csv and classes.csv in the
-    /// router's vocabulary, one class (`all`: every flow is shaped to `flow_rate`).
-    fn tables(&self, r: &mut RunResult) {
-        r.drop_reasons = Reason::ALL.iter().map(|x| x.name().to_string()).collect();
-        let exact = |row: usize| CountRow::from(&self.stats[row].counts);
-        let other = CountRow::from(&self.other.counts);
-        r.flows = FlowRecord::table(&self.index, exact, other, Reason::ALL.len(), |_| "all".into());
-        let mut all = self.other.counts;
-        for s in &self.stats {
-            all.add(&s.counts);
-        }
-        // The shared queue's held-back frames are counted in the totals only.
-        all.overlimits = self.totals.overlimits;
-        let q = |x: f64| if self.delay.is_empty() { 0.0 } else { self.delay.value_at_quantile(x) as f64 };
-        r.classes = vec![ClassRecord {
-            class: "all".into(),
-            counts: CountRow::from(&all),
-            delay_p50_ns: q(0.5),
-            delay_p99_ns: q(0.99),
-        }];
-    }
-
     /// The report's notes: a table of the flows with the most bytes in (at most `max_rows`).
     pub fn notes(&self, max_rows: usize) -> Vec<Note> {
-        let mut idx: Vec<usize> = (0..self.stats.len()).collect();
-        idx.sort_by_key(|&i| (std::cmp::Reverse(self.stats[i].counts.offered_bytes), i));
+        let flows = self.flows();
+        let mut idx: Vec<usize> = (0..flows.len()).collect();
+        idx.sort_by_key(|&i| (std::cmp::Reverse(flows[i].counts.offered_bytes), i));
         let mut t = Table::new(["flow", "frames in", "frames out", "dropped", "Mbps in", "Mbps out", "vs flow_rate"])
             .captioned(format!(
             "The {} flows with the most bytes in, of the {} counted exactly (flows.csv). Rates are measured from each flow's first \
@@ -691,7 +585,7 @@ impl Forwarder {
         ));
         let rate = self.spec.flow_rate.bits_per_sec() as f64;
         for &i in idx.iter().take(max_rows) {
-            let s = &self.stats[i];
+            let s = &flows[i];
             let mbps = |v: Option<f64>| v.map_or("-".to_string(), |b| format!("{:.3}", b / 1e6));
             let rel = s.rate_out_bps().map_or("-".to_string(), |b| format!("{:+.2}%", 100.0 * (b / rate - 1.0)));
             t.row([
@@ -705,45 +599,6 @@ impl Forwarder {
             ]);
         }
         vec![Note::Table(t)]
-    }
-}
-
-/// Live's physical queues as the egress element sees them: dqs's queues of frames, each shaped
-/// by the bucket of the flow holding it (the shared queue by its own).
-struct LiveQueues<'a> {
-    ingress: &'a Ingress,
-    queue_bucket: &'a [u32],
-    shared: Option<QueueId>,
-    shared_bucket: u32,
-    queue_flow: &'a [u32],
-    stats: &'a mut [FlowStats],
-    other: &'a mut FlowStats,
-    overlimits: &'a mut u64,
-}
-
-impl EgressQueues for LiveQueues<'_> {
-    #[inline]
-    fn head_len(&self, q: QueueId) -> u64 {
-        self.ingress.head_len(q).unwrap_or(0) as u64
-    }
-    #[inline]
-    fn bucket(&self, q: QueueId) -> Option<QueueId> {
-        Some(QueueId(if Some(q) == self.shared { self.shared_bucket } else { self.queue_bucket[q.index()] }))
-    }
-    fn core(&self, _q: QueueId) -> CoreId {
-        CORE
-    }
-    /// Counts the overlimit: in the totals always; on the flow's row when the frame waits
-    /// (a frame sent is counted on its row once it left, where its flow is known). On the
-    /// shared queue a waiting frame's flow is not known: the totals only.
-    fn throttled(&mut self, q: QueueId, _until: Instant, sent: bool) {
-        *self.overlimits += 1;
-        match self.queue_flow[q.index()] {
-            _ if sent => {}
-            NO_FLOW => {}
-            FlowIndex::OTHER => self.other.counts.overlimits += 1,
-            f => self.stats[f as usize].counts.overlimits += 1,
-        }
     }
 }
 

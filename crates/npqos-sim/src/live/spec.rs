@@ -13,6 +13,10 @@
 //! flow_rate = "10Mbps"
 //! ```
 
+use crate::models::router::{
+    Allocation, IngressKind, ProcessingParams, QmemParams, RouterParams, Scheduler, ServiceParams, ShaperKind,
+    ShapingParams,
+};
 use crate::scenario::flowtable::{self, TableKeys};
 use crate::scenario::shaper::{BucketConfig, BucketKeys};
 use crate::scenario::stats::StatsParams;
@@ -338,6 +342,70 @@ impl LiveSpec {
             stats: d.stats,
             ..self.clone()
         })
+    }
+}
+
+impl LiveSpec {
+    /// This configuration as the router pipeline's (docs/pipeline.md): one service that every
+    /// frame belongs to (`all`), shaped per flow at `flow_rate` with two buckets per physical
+    /// queue (the pipeline's bucket-lifetime rule lends them); dqs ingress keeping the frames;
+    /// no processing and an ideal queue memory; the link is the caller's transmit ring, so its
+    /// rate and the run's duration are unused.
+    pub fn router_params(&self) -> RouterParams {
+        RouterParams {
+            services: vec![ServiceParams {
+                name: "all".into(),
+                rule: Default::default(),
+                tolerance: Duration::from_secs(3_600),
+                cost_alpha_ns: 0.0,
+                cost_beta_ns: 0.0,
+                variation: 0.0,
+                guarantee: 1.0,
+                rate: Some(self.flow_rate),
+                per_flow: true,
+            }],
+            inside: Vec::new(),
+            ingress: IngressKind::Dqs,
+            table: self.table,
+            processing: ProcessingParams {
+                processors: 1,
+                policy: Allocation::None,
+                t_sw: Duration::ZERO,
+                delta: Duration::from_millis(1),
+                scheduler: Scheduler::Fcfs,
+                late_drop: false,
+            },
+            qmem: QmemParams {
+                subsystem: None,
+                timing: npqos_core::queues::timing::TABLE1,
+                entries: 16,
+                dc_lines: 128,
+                dc_ways: 2,
+                memory_refs_per_ns: 0.2,
+            },
+            shaping: ShapingParams {
+                kind: ShaperKind::Event {
+                    alpha_bytes: self.bucket.alpha,
+                    locked_bytes: 0,
+                    tick_shift: 6,
+                    adaptive: self.bucket.adaptive,
+                    timer: self.bucket.timer,
+                },
+                conformance: self.bucket.conformance,
+                cap_bytes: self.bucket.cap,
+                // Two per physical queue: one for each flow holding a queue, as many for idle
+                // flows whose buckets are still filling.
+                flow_queues: 2 * self.table.queues,
+                buffer_bytes: u64::MAX / 2,
+            },
+            link_rate: Rate::from_bits_per_sec(1 << 50),
+            quantum: self.table.quantum,
+            link_ahead: 1,
+            duration: Duration::ZERO,
+            drain: Duration::ZERO,
+            sample_every: Duration::ZERO,
+            stats: self.stats,
+        }
     }
 }
 

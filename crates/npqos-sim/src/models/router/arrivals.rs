@@ -14,13 +14,13 @@ use npqos_core::pipeline::FlowIndex;
 use rand::Rng;
 
 /// No service matched the packet.
-pub(super) const UNCLASSIFIED: u32 = u32::MAX;
+pub(crate) const UNCLASSIFIED: u32 = u32::MAX;
 /// No bucket hint ([`Arrival::hint`]).
-pub(super) const NO_HINT: u32 = u32::MAX;
+pub(crate) const NO_HINT: u32 = u32::MAX;
 
 /// One packet as it reaches ingress queueing.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Arrival {
+pub(crate) struct Arrival {
     pub t: u64,
     pub len: u32,
     /// Its service, or [`UNCLASSIFIED`].

@@ -13,6 +13,7 @@ use crate::results::RunResult;
 use crate::rng::RngStreams;
 use npqos_core::pipeline::FlowIndex;
 use npqos_core::Instant;
+use rand::Rng;
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 
@@ -20,7 +21,7 @@ use std::sync::Arc;
 const BUCKET_AHEAD: usize = 4;
 
 struct Driver<'a> {
-    pipe: Pipeline<'a>,
+    pipe: Pipeline,
     /// Stages 1 and 2: the classified arrivals, made inline or on a helper thread.
     feed: Feed<Prep<'a>, Arrival>,
     fx: Effects,
@@ -43,7 +44,8 @@ impl<'a> Driver<'a> {
         progress: &'a mut dyn FnMut(f64),
     ) -> Result<Self, RouterError> {
         let classifier = pipeline::classifier(p)?;
-        let pipe = Pipeline::new(p, traffic, seed, trace)?;
+        let hash_seed = RngStreams::new(seed).stream("router.hash", 0).random();
+        let pipe = Pipeline::new(Arc::new(p.clone()), traffic.mean_len(), hash_seed, trace)?;
         let prep = Prep::new(p, traffic, &RngStreams::new(seed), classifier, pipe.eq_base().to_vec());
         let expected = (traffic.mean_rate_bps() / 8.0 / traffic.mean_len().max(1.0) * p.duration.as_secs_f64()) as u64;
         Ok(Driver {

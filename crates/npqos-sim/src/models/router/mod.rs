@@ -17,10 +17,10 @@
 //! [`pipeline`] holds stages 3 to 7 without a clock; [`run`] drives it on the engine
 //! ([`driver`]) and checks conservation at the end.
 
-mod arrivals;
+pub(crate) mod arrivals;
 mod driver;
 mod output;
-mod pipeline;
+pub(crate) mod pipeline;
 pub mod scenario;
 #[cfg(test)]
 mod tests;
@@ -32,8 +32,8 @@ use npqos_core::classify::{Prefix, Rule};
 use npqos_core::flowmap::DqsConfig;
 pub use npqos_core::pipeline::{IngressKind, QmemParams};
 use npqos_core::sched::fq::Discipline;
-use npqos_core::shaper::Adaptive;
 pub use npqos_core::shaper::Conformance;
+use npqos_core::shaper::{Adaptive, Timer};
 use npqos_core::{Duration, Rate};
 use std::sync::Arc;
 
@@ -151,6 +151,8 @@ pub enum ShaperKind {
         locked_bytes: u64,
         tick_shift: u32,
         adaptive: Option<Adaptive>,
+        /// Where throttled queues wait: kim's heaps or the timer wheel (npqos live's `timer`).
+        timer: Timer,
     },
     Periodic {
         period: Duration,

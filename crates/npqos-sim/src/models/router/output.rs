@@ -13,7 +13,9 @@ pub(super) struct Outcome {
     pub delivered_bytes: u64,
     pub last_delivery_ns: u64,
     pub late: Vec<u64>,
-    pub drops: [u64; 6],
+    pub drops: [u64; super::pipeline::DROPS.len()],
+    /// The reasons of [`DROPS`] this run writes (the ones its configuration can give).
+    pub reasons: Vec<usize>,
     pub drops_by_service: Vec<u64>,
     pub unclassified: u64,
     pub in_flight: u64,
@@ -43,7 +45,7 @@ pub(super) fn finish(o: Outcome, stop: StopReason) -> Result<RunResult, RouterEr
     }
     o.elements.clone()?;
     let mut run = RunResult {
-        drop_reasons: DROPS.iter().map(|r| r.to_string()).collect(),
+        drop_reasons: o.reasons.iter().map(|&r| DROPS[r].to_string()).collect(),
         flows: o.flows,
         classes: o.classes,
         complete: matches!(stop, StopReason::Drained | StopReason::EndTime),
@@ -56,8 +58,8 @@ pub(super) fn finish(o: Outcome, stop: StopReason) -> Result<RunResult, RouterEr
     run.scalar("delivered_packets", delivered as f64, "packets");
     run.scalar("dropped_packets", dropped as f64, "packets");
     run.scalar("in_flight_packets", o.in_flight as f64, "packets");
-    for (i, r) in DROPS.iter().enumerate() {
-        run.scalar(&format!("dropped_{r}"), o.drops[i] as f64, "packets");
+    for &i in &o.reasons {
+        run.scalar(&format!("dropped_{}", DROPS[i]), o.drops[i] as f64, "packets");
     }
     let late: u64 = o.late.iter().sum();
     let processed: u64 = o.hist.iter().map(|h| h[1].len()).sum();

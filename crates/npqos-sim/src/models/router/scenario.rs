@@ -181,9 +181,13 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let kind = match shaper.as_str() {
         "none" => ShaperKind::None,
         "periodic" => ShaperKind::Periodic { period },
-        _ => {
-            ShaperKind::Event { alpha_bytes: bucket.alpha, locked_bytes: locked, tick_shift, adaptive: bucket.adaptive }
-        }
+        _ => ShaperKind::Event {
+            alpha_bytes: bucket.alpha,
+            locked_bytes: locked,
+            tick_shift,
+            adaptive: bucket.adaptive,
+            timer: bucket.timer,
+        },
     };
     let shaping = ShapingParams {
         kind,

@@ -216,7 +216,13 @@ fn processing_alone_is_the_fifo_multiserver() {
 fn alpha_above_the_cap_is_refused_by_the_run() {
     let mut p = transparent(4, 0.0, Rate::gbps(10));
     p.services[0].rate = Some(Rate::from_bits_per_sec(100_000_000));
-    p.shaping.kind = ShaperKind::Event { alpha_bytes: 20_000, locked_bytes: 0, tick_shift: 0, adaptive: None };
+    p.shaping.kind = ShaperKind::Event {
+        alpha_bytes: 20_000,
+        locked_bytes: 0,
+        tick_shift: 0,
+        adaptive: None,
+        timer: npqos_core::shaper::Timer::Heap,
+    };
     p.shaping.cap_bytes = 16_000;
     match run(&p, &synthetic(10, 1_000), 1, 1, None, &mut |_| {}) {
         Err(RouterError::Config(m)) => assert!(m.contains("alpha") && m.contains("cap"), "{m}"),
@@ -233,7 +239,13 @@ fn shaping_state_is_the_shapers_own() {
     let mut p = transparent(4, 0.0, Rate::gbps(10));
     p.services[0].rate = Some(Rate::from_bits_per_sec(1_000_000));
     p.services[0].per_flow = true;
-    p.shaping.kind = ShaperKind::Event { alpha_bytes: 1500, locked_bytes: 0, tick_shift: 0, adaptive: None };
+    p.shaping.kind = ShaperKind::Event {
+        alpha_bytes: 1500,
+        locked_bytes: 0,
+        tick_shift: 0,
+        adaptive: None,
+        timer: npqos_core::shaper::Timer::Heap,
+    };
     let r = run(&p, &synthetic(200, 1_000), 1, 1, None, &mut |_| {}).unwrap();
     let get = |n: &str| r.scalars.iter().find(|s| s.name == n).unwrap_or_else(|| panic!("{n}")).value;
     let queues = 1.0 + p.shaping.flow_queues as f64;
@@ -250,7 +262,13 @@ fn shaping_state_is_the_shapers_own() {
 fn shaping_alone_is_the_token_bucket() {
     let mut p = transparent(64, 0.0, Rate::gbps(100));
     p.services[0].rate = Some(Rate::from_bits_per_sec(500_000_000));
-    p.shaping.kind = ShaperKind::Event { alpha_bytes: 0, locked_bytes: 0, tick_shift: 0, adaptive: None };
+    p.shaping.kind = ShaperKind::Event {
+        alpha_bytes: 0,
+        locked_bytes: 0,
+        tick_shift: 0,
+        adaptive: None,
+        timer: npqos_core::shaper::Timer::Heap,
+    };
     p.shaping.conformance = Conformance::WaitForTokens;
     let tr = synthetic(500, 2_000);
     let (run, trace) = run_traced(&p, &tr, 5).unwrap();
@@ -573,7 +591,13 @@ fn stress_params(
     p.shaping.kind = match shaper {
         0 => ShaperKind::None,
         1 => ShaperKind::Periodic { period: Duration::from_micros(200) },
-        _ => ShaperKind::Event { alpha_bytes: 500, locked_bytes: 0, tick_shift: 6, adaptive: None },
+        _ => ShaperKind::Event {
+            alpha_bytes: 500,
+            locked_bytes: 0,
+            tick_shift: 6,
+            adaptive: None,
+            timer: npqos_core::shaper::Timer::Heap,
+        },
     };
     p.shaping.conformance = if shaper == 3 { Conformance::WaitForTokens } else { Conformance::SendThenPay };
     p.shaping.cap_bytes = 1_000;
@@ -621,7 +645,7 @@ proptest! {
         let g = |k: &str| r.get(k).unwrap();
         prop_assert_eq!(g("offered_packets"), n);
         prop_assert_eq!(g("offered_packets"), g("delivered_packets") + g("dropped_packets") + g("in_flight_packets"));
-        let by_reason: f64 = super::pipeline::DROPS.iter().map(|d| g(&format!("dropped_{d}"))).sum();
+        let by_reason: f64 = r.drop_reasons.iter().map(|d| g(&format!("dropped_{d}"))).sum();
         prop_assert_eq!(by_reason, g("dropped_packets"));
         let by_service = g("dropped_packets.all") + g("dropped_packets.rest") + g("dropped_unclassified");
         prop_assert_eq!(by_service, g("dropped_packets"));
@@ -723,7 +747,8 @@ fn flow_and_class_counters_add_up() {
             assert!(f.counts.offered_bytes >= f.offered_bytes_error);
         }
         let reasons: Vec<&str> = r.drop_reasons.iter().map(|s| s.as_str()).collect();
-        assert_eq!(reasons, super::pipeline::DROPS);
+        // The router's reasons (no queue limit here: no `ingress_queue_full`).
+        assert_eq!(reasons, super::pipeline::DROPS[..6]);
     }
 }
 
@@ -736,7 +761,13 @@ fn flows_beyond_the_buckets_take_idle_ones() {
     let mut p = transparent(4, 0.0, Rate::gbps(10));
     p.services[0].rate = Some(Rate::from_bits_per_sec(20_000_000));
     p.services[0].per_flow = true;
-    p.shaping.kind = ShaperKind::Event { alpha_bytes: 1500, locked_bytes: 0, tick_shift: 6, adaptive: None };
+    p.shaping.kind = ShaperKind::Event {
+        alpha_bytes: 1500,
+        locked_bytes: 0,
+        tick_shift: 6,
+        adaptive: None,
+        timer: npqos_core::shaper::Timer::Heap,
+    };
     p.shaping.flow_queues = 16;
     // 200 flows in progress, each at about 2.4 Mbps: most of the time a flow has no packet
     // in the router and its bucket is parked.

@@ -5,7 +5,6 @@
 
 use super::*;
 use npqos_core::pipeline::IngressKind;
-use rand::Rng;
 
 fn cfg(e: String) -> RouterError {
     RouterError::Config(e)
@@ -26,34 +25,28 @@ pub(in crate::models::router) fn classifier(p: &RouterParams) -> Result<Classifi
     Classifier::new(s_count, rules, p.inside.clone(), None).map_err(|e| cfg(e.to_string()))
 }
 
-impl<'a> Pipeline<'a> {
-    /// Stages 3 to 7 for `p`, on traffic whose packets average `traffic.mean_len()` bytes
-    /// (each service's predicted time per packet), hashing with the seed's `router.hash`
-    /// stream; `trace` keeps every packet's fate (the equivalence tests).
-    pub(in crate::models::router) fn new(
-        p: &'a RouterParams,
-        traffic: &RouterTraffic,
-        seed: u64,
-        trace: bool,
-    ) -> Result<Self, RouterError> {
-        let streams = RngStreams::new(seed);
+impl Pipeline {
+    /// Stages 3 to 7 for `p`, on traffic whose packets average `mean_len` bytes (each
+    /// service's predicted time per packet), the hashed ingress hashing with `hash_seed`;
+    /// `trace` keeps every packet's fate (the equivalence tests).
+    pub(crate) fn new(p: Arc<RouterParams>, mean_len: f64, hash_seed: u64, trace: bool) -> Result<Self, RouterError> {
         let s_count = p.services.len();
         if s_count == 0 || s_count > u16::MAX as usize {
             return Err(cfg(format!("{s_count} services: from 1 to 65535")));
         }
-        let ingress = Ingress::new(p.ingress, &p.table, s_count, streams.stream("router.hash", 0).random())
-            .map_err(|e| cfg(e.to_string()))?;
+        let ingress = Ingress::new(p.ingress, &p.table, s_count, hash_seed).map_err(|e| cfg(e.to_string()))?;
         let nqi = ingress.queues();
-        let (eq_base, nqe, shaped, shaping) = egress(p, nqi)?;
         let direct = p.processing.policy == Allocation::None;
+        // Processing none shapes dqs's shared queue by one bucket of its own.
+        let shared_iq = ingress.dqs().and_then(npqos_core::flowmap::Dqs::shared_queue).filter(|_| direct);
+        let (eq_base, nqe, shaped, shaping) = egress(&p, nqi, shared_iq.is_some())?;
         if direct {
-            direct_checks(p, nqi)?;
+            direct_checks(&p, nqi)?;
         }
         // The link's round and the FIFOs are over the shaped queues: the output queues, or with
         // processing none the ingress queues.
         let round = if direct { nqi as usize } else { nqe };
-        let mean_len = traffic.mean_len();
-        let (alloc, lap, within) = processing(p, nqi, mean_len)?;
+        let (alloc, lap, within) = processing(&p, nqi, mean_len)?;
         let qmem = Qmem::new(p.qmem, nqi + nqe as u32).map_err(|e| cfg(e.to_string()))?;
         let buckets = match eq_base.iter().any(|&b| b != 0) {
             true => Some(FlowBuckets::new(p.shaping.flow_queues).map_err(|e| cfg(e.to_string()))?),
@@ -65,7 +58,6 @@ impl<'a> Pipeline<'a> {
             })
         };
         Ok(Pipeline {
-            p,
             end: p.duration.as_nanos(),
             until: p.duration.as_nanos().saturating_add(p.drain.as_nanos()),
             ingress,
@@ -88,6 +80,9 @@ impl<'a> Pipeline<'a> {
             direct,
             ring: false,
             frame: Vec::new(),
+            max_frame: u32::MAX,
+            shared_iq: shared_iq.map_or(NIL, |q| q.0),
+            wakeups: 0,
             bucket_queue: if direct { vec![NIL; nqe] } else { Vec::new() },
             egress_backlog: 0,
             eq_base,
@@ -103,7 +98,7 @@ impl<'a> Pipeline<'a> {
             delivered_bytes: 0,
             last_delivery: 0,
             late: vec![0; s_count],
-            drops: [0; 6],
+            drops: [0; DROPS.len()],
             drops_by_service: vec![0; s_count],
             flows: Vec::new(),
             other_flows: Counts::default(),
@@ -113,31 +108,38 @@ impl<'a> Pipeline<'a> {
             error: None,
             trace: trace.then(Vec::new),
             trace_of: Vec::new(),
+            p,
         })
     }
 
-    /// The link as the caller's transmit ring ([`Pipeline::transmit`]): processing none only.
+    /// The link as the caller's transmit ring ([`Pipeline::transmit`]) whose slots hold frames
+    /// of at most `max_frame` bytes: processing none only.
     ///
     /// Errors: processing is not none.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(in crate::models::router) fn with_ring_link(mut self) -> Result<Self, RouterError> {
+    pub(crate) fn with_ring_link(mut self, max_frame: u32) -> Result<Self, RouterError> {
         if !self.direct {
             return Err(cfg("a transmit ring as the link needs processing.policy = \"none\"".into()));
         }
         self.ring = true;
+        self.max_frame = max_frame;
         Ok(self)
     }
 
     /// Each service's first flow queue (0: it has none), as the stream's bucket hints need it.
-    pub(in crate::models::router) fn eq_base(&self) -> &[u32] {
+    pub(crate) fn eq_base(&self) -> &[u32] {
         &self.eq_base
     }
 }
 
 /// The egress queues (one per service, then each per-flow service's `shaping.flow_queues`
-/// flow queues): each service's first flow queue (0 if it has none), their number, whether
-/// each service's own queue is shaped, and the shaper over all of them.
-fn egress(p: &RouterParams, nqi: u32) -> Result<(Vec<u32>, usize, Vec<bool>, Shaping), RouterError> {
+/// flow queues, and with `shared_bucket` one more for dqs's shared queue): each service's
+/// first flow queue (0 if it has none), their number, whether each service's own queue is
+/// shaped, and the shaper over all of them.
+fn egress(
+    p: &RouterParams,
+    nqi: u32,
+    shared_bucket: bool,
+) -> Result<(Vec<u32>, usize, Vec<bool>, Shaping), RouterError> {
     let s_count = p.services.len();
     // Egress queues: one per service, then each per-flow service's flow queues.
     let mut eq_base = Vec::with_capacity(s_count);
@@ -145,7 +147,7 @@ fn egress(p: &RouterParams, nqi: u32) -> Result<(Vec<u32>, usize, Vec<bool>, Sha
     for s in &p.services {
         if s.per_flow && s.rate.is_some() {
             eq_base.push(next as u32);
-            next += p.shaping.flow_queues as u64;
+            next += p.shaping.flow_queues as u64 + shared_bucket as u64;
         } else {
             eq_base.push(0);
         }
@@ -187,8 +189,9 @@ fn egress(p: &RouterParams, nqi: u32) -> Result<(Vec<u32>, usize, Vec<bool>, Sha
     }
     let shaper = match p.shaping.kind {
         ShaperKind::None => Shaping::None,
-        ShaperKind::Event { locked_bytes, tick_shift, adaptive, .. } => {
+        ShaperKind::Event { locked_bytes, tick_shift, adaptive, timer, .. } => {
             let mut e = EventShaper::new(&buckets, p.processing.processors.max(1) as usize, locked_bytes, tick_shift)
+                .and_then(|e| e.with_timer(timer))
                 .map_err(|e| cfg(e.to_string()))?;
             if let Some(a) = adaptive {
                 e = e.with_adaptive(a).map_err(|e| cfg(e.to_string()))?;

@@ -69,7 +69,7 @@ fn shaped(own: &[bool], flow_queues_shaped: bool, q: u32) -> bool {
     }
 }
 
-impl Pipeline<'_> {
+impl Pipeline {
     pub(super) fn shaped(&self, q: u32) -> bool {
         shaped(&self.shaped, self.flow_queues_shaped, q)
     }
@@ -196,7 +196,9 @@ impl Pipeline<'_> {
             };
             let start = t.max(self.link.free_at().as_nanos());
             self.pkts[id as usize].left = self.link.send(Instant::from_nanos(t), pk.len as u64).as_nanos();
-            debug_assert!(self.tx.back().is_none_or(|&(b, _)| b < start), "starts increase");
+            // Starts never decrease; two may be equal when a link so fast that a packet takes
+            // under a nanosecond rounds its transmission to none.
+            debug_assert!(self.tx.back().is_none_or(|&(b, _)| b <= start), "starts never decrease");
             self.tx.push_back((start, id));
         }
     }
@@ -204,14 +206,14 @@ impl Pipeline<'_> {
     /// The link as the caller's transmit ring (processing none): up to `room` frames at `now`,
     /// each handed to `emit` as it leaves its queue, by the same pick as the serializer's link
     /// (the shaper and the DRR round over the ingress queues); a frame is delivered when it is
-    /// handed over. Returns how many. Nothing when the pipeline has stopped.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub(in crate::models::router) fn transmit(
+    /// handed over, with its flow's row of the flow counters. Returns how many. Nothing when
+    /// the pipeline has stopped.
+    pub(crate) fn transmit(
         &mut self,
         now: Instant,
         room: usize,
         fx: &mut Effects,
-        mut emit: impl FnMut(&[u8]),
+        mut emit: impl FnMut(&[u8], u32),
     ) -> usize {
         let t = now.as_nanos();
         let mut sent = 0;
@@ -242,7 +244,7 @@ impl Pipeline<'_> {
             self.egress_bytes -= pk.len as u64;
             self.hist[pk.service as usize][2].saturating_record(1);
             self.delivered(t, id);
-            emit(&frame);
+            emit(&frame, pk.row);
             self.frame = frame;
             sent += 1;
         }

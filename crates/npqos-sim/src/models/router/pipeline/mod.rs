@@ -22,9 +22,8 @@
 
 use super::arrivals::{Arrival, NO_HINT, UNCLASSIFIED};
 use super::output::Outcome;
-use super::{Allocation, Conformance, RouterError, RouterParams, RouterTraffic, Scheduler, ShaperKind};
+use super::{Allocation, Conformance, RouterError, RouterParams, Scheduler, ShaperKind};
 use crate::results::Series;
-use crate::rng::RngStreams;
 use npqos_core::alloc::{Action, AllocConfig, Allocator, ServiceSpec};
 use npqos_core::classify::Classifier;
 use npqos_core::pipeline::{Admit, Counts, Egress, FlowBuckets, FlowIndex, Ingress, IngressDrop, Qmem, Shaping, Taken};
@@ -36,6 +35,7 @@ use npqos_core::sched::lap::{LapPacket, LapScheduler, Policy as LapPolicy};
 use npqos_core::shaper::{BucketParams, EventShaper, PeriodicShaper};
 use npqos_core::{AppId, CoreId, Duration, FlowId, Instant, ProcessorId, QueueId, ServiceId};
 use std::collections::VecDeque;
+use std::sync::Arc;
 
 mod build;
 pub(super) use build::classifier;
@@ -54,7 +54,7 @@ pub(super) const C_SAMPLE: u8 = 7;
 
 /// What a timed effect is ([`Timed`]).
 #[derive(Clone, Copy, Debug)]
-pub(super) enum Ev {
+pub(crate) enum Ev {
     ProcDone(u32),
     SwitchDone(u32),
     /// The packet's ingress enqueue completed: its service's scheduler sees it.
@@ -71,7 +71,7 @@ pub(super) enum Ev {
 /// after the events of lower classes at that instant and after the effects of its class
 /// given before it.
 #[derive(Clone, Copy, Debug)]
-pub(super) struct Timed {
+pub(crate) struct Timed {
     pub at: Instant,
     pub class: u8,
     pub ev: Ev,
@@ -79,7 +79,7 @@ pub(super) struct Timed {
 
 /// The caller's buffer of timed effects.
 #[derive(Debug, Default)]
-pub(super) struct Effects(pub Vec<Timed>);
+pub(crate) struct Effects(pub Vec<Timed>);
 
 impl Effects {
     #[inline]
@@ -88,18 +88,42 @@ impl Effects {
     }
 }
 
-/// Drop reasons, in the order of their scalars.
-pub(super) const DROPS: [&str; 6] =
-    ["unclassified", "ingress_buffer_full", "ingress_no_queue", "late", "exceeds_bucket", "egress_buffer_full"];
+/// Drop reasons, in the order of their scalars: one vocabulary for both drivers. A run writes
+/// the ones its configuration can give ([`Pipeline::reasons`]).
+pub(crate) const DROPS: [&str; 8] = [
+    "unclassified",
+    "ingress_buffer_full",
+    "ingress_no_queue",
+    "late",
+    "exceeds_bucket",
+    "egress_buffer_full",
+    "ingress_queue_full",
+    "oversize",
+];
 const D_UNCLASSIFIED: usize = 0;
 const D_BUFFER: usize = 1;
 const D_NO_QUEUE: usize = 2;
 const D_LATE: usize = 3;
 const D_BUCKET: usize = 4;
 const D_EGRESS: usize = 5;
+/// The flow's ingress queue holds `table.queue_limit` bytes.
+const D_QUEUE_FULL: usize = 6;
+/// The caller's transmit ring (the link) has no slot that large.
+const D_OVERSIZE: usize = 7;
+
+/// What became of one arrival given with [`Pipeline::receive_frame`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Received {
+    /// In its ingress queue; `new_flow`: the flow was given the queue by this frame.
+    Queued { new_flow: bool },
+    /// Dropped, for the reason of [`DROPS`] at this index.
+    Dropped(usize),
+    /// The pipeline had stopped, or stopped on it ([`Pipeline::error`]).
+    Refused,
+}
 
 /// The flow and class counters, one drop count per reason of [`DROPS`].
-pub(super) type RowCounts = Counts<{ DROPS.len() }>;
+pub(crate) type RowCounts = Counts<{ DROPS.len() }>;
 
 /// Stages of a packet's latency, in the order of their scalars.
 pub(super) const STAGES: [&str; 4] = ["ingress", "processing", "egress", "e2e"];
@@ -177,8 +201,10 @@ struct Lap {
 }
 
 /// The pipeline. See the module documentation.
-pub(super) struct Pipeline<'a> {
-    p: &'a RouterParams,
+pub(crate) struct Pipeline {
+    /// The configuration (shared: the router's driver keeps reading it, live's forwarder owns
+    /// it through this).
+    p: Arc<RouterParams>,
     end: u64,
     /// The end of the run: the end of arrivals plus the drain.
     until: u64,
@@ -213,8 +239,15 @@ pub(super) struct Pipeline<'a> {
     /// handed over.
     ring: bool,
     /// The frame [`Pipeline::transmit`] hands over.
-    #[cfg_attr(not(test), allow(dead_code))]
     frame: Vec<u8>,
+    /// With the ring as the link, the largest frame its slots hold (larger ones are dropped as
+    /// `oversize` on arrival).
+    max_frame: u32,
+    /// dqs's shared queue (`on_exhausted = "shared"`), NIL without one: with processing none
+    /// it is shaped by one bucket of its own, the one after the flows'.
+    shared_iq: u32,
+    /// Shaper wake-ups that re-enabled at least one queue.
+    wakeups: u64,
     /// With processing none, per bucket the ingress queue that last held it (whether it still
     /// does is the queue's head packet's to say).
     bucket_queue: Vec<u32>,
@@ -233,7 +266,7 @@ pub(super) struct Pipeline<'a> {
     link: Serializer,
     /// Packets picked for the link whose transmission has not started, with their start
     /// times: a source, since the link starts packets in the order it picks them, each after
-    /// the previous one's last bit (strictly increasing times). Their delivery, when the last
+    /// the previous one's last bit (times that never decrease). Their delivery, when the last
     /// bit leaves, is counted at the start: nothing after it depends on the packet.
     tx: VecDeque<(u64, u32)>,
     pkts: Vec<Pkt>,
@@ -244,7 +277,7 @@ pub(super) struct Pipeline<'a> {
     delivered_bytes: u64,
     last_delivery: u64,
     late: Vec<u64>,
-    drops: [u64; 6],
+    drops: [u64; DROPS.len()],
     drops_by_service: Vec<u64>,
     /// Per-flow counters by row of the arrivals' `FlowIndex`, the flows past its exact table
     /// together, and per-service counters (docs/pipeline.md, "Flow and class counters").
@@ -268,7 +301,7 @@ struct Samples {
     egress_backlog: Vec<f64>,
 }
 
-impl Pipeline<'_> {
+impl Pipeline {
     /// A mechanism refused a call at `now`: the first refusal is the run's error.
     fn fail(&mut self, now: u64, stage: &'static str, e: impl std::fmt::Display) {
         if self.error.is_none() {
@@ -311,6 +344,10 @@ impl Pipeline<'_> {
         let pk = &self.pkts[id as usize];
         let base = self.eq_base[pk.service as usize];
         let Some(fb) = self.buckets.as_mut().filter(|_| base != 0) else { return };
+        // No bucket yet (processing none, dropped at ingress), or the shared queue's own.
+        if pk.eq == NIL || pk.eq - base >= fb.buckets() {
+            return;
+        }
         let q = QueueId(pk.eq);
         let full = self.egress.shaping().full_at(q);
         let nowi = Instant::from_nanos(now);
@@ -342,7 +379,7 @@ impl Pipeline<'_> {
         }
     }
 
-    fn arrival(&mut self, a: Arrival, frame: Option<&[u8]>, fx: &mut Effects) {
+    fn arrival(&mut self, a: Arrival, frame: Option<&[u8]>, fx: &mut Effects) -> Received {
         let (now, len) = (a.t, a.len);
         if a.service == UNCLASSIFIED {
             if let Some(t) = &mut self.trace {
@@ -358,31 +395,36 @@ impl Pipeline<'_> {
                 });
             }
             self.flow_counts(a.row).offer(len);
-            return self.drop_pkt(now, None, None, D_UNCLASSIFIED, a.row, len);
+            self.drop_pkt(now, None, None, D_UNCLASSIFIED, a.row, len);
+            return Received::Dropped(D_UNCLASSIFIED);
         }
         let s = a.service as usize;
         self.offered[s] += 1;
         let (mut eq, actual) = (a.eq, a.actual);
-        if let Some(fb) = self.buckets.as_mut().filter(|_| self.eq_base[s] != 0) {
-            let hint = (a.hint != NO_HINT).then_some(a.hint);
-            match fb.acquire(&a.key, hint, Instant::from_nanos(now)) {
-                Ok((b, how)) => {
-                    eq = self.eq_base[s] + b;
-                    self.flow_queue_shared += (how == Taken::Shared) as u64;
-                }
-                Err(e) => return self.fail(now, "egress (flow buckets)", e),
+        let per_flow = self.buckets.is_some() && self.eq_base[s] != 0;
+        // With processing, a flow holds its bucket from its packet's arrival; without, from the
+        // packet's admission to its ingress queue (the queue its bucket shapes), below.
+        if per_flow && !self.direct {
+            match self.take_bucket(now, s, &a) {
+                Some(b) => eq = b,
+                None => return Received::Refused,
             }
         }
         // Processing none: a packet larger than its bucket's cap could never conform under
-        // wait-for-tokens (tbf drops it), and it is dropped before it takes ingress space.
+        // wait-for-tokens (tbf drops it), and it is dropped before it takes ingress space; one
+        // larger than the caller's ring's slots could never be handed over.
         let above_cap = self.direct
             && self.p.shaping.conformance == Conformance::WaitForTokens
             && self.shaped(eq)
             && len as u64 > self.p.shaping.cap_bytes;
-        let iq = (!above_cap).then(|| self.ingress.enqueue_with(&a.key, s, len, frame).map(|(admit, _)| admit));
+        let oversize = self.ring && len > self.max_frame;
+        let iq = (!above_cap && !oversize).then(|| self.ingress.enqueue_with(&a.key, s, len, frame)).transpose();
         self.flow_counts(a.row).offer(len);
         self.classes[s].offer(len);
-        let pkt = Pkt { arrival: now, len, service: s as u16, eq, actual, next: NIL, row: a.row, ..Default::default() };
+        // Without processing, the packet has no bucket until it is admitted.
+        let held = if per_flow && self.direct { NIL } else { eq };
+        let pkt =
+            Pkt { arrival: now, len, service: s as u16, eq: held, actual, next: NIL, row: a.row, ..Default::default() };
         let id = self.new_pkt(pkt);
         if let Some(t) = &mut self.trace {
             if self.trace_of.len() <= id as usize {
@@ -400,31 +442,65 @@ impl Pipeline<'_> {
                 drop: None,
             });
         }
-        let Some(iq) = iq else { return self.drop_pkt(now, Some(id), Some(s), D_BUCKET, a.row, len) };
-        let iq = match iq {
-            Ok(Admit::Queued(q)) => q,
-            // The router sets no per-queue limit: its queues share the buffer, and a full one
-            // is the buffer's.
-            Ok(Admit::Dropped(IngressDrop::BufferFull | IngressDrop::QueueFull)) => {
-                return self.drop_pkt(now, Some(id), Some(s), D_BUFFER, a.row, len)
+        let drop = |pipe: &mut Self, reason: usize| {
+            pipe.drop_pkt(now, Some(id), Some(s), reason, a.row, len);
+            Received::Dropped(reason)
+        };
+        let (iq, new_flow) = match iq {
+            Err(e) => {
+                self.fail(now, "ingress", e);
+                return Received::Refused;
             }
-            Ok(Admit::Dropped(IngressDrop::NoQueue)) => {
-                return self.drop_pkt(now, Some(id), Some(s), D_NO_QUEUE, a.row, len)
-            }
-            Err(e) => return self.fail(now, "ingress", e),
+            Ok(None) if oversize => return drop(self, D_OVERSIZE),
+            Ok(None) => return drop(self, D_BUCKET),
+            Ok(Some((Admit::Queued(q), new_flow))) => (q, new_flow),
+            Ok(Some((Admit::Dropped(IngressDrop::BufferFull), _))) => return drop(self, D_BUFFER),
+            Ok(Some((Admit::Dropped(IngressDrop::QueueFull), _))) => return drop(self, D_QUEUE_FULL),
+            Ok(Some((Admit::Dropped(IngressDrop::NoQueue), _))) => return drop(self, D_NO_QUEUE),
         };
         self.pkts[id as usize].iq = iq.0;
         if let Some(t) = &mut self.trace {
             t[self.trace_of[id as usize] as usize].iq = iq.0;
         }
         if self.direct {
-            return self.direct_arrived(now, id, fx);
+            if per_flow {
+                // The shared queue (dqs's overflow, many flows) has one bucket of its own, past
+                // the flows'; a flow's own queue is shaped by the flow's bucket.
+                let b = match iq.0 == self.shared_iq {
+                    true => self.eq_base[s] + self.p.shaping.flow_queues,
+                    false => match self.take_bucket(now, s, &a) {
+                        Some(b) => b,
+                        None => return Received::Refused,
+                    },
+                };
+                self.pkts[id as usize].eq = b;
+            }
+            self.direct_arrived(now, id, fx);
+            return Received::Queued { new_flow };
         }
-        let Some(t) = self.qmem_op(now, iq.0, Op::Enqueue) else { return };
+        let Some(t) = self.qmem_op(now, iq.0, Op::Enqueue) else { return Received::Refused };
         if t == now {
             self.visible(now, id, fx);
         } else {
             fx.at(Instant::from_nanos(t), C_QMEM, Ev::Visible(id));
+        }
+        Received::Queued { new_flow }
+    }
+
+    /// The output queue of the bucket the per-flow-shaped service `s`'s flow of `a` holds from
+    /// `now` (the pipeline's bucket rule); `None`: the rule refused, the run failed.
+    fn take_bucket(&mut self, now: u64, s: usize, a: &Arrival) -> Option<u32> {
+        let fb = self.buckets.as_mut()?;
+        let hint = (a.hint != NO_HINT).then_some(a.hint);
+        match fb.acquire(&a.key, hint, Instant::from_nanos(now)) {
+            Ok((b, how)) => {
+                self.flow_queue_shared += (how == Taken::Shared) as u64;
+                Some(self.eq_base[s] + b)
+            }
+            Err(e) => {
+                self.fail(now, "egress (flow buckets)", e);
+                None
+            }
         }
     }
 
@@ -621,7 +697,7 @@ fn fq_packet(id: u32, pk: &Pkt, est: f64) -> FqPacket {
 }
 
 /// The pipeline's interface (see the module documentation).
-impl Pipeline<'_> {
+impl Pipeline {
     /// A batch of classified arrivals, each at its own time (`Arrival::t`), in time order and
     /// not before any `now` given before.
     pub fn receive(&mut self, batch: &[Arrival], fx: &mut Effects) {
@@ -634,14 +710,13 @@ impl Pipeline<'_> {
     }
 
     /// One arrival with its frame's bytes, kept by the ingress until [`Self::transmit`] hands
-    /// them to the caller's ring (processing none, a table with `store_payload`). For live's
-    /// driver (issue #40's next step); checked against live's forwarder by
-    /// `tests::the_ring_link_hands_over_the_frames_live_does`.
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub fn receive_frame(&mut self, a: Arrival, frame: &[u8], fx: &mut Effects) {
-        if self.error.is_none() {
-            self.arrival(a, Some(frame), fx);
+    /// them to the caller's ring (processing none, a table with `store_payload`): live's
+    /// forwarder. Says what became of it.
+    pub fn receive_frame(&mut self, a: Arrival, frame: &[u8], fx: &mut Effects) -> Received {
+        if self.error.is_some() {
+            return Received::Refused;
         }
+        self.arrival(a, Some(frame), fx)
     }
 
     /// A hint: `ahead` arrives soon, so its flow's bucket record is loaded now (no effect on
@@ -726,8 +801,9 @@ impl Pipeline<'_> {
                 let head = fifo.get(q as usize).map_or(NIL, |f| f.head);
                 (head != NIL && pkts[head as usize].eq == b.0).then_some(QueueId(q))
             };
-            if let Err(e) = self.egress.wake(now, queue_of, |q| fifo[q.index()].head != NIL) {
-                return self.fail(now.as_nanos(), EGRESS, e);
+            match self.egress.wake(now, queue_of, |q| fifo[q.index()].head != NIL) {
+                Ok(woken) => self.wakeups += (woken > 0) as u64,
+                Err(e) => return self.fail(now.as_nanos(), EGRESS, e),
             }
             self.shaper_wake = self.egress.next_wakeup();
             self.link_try(now.as_nanos(), fx);
@@ -741,6 +817,51 @@ impl Pipeline<'_> {
     }
     pub fn take_error(&mut self) -> Option<RouterError> {
         self.error.take()
+    }
+
+    /// The ingress's dqs table, if it is dqs (its counters and buffer).
+    pub(crate) fn dqs(&self) -> Option<&npqos_core::flowmap::Dqs> {
+        self.ingress.dqs()
+    }
+    /// Packets held by the ingress (with processing none: every packet in the pipeline).
+    pub(crate) fn ingress_held(&self) -> u64 {
+        self.ingress.held()
+    }
+    /// The egress element's shaper.
+    pub(crate) fn shaping(&self) -> &Shaping {
+        self.egress.shaping()
+    }
+    /// The per-flow buckets' owners, if a service is shaped per flow.
+    pub(crate) fn flow_buckets(&self) -> Option<&FlowBuckets> {
+        self.buckets.as_ref()
+    }
+    /// Shaper wake-ups that re-enabled at least one queue.
+    pub(crate) fn wakeups(&self) -> u64 {
+        self.wakeups
+    }
+    /// Packets dropped, by reason of [`DROPS`].
+    pub(crate) fn drops(&self) -> &[u64; DROPS.len()] {
+        &self.drops
+    }
+    /// The counters of flow row `row` (the rows of the caller's [`FlowIndex`]).
+    pub(crate) fn flow_row(&self, row: u32) -> RowCounts {
+        match row {
+            FlowIndex::OTHER => self.other_flows,
+            r => self.flows.get(r as usize).copied().unwrap_or_default(),
+        }
+    }
+    /// The counters of service `s` (its class).
+    pub(crate) fn class_row(&self, s: usize) -> Option<&RowCounts> {
+        self.classes.get(s)
+    }
+    /// Packets in the pipeline (arrived, neither delivered nor dropped).
+    #[cfg(test)]
+    pub(crate) fn in_flight(&self) -> u64 {
+        (self.pkts.len() - self.free.len()) as u64
+    }
+    /// Conservation at the elements' own ports: the ingress and the flow buckets.
+    pub(crate) fn check_elements(&self) -> Result<(), npqos_core::pipeline::ConservationError> {
+        self.ingress.check().and(self.buckets.as_ref().map_or(Ok(()), FlowBuckets::conservation))
     }
 
     /// When the run ends: the end of arrivals plus the drain, ns.
@@ -759,7 +880,7 @@ impl Pipeline<'_> {
 }
 
 #[cfg(test)]
-impl Pipeline<'_> {
+impl Pipeline {
     /// Swaps the link's DRR round for `drr` (a test's way of making a mechanism refuse).
     pub(super) fn set_link_round(&mut self, drr: Drr) {
         self.egress = Egress::new(self.egress.shaping().clone(), self.p.shaping.conformance, drr);
@@ -774,7 +895,7 @@ impl Pipeline<'_> {
 fn a_refused_drr_call_is_reported() {
     let p = super::tests::per_flow_shaped();
     let traffic = super::tests::synthetic(10, 1_000);
-    let mut pipe = Pipeline::new(&p, &traffic, 1, false).expect("a valid router");
+    let mut pipe = Pipeline::new(Arc::new(p.clone()), traffic.mean_len(), 1, false).expect("a valid router");
     let mut fx = Effects::default();
     let q = pipe.fifo.len() as u32 - 1;
     let id = pipe.new_pkt(Pkt { eq: q, ..Pkt::default() });

@@ -4,7 +4,7 @@
 use super::*;
 use crate::results::{ClassRecord, CountRow, FlowRecord};
 
-impl Pipeline<'_> {
+impl Pipeline {
     pub(super) fn sample(&mut self, now: u64, fx: &mut Effects) {
         let sm = &mut self.samples;
         sm.t.push(now as f64 * 1e-9);
@@ -35,35 +35,53 @@ impl Pipeline<'_> {
 
     /// The flow and class counters as rows (docs/pipeline.md, "Flow and class counters"):
     /// the exact table's flows in the order first seen, the sketch's heaviest flows past it,
-    /// then every flow past it together; the services in their order.
-    fn tables(&mut self, index: &FlowIndex) -> (Vec<FlowRecord>, Vec<ClassRecord>) {
+    /// then every flow past it together; the services in their order. The drops by reason are
+    /// those of [`Self::reasons`], in that order.
+    pub(crate) fn tables(&self, index: &FlowIndex) -> (Vec<FlowRecord>, Vec<ClassRecord>) {
         let class = |c: u32| match self.p.services.get(c as usize) {
             Some(s) => s.name.clone(),
             None => "-".to_string(),
         };
+        let keep = self.reasons();
+        let row = |c: &RowCounts| {
+            let mut r = CountRow::from(c);
+            r.dropped = keep.iter().map(|&i| c.dropped[i]).collect();
+            r
+        };
         let zero = Counts::default();
-        let exact = |row: usize| CountRow::from(self.flows.get(row).unwrap_or(&zero));
-        let other = CountRow::from(&self.other_flows);
-        let flows = FlowRecord::table(index, exact, other, DROPS.len(), class);
+        let exact = |i: usize| row(self.flows.get(i).unwrap_or(&zero));
+        let flows = FlowRecord::table(index, exact, row(&self.other_flows), keep.len(), class);
         let classes = (self.p.services.iter().zip(&self.classes).zip(&self.hist))
             .map(|((s, c), h)| {
                 let e2e = &h[3];
                 let q = |x: f64| if e2e.is_empty() { 0.0 } else { e2e.value_at_quantile(x) as f64 };
-                ClassRecord {
-                    class: s.name.clone(),
-                    counts: CountRow::from(c),
-                    delay_p50_ns: q(0.5),
-                    delay_p99_ns: q(0.99),
-                }
+                ClassRecord { class: s.name.clone(), counts: row(c), delay_p50_ns: q(0.5), delay_p99_ns: q(0.99) }
             })
             .collect();
         (flows, classes)
     }
 
+    /// The drop reasons this configuration can give, as indices of [`DROPS`], in the order its
+    /// results list them: the router's six (and `ingress_queue_full` with a queue limit); with
+    /// the caller's ring as the link (live's forwarder), the ingress's, the bucket's and the
+    /// ring's.
+    pub(crate) fn reasons(&self) -> Vec<usize> {
+        if self.ring {
+            return vec![D_BUFFER, D_NO_QUEUE, D_QUEUE_FULL, D_BUCKET, D_OVERSIZE];
+        }
+        let mut r: Vec<usize> = (0..=D_EGRESS).collect();
+        if self.p.table.queue_limit.is_some() {
+            r.push(D_QUEUE_FULL);
+        }
+        r
+    }
+
     /// The measurements and the stages' state (docs/router.md, "Outputs") at `end_ns`, the
     /// flows named by the stream's `index`, after `events` events.
-    pub(in crate::models::router) fn into_outcome(mut self, index: &FlowIndex, events: u64, end_ns: u64) -> Outcome {
+    pub(in crate::models::router) fn into_outcome(self, index: &FlowIndex, events: u64, end_ns: u64) -> Outcome {
         let (flows, classes) = self.tables(index);
+        let reasons = self.reasons();
+        let elements = self.check_elements();
         let span = end_ns.max(1) as f64 * 1e-9;
         let mut st: Vec<(String, f64, &'static str)> = Vec::new();
         let mut put = |n: &str, v: f64, u: &'static str| st.push((n.to_string(), v, u));
@@ -145,6 +163,7 @@ impl Pipeline<'_> {
             last_delivery_ns: self.last_delivery,
             late: self.late,
             drops: self.drops,
+            reasons,
             drops_by_service: self.drops_by_service,
             unclassified: self.drops[D_UNCLASSIFIED],
             in_flight: (self.pkts.len() - self.free.len()) as u64,
@@ -155,7 +174,7 @@ impl Pipeline<'_> {
             processors: self.p.processing.processors,
             stage_scalars: st,
             series,
-            elements: self.ingress.check().and(self.buckets.as_ref().map_or(Ok(()), FlowBuckets::conservation)),
+            elements,
             flows,
             classes,
             trace: self.trace,

@@ -12,7 +12,7 @@ use std::collections::BinaryHeap;
 /// Drives `pipe` on `arrivals` (in time order) with a loop of its own: the timed effects in a
 /// heap by (time, class, order given), the pipeline's deadline, the next arrival (class
 /// [`C_ARRIVAL`]); the lowest (time, class) first. Returns the pipeline's trace.
-fn drive(mut pipe: Pipeline<'_>, arrivals: &[Arrival]) -> Vec<Trace> {
+fn drive(mut pipe: Pipeline, arrivals: &[Arrival]) -> Vec<Trace> {
     let mut fx = Effects::default();
     let mut timed: BinaryHeap<Reverse<(u64, u8, u64)>> = BinaryHeap::new();
     let mut evs: Vec<Ev> = Vec::new();
@@ -88,8 +88,13 @@ fn router_of(live: &crate::live::LiveSpec) -> RouterParams {
     p.link_ahead = 1 << 20;
     p.services[0].rate = Some(live.flow_rate);
     p.services[0].per_flow = true;
-    p.shaping.kind =
-        ShaperKind::Event { alpha_bytes: live.bucket.alpha, locked_bytes: 0, tick_shift: 6, adaptive: None };
+    p.shaping.kind = ShaperKind::Event {
+        alpha_bytes: live.bucket.alpha,
+        locked_bytes: 0,
+        tick_shift: 6,
+        adaptive: None,
+        timer: npqos_core::shaper::Timer::Heap,
+    };
     p.shaping.cap_bytes = live.bucket.cap;
     p.shaping.conformance = live.bucket.conformance;
     // Live's pool: two buckets per physical queue.
@@ -145,7 +150,7 @@ fn processing_none_sends_what_live_sends() {
         // The router's pipeline, processing none, on the same frames.
         let p = router_of(&spec);
         let traffic = synthetic(1, 1_000);
-        let pipe = Pipeline::new(&p, &traffic, 1, true).expect("a valid router");
+        let pipe = Pipeline::new(Arc::new(p.clone()), traffic.mean_len(), 1, true).expect("a valid router");
         let rs: Vec<Arrival> = arrivals
             .iter()
             .map(|&(t, f)| {
@@ -198,127 +203,6 @@ fn processing_none_sends_what_live_sends() {
     }
 }
 
-/// The link as the caller's transmit ring, the frames kept by the ingress: the router's
-/// pipeline with processing none, driven as live drives its forwarder (wake, receive,
-/// transmit with room for every frame), hands over the same frames, byte for byte, at the same
-/// nanoseconds, flow by flow, as live's forwarder on the same frames, and drops the same ones.
-#[test]
-fn the_ring_link_hands_over_the_frames_live_does() {
-    for conformance in ["send-then-pay", "wait-for-tokens"] {
-        let text = format!(
-            "[live]\ninput = \"in0\"\noutput = \"out0\"\n[shaper]\nflow_rate = \"10Mbps\"\nconformance = \"{conformance}\"\n\
-             [table]\nqueues = 64\nblocks = 4096\n"
-        );
-        let root: toml::Table = toml::from_str(&text).expect("toml");
-        let spec = live_spec::read(&root, "t.toml").unwrap_or_else(|p| panic!("{p}"));
-        let arrivals = offered(12, &[15e6, 15e6, 5e6], 1_000, 0.2);
-        // Frames whose payload says which flow and which datagram they are.
-        let frames: Vec<Vec<u8>> = arrivals
-            .iter()
-            .enumerate()
-            .map(|(n, &(_, f))| {
-                let mut fr = frame(f, 1_000);
-                let at = fr.len() - 1_000;
-                fr[at..at + 4].copy_from_slice(&(n as u32).to_be_bytes());
-                fr
-            })
-            .collect();
-        type Out = Vec<Vec<(u64, Vec<u8>)>>;
-        let drive_both = |receive: &mut dyn FnMut(usize, Instant) -> bool,
-                          wake: &mut dyn FnMut(Instant),
-                          next: &mut dyn FnMut() -> Option<Instant>,
-                          transmit: &mut dyn FnMut(Instant, &mut Out)|
-         -> (Out, Vec<u32>) {
-            let (mut out, mut dropped): (Out, Vec<u32>) = (vec![Vec::new(); 12], vec![0; 12]);
-            let mut i = 0;
-            loop {
-                let ta = arrivals.get(i).map_or(u64::MAX, |a| a.0);
-                let tw = next().map_or(u64::MAX, |w| w.as_nanos());
-                if ta == u64::MAX && tw == u64::MAX {
-                    break;
-                }
-                let now = Instant::from_nanos(ta.min(tw));
-                if tw <= ta {
-                    wake(now);
-                }
-                if ta <= tw {
-                    if !receive(i, now) {
-                        dropped[arrivals[i].1 as usize] += 1;
-                    }
-                    i += 1;
-                }
-                transmit(now, &mut out);
-            }
-            (out, dropped)
-        };
-        // Live.
-        let fw = std::cell::RefCell::new(Forwarder::new(&spec, 9_000).expect("a forwarder"));
-        let (live_out, live_dropped) = drive_both(
-            &mut |i, now| fw.borrow_mut().receive(&frames[i], now) == crate::live::Arrival::Queued,
-            &mut |now| fw.borrow_mut().wake(now).expect("wake"),
-            &mut || fw.borrow().next_wakeup(),
-            &mut |now, out| {
-                fw.borrow_mut()
-                    .transmit(now, usize::MAX, |fr| out[flow_of(fr) as usize].push((now.as_nanos(), fr.to_vec())))
-                    .expect("transmit");
-            },
-        );
-        // The router's pipeline, processing none, the ring as its link.
-        let p = router_of(&spec);
-        let traffic = synthetic(1, 1_000);
-        let pipe = std::cell::RefCell::new(
-            Pipeline::new(&p, &traffic, 1, false).expect("valid").with_ring_link().expect("ring"),
-        );
-        let fx = std::cell::RefCell::new(Effects::default());
-        let rs: Vec<Arrival> = arrivals
-            .iter()
-            .zip(&frames)
-            .map(|(&(t, f), fr)| {
-                let m = crate::trace::decode::decode(&crate::trace::reader::Record {
-                    ts_ns: t,
-                    orig_len: fr.len() as u32,
-                    link: crate::trace::reader::linktype::ETHERNET,
-                    data: fr,
-                    offset: 0,
-                })
-                .expect("an IP frame");
-                Arrival {
-                    t,
-                    len: fr.len() as u32,
-                    service: 0,
-                    eq: 1,
-                    hint: NO_HINT,
-                    actual: 0.0,
-                    key: m.flow,
-                    row: f as u32,
-                }
-            })
-            .collect();
-        let (router_out, router_dropped) = drive_both(
-            &mut |i, _| {
-                let before = pipe.borrow().drops.iter().sum::<u64>();
-                pipe.borrow_mut().receive_frame(rs[i], &frames[i], &mut fx.borrow_mut());
-                pipe.borrow().drops.iter().sum::<u64>() == before
-            },
-            &mut |now| pipe.borrow_mut().wake(now, &mut fx.borrow_mut()),
-            &mut || pipe.borrow().next_wakeup().map(|(t, _)| t),
-            &mut |now, out| {
-                pipe.borrow_mut().transmit(now, usize::MAX, &mut fx.borrow_mut(), |fr| {
-                    out[flow_of(fr) as usize].push((now.as_nanos(), fr.to_vec()))
-                });
-            },
-        );
-        assert!(pipe.borrow().error().is_none(), "{:?}", pipe.borrow().error());
-        assert!(fx.borrow().0.is_empty(), "no timed effect without processors, queue memory or samples");
-        assert_eq!(router_dropped, live_dropped, "{conformance}: drops per flow");
-        assert!(live_dropped.iter().sum::<u32>() > 0, "{conformance}: the 4096-block buffer drops");
-        for f in 0..12 {
-            assert!(!live_out[f].is_empty());
-            assert_eq!(router_out[f], live_out[f], "{conformance}: flow {f}'s frames and their times");
-        }
-    }
-}
-
 /// What processing none asks of the rest is refused with the key to change.
 #[test]
 fn processing_none_refuses_what_it_cannot_shape() {
@@ -329,12 +213,18 @@ fn processing_none_refuses_what_it_cannot_shape() {
         p.table.queues = 64;
         p.services[0].rate = Some(Rate::from_bits_per_sec(10_000_000));
         p.services[0].per_flow = true;
-        p.shaping.kind = ShaperKind::Event { alpha_bytes: 1_500, locked_bytes: 0, tick_shift: 6, adaptive: None };
+        p.shaping.kind = ShaperKind::Event {
+            alpha_bytes: 1_500,
+            locked_bytes: 0,
+            tick_shift: 6,
+            adaptive: None,
+            timer: npqos_core::shaper::Timer::Heap,
+        };
         p.shaping.flow_queues = 128;
         p
     };
     let traffic = synthetic(1, 1_000);
-    assert!(Pipeline::new(&base(), &traffic, 1, false).is_ok());
+    assert!(Pipeline::new(Arc::new(base()), traffic.mean_len(), 1, false).is_ok());
     type Change = fn(&mut RouterParams);
     let cases: [(&str, Change); 4] = [
         ("ingress.kind", |p| p.ingress = npqos_core::pipeline::IngressKind::Hashed),
@@ -345,7 +235,7 @@ fn processing_none_refuses_what_it_cannot_shape() {
     for (key, change) in cases {
         let mut p = base();
         change(&mut p);
-        match Pipeline::new(&p, &traffic, 1, false) {
+        match Pipeline::new(Arc::new(p.clone()), traffic.mean_len(), 1, false) {
             Err(RouterError::Config(msg)) => assert!(msg.contains(key), "{key}: {msg}"),
             Err(e) => panic!("{key}: {e}"),
             Ok(_) => panic!("{key}: accepted"),
