@@ -18,15 +18,19 @@
 //! * [`stats`]: per-flow and per-class counters in tc's vocabulary with a memory bound (an
 //!   exact table, then the heaviest flows by a Space-Saving sketch).
 //!
-//! Classification is [`crate::classify`]; processing, egress and the link are still composed
-//! by the router model (`npqos-sim`, `models/router/`), and live's forwarder composes dqs, the
-//! shaper and DRR itself (docs/pipeline.md lists what moves next).
+//! * [`router`]: the elements composed, stages 3 to 7 with processing (an everest allocator,
+//!   LAP, or none), the output FIFOs and the link (a serializer or the caller's transmit ring):
+//!   the one pipeline both drivers run, the simulator's engine (`npqos-sim`'s router model)
+//!   and the real clock (`npqos live`'s forwarder).
+//!
+//! Classification is [`crate::classify`] (the router's stream calls it before the pipeline).
 
 pub mod buckets;
 pub mod egress;
 pub mod ingress;
 pub mod ports;
 pub mod qmem;
+pub mod router;
 pub mod stats;
 
 pub use buckets::{BucketCounters, FlowBuckets, Taken};

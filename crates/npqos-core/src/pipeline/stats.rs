@@ -24,6 +24,29 @@ use crate::flow::FlowKey;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
+/// Flows counted exactly by default: 4,096 rows of counters (about 100 B each with their
+/// index entry) stay in a core's cache beside the pipeline's state.
+pub const DEFAULT_FLOWS: u32 = 4096;
+/// Heavy flows past the exact table by default: none, because the sketch costs every packet
+/// past the table a hash, two lookups and a counter (about 7% of router-100g's wall time with
+/// 1e6 flows, docs/PERFORMANCE.md); `heavy_flows = 1024` turns it on.
+pub const DEFAULT_HEAVY: u32 = 0;
+
+/// The flow and class counters' memory bound (`[stats]`, docs/pipeline.md).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StatsParams {
+    /// Flows counted exactly (the first seen).
+    pub flows: u32,
+    /// Heaviest flows past the exact table found by the sketch.
+    pub heavy_flows: u32,
+}
+
+impl Default for StatsParams {
+    fn default() -> Self {
+        StatsParams { flows: DEFAULT_FLOWS, heavy_flows: DEFAULT_HEAVY }
+    }
+}
+
 /// The maps' keys are a flow's 64-bit foldhash, computed once per packet ([`FlowIndex::row`]);
 /// this hasher passes it through. Two flows whose hashes collide (about 3e-8 for 1e6 flows)
 /// are told apart by their keys, which the rows and entries keep: the later one is counted

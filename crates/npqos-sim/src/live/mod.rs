@@ -31,15 +31,14 @@ pub mod spec;
 
 pub use spec::{Direction, LiveSpec, Mode, Reverse, Wait};
 
-use crate::models::router::arrivals::{Arrival as Classified, NO_HINT};
-use crate::models::router::pipeline::{Effects, Pipeline, Received, RowCounts, DROPS};
-use crate::models::router::RouterError;
 use crate::results::{Histogram, Note, RunResult, Series, Table};
 use crate::trace::decode::decode;
 use crate::trace::reader::{linktype, Record};
 use npqos_core::flow::FlowKey;
 use npqos_core::flowmap::Dqs;
 use npqos_core::id::CoreId;
+use npqos_core::pipeline::router::{Arrival as Classified, NO_HINT};
+use npqos_core::pipeline::router::{Effects, Pipeline, PipelineError, Received, RowCounts, DROPS};
 use npqos_core::pipeline::{FlowBuckets, FlowIndex, Shaping};
 use npqos_core::shaper::EventShaper;
 use npqos_core::Instant;
@@ -234,14 +233,6 @@ impl Totals {
     }
 }
 
-/// The pipeline's refusal `e`, reported again (every call after it returns it).
-fn again(e: &RouterError) -> RouterError {
-    match e {
-        RouterError::Mechanism { at, stage, msg } => RouterError::Mechanism { at: *at, stage, msg: msg.clone() },
-        other => RouterError::Config(other.to_string()),
-    }
-}
-
 /// The pipeline's real-clock driver. See the module documentation.
 pub struct Forwarder {
     spec: LiveSpec,
@@ -269,7 +260,7 @@ impl Forwarder {
     /// A forwarder for `spec` whose transmit slots hold frames of at most `max_frame` bytes.
     ///
     /// Errors: a configuration the pipeline refuses (the spec reader catches the common ones).
-    pub fn new(spec: &LiveSpec, max_frame: u32) -> Result<Self, RouterError> {
+    pub fn new(spec: &LiveSpec, max_frame: u32) -> Result<Self, PipelineError> {
         let p = std::sync::Arc::new(spec.router_params());
         let seed = match spec.table.hash {
             npqos_core::flowmap::HashKind::H3 { seed } | npqos_core::flowmap::HashKind::Fast { seed } => seed,
@@ -331,7 +322,7 @@ impl Forwarder {
         self.pipe.ingress_held()
     }
     /// The mechanism's refusal that stopped the pipeline, if one did.
-    pub fn error(&self) -> Option<&RouterError> {
+    pub fn error(&self) -> Option<&PipelineError> {
         self.pipe.error()
     }
 
@@ -408,21 +399,21 @@ impl Forwarder {
     /// rejoin the DRR round if they hold frames. Calling it early is harmless.
     ///
     /// Errors: the pipeline stopped on a mechanism's refusal.
-    pub fn wake(&mut self, now: Instant) -> Result<(), RouterError> {
+    pub fn wake(&mut self, now: Instant) -> Result<(), PipelineError> {
         while self.pipe.error().is_none() && self.pipe.next_wakeup().is_some_and(|(t, _)| t <= now) {
             self.pipe.wake(now, &mut self.fx);
         }
         debug_assert!(self.fx.0.is_empty());
-        self.pipe.error().map_or(Ok(()), |e| Err(again(e)))
+        self.pipe.error().map_or(Ok(()), |e| Err(e.clone()))
     }
 
     /// Up to `room` frames for the wire at `now`, each handed to `emit`, by DRR over the queues
     /// that hold frames and are not throttled. Returns how many were emitted.
     ///
     /// Errors: the pipeline stopped on a mechanism's refusal.
-    pub fn transmit(&mut self, now: Instant, room: usize, mut emit: impl FnMut(&[u8])) -> Result<usize, RouterError> {
+    pub fn transmit(&mut self, now: Instant, room: usize, mut emit: impl FnMut(&[u8])) -> Result<usize, PipelineError> {
         if let Some(e) = self.pipe.error() {
-            return Err(again(e));
+            return Err(e.clone());
         }
         let now_ns = now.as_nanos();
         let (times, other, totals) = (&mut self.times, &mut self.other, &mut self.totals);
@@ -442,7 +433,7 @@ impl Forwarder {
             totals.bytes_out += frame.len() as u64;
         });
         self.totals.heap_max = self.totals.heap_max.max(self.shaper().waiting(CORE));
-        self.pipe.error().map_or(Ok(sent), |e| Err(again(e)))
+        self.pipe.error().map_or(Ok(sent), |e| Err(e.clone()))
     }
 
     /// Records one point of each time series at `now` (output rate over the interval since the
@@ -547,7 +538,7 @@ impl Forwarder {
         // The flow and class counters (docs/pipeline.md): flows.csv and classes.csv in the
         // router's vocabulary, one class (`all`: every flow is shaped to `flow_rate`).
         r.drop_reasons = self.pipe.reasons().iter().map(|&i| DROPS[i].to_string()).collect();
-        (r.flows, r.classes) = self.pipe.tables(&self.index);
+        (r.flows, r.classes) = crate::models::router::records(&self.pipe.tables(), &self.index);
         // Per-flow achieved rates relative to the configured rate, 1% bins.
         let rates: Vec<f64> = flows.iter().filter_map(FlowStats::rate_out_bps).map(|b| 100.0 * b / rate).collect();
         if !rates.is_empty() {

@@ -281,7 +281,7 @@ fn read_direction(parent: &toml::Table, outer: Option<&str>, probs: &mut Vec<Pro
     }
 
     let mut st = Reader::new_in(parent, outer, "stats", probs);
-    let stats = StatsParams::read(&mut st, probs);
+    let stats = crate::scenario::stats::read(&mut st, probs);
     st.finish(probs);
     Direction {
         flow_rate,
@@ -424,7 +424,7 @@ impl Direction {
         parent.insert("shaper".into(), s.into());
         parent.insert("table".into(), g.into());
         let mut st = toml::Table::new();
-        self.stats.write(&mut st);
+        crate::scenario::stats::write(&self.stats, &mut st);
         parent.insert("stats".into(), st.into());
     }
 }

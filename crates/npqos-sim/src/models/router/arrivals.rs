@@ -13,32 +13,7 @@ use npqos_core::flow::FlowKey;
 use npqos_core::pipeline::FlowIndex;
 use rand::Rng;
 
-/// No service matched the packet.
-pub(crate) const UNCLASSIFIED: u32 = u32::MAX;
-/// No bucket hint ([`Arrival::hint`]).
-pub(crate) const NO_HINT: u32 = u32::MAX;
-
-/// One packet as it reaches ingress queueing.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Arrival {
-    pub t: u64,
-    pub len: u32,
-    /// Its service, or [`UNCLASSIFIED`].
-    pub service: u32,
-    /// Its output queue (0 when unclassified): the service's own, or for a per-flow-shaped
-    /// service the queue of bucket `hint` (the service's first flow queue past the hints; the
-    /// pipeline's bucket rule decides the bucket).
-    pub eq: u32,
-    /// Per-flow-shaped: the flow's first-seen index while there are no more flows than
-    /// `shaping.flow_queues`, the bucket it gets while that bucket is unused or its own
-    /// ([`npqos_core::pipeline::FlowBuckets`]); [`NO_HINT`] past them.
-    pub hint: u32,
-    /// Actual processing time, ns (the predicted one is the service's `est_ns(len)`).
-    pub actual: f64,
-    pub key: FlowKey,
-    /// Its flow's row of the flow counters ([`FlowIndex`]).
-    pub row: u32,
-}
+pub(crate) use npqos_core::pipeline::router::{Arrival, NO_HINT, UNCLASSIFIED};
 
 /// The packet stream: (time ns, length, flow key).
 enum Stream<'a> {

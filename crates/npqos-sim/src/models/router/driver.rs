@@ -145,10 +145,10 @@ pub fn run(
         drive(&mut d, interrupt)
     };
     if let Some(e) = d.pipe.take_error() {
-        return Err(e);
+        return Err(e.into());
     }
     let index = d.index();
-    super::output::finish(d.pipe.into_outcome(&index, events, end), stop)
+    super::output::finish(d.pipe.into_outcome(events, end), &index, stop)
 }
 
 #[cfg(test)]
@@ -161,12 +161,12 @@ pub(super) fn run_traced(
     let mut d = Driver::new(p, traffic, seed, true, &mut progress)?;
     let (stop, events, end) = drive(&mut d, None);
     if let Some(e) = d.pipe.take_error() {
-        return Err(e);
+        return Err(e.into());
     }
     let index = d.index();
-    let mut o = d.pipe.into_outcome(&index, events, end);
+    let mut o = d.pipe.into_outcome(events, end);
     let trace = o.trace.take().unwrap_or_default();
-    Ok((super::output::finish(o, stop)?, trace))
+    Ok((super::output::finish(o, &index, stop)?, trace))
 }
 
 /// Runs to the end of the drain; returns why it stopped, the events run and the end time.
@@ -204,7 +204,7 @@ fn a_refusal_ends_the_run_with_its_error() {
     let (stop, _, end) = drive(&mut d, None);
     assert_eq!(stop, StopReason::Halted);
     match d.pipe.take_error() {
-        Some(RouterError::Mechanism { at, stage, .. }) => {
+        Some(pipeline::PipelineError::Mechanism { at, stage, .. }) => {
             assert_eq!(at, end, "the engine stopped at the refusal");
             assert!(stage.starts_with("egress"), "{stage}");
         }

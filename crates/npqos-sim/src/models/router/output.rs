@@ -1,42 +1,39 @@
 //! What a router run reports (docs/router.md, "Outputs"), and the conservation check.
 
-use super::pipeline::{DROPS, STAGES};
+use super::pipeline::{Outcome, RowCounts, Tables, DROPS, STAGES};
 use super::RouterError;
 use crate::engine::StopReason;
-use crate::results::{Histogram, RunResult, Series};
+use crate::results::{ClassRecord, CountRow, FlowRecord, Histogram, RunResult, Series};
+use npqos_core::pipeline::FlowIndex;
 
-/// Everything a finished run hands to [`finish`].
-pub(super) struct Outcome {
-    pub names: Vec<String>,
-    pub offered: Vec<u64>,
-    pub delivered: Vec<u64>,
-    pub delivered_bytes: u64,
-    pub last_delivery_ns: u64,
-    pub late: Vec<u64>,
-    pub drops: [u64; super::pipeline::DROPS.len()],
-    /// The reasons of [`DROPS`] this run writes (the ones its configuration can give).
-    pub reasons: Vec<usize>,
-    pub drops_by_service: Vec<u64>,
-    pub unclassified: u64,
-    pub in_flight: u64,
-    pub hist: Vec<[hdrhistogram::Histogram<u64>; 4]>,
-    pub sim_ns: u64,
-    pub events: u64,
-    pub link_bps: f64,
-    pub processors: u32,
-    /// (name, value, unit) of the stages' own counters and state.
-    pub stage_scalars: Vec<(String, f64, &'static str)>,
-    pub series: Vec<Series>,
-    pub flows: Vec<crate::results::FlowRecord>,
-    pub classes: Vec<crate::results::ClassRecord>,
-    /// Conservation at the elements' own ports (the ingress and the flow buckets so far).
-    pub elements: Result<(), npqos_core::pipeline::ConservationError>,
-    #[cfg_attr(not(test), allow(dead_code))]
-    pub trace: Option<Vec<super::pipeline::Trace>>,
+/// The pipeline's flow and class counters as result rows (flows.csv, classes.csv), the flows
+/// named by the driver's `index`: the exact table's flows in the order first seen, the
+/// sketch's heaviest flows past it, then every flow past it together; the classes in their
+/// order; the drops by reason those the configuration can give, in that order. The router and
+/// live's forwarder alike.
+pub(crate) fn records(t: &Tables, index: &FlowIndex) -> (Vec<FlowRecord>, Vec<ClassRecord>) {
+    let row = |c: &RowCounts| {
+        let mut r = CountRow::from(c);
+        r.dropped = t.reasons.iter().map(|&i| c.dropped[i]).collect();
+        r
+    };
+    let class = |c: u32| t.services.get(c as usize).cloned().unwrap_or_else(|| "-".to_string());
+    let zero = RowCounts::default();
+    let exact = |i: usize| row(t.flows.get(i).unwrap_or(&zero));
+    let flows = FlowRecord::table(index, exact, row(&t.other), t.reasons.len(), class);
+    let classes = (t.classes.iter())
+        .map(|c| ClassRecord {
+            class: c.name.clone(),
+            counts: row(&c.counts),
+            delay_p50_ns: c.delay_p50_ns,
+            delay_p99_ns: c.delay_p99_ns,
+        })
+        .collect();
+    (flows, classes)
 }
 
-/// Checks conservation and writes the result.
-pub(super) fn finish(o: Outcome, stop: StopReason) -> Result<RunResult, RouterError> {
+/// Checks conservation and writes the result, the flows named by the stream's `index`.
+pub(super) fn finish(o: Outcome, index: &FlowIndex, stop: StopReason) -> Result<RunResult, RouterError> {
     let offered = o.offered.iter().sum::<u64>() + o.unclassified;
     let delivered: u64 = o.delivered.iter().sum();
     let dropped: u64 = o.drops.iter().sum();
@@ -44,10 +41,11 @@ pub(super) fn finish(o: Outcome, stop: StopReason) -> Result<RunResult, RouterEr
         return Err(RouterError::Conservation { offered, delivered, dropped, in_flight: o.in_flight });
     }
     o.elements.clone()?;
+    let (flows, classes) = records(&o.tables, index);
     let mut run = RunResult {
         drop_reasons: o.reasons.iter().map(|&r| DROPS[r].to_string()).collect(),
-        flows: o.flows,
-        classes: o.classes,
+        flows,
+        classes,
         complete: matches!(stop, StopReason::Drained | StopReason::EndTime),
         stop_reason: format!("{stop:?}").to_lowercase(),
         sim_time_ns: o.sim_ns,
@@ -94,7 +92,9 @@ pub(super) fn finish(o: Outcome, stop: StopReason) -> Result<RunResult, RouterEr
     for (name, v, unit) in o.stage_scalars {
         run.scalar(&name, v, unit);
     }
-    run.series = o.series;
+    run.series = (o.series.into_iter())
+        .map(|l| Series { name: l.name, x_unit: "s".into(), unit: l.unit.into(), points: l.points })
+        .collect();
     Ok(run)
 }
 

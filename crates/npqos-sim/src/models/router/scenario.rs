@@ -69,7 +69,7 @@
 
 use super::{
     Allocation, IngressKind, MixEntry, ProcessingParams, QmemParams, RouterParams, RouterTraffic, Scheduler,
-    ServiceParams, ShaperKind, ShapingParams, StatsParams,
+    ServiceParams, ShaperKind, ShapingParams,
 };
 use crate::results::RunResult;
 use crate::scenario::classify::{
@@ -210,7 +210,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     l.finish(probs);
 
     let mut st = Reader::new(root, "stats", probs);
-    let stats = StatsParams::read(&mut st, probs);
+    let stats = crate::scenario::stats::read(&mut st, probs);
     st.finish(probs);
 
     let services = read_services(root, &inside, probs);
@@ -483,7 +483,7 @@ impl RouterSpec {
         l.insert("ahead".into(), (p.link_ahead as i64).into());
         root.insert("link".into(), l.into());
         let mut st = toml::Table::new();
-        p.stats.write(&mut st);
+        crate::scenario::stats::write(&p.stats, &mut st);
         root.insert("stats".into(), st.into());
         let services = p
             .services

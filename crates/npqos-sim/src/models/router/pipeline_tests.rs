@@ -1,10 +1,12 @@
 //! The pipeline without the engine: driven by a test's own loop, as a data plane would drive
 //! it, and with processing none checked against `npqos live`'s forwarder on the same frames.
 
+use super::pipeline::{Arrival, Effects, Ev, Pipeline, Trace, C_ARRIVAL, NO_HINT};
 use super::*;
 use crate::live::{spec as live_spec, Forwarder};
 use crate::models::router::tests::{synthetic, transparent};
 use npqos_core::flow::FlowKey;
+use npqos_core::Instant;
 use npqos_core::Rate;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -41,7 +43,7 @@ fn drive(mut pipe: Pipeline, arrivals: &[Arrival]) -> Vec<Trace> {
             next += 1;
         }
     }
-    pipe.trace.take().expect("traced")
+    pipe.take_trace().expect("traced")
 }
 
 /// A UDP frame of flow `f`, `payload` bytes of payload.
@@ -236,7 +238,7 @@ fn processing_none_refuses_what_it_cannot_shape() {
         let mut p = base();
         change(&mut p);
         match Pipeline::new(Arc::new(p.clone()), traffic.mean_len(), 1, false) {
-            Err(RouterError::Config(msg)) => assert!(msg.contains(key), "{key}: {msg}"),
+            Err(PipelineError::Config(msg)) => assert!(msg.contains(key), "{key}: {msg}"),
             Err(e) => panic!("{key}: {e}"),
             Ok(_) => panic!("{key}: accepted"),
         }
@@ -249,7 +251,7 @@ fn processing_none_refuses_what_it_cannot_shape() {
 /// the run is refused naming the key to change.
 #[test]
 fn processing_none_from_a_scenario_file() {
-    let example = include_str!("../../../../../../scenarios/router-synthetic.toml");
+    let example = include_str!("../../../../../scenarios/router-synthetic.toml");
     let none = example
         .replace("policy = \"everest\"", "policy = \"none\"")
         .replace("subsystem = \"qc\"", "subsystem = \"ideal\"");

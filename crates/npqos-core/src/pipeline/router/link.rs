@@ -4,7 +4,7 @@
 //! here, and [`RouterQueues`] shows the FIFOs to the element.
 
 use super::*;
-use npqos_core::pipeline::{EgressQueues, Pick};
+use crate::pipeline::{EgressQueues, Pick};
 
 /// The output FIFOs as the egress element sees them, with what a throttled queue changes here:
 /// its head packet's flow and class count an overlimit, and under the periodic shaper the
@@ -173,7 +173,7 @@ impl Pipeline {
                 self.prefetch_egress(q2.0);
             }
             if let Some(q1) = drr.upcoming(1) {
-                npqos_core::hint::prefetch(&self.pkts, self.fifo[q1.index()].head as usize);
+                crate::hint::prefetch(&self.pkts, self.fifo[q1.index()].head as usize);
             }
             let pk = self.pkts[id as usize];
             self.fifo_pop(q.0);
@@ -208,13 +208,7 @@ impl Pipeline {
     /// (the shaper and the DRR round over the ingress queues); a frame is delivered when it is
     /// handed over, with its flow's row of the flow counters. Returns how many. Nothing when
     /// the pipeline has stopped.
-    pub(crate) fn transmit(
-        &mut self,
-        now: Instant,
-        room: usize,
-        fx: &mut Effects,
-        mut emit: impl FnMut(&[u8], u32),
-    ) -> usize {
+    pub fn transmit(&mut self, now: Instant, room: usize, fx: &mut Effects, mut emit: impl FnMut(&[u8], u32)) -> usize {
         let t = now.as_nanos();
         let mut sent = 0;
         while sent < room && self.error.is_none() {
@@ -281,7 +275,7 @@ impl Pipeline {
     /// needed soon.
     #[inline]
     pub(super) fn prefetch_egress(&self, q: u32) {
-        npqos_core::hint::prefetch(&self.fifo, q as usize);
+        crate::hint::prefetch(&self.fifo, q as usize);
         self.egress.prefetch(QueueId(q), QueueId(q));
         self.qmem.prefetch(self.nqi + q);
         // Per-flow queues follow the services' own, `flow_queues` per per-flow service.

@@ -1,8 +1,69 @@
-//! What the simulated router reports: its time series ([`Pipeline::sample`]) and, at the end, its
-//! measurements and the stages' state ([`Pipeline::into_outcome`]).
+//! What the pipeline reports: its time series ([`Pipeline::sample`]), its flow and class
+//! counters ([`Pipeline::tables`]) and, at the end, its measurements and the stages' state
+//! ([`Pipeline::into_outcome`]), as plain values the driver writes in its own formats.
 
 use super::*;
-use crate::results::{ClassRecord, CountRow, FlowRecord};
+use crate::pipeline::ConservationError;
+
+/// A time series: (time s, value) points.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Line {
+    pub name: String,
+    pub unit: &'static str,
+    pub points: Vec<(f64, f64)>,
+}
+
+/// One class (service) with its counters and its end-to-end delay percentiles, ns.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ClassRow {
+    pub name: String,
+    pub counts: RowCounts,
+    pub delay_p50_ns: f64,
+    pub delay_p99_ns: f64,
+}
+
+/// The flow and class counters (docs/pipeline.md, "Flow and class counters"): the rows of the
+/// driver's [`FlowIndex`] (an exact row for each flow of its table, in the order first seen;
+/// a row for every flow past it), the classes, and the drop reasons the configuration can give
+/// (indices of [`DROPS`], [`Pipeline::reasons`]), the ones a driver writes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tables {
+    pub flows: Vec<RowCounts>,
+    pub other: RowCounts,
+    pub classes: Vec<ClassRow>,
+    pub reasons: Vec<usize>,
+    /// The service names, by index (a flow row's class).
+    pub services: Vec<String>,
+}
+
+/// Everything a finished run reports (docs/router.md, "Outputs").
+pub struct Outcome {
+    pub names: Vec<String>,
+    pub offered: Vec<u64>,
+    pub delivered: Vec<u64>,
+    pub delivered_bytes: u64,
+    pub last_delivery_ns: u64,
+    pub late: Vec<u64>,
+    pub drops: [u64; DROPS.len()],
+    /// The reasons of [`DROPS`] this run writes (the ones its configuration can give).
+    pub reasons: Vec<usize>,
+    pub drops_by_service: Vec<u64>,
+    pub unclassified: u64,
+    pub in_flight: u64,
+    /// Per service: ingress, processing, egress and end-to-end latency ([`STAGES`]), ns.
+    pub hist: Vec<[hdrhistogram::Histogram<u64>; 4]>,
+    pub sim_ns: u64,
+    pub events: u64,
+    pub link_bps: f64,
+    pub processors: u32,
+    /// (name, value, unit) of the stages' own counters and state.
+    pub stage_scalars: Vec<(String, f64, &'static str)>,
+    pub series: Vec<Line>,
+    pub tables: Tables,
+    /// Conservation at the elements' own ports (the ingress and the flow buckets so far).
+    pub elements: Result<(), ConservationError>,
+    pub trace: Option<Vec<Trace>>,
+}
 
 impl Pipeline {
     pub(super) fn sample(&mut self, now: u64, fx: &mut Effects) {
@@ -33,39 +94,29 @@ impl Pipeline {
         }
     }
 
-    /// The flow and class counters as rows (docs/pipeline.md, "Flow and class counters"):
-    /// the exact table's flows in the order first seen, the sketch's heaviest flows past it,
-    /// then every flow past it together; the services in their order. The drops by reason are
-    /// those of [`Self::reasons`], in that order.
-    pub(crate) fn tables(&self, index: &FlowIndex) -> (Vec<FlowRecord>, Vec<ClassRecord>) {
-        let class = |c: u32| match self.p.services.get(c as usize) {
-            Some(s) => s.name.clone(),
-            None => "-".to_string(),
-        };
-        let keep = self.reasons();
-        let row = |c: &RowCounts| {
-            let mut r = CountRow::from(c);
-            r.dropped = keep.iter().map(|&i| c.dropped[i]).collect();
-            r
-        };
-        let zero = Counts::default();
-        let exact = |i: usize| row(self.flows.get(i).unwrap_or(&zero));
-        let flows = FlowRecord::table(index, exact, row(&self.other_flows), keep.len(), class);
+    /// The flow and class counters (docs/pipeline.md, "Flow and class counters").
+    pub fn tables(&self) -> Tables {
         let classes = (self.p.services.iter().zip(&self.classes).zip(&self.hist))
             .map(|((s, c), h)| {
                 let e2e = &h[3];
                 let q = |x: f64| if e2e.is_empty() { 0.0 } else { e2e.value_at_quantile(x) as f64 };
-                ClassRecord { class: s.name.clone(), counts: row(c), delay_p50_ns: q(0.5), delay_p99_ns: q(0.99) }
+                ClassRow { name: s.name.clone(), counts: *c, delay_p50_ns: q(0.5), delay_p99_ns: q(0.99) }
             })
             .collect();
-        (flows, classes)
+        Tables {
+            flows: self.flows.clone(),
+            other: self.other_flows,
+            classes,
+            reasons: self.reasons(),
+            services: self.p.services.iter().map(|s| s.name.clone()).collect(),
+        }
     }
 
     /// The drop reasons this configuration can give, as indices of [`DROPS`], in the order its
     /// results list them: the router's six (and `ingress_queue_full` with a queue limit); with
     /// the caller's ring as the link (live's forwarder), the ingress's, the bucket's and the
     /// ring's.
-    pub(crate) fn reasons(&self) -> Vec<usize> {
+    pub fn reasons(&self) -> Vec<usize> {
         if self.ring {
             return vec![D_BUFFER, D_NO_QUEUE, D_QUEUE_FULL, D_BUCKET, D_OVERSIZE];
         }
@@ -76,10 +127,10 @@ impl Pipeline {
         r
     }
 
-    /// The measurements and the stages' state (docs/router.md, "Outputs") at `end_ns`, the
-    /// flows named by the stream's `index`, after `events` events.
-    pub(in crate::models::router) fn into_outcome(self, index: &FlowIndex, events: u64, end_ns: u64) -> Outcome {
-        let (flows, classes) = self.tables(index);
+    /// The measurements and the stages' state (docs/router.md, "Outputs") at `end_ns`, after
+    /// `events` events.
+    pub fn into_outcome(self, events: u64, end_ns: u64) -> Outcome {
+        let tables = self.tables();
         let reasons = self.reasons();
         let elements = self.check_elements();
         let span = end_ns.max(1) as f64 * 1e-9;
@@ -120,7 +171,7 @@ impl Pipeline {
                 (
                     e.counters().reschedules as f64,
                     (e.counters().bucket_accesses + h.off_chip()) as f64,
-                    e.bucket_state_bytes() as f64 + heap_peak * npqos_core::shaper::heap::NODE_BYTES as f64,
+                    e.bucket_state_bytes() as f64 + heap_peak * crate::shaper::heap::NODE_BYTES as f64,
                 )
             }
             Shaping::Periodic(p) => (
@@ -140,10 +191,9 @@ impl Pipeline {
         // Stage 7.
         put("link_state_bytes", queues * 9.0, "B");
         let sm = &self.samples;
-        let line = |name: String, unit: &str, v: &[f64]| Series {
+        let line = |name: String, unit: &'static str, v: &[f64]| Line {
             name,
-            x_unit: "s".into(),
-            unit: unit.into(),
+            unit,
             points: sm.t.iter().copied().zip(v.iter().copied()).collect(),
         };
         let mut series = vec![
@@ -175,8 +225,7 @@ impl Pipeline {
             stage_scalars: st,
             series,
             elements,
-            flows,
-            classes,
+            tables,
             trace: self.trace,
         }
     }

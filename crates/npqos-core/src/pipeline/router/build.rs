@@ -4,14 +4,14 @@
 //! within each service ([`processing`]), the queue memory and the link.
 
 use super::*;
-use npqos_core::pipeline::IngressKind;
+use crate::pipeline::IngressKind;
 
-fn cfg(e: String) -> RouterError {
-    RouterError::Config(e)
+fn cfg(e: String) -> PipelineError {
+    PipelineError::Config(e)
 }
 
 /// Stage 2: the services' match rules, a service's rule naming it by its place in the list.
-pub(in crate::models::router) fn classifier(p: &RouterParams) -> Result<Classifier, RouterError> {
+pub fn classifier(p: &RouterParams) -> Result<Classifier, PipelineError> {
     let s_count = p.services.len();
     if s_count == 0 || s_count > u16::MAX as usize {
         return Err(cfg(format!("{s_count} services: from 1 to 65535")));
@@ -20,7 +20,7 @@ pub(in crate::models::router) fn classifier(p: &RouterParams) -> Result<Classifi
         .services
         .iter()
         .enumerate()
-        .map(|(i, s)| npqos_core::classify::Rule { service: ServiceId(i as u32), ..s.rule.clone() })
+        .map(|(i, s)| crate::classify::Rule { service: ServiceId(i as u32), ..s.rule.clone() })
         .collect();
     Classifier::new(s_count, rules, p.inside.clone(), None).map_err(|e| cfg(e.to_string()))
 }
@@ -29,7 +29,7 @@ impl Pipeline {
     /// Stages 3 to 7 for `p`, on traffic whose packets average `mean_len` bytes (each
     /// service's predicted time per packet), the hashed ingress hashing with `hash_seed`;
     /// `trace` keeps every packet's fate (the equivalence tests).
-    pub(crate) fn new(p: Arc<RouterParams>, mean_len: f64, hash_seed: u64, trace: bool) -> Result<Self, RouterError> {
+    pub fn new(p: Arc<RouterParams>, mean_len: f64, hash_seed: u64, trace: bool) -> Result<Self, PipelineError> {
         let s_count = p.services.len();
         if s_count == 0 || s_count > u16::MAX as usize {
             return Err(cfg(format!("{s_count} services: from 1 to 65535")));
@@ -38,7 +38,7 @@ impl Pipeline {
         let nqi = ingress.queues();
         let direct = p.processing.policy == Allocation::None;
         // Processing none shapes dqs's shared queue by one bucket of its own.
-        let shared_iq = ingress.dqs().and_then(npqos_core::flowmap::Dqs::shared_queue).filter(|_| direct);
+        let shared_iq = ingress.dqs().and_then(crate::flowmap::Dqs::shared_queue).filter(|_| direct);
         let (eq_base, nqe, shaped, shaping) = egress(&p, nqi, shared_iq.is_some())?;
         if direct {
             direct_checks(&p, nqi)?;
@@ -116,7 +116,7 @@ impl Pipeline {
     /// of at most `max_frame` bytes: processing none only.
     ///
     /// Errors: processing is not none.
-    pub(crate) fn with_ring_link(mut self, max_frame: u32) -> Result<Self, RouterError> {
+    pub fn with_ring_link(mut self, max_frame: u32) -> Result<Self, PipelineError> {
         if !self.direct {
             return Err(cfg("a transmit ring as the link needs processing.policy = \"none\"".into()));
         }
@@ -126,7 +126,7 @@ impl Pipeline {
     }
 
     /// Each service's first flow queue (0: it has none), as the stream's bucket hints need it.
-    pub(crate) fn eq_base(&self) -> &[u32] {
+    pub fn eq_base(&self) -> &[u32] {
         &self.eq_base
     }
 }
@@ -139,7 +139,7 @@ fn egress(
     p: &RouterParams,
     nqi: u32,
     shared_bucket: bool,
-) -> Result<(Vec<u32>, usize, Vec<bool>, Shaping), RouterError> {
+) -> Result<(Vec<u32>, usize, Vec<bool>, Shaping), PipelineError> {
     let s_count = p.services.len();
     // Egress queues: one per service, then each per-flow service's flow queues.
     let mut eq_base = Vec::with_capacity(s_count);
@@ -207,7 +207,7 @@ fn egress(
 
 /// What processing none asks of the rest (docs/router.md, "Processing none"): a shaped queue
 /// holds one flow, so an ingress queue has one bucket at a time.
-fn direct_checks(p: &RouterParams, nqi: u32) -> Result<(), RouterError> {
+fn direct_checks(p: &RouterParams, nqi: u32) -> Result<(), PipelineError> {
     if p.ingress == IngressKind::Hashed {
         return Err(cfg(
             "processing.policy = \"none\" shapes the ingress queues, so a queue must hold one flow: ingress.kind = \"hashed\" \
@@ -241,7 +241,7 @@ fn direct_checks(p: &RouterParams, nqi: u32) -> Result<(), RouterError> {
 /// The processors' allocation among the services (an everest policy, or LAP) and the scheduler
 /// within each service over its `nqi` ingress queues; `mean_len` (bytes) sets each service's
 /// predicted time per packet.
-fn processing(p: &RouterParams, nqi: u32, mean_len: f64) -> Result<(Allocator, Option<Lap>, Within), RouterError> {
+fn processing(p: &RouterParams, nqi: u32, mean_len: f64) -> Result<(Allocator, Option<Lap>, Within), PipelineError> {
     let s_count = p.services.len();
     let alloc_services = p
         .services
@@ -260,7 +260,7 @@ fn processing(p: &RouterParams, nqi: u32, mean_len: f64) -> Result<(Allocator, O
         services: alloc_services,
         policy: match p.processing.policy {
             Allocation::Policy(x) => x,
-            Allocation::Lap | Allocation::None => npqos_core::alloc::Policy::Static,
+            Allocation::Lap | Allocation::None => crate::alloc::Policy::Static,
         },
     })
     .map_err(|e| cfg(e.to_string()))?;

@@ -1,8 +1,12 @@
-//! The router's pipeline without a clock (docs/router.md, docs/pipeline.md): stages 3 to 7 over
-//! the pipeline's elements, told `now` by whoever drives it and never reading a clock or
-//! scheduling anything itself. The engine driver (`super::driver`) runs it in simulated time.
+//! The composed router as one pipeline without a clock (docs/router.md, docs/pipeline.md):
+//! stages 3 to 7 over the pipeline's elements (ingress, processing, queue memory, egress, link),
+//! told `now` by whoever drives it and never reading a clock or scheduling anything itself.
+//! Two drivers run it: `npqos-sim`'s router model on its discrete-event engine (simulated
+//! time) and `npqos live`'s forwarder (CLOCK_MONOTONIC, real frames, processing none, the
+//! transmit ring as the link: [`Pipeline::with_ring_link`], [`Pipeline::receive_frame`],
+//! [`Pipeline::transmit`]).
 //!
-//! Its interface, the shape of live's forwarder and quinn-proto's `Connection`:
+//! Its interface, the shape of quinn-proto's `Connection`:
 //!
 //! * [`Pipeline::receive`]: a batch of classified arrivals (stages 1 and 2 are the driver's
 //!   stream), each at its own time, in time order;
@@ -20,41 +24,82 @@
 //! A mechanism's refusal stops the pipeline: [`Pipeline::error`] says which stage refused what,
 //! and the driver ends the run with it.
 
-use super::arrivals::{Arrival, NO_HINT, UNCLASSIFIED};
-use super::output::Outcome;
-use super::{Allocation, Conformance, RouterError, RouterParams, Scheduler, ShaperKind};
-use crate::results::Series;
-use npqos_core::alloc::{Action, AllocConfig, Allocator, ServiceSpec};
-use npqos_core::classify::Classifier;
-use npqos_core::pipeline::{Admit, Counts, Egress, FlowBuckets, FlowIndex, Ingress, IngressDrop, Qmem, Shaping, Taken};
-use npqos_core::queues::timing::Op;
-use npqos_core::rate::Serializer;
-use npqos_core::sched::drr::Drr;
-use npqos_core::sched::fq::{FairQueue, FqPacket};
-use npqos_core::sched::lap::{LapPacket, LapScheduler, Policy as LapPolicy};
-use npqos_core::shaper::{BucketParams, EventShaper, PeriodicShaper};
-use npqos_core::{AppId, CoreId, Duration, FlowId, Instant, ProcessorId, QueueId, ServiceId};
+use crate::alloc::{Action, AllocConfig, Allocator, ServiceSpec};
+use crate::classify::Classifier;
+use crate::flow::FlowKey;
+use crate::pipeline::{Admit, Counts, Egress, FlowBuckets, FlowIndex, Ingress, IngressDrop, Qmem, Shaping, Taken};
+use crate::queues::timing::Op;
+use crate::rate::Serializer;
+use crate::sched::drr::Drr;
+use crate::sched::fq::{FairQueue, FqPacket};
+use crate::sched::lap::{LapPacket, LapScheduler, Policy as LapPolicy};
+use crate::shaper::Conformance;
+use crate::shaper::{BucketParams, EventShaper, PeriodicShaper};
+use crate::{AppId, CoreId, Duration, FlowId, Instant, ProcessorId, QueueId, ServiceId};
+pub use outcome::{ClassRow, Line, Outcome, Tables};
+pub use params::{Allocation, ProcessingParams, RouterParams, Scheduler, ServiceParams, ShaperKind, ShapingParams};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
 mod build;
-pub(super) use build::classifier;
-mod egress;
+pub use build::classifier;
+mod link;
 mod outcome;
+mod params;
+mod processing;
+use processing::{Lap, Within};
+
+/// No service matched the packet ([`Arrival::service`]).
+pub const UNCLASSIFIED: u32 = u32::MAX;
+/// No bucket hint ([`Arrival::hint`]).
+pub const NO_HINT: u32 = u32::MAX;
+
+/// One packet as it reaches the ingress: classified (stages 1 and 2 are the driver's).
+#[derive(Clone, Copy, Debug)]
+pub struct Arrival {
+    /// Its time, ns.
+    pub t: u64,
+    pub len: u32,
+    /// Its service, or [`UNCLASSIFIED`].
+    pub service: u32,
+    /// Its output queue (0 when unclassified): the service's own, or for a per-flow-shaped
+    /// service the queue of bucket `hint` (the service's first flow queue past the hints; the
+    /// pipeline's bucket rule decides the bucket).
+    pub eq: u32,
+    /// Per-flow-shaped: the flow's first-seen index while there are no more flows than
+    /// `shaping.flow_queues`, the bucket it gets while that bucket is unused or its own
+    /// ([`FlowBuckets`]); [`NO_HINT`] past them.
+    pub hint: u32,
+    /// Actual processing time, ns (the predicted one is the service's `est_ns(len)`).
+    pub actual: f64,
+    pub key: FlowKey,
+    /// Its flow's row of the flow counters (the driver's [`FlowIndex`]).
+    pub row: u32,
+}
+
+/// Why the pipeline could not be built, or stopped.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PipelineError {
+    #[error("router configuration: {0}")]
+    Config(String),
+    /// A mechanism refused a call: a defect in the pipeline, reported rather than hidden.
+    #[error("at {at} ns, {stage}: {msg}")]
+    Mechanism { at: u64, stage: &'static str, msg: String },
+}
 
 /// The classes of events at one instant ([`Timed::class`], [`Pipeline::next_wakeup`]).
-pub(super) const C_PROC: u8 = 0;
-pub(super) const C_QMEM: u8 = 1;
-pub(super) const C_LINK: u8 = 2;
-pub(super) const C_REENABLE: u8 = 3;
-pub(super) const C_TIMER: u8 = 4;
-pub(super) const C_SHAPER: u8 = 5;
-pub(super) const C_ARRIVAL: u8 = 6;
-pub(super) const C_SAMPLE: u8 = 7;
+pub const C_PROC: u8 = 0;
+pub const C_QMEM: u8 = 1;
+pub const C_LINK: u8 = 2;
+pub const C_REENABLE: u8 = 3;
+pub const C_TIMER: u8 = 4;
+pub const C_SHAPER: u8 = 5;
+pub const C_ARRIVAL: u8 = 6;
+pub const C_SAMPLE: u8 = 7;
 
 /// What a timed effect is ([`Timed`]).
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Ev {
+pub enum Ev {
     ProcDone(u32),
     SwitchDone(u32),
     /// The packet's ingress enqueue completed: its service's scheduler sees it.
@@ -71,7 +116,7 @@ pub(crate) enum Ev {
 /// after the events of lower classes at that instant and after the effects of its class
 /// given before it.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Timed {
+pub struct Timed {
     pub at: Instant,
     pub class: u8,
     pub ev: Ev,
@@ -79,7 +124,7 @@ pub(crate) struct Timed {
 
 /// The caller's buffer of timed effects.
 #[derive(Debug, Default)]
-pub(crate) struct Effects(pub Vec<Timed>);
+pub struct Effects(pub Vec<Timed>);
 
 impl Effects {
     #[inline]
@@ -90,7 +135,7 @@ impl Effects {
 
 /// Drop reasons, in the order of their scalars: one vocabulary for both drivers. A run writes
 /// the ones its configuration can give ([`Pipeline::reasons`]).
-pub(crate) const DROPS: [&str; 8] = [
+pub const DROPS: [&str; 8] = [
     "unclassified",
     "ingress_buffer_full",
     "ingress_no_queue",
@@ -113,7 +158,7 @@ const D_OVERSIZE: usize = 7;
 
 /// What became of one arrival given with [`Pipeline::receive_frame`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Received {
+pub enum Received {
     /// In its ingress queue; `new_flow`: the flow was given the queue by this frame.
     Queued { new_flow: bool },
     /// Dropped, for the reason of [`DROPS`] at this index.
@@ -123,10 +168,10 @@ pub(crate) enum Received {
 }
 
 /// The flow and class counters, one drop count per reason of [`DROPS`].
-pub(crate) type RowCounts = Counts<{ DROPS.len() }>;
+pub type RowCounts = Counts<{ DROPS.len() }>;
 
 /// Stages of a packet's latency, in the order of their scalars.
-pub(super) const STAGES: [&str; 4] = ["ingress", "processing", "egress", "e2e"];
+pub const STAGES: [&str; 4] = ["ingress", "processing", "egress", "e2e"];
 
 /// 64 bytes on a 64-byte boundary: a packet's state is one cache line, so one miss (or one
 /// prefetch) brings all of it.
@@ -169,9 +214,9 @@ impl Fifo {
     const EMPTY: Fifo = Fifo { head: NIL, tail: NIL };
 }
 
-/// One packet's fate, for the equivalence tests ([`run_traced`]), in arrival order.
+/// One packet's fate, for the equivalence tests (built with `trace`), in arrival order.
 #[derive(Clone, Copy, Debug, PartialEq)]
-pub(crate) struct Trace {
+pub struct Trace {
     pub arrival: u64,
     pub len: u32,
     /// Its ingress queue.
@@ -183,25 +228,8 @@ pub(crate) struct Trace {
     pub drop: Option<&'static str>,
 }
 
-enum Within {
-    Fifo(Vec<VecDeque<u32>>),
-    Fair(Vec<FairQueue>),
-    /// Per service a DRR over the ingress queues; per ingress queue its packets.
-    Drr(Vec<Drr>, Vec<VecDeque<u32>>),
-}
-
-/// LAP over the services (`Allocation::Lap`).
-struct Lap {
-    sched: LapScheduler,
-    idle: Vec<bool>,
-    /// Enqueue order (LAP's packet ids increase with it): id = seq << 32 | packet slot.
-    seq: u64,
-    /// Dispatches to a processor whose cache held another service (each paid t_sw).
-    cold: u64,
-}
-
 /// The pipeline. See the module documentation.
-pub(crate) struct Pipeline {
+pub struct Pipeline {
     /// The configuration (shared: the router's driver keeps reading it, live's forwarder owns
     /// it through this).
     p: Arc<RouterParams>,
@@ -286,7 +314,7 @@ pub(crate) struct Pipeline {
     classes: Vec<RowCounts>,
     hist: Vec<[hdrhistogram::Histogram<u64>; 4]>,
     samples: Samples,
-    error: Option<RouterError>,
+    error: Option<PipelineError>,
     trace: Option<Vec<Trace>>,
     trace_of: Vec<u32>,
 }
@@ -305,7 +333,7 @@ impl Pipeline {
     /// A mechanism refused a call at `now`: the first refusal is the run's error.
     fn fail(&mut self, now: u64, stage: &'static str, e: impl std::fmt::Display) {
         if self.error.is_none() {
-            self.error = Some(RouterError::Mechanism { at: now, stage, msg: e.to_string() });
+            self.error = Some(PipelineError::Mechanism { at: now, stage, msg: e.to_string() });
         }
     }
 
@@ -352,7 +380,7 @@ impl Pipeline {
         let full = self.egress.shaping().full_at(q);
         let nowi = Instant::from_nanos(now);
         if let Err(e) = fb.release(pk.eq - base, full.unwrap_or(nowi), nowi) {
-            self.error.get_or_insert(RouterError::Mechanism {
+            self.error.get_or_insert(PipelineError::Mechanism {
                 at: now,
                 stage: "egress (flow buckets)",
                 msg: e.to_string(),
@@ -503,173 +531,6 @@ impl Pipeline {
             }
         }
     }
-
-    fn visible(&mut self, now: u64, id: u32, fx: &mut Effects) {
-        let pk = self.pkts[id as usize];
-        let s = pk.service as usize;
-        if let Some(l) = &mut self.lap {
-            l.seq += 1;
-            let est = self.p.services[s].est_ns(pk.len);
-            let x = LapPacket { id: (l.seq << 32) | id as u64, app: AppId(s as u32), est };
-            if let Err(e) = l.sched.enqueue(x) {
-                return self.fail(now, "processing (lap)", e);
-            }
-            // An idle processor, one whose cache holds the service first.
-            let idle = |p: &usize| l.idle[*p];
-            let warm =
-                (0..l.idle.len()).filter(idle).find(|&p| l.sched.cache(ProcessorId(p as u32)) == Some(AppId(s as u32)));
-            if let Some(p) = warm.or_else(|| (0..l.idle.len()).find(idle)) {
-                self.lap_dispatch(now, p as u32, fx);
-            }
-            return;
-        }
-        match &mut self.within {
-            Within::Fifo(q) => q[s].push_back(id),
-            Within::Drr(d, q) => {
-                q[pk.iq as usize].push_back(id);
-                if let Err(e) = d[s].enqueued(QueueId(pk.iq)) {
-                    return self.fail(now, "processing (drr)", e);
-                }
-            }
-            Within::Fair(f) => {
-                if let Err(e) =
-                    f[s].enqueue(Instant::from_nanos(now), fq_packet(id, &pk, self.p.services[s].est_ns(pk.len)))
-                {
-                    return self.fail(now, "processing (fair queue)", e);
-                }
-            }
-        }
-        match self.alloc.arrival(Instant::from_nanos(now), ServiceId(s as u32), &mut self.actions) {
-            Ok(_) => self.apply(now, fx),
-            Err(e) => self.fail(now, "processing (allocator)", e),
-        }
-    }
-
-    fn apply(&mut self, now: u64, fx: &mut Effects) {
-        let mut actions = std::mem::take(&mut self.actions);
-        for a in actions.drain(..) {
-            match a {
-                Action::Serve { proc, service } => {
-                    let s = service.index();
-                    let id = match &mut self.within {
-                        Within::Fifo(q) => q[s].pop_front(),
-                        Within::Drr(d, q) => match d[s].select(|x| self.pkts[q[x.index()][0] as usize].len as u64) {
-                            None => None,
-                            Some(x) => {
-                                let id = q[x.index()].pop_front().expect("a queue in the round holds packets");
-                                if let Err(e) = d[s].dequeued(x, q[x.index()].is_empty()) {
-                                    return self.fail(now, "processing (DRR)", e);
-                                }
-                                Some(id)
-                            }
-                        },
-                        Within::Fair(f) => match f[s].dequeue(Instant::from_nanos(now)) {
-                            Ok(d) => d.map(|d| d.packet.id as u32),
-                            Err(e) => return self.fail(now, "processing (fair queue)", e),
-                        },
-                    };
-                    let Some(id) = id else {
-                        return self.fail(now, "processing", "the allocator served an empty service");
-                    };
-                    self.start(now, proc.0, id, 0, fx);
-                }
-                Action::Switch { proc, .. } => {
-                    fx.at(Instant::from_nanos(now) + self.p.processing.t_sw, C_PROC, Ev::SwitchDone(proc.0));
-                }
-            }
-        }
-        self.actions = actions;
-    }
-
-    /// Processor `proc` takes packet `id` (the head of its ingress queue) at `now`: the
-    /// descriptor dequeue, then the packet's actual time plus `extra_ns`.
-    fn start(&mut self, now: u64, proc: u32, id: u32, extra_ns: u64, fx: &mut Effects) {
-        let pk = &mut self.pkts[id as usize];
-        pk.dispatch = now;
-        pk.core = (proc % u16::MAX as u32) as u16;
-        let (iq, len, actual) = (pk.iq, pk.len, pk.actual);
-        match self.ingress.dequeue(QueueId(iq)) {
-            Ok(Some(l)) if l == len => {}
-            Ok(_) => return self.fail(now, "ingress", "the served packet is not its queue's head"),
-            Err(e) => return self.fail(now, "ingress", e),
-        }
-        let Some(t0) = self.qmem_op(now, iq, Op::Dequeue) else { return };
-        self.current[proc as usize] = id;
-        fx.at(Instant::from_nanos(t0 + actual.ceil() as u64 + extra_ns), C_PROC, Ev::ProcDone(proc));
-        // Its output queue's state is needed when it is done: start loading it now.
-        let eq = self.pkts[id as usize].eq;
-        self.prefetch_egress(eq);
-    }
-
-    /// LAP: free processor `p` takes the packet LAP picks, paying t_sw on a cold cache; it
-    /// stays idle when nothing waits.
-    fn lap_dispatch(&mut self, now: u64, p: u32, fx: &mut Effects) {
-        let t_sw = self.p.processing.t_sw.as_nanos();
-        let Some(l) = &mut self.lap else { return };
-        match l.sched.dispatch(ProcessorId(p)) {
-            Ok(Some(pick)) => {
-                l.idle[p as usize] = false;
-                l.cold += pick.cold as u64;
-                let extra = if pick.cold { t_sw } else { 0 };
-                self.start(now, p, pick.packet.id as u32, extra, fx);
-            }
-            Ok(None) => l.idle[p as usize] = true,
-            Err(e) => self.fail(now, "processing (lap)", e),
-        }
-    }
-
-    fn proc_done(&mut self, now: u64, pr: u32, fx: &mut Effects) {
-        let id = std::mem::replace(&mut self.current[pr as usize], u32::MAX);
-        let pk = self.pkts[id as usize];
-        self.pkts[id as usize].done = now;
-        let s = pk.service as usize;
-        if let (None, Within::Fair(f)) = (&self.lap, &mut self.within) {
-            if let Err(e) = f[s].completed(&fq_packet(id, &pk, self.p.services[s].est_ns(pk.len))) {
-                return self.fail(now, "processing (fair queue)", e);
-            }
-        }
-        let delay = now - pk.arrival;
-        if self.lap.is_some() {
-            self.lap_dispatch(now, pr, fx);
-        } else {
-            if let Err(e) = self.alloc.completed(
-                Instant::from_nanos(now),
-                ProcessorId(pr),
-                Duration::from_nanos(delay),
-                &mut self.actions,
-            ) {
-                return self.fail(now, "processing (allocator)", e);
-            }
-            self.apply(now, fx);
-        }
-        if let Some(t) = &mut self.trace {
-            let x = &mut t[self.trace_of[id as usize] as usize];
-            (x.dispatch, x.done) = (pk.dispatch, now);
-        }
-        let h = &mut self.hist[s];
-        h[0].saturating_record((pk.dispatch - pk.arrival).max(1));
-        h[1].saturating_record((now - pk.dispatch).max(1));
-        let late = delay > self.p.services[s].tolerance.as_nanos();
-        self.late[s] += late as u64;
-        if late && self.p.processing.late_drop {
-            return self.drop_pkt(now, Some(id), Some(s), D_LATE, pk.row, pk.len);
-        }
-        if self.shaped(pk.eq)
-            && self.p.shaping.conformance == Conformance::WaitForTokens
-            && pk.len as u64 > self.p.shaping.cap_bytes
-        {
-            return self.drop_pkt(now, Some(id), Some(s), D_BUCKET, pk.row, pk.len);
-        }
-        if self.egress_bytes + pk.len as u64 > self.p.shaping.buffer_bytes {
-            return self.drop_pkt(now, Some(id), Some(s), D_EGRESS, pk.row, pk.len);
-        }
-        self.egress_bytes += pk.len as u64;
-        let Some(t) = self.qmem_op(now, self.nqi + pk.eq, Op::Enqueue) else { return };
-        fx.at(Instant::from_nanos(t), C_QMEM, Ev::EgressVisible(id));
-        // The packet will be linked behind its queue's tail (usually a packet from long ago):
-        // start loading it (the FIFO's record was loaded when the processor took the packet).
-        npqos_core::hint::prefetch(&self.pkts, self.fifo[pk.eq as usize].tail as usize);
-    }
 }
 
 /// The counters of flow row `row`: an exact row (made when first counted: rows are handed
@@ -683,17 +544,6 @@ fn row_counts<'c>(flows: &'c mut Vec<RowCounts>, other: &'c mut RowCounts, row: 
         flows.resize(row as usize + 1, Counts::default());
     }
     &mut flows[row as usize]
-}
-
-fn fq_packet(id: u32, pk: &Pkt, est: f64) -> FqPacket {
-    FqPacket {
-        id: id as u64,
-        flow: FlowId(pk.iq),
-        app: AppId(pk.service as u32),
-        est_ns: est,
-        actual_ns: pk.actual,
-        arrival: Instant::from_nanos(pk.arrival),
-    }
 }
 
 /// The pipeline's interface (see the module documentation).
@@ -812,55 +662,64 @@ impl Pipeline {
 
     /// The first mechanism's refusal, if any: the pipeline has stopped.
     #[inline]
-    pub fn error(&self) -> Option<&RouterError> {
+    pub fn error(&self) -> Option<&PipelineError> {
         self.error.as_ref()
     }
-    pub fn take_error(&mut self) -> Option<RouterError> {
+    pub fn take_error(&mut self) -> Option<PipelineError> {
         self.error.take()
     }
 
+    /// Swaps the link's DRR round for `drr`: a test's way of making a mechanism refuse (the
+    /// drivers' tests that a refusal ends a run). Nothing else calls it.
+    #[doc(hidden)]
+    pub fn set_link_round(&mut self, drr: Drr) {
+        self.egress = Egress::new(self.egress.shaping().clone(), self.p.shaping.conformance, drr);
+    }
+    /// Every packet's fate, in arrival order, when built with `trace` (the equivalence tests).
+    pub fn take_trace(&mut self) -> Option<Vec<Trace>> {
+        self.trace.take()
+    }
     /// The ingress's dqs table, if it is dqs (its counters and buffer).
-    pub(crate) fn dqs(&self) -> Option<&npqos_core::flowmap::Dqs> {
+    pub fn dqs(&self) -> Option<&crate::flowmap::Dqs> {
         self.ingress.dqs()
     }
     /// Packets held by the ingress (with processing none: every packet in the pipeline).
-    pub(crate) fn ingress_held(&self) -> u64 {
+    pub fn ingress_held(&self) -> u64 {
         self.ingress.held()
     }
     /// The egress element's shaper.
-    pub(crate) fn shaping(&self) -> &Shaping {
+    pub fn shaping(&self) -> &Shaping {
         self.egress.shaping()
     }
     /// The per-flow buckets' owners, if a service is shaped per flow.
-    pub(crate) fn flow_buckets(&self) -> Option<&FlowBuckets> {
+    pub fn flow_buckets(&self) -> Option<&FlowBuckets> {
         self.buckets.as_ref()
     }
     /// Shaper wake-ups that re-enabled at least one queue.
-    pub(crate) fn wakeups(&self) -> u64 {
+    pub fn wakeups(&self) -> u64 {
         self.wakeups
     }
     /// Packets dropped, by reason of [`DROPS`].
-    pub(crate) fn drops(&self) -> &[u64; DROPS.len()] {
+    pub fn drops(&self) -> &[u64; DROPS.len()] {
         &self.drops
     }
     /// The counters of flow row `row` (the rows of the caller's [`FlowIndex`]).
-    pub(crate) fn flow_row(&self, row: u32) -> RowCounts {
+    pub fn flow_row(&self, row: u32) -> RowCounts {
         match row {
             FlowIndex::OTHER => self.other_flows,
             r => self.flows.get(r as usize).copied().unwrap_or_default(),
         }
     }
     /// The counters of service `s` (its class).
-    pub(crate) fn class_row(&self, s: usize) -> Option<&RowCounts> {
+    pub fn class_row(&self, s: usize) -> Option<&RowCounts> {
         self.classes.get(s)
     }
     /// Packets in the pipeline (arrived, neither delivered nor dropped).
-    #[cfg(test)]
-    pub(crate) fn in_flight(&self) -> u64 {
+    pub fn in_flight(&self) -> u64 {
         (self.pkts.len() - self.free.len()) as u64
     }
     /// Conservation at the elements' own ports: the ingress and the flow buckets.
-    pub(crate) fn check_elements(&self) -> Result<(), npqos_core::pipeline::ConservationError> {
+    pub fn check_elements(&self) -> Result<(), crate::pipeline::ConservationError> {
         self.ingress.check().and(self.buckets.as_ref().map_or(Ok(()), FlowBuckets::conservation))
     }
 
@@ -876,34 +735,6 @@ impl Pipeline {
     /// give ([`Ev::Sample`] at this time, class [`C_SAMPLE`]), each one gives the next.
     pub fn sample_every(&self) -> u64 {
         self.p.sample_every.as_nanos()
-    }
-}
-
-#[cfg(test)]
-impl Pipeline {
-    /// Swaps the link's DRR round for `drr` (a test's way of making a mechanism refuse).
-    pub(super) fn set_link_round(&mut self, drr: Drr) {
-        self.egress = Egress::new(self.egress.shaping().clone(), self.p.shaping.conformance, drr);
-    }
-}
-
-/// A mechanism's refusal ends the run with `RouterError::Mechanism` naming the stage; none is
-/// dropped on the floor. The link's DRR is swapped for one with fewer queues, so re-enabling a
-/// shaped queue that holds a packet names a queue the DRR does not have.
-#[cfg(test)]
-#[test]
-fn a_refused_drr_call_is_reported() {
-    let p = super::tests::per_flow_shaped();
-    let traffic = super::tests::synthetic(10, 1_000);
-    let mut pipe = Pipeline::new(Arc::new(p.clone()), traffic.mean_len(), 1, false).expect("a valid router");
-    let mut fx = Effects::default();
-    let q = pipe.fifo.len() as u32 - 1;
-    let id = pipe.new_pkt(Pkt { eq: q, ..Pkt::default() });
-    pipe.set_link_round(Drr::new(1, 1500).expect("one queue"));
-    pipe.egress_visible(5, id, &mut fx);
-    match pipe.error() {
-        Some(RouterError::Mechanism { at: 5, stage: EGRESS, msg }) => assert!(msg.contains("queue"), "{msg}"),
-        other => panic!("the DRR's refusal was not reported: {other:?}"),
     }
 }
 

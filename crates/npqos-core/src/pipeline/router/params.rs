@@ -1,0 +1,171 @@
+//! The router pipeline's configuration (docs/router.md, docs/pipeline.md): its services and
+//! each stage's parameters, plain values that the scenario readers of `npqos-sim` fill in.
+
+use crate::alloc::Policy;
+use crate::classify::{Prefix, Rule};
+use crate::flowmap::DqsConfig;
+use crate::pipeline::stats::StatsParams;
+use crate::pipeline::{IngressKind, QmemParams};
+use crate::sched::fq::Discipline;
+use crate::shaper::{Adaptive, Conformance, Timer};
+use crate::{Duration, Rate};
+
+/// One service: its match rule, delay tolerance, processing cost and output rate.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServiceParams {
+    pub name: String,
+    pub rule: Rule,
+    /// D: a packet whose processing ends more than D after its arrival is late.
+    pub tolerance: Duration,
+    /// Predicted processing time `alpha + beta x length` (predictive Table 1), ns and ns/B.
+    pub cost_alpha_ns: f64,
+    pub cost_beta_ns: f64,
+    /// Actual time = predicted x (1 + variation x U(-1, 1)).
+    pub variation: f64,
+    /// G^i of everest eq 7 (the share of the processors the service keeps in overload).
+    pub guarantee: f64,
+    /// Shaped output rate; `None`: not shaped.
+    pub rate: Option<Rate>,
+    /// The rate is per flow (one bucket per flow) rather than for the whole service.
+    pub per_flow: bool,
+}
+
+impl ServiceParams {
+    /// The predicted processing time of a packet of `len` bytes, ns.
+    #[inline]
+    pub fn est_ns(&self, len: u32) -> f64 {
+        self.cost_alpha_ns + self.cost_beta_ns * len as f64
+    }
+}
+
+/// Processing (stage 4).
+#[derive(Clone, Debug, PartialEq)]
+pub struct ProcessingParams {
+    pub processors: u32,
+    pub policy: Allocation,
+    pub t_sw: Duration,
+    pub delta: Duration,
+    /// Which waiting packet of a service its next processor takes.
+    pub scheduler: Scheduler,
+    /// Drop late packets at the end of processing instead of forwarding them.
+    pub late_drop: bool,
+}
+
+/// The scheduler within a service (stage 4).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scheduler {
+    /// The oldest packet of the service.
+    Fcfs,
+    /// Deficit round robin over the service's ingress queues (the link's quantum, bytes), as
+    /// dqs serves its physical queues.
+    Drr,
+    /// Fair queuing over the service's ingress queues on predicted costs (EFQ, SFQ, WF2Q+).
+    Fair(Discipline),
+}
+
+impl Scheduler {
+    /// Its name in configuration files and results.
+    pub fn label(&self) -> &'static str {
+        crate::names::Named::name(*self)
+    }
+}
+
+/// `processing.scheduler`'s names, in the order messages list them.
+impl crate::names::Named for Scheduler {
+    const KIND: &'static str = "scheduler";
+    const ALL: &'static [Self] = &[
+        Scheduler::Fair(Discipline::Efq),
+        Scheduler::Fair(Discipline::Sfq),
+        Scheduler::Fair(Discipline::Wf2qPlus),
+        Scheduler::Drr,
+        Scheduler::Fcfs,
+    ];
+    fn name(self) -> &'static str {
+        match self {
+            Scheduler::Fcfs => "fcfs",
+            Scheduler::Drr => "drr",
+            Scheduler::Fair(d) => d.label(),
+        }
+    }
+}
+
+/// How the processors are shared among services (stage 4).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Allocation {
+    /// An everest policy: whole processors per service, a switch costs t_sw.
+    Policy(Policy),
+    /// LAP (predictive eq 19) with the services as its applications: a free processor takes
+    /// the oldest packet of the service LAP names; a processor whose cache held another service
+    /// pays t_sw on that packet (the cold-cache penalty). Within a service: oldest first.
+    Lap,
+    /// No processing (`npqos live`'s pipeline): a packet waits in its ingress queue, which is
+    /// the queue its bucket shapes, and goes from there to the link (docs/router.md,
+    /// "Processing none").
+    None,
+}
+
+impl Allocation {
+    pub fn name(&self) -> &'static str {
+        match self {
+            Allocation::Policy(p) => p.name(),
+            Allocation::Lap => "lap",
+            Allocation::None => "none",
+        }
+    }
+}
+
+/// Egress shaping (stage 6).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ShaperKind {
+    None,
+    /// kim's Algorithm 1 on one heap per processor.
+    Event {
+        alpha_bytes: u64,
+        locked_bytes: u64,
+        tick_shift: u32,
+        adaptive: Option<Adaptive>,
+        /// Where throttled queues wait: kim's heaps or the timer wheel (npqos live's `timer`).
+        timer: Timer,
+    },
+    Periodic {
+        period: Duration,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct ShapingParams {
+    pub kind: ShaperKind,
+    pub conformance: Conformance,
+    /// Bucket cap, bytes.
+    pub cap_bytes: u64,
+    /// Output queues (buckets) of each per-flow-shaped service, lent to flows by the
+    /// pipeline's bucket-lifetime rule ([`crate::pipeline::FlowBuckets`]).
+    pub flow_queues: u32,
+    /// Bytes the output queues may hold together.
+    pub buffer_bytes: u64,
+}
+
+/// Everything but the traffic.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RouterParams {
+    pub services: Vec<ServiceParams>,
+    /// Prefixes that say what inbound and outbound mean to the match rules.
+    pub inside: Vec<Prefix>,
+    pub ingress: IngressKind,
+    /// The ingress queues and their block buffer (the flow table keys; `quantum` and
+    /// `on_exhausted` unused: see [`Ingress::new`](crate::pipeline::Ingress::new)).
+    pub table: DqsConfig,
+    pub processing: ProcessingParams,
+    pub qmem: QmemParams,
+    pub shaping: ShapingParams,
+    pub link_rate: Rate,
+    /// DRR quantum of the link, bytes.
+    pub quantum: u32,
+    /// Packets the link picks ahead of the transmission (their descriptor dequeues in flight).
+    pub link_ahead: u32,
+    /// Arrivals stop at `duration`; the run goes on for `drain` to let packets out.
+    pub duration: Duration,
+    pub drain: Duration,
+    pub sample_every: Duration,
+    pub stats: StatsParams,
+}

@@ -1,0 +1,85 @@
+//! The pipeline's own unit tests (the tests that drive it as the router and live do are in
+//! `npqos-sim`, `models/router/`).
+
+use super::*;
+use crate::alloc::Policy;
+use crate::flowmap::DqsConfig;
+use crate::pipeline::stats::StatsParams;
+use crate::pipeline::{IngressKind, QmemParams};
+use crate::queues::timing::TABLE1;
+use crate::shaper::Timer;
+use crate::Rate;
+
+/// One service `all` of per-flow-shaped, zero-cost packets on 4 processors, an ideal queue
+/// memory, a 10 Gbps link.
+fn per_flow_shaped() -> RouterParams {
+    RouterParams {
+        services: vec![ServiceParams {
+            name: "all".into(),
+            rule: Default::default(),
+            tolerance: Duration::from_secs(1),
+            cost_alpha_ns: 0.0,
+            cost_beta_ns: 0.0,
+            variation: 0.0,
+            guarantee: 1.0,
+            rate: Some(Rate::from_bits_per_sec(100_000_000)),
+            per_flow: true,
+        }],
+        inside: Vec::new(),
+        ingress: IngressKind::PerFlow,
+        table: DqsConfig { queues: 1 << 10, blocks: 1 << 16, block_size: 64, ..Default::default() },
+        processing: ProcessingParams {
+            processors: 4,
+            policy: Allocation::Policy(Policy::Static),
+            t_sw: Duration::from_micros(1),
+            delta: Duration::from_micros(1),
+            scheduler: Scheduler::Fcfs,
+            late_drop: false,
+        },
+        qmem: QmemParams {
+            subsystem: None,
+            timing: TABLE1,
+            entries: 16,
+            dc_lines: 128,
+            dc_ways: 2,
+            memory_refs_per_ns: 0.2,
+        },
+        shaping: ShapingParams {
+            kind: ShaperKind::Event {
+                alpha_bytes: 1_500,
+                locked_bytes: 0,
+                tick_shift: 6,
+                adaptive: None,
+                timer: Timer::Heap,
+            },
+            conformance: Conformance::SendThenPay,
+            cap_bytes: 16_000,
+            flow_queues: 1024,
+            buffer_bytes: u64::MAX / 2,
+        },
+        link_rate: Rate::gbps(10),
+        quantum: 1536,
+        link_ahead: 1,
+        duration: Duration::from_millis(50),
+        drain: Duration::from_secs(1),
+        sample_every: Duration::from_millis(10),
+        stats: StatsParams::default(),
+    }
+}
+
+/// A mechanism's refusal ends the run with `PipelineError::Mechanism` naming the stage; none is
+/// dropped on the floor. The link's DRR is swapped for one with fewer queues, so re-enabling a
+/// shaped queue that holds a packet names a queue the DRR does not have.
+#[test]
+fn a_refused_drr_call_is_reported() {
+    let mut pipe = Pipeline::new(Arc::new(per_flow_shaped()), 500.0, 1, false).expect("a valid router");
+    let mut fx = Effects::default();
+    let q = pipe.fifo.len() as u32 - 1;
+    let id = pipe.new_pkt(Pkt { eq: q, ..Pkt::default() });
+    pipe.set_link_round(Drr::new(1, 1500).expect("one queue"));
+    pipe.egress_visible(5, id, &mut fx);
+    match pipe.error() {
+        Some(PipelineError::Mechanism { at: 5, stage: EGRESS, msg }) => assert!(msg.contains("queue"), "{msg}"),
+        other => panic!("the DRR's refusal was not reported: {other:?}"),
+    }
+}
