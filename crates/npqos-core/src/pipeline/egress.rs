@@ -19,6 +19,7 @@
 use crate::error::Error;
 use crate::id::{CoreId, QueueId};
 use crate::sched::drr::Drr;
+use crate::shaper::heap::Observe;
 use crate::shaper::{Conformance, Decision, EventShaper, PeriodicShaper};
 use crate::time::Instant;
 
@@ -41,6 +42,34 @@ impl Shaping {
             Shaping::Periodic(p) => p.is_disabled(b),
         }
     }
+    /// The shaper's decision on a packet of `len` bytes on bucket `b` at `now`, under
+    /// `conformance` (send-then-pay: the packet is paid for and goes, `Throttled` says its
+    /// bucket is now throttled; wait-for-tokens: `Throttled` says it must wait, unpaid), the
+    /// event-driven shaper on `core`'s heap with its accesses seen by `obs`. The one dispatch
+    /// of the shaper's calls: the egress element's pick and kim's model both make it.
+    ///
+    /// Errors: a bucket or core outside the shaper, `now` going backwards, a packet larger than
+    /// the cap under wait-for-tokens.
+    #[inline]
+    pub fn decide<O: Observe>(
+        &mut self,
+        core: CoreId,
+        b: QueueId,
+        len: u64,
+        now: Instant,
+        conformance: Conformance,
+        obs: &mut O,
+    ) -> Result<Decision, Error> {
+        let wait = conformance == Conformance::WaitForTokens;
+        Ok(match (self, wait) {
+            (Shaping::None, _) => Decision::Eligible,
+            (Shaping::Event(e), true) => e.try_send_on(core, b, len, now, obs)?,
+            (Shaping::Event(e), false) => e.on_send_on(core, b, len, now, obs)?,
+            (Shaping::Periodic(p), true) => p.try_send(b, len, now)?,
+            (Shaping::Periodic(p), false) => p.on_send(b, len, now)?,
+        })
+    }
+
     /// When bucket `b` is full again if nothing more is sent on it (`None`: no shaper, or an
     /// unknown bucket).
     pub fn full_at(&self, b: QueueId) -> Option<Instant> {
@@ -78,6 +107,7 @@ pub struct Pick {
 #[derive(Clone, Debug)]
 pub struct Egress {
     shaping: Shaping,
+    conformance: Conformance,
     wait: bool,
     drr: Drr,
     woken: Vec<QueueId>,
@@ -86,7 +116,7 @@ pub struct Egress {
 impl Egress {
     /// An element over `drr`'s queues, shaped by `shaping` under `conformance`.
     pub fn new(shaping: Shaping, conformance: Conformance, drr: Drr) -> Self {
-        Egress { shaping, wait: conformance == Conformance::WaitForTokens, drr, woken: Vec::new() }
+        Egress { shaping, conformance, wait: conformance == Conformance::WaitForTokens, drr, woken: Vec::new() }
     }
     pub fn shaping(&self) -> &Shaping {
         &self.shaping
@@ -121,13 +151,7 @@ impl Egress {
             let Some(q) = self.drr.select(|q| queues.head_len(q)) else { return Ok(None) };
             let Some(b) = queues.bucket(q) else { return Ok(Some(Pick { queue: q, throttled: false })) };
             let len = queues.head_len(q);
-            let d = match (&mut self.shaping, self.wait) {
-                (Shaping::None, _) => Decision::Eligible,
-                (Shaping::Event(e), true) => e.try_send_on(queues.core(q), b, len, now, &mut ())?,
-                (Shaping::Event(e), false) => e.on_send_on(queues.core(q), b, len, now, &mut ())?,
-                (Shaping::Periodic(p), true) => p.try_send(b, len, now)?,
-                (Shaping::Periodic(p), false) => p.on_send(b, len, now)?,
-            };
+            let d = self.shaping.decide(queues.core(q), b, len, now, self.conformance, &mut ())?;
             let Decision::Throttled { until } = d else { return Ok(Some(Pick { queue: q, throttled: false })) };
             queues.throttled(q, until, !self.wait);
             if !self.wait {

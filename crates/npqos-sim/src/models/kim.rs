@@ -19,6 +19,7 @@ use crate::results::RunResult;
 use crate::rng::{RngStreams, StreamRng};
 use crate::workload::{mean_gap_for_overload, Arrivals, GapDist, SizeDist};
 use npqos_core::cache::SetAssocCache;
+use npqos_core::pipeline::Shaping;
 use npqos_core::queues::pool::{Packet, PacketPool};
 use npqos_core::sched::drr::Drr;
 use npqos_core::shaper::heap::{HeapCounters, NODE_BYTES};
@@ -226,14 +227,9 @@ struct Group {
     cores: u32,
 }
 
-enum Shaper {
-    Event(EventShaper),
-    Periodic(PeriodicShaper),
-}
-
 struct Kim {
     p: KimParams,
-    shaper: Shaper,
+    shaper: Shaping,
     /// The buffered packets (used when packets wait: a shared link, or queueing while disabled).
     pool: PacketPool,
     arrivals: Vec<Arrivals>,
@@ -297,7 +293,7 @@ impl Kim {
     }
 
     fn core_touch(&mut self, c: usize, now: u64) {
-        if let Shaper::Event(s) = &self.shaper {
+        if let Shaping::Event(s) = &self.shaper {
             let from = self.heap_last[c].max(self.p.warmup.as_nanos());
             if now > from {
                 self.heap_area[c] += heap_len(s, c) as u128 * (now - from) as u128;
@@ -306,7 +302,7 @@ impl Kim {
         }
     }
     fn core_done(&mut self, c: usize, engine: &mut Engine<Ev>) {
-        if let Shaper::Event(s) = &self.shaper {
+        if let Shaping::Event(s) = &self.shaper {
             let core = CoreId::from_index(c);
             self.heap_max = self.heap_max.max(s.waiting(core) as u64);
             if let Some(t) = s.earliest(core) {
@@ -367,10 +363,9 @@ impl Kim {
     /// its bucket will hold it; otherwise it was paid for and is sent).
     fn decide(&mut self, qi: usize, size: u32, engine: &mut Engine<Ev>) -> bool {
         let now = engine.now();
-        let wait = self.p.conformance == Conformance::WaitForTokens;
         let (queue, bytes) = (QueueId::from_index(qi), size as u64);
-        match &mut self.shaper {
-            Shaper::Event(_) => {
+        match &self.shaper {
+            Shaping::Event(_) => {
                 let (slot, m) = self.group_of(qi);
                 let g = &mut self.groups[slot];
                 let c = slot + m * g.core.random_range(0..g.cores) as usize;
@@ -384,15 +379,10 @@ impl Kim {
                 }
                 let log = c == 0 && self.p.log_core0;
                 let inserts0 = if log { self.heap_inserts(0) } else { 0 };
-                let Shaper::Event(s) = &mut self.shaper else { unreachable!() };
                 let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
-                let core = CoreId::from_index(c);
-                let d = if wait {
-                    s.try_send_on(core, queue, bytes, now, &mut obs)
-                } else {
-                    s.on_send_on(core, queue, bytes, now, &mut obs)
-                }
-                .expect("cores and queues are in range, time does not go back, packets fit the cap");
+                let d = (self.shaper.decide(CoreId::from_index(c), queue, bytes, now, self.p.conformance, &mut obs))
+                    .expect("cores and queues are in range, time does not go back, packets fit the cap");
+                let Shaping::Event(s) = &self.shaper else { unreachable!() };
                 if log && heap_counters(s, 0).inserts > inserts0 {
                     if let Decision::Throttled { until } = d {
                         self.log.push(HeapOp::Insert { queue: qi as u32, time: until, now });
@@ -402,8 +392,8 @@ impl Kim {
                 self.core_done(c, engine);
                 matches!(d, Decision::Throttled { .. })
             }
-            Shaper::Periodic(s) => {
-                let d = if wait { s.try_send(queue, bytes, now) } else { s.on_send(queue, bytes, now) }
+            Shaping::Periodic(_) | Shaping::None => {
+                let d = (self.shaper.decide(CoreId(0), queue, bytes, now, self.p.conformance, &mut ()))
                     .expect("queues are in range, time does not go back, packets fit the cap");
                 match d {
                     Decision::Eligible => false,
@@ -418,14 +408,14 @@ impl Kim {
 
     fn heap_inserts(&self, c: usize) -> u64 {
         match &self.shaper {
-            Shaper::Event(s) => heap_counters(s, c).inserts,
-            Shaper::Periodic(_) => 0,
+            Shaping::Event(s) => heap_counters(s, c).inserts,
+            Shaping::Periodic(_) | Shaping::None => 0,
         }
     }
 
     /// Algorithm 1 lines 16-19 on core `c` (event-driven shaper).
     fn poll(&mut self, c: usize, now: Instant) {
-        let Shaper::Event(s) = &mut self.shaper else { return };
+        let Shaping::Event(s) = &mut self.shaper else { return };
         let work = &mut self.work;
         let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
         s.poll_core(CoreId::from_index(c), now, &mut obs, |r| work.push(r.0))
@@ -511,11 +501,8 @@ impl Kim {
 
 /// Whether the shaper lets `q` send now.
 #[inline]
-fn eligible(shaper: &Shaper, q: QueueId) -> bool {
-    match shaper {
-        Shaper::Event(s) => !s.is_disabled(q),
-        Shaper::Periodic(s) => !s.is_disabled(q),
-    }
+fn eligible(shaper: &Shaping, q: QueueId) -> bool {
+    !shaper.is_disabled(q)
 }
 
 fn heap_counters(s: &EventShaper, c: usize) -> npqos_core::shaper::heap::HeapCounters {
@@ -532,7 +519,7 @@ impl Kim {
     #[cold]
     fn close_samples(&mut self, now: u64) {
         let every = self.p.sample_every.map_or(u64::MAX, |e| e.as_nanos().max(1));
-        let Shaper::Event(s) = &self.shaper else { return };
+        let Shaping::Event(s) = &self.shaper else { return };
         while self.next_sample < now {
             let r = s.counters().reschedules;
             self.resched_per_interval.push(r - self.last_resched);
@@ -552,7 +539,7 @@ impl Model for Kim {
             Ev::Arrival(q) => {
                 let qi = q as usize;
                 // The next arrival's bucket state starts loading while this one is decided.
-                if let (Some(Ev::Arrival(next)), Shaper::Event(s)) = (engine.peek_cheap(), &self.shaper) {
+                if let (Some(Ev::Arrival(next)), Shaping::Event(s)) = (engine.peek_cheap(), &self.shaper) {
                     s.prefetch(QueueId(*next));
                 }
                 let slot = self.group_of(qi).0;
@@ -611,7 +598,7 @@ impl Model for Kim {
                 self.start_next(engine);
             }
             Ev::FillWake(q) => {
-                let Shaper::Periodic(s) = &mut self.shaper else { return };
+                let Shaping::Periodic(s) = &mut self.shaper else { return };
                 if s.poll_queue(QueueId(q), engine.now()).expect("queues are in range and time does not go back") {
                     self.work.push(q);
                     self.serve(engine);

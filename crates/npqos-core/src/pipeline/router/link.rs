@@ -93,12 +93,14 @@ impl Pipeline {
             f.tail = NIL;
         }
         self.egress_backlog -= 1;
+        self.egress_ports.output += 1;
     }
 
     /// Processing none: packet `id` joined its ingress queue at `now`, which is the queue its
     /// bucket shapes.
     pub(super) fn direct_arrived(&mut self, now: u64, id: u32, fx: &mut Effects) {
         let pk = self.pkts[id as usize];
+        self.egress_ports.input += 1;
         self.egress_bytes += pk.len as u64;
         if let Some(q) = self.bucket_queue.get_mut(pk.eq as usize) {
             *q = pk.iq;
@@ -112,6 +114,7 @@ impl Pipeline {
 
     pub(super) fn egress_visible(&mut self, now: u64, id: u32, fx: &mut Effects) {
         let q = self.pkts[id as usize].eq;
+        self.egress_pending -= 1;
         self.fifo_push(q, id);
         if let Err(e) = self.egress.arrived(QueueId(q), Some(QueueId(q))) {
             return self.fail(now, EGRESS, e);
@@ -196,6 +199,7 @@ impl Pipeline {
             };
             let start = t.max(self.link.free_at().as_nanos());
             self.pkts[id as usize].left = self.link.send(Instant::from_nanos(t), pk.len as u64).as_nanos();
+            self.link_ports.input += 1;
             // Starts never decrease; two may be equal when a link so fast that a packet takes
             // under a nanosecond rounds its transmission to none.
             debug_assert!(self.tx.back().is_none_or(|&(b, _)| b <= start), "starts never decrease");
@@ -238,10 +242,14 @@ impl Pipeline {
             self.egress_bytes -= pk.len as u64;
             self.hist[pk.service as usize][2].saturating_record(1);
             self.delivered(t, id);
+            // The ring is the link: a frame is in and out of it when it is handed over.
+            self.link_ports.input += 1;
+            self.link_ports.output += 1;
             emit(&frame, pk.row);
             self.frame = frame;
             sent += 1;
         }
+        self.debug_check(t);
         sent
     }
 
@@ -289,6 +297,7 @@ impl Pipeline {
 
     pub(super) fn tx_start(&mut self, now: u64, id: u32, fx: &mut Effects) {
         let pk = self.pkts[id as usize];
+        self.link_ports.output += 1;
         self.egress_bytes -= pk.len as u64;
         self.hist[pk.service as usize][2].saturating_record((now - pk.done).max(1));
         // Delivered when its last bit leaves, if that is within the run; otherwise it stays

@@ -27,7 +27,9 @@
 use crate::alloc::{Action, AllocConfig, Allocator, ServiceSpec};
 use crate::classify::Classifier;
 use crate::flow::FlowKey;
-use crate::pipeline::{Admit, Counts, Egress, FlowBuckets, FlowIndex, Ingress, IngressDrop, Qmem, Shaping, Taken};
+use crate::pipeline::{
+    Admit, ConservationError, Counts, Egress, FlowBuckets, FlowIndex, Ingress, IngressDrop, Ports, Qmem, Shaping, Taken,
+};
 use crate::queues::timing::Op;
 use crate::rate::Serializer;
 use crate::sched::drr::Drr;
@@ -281,6 +283,14 @@ pub struct Pipeline {
     bucket_queue: Vec<u32>,
     /// Packets in the egress FIFOs.
     egress_backlog: u64,
+    /// Packets admitted to the egress whose queue-memory enqueue has not completed.
+    egress_pending: u64,
+    /// Conservation at the ports of processing (dropped: late), the egress (dropped:
+    /// exceeds_bucket, egress_buffer_full) and the link (docs/pipeline.md, "Conservation at the
+    /// ports"); the ingress and the flow buckets count their own.
+    proc_ports: Ports<1>,
+    egress_ports: Ports<2>,
+    link_ports: Ports<0>,
     /// Each service's first flow queue (0: it has none, one queue for the service).
     eq_base: Vec<u32>,
     /// The per-flow buckets' owners (`shaping.flow_queues` buckets, one index space for every
@@ -557,6 +567,9 @@ impl Pipeline {
             }
             self.arrival(a, None, fx);
         }
+        if let Some(a) = batch.last() {
+            self.debug_check(a.t);
+        }
     }
 
     /// One arrival with its frame's bytes, kept by the ingress until [`Self::transmit`] hands
@@ -566,7 +579,9 @@ impl Pipeline {
         if self.error.is_some() {
             return Received::Refused;
         }
-        self.arrival(a, Some(frame), fx)
+        let got = self.arrival(a, Some(frame), fx);
+        self.debug_check(a.t);
+        got
     }
 
     /// A hint: `ahead` arrives soon, so its flow's bucket record is loaded now (no effect on
@@ -603,6 +618,7 @@ impl Pipeline {
             }
             Ev::Sample => self.sample(t, fx),
         }
+        self.debug_check(t);
     }
 
     /// The pipeline's next deadline and its class: the earliest of the link's next
@@ -628,6 +644,11 @@ impl Pipeline {
     /// The deadline [`Self::next_wakeup`] gave, at `now`: the lowest class due runs (one of
     /// them; the caller asks again). Calling it before a deadline does nothing.
     pub fn wake(&mut self, now: Instant, fx: &mut Effects) {
+        self.wake_due(now, fx);
+        self.debug_check(now.as_nanos());
+    }
+
+    fn wake_due(&mut self, now: Instant, fx: &mut Effects) {
         let at = |x: Option<Instant>| x.is_some_and(|t| t <= now);
         if let Some(&(t, id)) = self.tx.front().filter(|x| x.0 <= now.as_nanos()) {
             self.tx.pop_front();
@@ -718,9 +739,49 @@ impl Pipeline {
     pub fn in_flight(&self) -> u64 {
         (self.pkts.len() - self.free.len()) as u64
     }
-    /// Conservation at the elements' own ports: the ingress and the flow buckets.
-    pub fn check_elements(&self) -> Result<(), crate::pipeline::ConservationError> {
-        self.ingress.check().and(self.buckets.as_ref().map_or(Ok(()), FlowBuckets::conservation))
+    /// Conservation at every element's ports (in = out + dropped by reason + held, each
+    /// element's holdings from its own state): the ingress, processing, the flow buckets, the
+    /// egress and the link. The egress's FIFOs are walked, so this costs a pass over them.
+    pub fn check_elements(&self) -> Result<(), ConservationError> {
+        self.check_ports(true)
+    }
+
+    /// [`Self::check_elements`]; without `walk`, the FIFOs' and DRR queues' holdings are their
+    /// counters (the cheap check debug builds make after every call).
+    fn check_ports(&self, walk: bool) -> Result<(), ConservationError> {
+        self.ingress.check()?;
+        if let Some(b) = &self.buckets {
+            b.conservation()?;
+        }
+        if let Some(held) = self.processing_held(walk) {
+            self.proc_ports.check("processing", held)?;
+        }
+        let fifo = match walk {
+            true => self.fifo.iter().map(|f| self.fifo_len(f)).sum(),
+            false => self.egress_backlog,
+        };
+        self.egress_ports.check("egress", fifo + self.egress_pending)?;
+        self.link_ports.check("link", self.tx.len() as u64)
+    }
+
+    /// In debug builds, [`Self::check_ports`] after a call; a broken element is the run's error.
+    #[inline]
+    pub(super) fn debug_check(&mut self, at: u64) {
+        if cfg!(debug_assertions) && self.error.is_none() {
+            if let Err(e) = self.check_ports(false) {
+                self.error = Some(PipelineError::Mechanism { at, stage: "conservation", msg: e.to_string() });
+            }
+        }
+    }
+
+    /// The packets of one FIFO, counted along its links.
+    fn fifo_len(&self, f: &Fifo) -> u64 {
+        let (mut n, mut at) = (0, f.head);
+        while at != NIL {
+            n += 1;
+            at = self.pkts[at as usize].next;
+        }
+        n
     }
 
     /// When the run ends: the end of arrivals plus the drain, ns.

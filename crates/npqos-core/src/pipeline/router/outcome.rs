@@ -60,7 +60,7 @@ pub struct Outcome {
     pub stage_scalars: Vec<(String, f64, &'static str)>,
     pub series: Vec<Line>,
     pub tables: Tables,
-    /// Conservation at the elements' own ports (the ingress and the flow buckets so far).
+    /// Conservation at every element's ports ([`Pipeline::check_elements`]).
     pub elements: Result<(), ConservationError>,
     pub trace: Option<Vec<Trace>>,
 }

@@ -25,6 +25,7 @@ pub(super) struct Lap {
 
 impl Pipeline {
     pub(super) fn visible(&mut self, now: u64, id: u32, fx: &mut Effects) {
+        self.proc_ports.input += 1;
         let pk = self.pkts[id as usize];
         let s = pk.service as usize;
         if let Some(l) = &mut self.lap {
@@ -172,18 +173,24 @@ impl Pipeline {
         let late = delay > self.p.services[s].tolerance.as_nanos();
         self.late[s] += late as u64;
         if late && self.p.processing.late_drop {
+            self.proc_ports.dropped[0] += 1;
             return self.drop_pkt(now, Some(id), Some(s), D_LATE, pk.row, pk.len);
         }
+        self.proc_ports.output += 1;
+        self.egress_ports.input += 1;
         if self.shaped(pk.eq)
             && self.p.shaping.conformance == Conformance::WaitForTokens
             && pk.len as u64 > self.p.shaping.cap_bytes
         {
+            self.egress_ports.dropped[0] += 1;
             return self.drop_pkt(now, Some(id), Some(s), D_BUCKET, pk.row, pk.len);
         }
         if self.egress_bytes + pk.len as u64 > self.p.shaping.buffer_bytes {
+            self.egress_ports.dropped[1] += 1;
             return self.drop_pkt(now, Some(id), Some(s), D_EGRESS, pk.row, pk.len);
         }
         self.egress_bytes += pk.len as u64;
+        self.egress_pending += 1;
         let Some(t) = self.qmem_op(now, self.nqi + pk.eq, Op::Enqueue) else { return };
         fx.at(Instant::from_nanos(t), C_QMEM, Ev::EgressVisible(id));
         // The packet will be linked behind its queue's tail (usually a packet from long ago):
@@ -200,5 +207,21 @@ fn fq_packet(id: u32, pk: &Pkt, est: f64) -> FqPacket {
         est_ns: est,
         actual_ns: pk.actual,
         arrival: Instant::from_nanos(pk.arrival),
+    }
+}
+
+impl Pipeline {
+    /// Packets processing holds, from its own state: waiting in a service's scheduler (or
+    /// LAP's) or on a processor. `None` without `walk` when that needs a pass over every ingress
+    /// queue (DRR within a service).
+    pub(super) fn processing_held(&self, walk: bool) -> Option<u64> {
+        let waiting = match (&self.lap, &self.within) {
+            (Some(l), _) => l.sched.len() as u64,
+            (None, Within::Fifo(q)) => q.iter().map(|x| x.len() as u64).sum(),
+            (None, Within::Drr(_, q)) if walk => q.iter().map(|x| x.len() as u64).sum(),
+            (None, Within::Drr(..)) => return None,
+            (None, Within::Fair(f)) => f.iter().map(|x| x.len() as u64).sum(),
+        };
+        Some(waiting + self.current.iter().filter(|&&c| c != u32::MAX).count() as u64)
     }
 }

@@ -77,9 +77,29 @@ fn a_refused_drr_call_is_reported() {
     let q = pipe.fifo.len() as u32 - 1;
     let id = pipe.new_pkt(Pkt { eq: q, ..Pkt::default() });
     pipe.set_link_round(Drr::new(1, 1500).expect("one queue"));
+    // As the egress admits a processed packet: its queue-memory enqueue is in flight.
+    (pipe.egress_pending, pipe.egress_ports.input) = (1, 1);
     pipe.egress_visible(5, id, &mut fx);
     match pipe.error() {
         Some(PipelineError::Mechanism { at: 5, stage: EGRESS, msg }) => assert!(msg.contains("queue"), "{msg}"),
         other => panic!("the DRR's refusal was not reported: {other:?}"),
     }
+}
+
+/// A packet lost inside an element is named at that element: the egress's FIFOs lose a packet
+/// (unlinked behind the element's back) and `check_elements` says "egress", the other
+/// elements adding up.
+#[test]
+fn a_packet_lost_in_the_egress_is_named_there() {
+    let mut p = per_flow_shaped();
+    p.services[0].rate = None;
+    let mut pipe = Pipeline::new(Arc::new(p), 500.0, 1, false).expect("a valid router");
+    let id = pipe.new_pkt(Pkt { eq: 0, len: 100, ..Pkt::default() });
+    (pipe.egress_pending, pipe.egress_ports.input) = (1, 1);
+    pipe.fifo_push(0, id);
+    pipe.egress_pending -= 1;
+    assert_eq!(pipe.check_elements(), Ok(()));
+    pipe.fifo[0] = Fifo::EMPTY;
+    let e = pipe.check_elements().expect_err("the FIFO lost its packet");
+    assert_eq!((e.element, e.input, e.held), ("egress", 1, 0), "{e}");
 }

@@ -174,9 +174,9 @@ fn simulate(
             if let Some(a) = p.adaptive {
                 s = s.with_adaptive(a)?;
             }
-            Shaper::Event(s)
+            Shaping::Event(s)
         }
-        Fill::Periodic(period) => Shaper::Periodic(PeriodicShaper::new(&params, period)?),
+        Fill::Periodic(period) => Shaping::Periodic(PeriodicShaper::new(&params, period)?),
     };
     let streams = RngStreams::new(seed);
     let gap = mean_gap_for_overload(p.sizes.mean(), share, p.overload)
@@ -256,7 +256,7 @@ fn simulate(
         log: std::mem::take(&mut m.log),
     };
     match &m.shaper {
-        Shaper::Event(s) => {
+        Shaping::Event(s) => {
             let w = p.warmup.as_nanos();
             for c in 0..cores {
                 let from = m.heap_last[c].max(w);
@@ -275,9 +275,10 @@ fn simulate(
                 resched_per_interval: std::mem::take(&mut m.resched_per_interval),
             });
         }
-        Shaper::Periodic(s) => {
+        Shaping::Periodic(s) => {
             out.periodic = Some((s.counters().throttles, s.fill_accesses(Instant::from_nanos(end))));
         }
+        Shaping::None => {}
     }
     Ok(out)
 }
