@@ -183,8 +183,11 @@ impl Pipeline {
             if self.direct && !self.left_ingress(now, id) {
                 return;
             }
-            self.release_bucket(now, id);
             let empty = self.fifo[q.index()].head == NIL;
+            // With processing none a flow holds its bucket while its ingress queue holds packets.
+            if !self.direct || empty {
+                self.release_bucket(now, id);
+            }
             if let Err(e) = self.egress.sent(pick, empty) {
                 return self.fail(now, EGRESS, e);
             }
@@ -234,8 +237,11 @@ impl Pipeline {
             let p = &mut self.pkts[id as usize];
             (p.dispatch, p.done) = (t, t);
             self.hist[pk.service as usize][0].saturating_record((t - pk.arrival).max(1));
-            self.release_bucket(t, id);
             let empty = self.fifo[q.index()].head == NIL;
+            // A flow holds its bucket while its ingress queue holds packets.
+            if empty {
+                self.release_bucket(t, id);
+            }
             if let Err(e) = self.egress.sent(pick, empty) {
                 self.fail(t, EGRESS, e);
             }

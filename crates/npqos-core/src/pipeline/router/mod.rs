@@ -380,16 +380,22 @@ impl Pipeline {
     /// full again when that was the last.
     fn release_bucket(&mut self, now: u64, id: u32) {
         let pk = &self.pkts[id as usize];
-        let base = self.eq_base[pk.service as usize];
+        self.release_bucket_of(now, pk.service as usize, pk.eq);
+    }
+
+    /// A packet of service `s` in output queue `eq` leaves at `now`: [`Self::release_bucket`]
+    /// without its record.
+    fn release_bucket_of(&mut self, now: u64, s: usize, eq: u32) {
+        let base = self.eq_base[s];
         let Some(fb) = self.buckets.as_mut().filter(|_| base != 0) else { return };
         // No bucket yet (processing none, dropped at ingress), or the shared queue's own.
-        if pk.eq == NIL || pk.eq - base >= fb.buckets() {
+        if eq == NIL || eq - base >= fb.buckets() {
             return;
         }
-        let q = QueueId(pk.eq);
+        let q = QueueId(eq);
         let full = self.egress.shaping().full_at(q);
         let nowi = Instant::from_nanos(now);
-        if let Err(e) = fb.release(pk.eq - base, full.unwrap_or(nowi), nowi) {
+        if let Err(e) = fb.release(eq - base, full.unwrap_or(nowi), nowi) {
             self.error.get_or_insert(PipelineError::Mechanism {
                 at: now,
                 stage: "egress (flow buckets)",
@@ -461,6 +467,18 @@ impl Pipeline {
         self.classes[s].offer(len);
         // Without processing, the packet has no bucket until it is admitted.
         let held = if per_flow && self.direct { NIL } else { eq };
+        // A packet dropped here needs no record of its own unless it is traced.
+        let early = match &iq {
+            Ok(None) if oversize => Some(D_OVERSIZE),
+            Ok(None) => Some(D_BUCKET),
+            Ok(Some((Admit::Dropped(why), _))) => Some(ingress_drop(*why)),
+            _ => None,
+        };
+        if let (Some(reason), None) = (early, &self.trace) {
+            self.release_bucket_of(now, s, held);
+            self.drop_pkt(now, None, Some(s), reason, a.row, len);
+            return Received::Dropped(reason);
+        }
         let pkt =
             Pkt { arrival: now, len, service: s as u16, eq: held, actual, next: NIL, row: a.row, ..Default::default() };
         let id = self.new_pkt(pkt);
@@ -492,9 +510,7 @@ impl Pipeline {
             Ok(None) if oversize => return drop(self, D_OVERSIZE),
             Ok(None) => return drop(self, D_BUCKET),
             Ok(Some((Admit::Queued(q), new_flow))) => (q, new_flow),
-            Ok(Some((Admit::Dropped(IngressDrop::BufferFull), _))) => return drop(self, D_BUFFER),
-            Ok(Some((Admit::Dropped(IngressDrop::QueueFull), _))) => return drop(self, D_QUEUE_FULL),
-            Ok(Some((Admit::Dropped(IngressDrop::NoQueue), _))) => return drop(self, D_NO_QUEUE),
+            Ok(Some((Admit::Dropped(why), _))) => return drop(self, ingress_drop(why)),
         };
         self.pkts[id as usize].iq = iq.0;
         if let Some(t) = &mut self.trace {
@@ -503,13 +519,19 @@ impl Pipeline {
         if self.direct {
             if per_flow {
                 // The shared queue (dqs's overflow, many flows) has one bucket of its own, past
-                // the flows'; a flow's own queue is shaped by the flow's bucket.
-                let b = match iq.0 == self.shared_iq {
-                    true => self.eq_base[s] + self.p.shaping.flow_queues,
-                    false => match self.take_bucket(now, s, &a) {
+                // the flows'; a flow's own queue is shaped by the flow's bucket, which the flow
+                // holds while its queue holds packets: taken when the queue gets its first
+                // packet, the same as its head's while it has one (released when it empties).
+                let head = self.fifo[iq.index()].head;
+                let b = if iq.0 == self.shared_iq {
+                    self.eq_base[s] + self.p.shaping.flow_queues
+                } else if head != NIL {
+                    self.pkts[head as usize].eq
+                } else {
+                    match self.take_bucket(now, s, &a) {
                         Some(b) => b,
                         None => return Received::Refused,
-                    },
+                    }
                 };
                 self.pkts[id as usize].eq = b;
             }
@@ -540,6 +562,16 @@ impl Pipeline {
                 None
             }
         }
+    }
+}
+
+/// The pipeline's drop reason for the ingress's.
+#[inline]
+fn ingress_drop(why: IngressDrop) -> usize {
+    match why {
+        IngressDrop::BufferFull => D_BUFFER,
+        IngressDrop::QueueFull => D_QUEUE_FULL,
+        IngressDrop::NoQueue => D_NO_QUEUE,
     }
 }
 
