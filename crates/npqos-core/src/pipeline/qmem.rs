@@ -24,6 +24,22 @@ pub struct QmemParams {
     pub memory_refs_per_ns: f64,
 }
 
+impl QmemParams {
+    /// The ideal queue memory (every operation at once, no cache), with qcache's Table 1
+    /// timings and the router's default cache sizes and memory rate kept for a subsystem that
+    /// a caller sets later.
+    pub fn ideal() -> Self {
+        QmemParams {
+            subsystem: None,
+            timing: crate::queues::timing::TABLE1,
+            entries: 16,
+            dc_lines: 128,
+            dc_ways: 2,
+            memory_refs_per_ns: 0.2,
+        }
+    }
+}
+
 /// Counters of the queue memory.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct QmemCounters {

@@ -375,14 +375,7 @@ impl LiveSpec {
                 scheduler: Scheduler::Fcfs,
                 late_drop: false,
             },
-            qmem: QmemParams {
-                subsystem: None,
-                timing: npqos_core::queues::timing::TABLE1,
-                entries: 16,
-                dc_lines: 128,
-                dc_ways: 2,
-                memory_refs_per_ns: 0.2,
-            },
+            qmem: QmemParams::ideal(),
             shaping: ShapingParams {
                 kind: ShaperKind::Event {
                     alpha_bytes: self.bucket.alpha,

@@ -6,7 +6,6 @@ use crate::alloc::Policy;
 use crate::flowmap::DqsConfig;
 use crate::pipeline::stats::StatsParams;
 use crate::pipeline::{IngressKind, QmemParams};
-use crate::queues::timing::TABLE1;
 use crate::shaper::Timer;
 use crate::Rate;
 
@@ -36,14 +35,7 @@ fn per_flow_shaped() -> RouterParams {
             scheduler: Scheduler::Fcfs,
             late_drop: false,
         },
-        qmem: QmemParams {
-            subsystem: None,
-            timing: TABLE1,
-            entries: 16,
-            dc_lines: 128,
-            dc_ways: 2,
-            memory_refs_per_ns: 0.2,
-        },
+        qmem: QmemParams::ideal(),
         shaping: ShapingParams {
             kind: ShaperKind::Event {
                 alpha_bytes: 1_500,

@@ -11,7 +11,7 @@ use npqos_core::alloc::Policy;
 use npqos_core::classify::Rule;
 use npqos_core::flowmap::DqsConfig;
 use npqos_core::flowmap::HashKind;
-use npqos_core::queues::timing::{Subsystem, TABLE1};
+use npqos_core::queues::timing::Subsystem;
 use npqos_core::Instant;
 use npqos_core::Rate;
 use proptest::prelude::*;
@@ -121,14 +121,7 @@ pub(super) fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterPa
             scheduler: Scheduler::Fcfs,
             late_drop: false,
         },
-        qmem: QmemParams {
-            subsystem: None,
-            timing: TABLE1,
-            entries: 16,
-            dc_lines: 128,
-            dc_ways: 2,
-            memory_refs_per_ns: 0.2,
-        },
+        qmem: QmemParams::ideal(),
         shaping: ShapingParams {
             kind: ShaperKind::None,
             conformance: Conformance::SendThenPay,
