@@ -856,7 +856,9 @@ fn iperf3_tcp_flows_get_their_rate_both_ways() {
     netns::sh(&["ip", "-n", &s, "neigh", "del", "198.18.0.2", "dev", "s0"]).unwrap();
     let (dir, mut child) = start_live(
         &bed,
-        "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"11s\"\n\
+        // The test ends the run with Ctrl-C once both clients are done (about 9 s, more on a
+        // loaded machine): the duration only bounds a run the test lost track of.
+        "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"60s\"\n\
          [shaper]\nflow_rate = \"10Mbps\"\n[table]\nqueue_limit = \"64KiB\"\n\
          [reverse.shaper]\nflow_rate = \"10Mbps\"\n[reverse.table]\nqueue_limit = \"64KiB\"\n",
     );
