@@ -38,14 +38,23 @@ fn start_live(bed: &Bed, cfg: &str) -> (tempfile::TempDir, std::process::Child) 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.toml");
     std::fs::write(&path, cfg).unwrap();
-    let child = Command::new("ip")
-        .args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
         .arg(&path)
         .arg("--out")
         .arg(dir.path().join("out"))
-        .arg("--quiet")
-        .spawn()
-        .unwrap();
+        .arg("--quiet");
+    // A test may stop it with Ctrl-C (SIGINT): give it SIGINT's default disposition, which a
+    // test run started in the background (a non-interactive shell's `&`) would otherwise hand
+    // down as "ignored", and npqos live leaves an ignored SIGINT ignored.
+    // SAFETY: signal(2) with SIG_DFL is async-signal-safe, called between fork and exec.
+    unsafe {
+        std::os::unix::process::CommandExt::pre_exec(&mut cmd, || {
+            libc::signal(libc::SIGINT, libc::SIG_DFL);
+            Ok(())
+        });
+    }
+    let child = cmd.spawn().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
     (dir, child)
 }
