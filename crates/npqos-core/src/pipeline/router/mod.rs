@@ -476,7 +476,9 @@ impl Pipeline {
             _ => None,
         };
         if let (Some(reason), None) = (early, &self.trace) {
-            self.release_bucket_of(now, s, held);
+            if held != NIL {
+                self.release_bucket_of(now, s, held);
+            }
             self.drop_pkt(now, None, Some(s), reason, a.row, len);
             return Received::Dropped(reason);
         }
