@@ -46,7 +46,10 @@ impl Pipeline {
         // The link's round and the FIFOs are over the shaped queues: the output queues, or with
         // processing none the ingress queues.
         let round = if direct { nqi as usize } else { nqe };
-        let (alloc, lap, within) = processing(&p, nqi, mean_len)?;
+        let processing = match direct {
+            true => None,
+            false => Some(Processing::new(&p, nqi, mean_len)?),
+        };
         let qmem = Qmem::new(p.qmem, nqi + nqe as u32).map_err(|e| cfg(e.to_string()))?;
         let buckets = match eq_base.iter().any(|&b| b != 0) {
             true => Some(FlowBuckets::new(p.shaping.flow_queues).map_err(|e| cfg(e.to_string()))?),
@@ -63,11 +66,8 @@ impl Pipeline {
             ingress,
             qmem,
             nqi,
-            alloc,
-            lap,
-            within,
-            current: vec![u32::MAX; p.processing.processors as usize],
-            actions: Vec::new(),
+            processing,
+            steps: Vec::new(),
             egress: Egress::new(
                 shaping,
                 p.shaping.conformance,
@@ -78,30 +78,23 @@ impl Pipeline {
             flow_queues_shaped: !matches!(p.shaping.kind, ShaperKind::None),
             fifo: vec![Fifo::EMPTY; round],
             direct,
-            ring: false,
-            frame: Vec::new(),
-            max_frame: u32::MAX,
             shared_iq: shared_iq.map_or(NIL, |q| q.0),
             wakeups: 0,
             bucket_queue: if direct { vec![NIL; nqe] } else { Vec::new() },
             egress_backlog: 0,
             egress_pending: 0,
-            proc_ports: Ports::default(),
             egress_ports: Ports::default(),
-            link_ports: Ports::default(),
             eq_base,
             buckets,
             flow_queue_shared: 0,
             egress_bytes: 0,
-            link: Serializer::new(p.link_rate).map_err(|e| cfg(e.to_string()))?,
-            tx: VecDeque::new(),
+            link: Link::new(p.link_rate, p.link_ahead)?,
             pkts: Vec::new(),
             free: Vec::new(),
             offered: vec![0; s_count],
             delivered: vec![0; s_count],
             delivered_bytes: 0,
             last_delivery: 0,
-            late: vec![0; s_count],
             drops: [0; DROPS.len()],
             drops_by_service: vec![0; s_count],
             flows: Vec::new(),
@@ -124,8 +117,7 @@ impl Pipeline {
         if !self.direct {
             return Err(cfg("a transmit ring as the link needs processing.policy = \"none\"".into()));
         }
-        self.ring = true;
-        self.max_frame = max_frame;
+        self.link.use_ring(max_frame);
         Ok(self)
     }
 
@@ -240,57 +232,4 @@ fn direct_checks(p: &RouterParams, nqi: u32) -> Result<(), PipelineError> {
         )));
     }
     Ok(())
-}
-
-/// The processors' allocation among the services (an everest policy, or LAP) and the scheduler
-/// within each service over its `nqi` ingress queues; `mean_len` (bytes) sets each service's
-/// predicted time per packet.
-fn processing(p: &RouterParams, nqi: u32, mean_len: f64) -> Result<(Allocator, Option<Lap>, Within), PipelineError> {
-    let s_count = p.services.len();
-    let alloc_services = p
-        .services
-        .iter()
-        .map(|s| ServiceSpec {
-            name: s.name.clone(),
-            t_pkt: Duration::from_nanos((s.cost_alpha_ns + s.cost_beta_ns * mean_len).round().max(1.0) as u64),
-            tolerance: s.tolerance,
-            guarantee: s.guarantee,
-        })
-        .collect();
-    let alloc = Allocator::new(&AllocConfig {
-        processors: p.processing.processors,
-        t_sw: p.processing.t_sw,
-        delta: p.processing.delta,
-        services: alloc_services,
-        policy: match p.processing.policy {
-            Allocation::Policy(x) => x,
-            Allocation::Lap | Allocation::None => crate::alloc::Policy::Static,
-        },
-    })
-    .map_err(|e| cfg(e.to_string()))?;
-    let lap = match p.processing.policy {
-        Allocation::Lap => Some(Lap {
-            sched: LapScheduler::new(LapPolicy::Lap, s_count, p.processing.processors)
-                .map_err(|e| cfg(e.to_string()))?,
-            idle: vec![true; p.processing.processors as usize],
-            seq: 0,
-            cold: 0,
-        }),
-        Allocation::Policy(_) | Allocation::None => None,
-    };
-    // Under LAP the scheduler holds the packets (oldest first within a service).
-    let scheduler = if lap.is_some() { Scheduler::Fcfs } else { p.processing.scheduler };
-    let within = match scheduler {
-        Scheduler::Fcfs => Within::Fifo(vec![VecDeque::new(); s_count]),
-        Scheduler::Drr => {
-            let drr = Drr::new(nqi, p.quantum as u64).map_err(|e| cfg(e.to_string()))?;
-            Within::Drr(vec![drr; s_count], vec![VecDeque::new(); nqi as usize])
-        }
-        Scheduler::Fair(d) => {
-            let shares = vec![1.0 / nqi as f64; nqi as usize];
-            let fq = FairQueue::new(d, p.processing.processors, &shares).map_err(|e| cfg(e.to_string()))?;
-            Within::Fair(vec![fq; s_count])
-        }
-    };
-    Ok((alloc, lap, within))
 }

@@ -158,12 +158,12 @@ impl Pipeline {
     /// descriptor dequeues overlap the current transmission; with one, a dequeue's latency
     /// bounds the packet rate).
     pub(super) fn link_try(&mut self, now: u64, fx: &mut Effects) {
-        if self.ring {
+        if self.link.is_ring() {
             return; // the caller's ring takes packets when it asks (transmit)
         }
         let nowi = Instant::from_nanos(now);
         loop {
-            if self.tx.len() as u32 >= self.p.link_ahead {
+            if !self.link.has_room() {
                 return;
             }
             let Some(pick) = self.pick(nowi, fx) else { return };
@@ -200,13 +200,7 @@ impl Pipeline {
                     None => return,
                 },
             };
-            let start = t.max(self.link.free_at().as_nanos());
-            self.pkts[id as usize].left = self.link.send(Instant::from_nanos(t), pk.len as u64).as_nanos();
-            self.link_ports.input += 1;
-            // Starts never decrease; two may be equal when a link so fast that a packet takes
-            // under a nanosecond rounds its transmission to none.
-            debug_assert!(self.tx.back().is_none_or(|&(b, _)| b <= start), "starts never decrease");
-            self.tx.push_back((start, id));
+            self.pkts[id as usize].left = self.link.send(t, id, pk.len);
         }
     }
 
@@ -224,14 +218,14 @@ impl Pipeline {
             let id = self.fifo[q.index()].head;
             let pk = self.pkts[id as usize];
             self.fifo_pop(q.0);
-            let mut frame = std::mem::take(&mut self.frame);
+            let mut frame = self.link.take_frame();
             match self.ingress.dequeue_with(q, Some(&mut frame)) {
                 Ok(Some(l)) if l.len == pk.len => {}
                 Ok(_) => self.fail(t, "ingress", "the packet picked is not its queue's head"),
                 Err(e) => self.fail(t, "ingress", e),
             }
             if self.error.is_some() {
-                self.frame = frame;
+                self.link.put_frame(frame);
                 break;
             }
             let p = &mut self.pkts[id as usize];
@@ -248,11 +242,9 @@ impl Pipeline {
             self.egress_bytes -= pk.len as u64;
             self.hist[pk.service as usize][2].saturating_record(1);
             self.delivered(t, id);
-            // The ring is the link: a frame is in and out of it when it is handed over.
-            self.link_ports.input += 1;
-            self.link_ports.output += 1;
+            self.link.handed();
             emit(&frame, pk.row);
-            self.frame = frame;
+            self.link.put_frame(frame);
             sent += 1;
         }
         self.debug_check(t);
@@ -303,7 +295,6 @@ impl Pipeline {
 
     pub(super) fn tx_start(&mut self, now: u64, id: u32, fx: &mut Effects) {
         let pk = self.pkts[id as usize];
-        self.link_ports.output += 1;
         self.egress_bytes -= pk.len as u64;
         self.hist[pk.service as usize][2].saturating_record((now - pk.done).max(1));
         // Delivered when its last bit leaves, if that is within the run; otherwise it stays
@@ -329,5 +320,108 @@ impl Pipeline {
             t[self.trace_of[id as usize] as usize].delivered = Some(now);
         }
         self.free.push(id);
+    }
+}
+
+/// Stage 7, the link element: the serializer and the packets picked for it whose transmission
+/// has not started, or the caller's transmit ring ([`Pipeline::transmit`]); conservation at its
+/// ports (in: packets picked; out: transmissions started, or frames handed over).
+pub(super) struct Link {
+    serializer: Serializer,
+    /// Packets picked for the link whose transmission has not started, with their start
+    /// times: a source, since the link starts packets in the order it picks them, each after
+    /// the previous one's last bit (times that never decrease). Their delivery, when the last
+    /// bit leaves, is counted at the start: nothing after it depends on the packet.
+    tx: VecDeque<(u64, u32)>,
+    /// Picks that may wait to start (`link.ahead`): their descriptor dequeues overlap the
+    /// current transmission.
+    ahead: u32,
+    /// The link is the caller's transmit ring, whose slots hold frames of at most this many
+    /// bytes: nothing is picked until the caller asks, and a frame leaves when it is handed
+    /// over.
+    ring: Option<u32>,
+    /// The frame [`Pipeline::transmit`] hands over.
+    frame: Vec<u8>,
+    ports: Ports<0>,
+}
+
+impl Link {
+    pub(super) fn new(rate: crate::rate::Rate, ahead: u32) -> Result<Self, PipelineError> {
+        Ok(Link {
+            serializer: Serializer::new(rate).map_err(|e| PipelineError::Config(e.to_string()))?,
+            tx: VecDeque::new(),
+            ahead,
+            ring: None,
+            frame: Vec::new(),
+            ports: Ports::default(),
+        })
+    }
+
+    /// The caller's transmit ring as the link, its slots `max_frame` bytes.
+    pub(super) fn use_ring(&mut self, max_frame: u32) {
+        self.ring = Some(max_frame);
+    }
+    #[inline]
+    pub(super) fn is_ring(&self) -> bool {
+        self.ring.is_some()
+    }
+    /// A frame of `len` bytes could never be handed over (larger than the ring's slots).
+    #[inline]
+    pub(super) fn oversize(&self, len: u32) -> bool {
+        self.ring.is_some_and(|m| len > m)
+    }
+    /// Fewer than `ahead` picks wait to start.
+    #[inline]
+    pub(super) fn has_room(&self) -> bool {
+        (self.tx.len() as u32) < self.ahead
+    }
+
+    /// Packet `id` of `len` bytes, its descriptor dequeued at `t`: it starts when the link is
+    /// free (the serializer places finish times from the busy period's cumulative bits).
+    /// Returns when its last bit leaves.
+    #[inline]
+    pub(super) fn send(&mut self, t: u64, id: u32, len: u32) -> u64 {
+        let start = t.max(self.serializer.free_at().as_nanos());
+        let left = self.serializer.send(Instant::from_nanos(t), len as u64).as_nanos();
+        self.ports.input += 1;
+        // Starts never decrease; two may be equal when a link so fast that a packet takes
+        // under a nanosecond rounds its transmission to none.
+        debug_assert!(self.tx.back().is_none_or(|&(b, _)| b <= start), "starts never decrease");
+        self.tx.push_back((start, id));
+        left
+    }
+
+    /// The next transmission start, ns.
+    #[inline]
+    pub(super) fn next_start(&self) -> Option<u64> {
+        self.tx.front().map(|x| x.0)
+    }
+
+    /// The transmission due at `now`, if any: its start and its packet.
+    #[inline]
+    pub(super) fn start_due(&mut self, now: u64) -> Option<(u64, u32)> {
+        let x = self.tx.front().filter(|x| x.0 <= now).copied()?;
+        self.tx.pop_front();
+        self.ports.output += 1;
+        Some(x)
+    }
+
+    /// The ring is the link: a frame is in and out of it when it is handed over.
+    #[inline]
+    pub(super) fn handed(&mut self) {
+        self.ports.input += 1;
+        self.ports.output += 1;
+    }
+
+    pub(super) fn take_frame(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.frame)
+    }
+    pub(super) fn put_frame(&mut self, frame: Vec<u8>) {
+        self.frame = frame;
+    }
+
+    /// Conservation at the link's ports: what it holds is the picks not started.
+    pub(super) fn check(&self) -> Result<(), ConservationError> {
+        self.ports.check("link", self.tx.len() as u64)
     }
 }

@@ -46,11 +46,12 @@ use std::sync::Arc;
 mod build;
 pub use build::classifier;
 mod link;
+use link::Link;
 mod outcome;
 mod params;
 mod processing;
 mod state;
-use processing::{Lap, Within};
+use processing::{Processing, Step};
 
 /// No service matched the packet ([`Arrival::service`]).
 pub const UNCLASSIFIED: u32 = u32::MAX;
@@ -243,12 +244,10 @@ pub struct Pipeline {
     qmem: Qmem,
     /// Ingress queues (the queue memory's egress ids start here).
     nqi: u32,
-    alloc: Allocator,
-    /// `policy = "lap"`: LAP allocates the processors (the allocator then stays idle).
-    lap: Option<Lap>,
-    within: Within,
-    current: Vec<u32>,
-    actions: Vec<Action>,
+    /// Stage 4, the processing element; `None`: processing none.
+    processing: Option<Processing>,
+    /// The processing element's decisions, for [`Pipeline::carry_out`].
+    steps: Vec<Step>,
     /// Stages 6 and 7's scheduling: the shaper over the output queues and the link's DRR
     /// round (the pipeline's egress element; the FIFOs and the serializer are here).
     egress: Egress,
@@ -265,15 +264,6 @@ pub struct Pipeline {
     /// Processing none (`Allocation::None`): a packet waits in its ingress queue, shaped by its
     /// flow's bucket, and goes from there to the link.
     direct: bool,
-    /// The link is the caller's transmit ring ([`Pipeline::transmit`]) rather than the
-    /// serializer: nothing is picked until the caller asks, and a packet leaves when it is
-    /// handed over.
-    ring: bool,
-    /// The frame [`Pipeline::transmit`] hands over.
-    frame: Vec<u8>,
-    /// With the ring as the link, the largest frame its slots hold (larger ones are dropped as
-    /// `oversize` on arrival).
-    max_frame: u32,
     /// dqs's shared queue (`on_exhausted = "shared"`), NIL without one: with processing none
     /// it is shaped by one bucket of its own, the one after the flows'.
     shared_iq: u32,
@@ -286,12 +276,10 @@ pub struct Pipeline {
     egress_backlog: u64,
     /// Packets admitted to the egress whose queue-memory enqueue has not completed.
     egress_pending: u64,
-    /// Conservation at the ports of processing (dropped: late), the egress (dropped:
-    /// exceeds_bucket, egress_buffer_full) and the link (docs/pipeline.md, "Conservation at the
-    /// ports"); the ingress and the flow buckets count their own.
-    proc_ports: Ports<1>,
+    /// Conservation at the ports of the egress (dropped: exceeds_bucket, egress_buffer_full)
+    /// (docs/pipeline.md, "Conservation at the ports"); the ingress, processing, the flow
+    /// buckets and the link count their own.
     egress_ports: Ports<2>,
-    link_ports: Ports<0>,
     /// Each service's first flow queue (0: it has none, one queue for the service).
     eq_base: Vec<u32>,
     /// The per-flow buckets' owners (`shaping.flow_queues` buckets, one index space for every
@@ -302,12 +290,8 @@ pub struct Pipeline {
     /// Packets whose flow found every bucket held and shared one by hash ([`Taken::Shared`]).
     flow_queue_shared: u64,
     egress_bytes: u64,
-    link: Serializer,
-    /// Packets picked for the link whose transmission has not started, with their start
-    /// times: a source, since the link starts packets in the order it picks them, each after
-    /// the previous one's last bit (times that never decrease). Their delivery, when the last
-    /// bit leaves, is counted at the start: nothing after it depends on the packet.
-    tx: VecDeque<(u64, u32)>,
+    /// Stage 7, the link element: the serializer, or the caller's transmit ring.
+    link: Link,
     pkts: Vec<Pkt>,
     free: Vec<u32>,
     // Measurements.
@@ -315,7 +299,6 @@ pub struct Pipeline {
     delivered: Vec<u64>,
     delivered_bytes: u64,
     last_delivery: u64,
-    late: Vec<u64>,
     drops: [u64; DROPS.len()],
     drops_by_service: Vec<u64>,
     /// Per-flow counters by row of the arrivals' `FlowIndex`, the flows past its exact table
@@ -462,7 +445,7 @@ impl Pipeline {
             && self.p.shaping.conformance == Conformance::WaitForTokens
             && self.shaped(eq)
             && len as u64 > self.p.shaping.cap_bytes;
-        let oversize = self.ring && len > self.max_frame;
+        let oversize = self.link.oversize(len);
         let iq = (!above_cap && !oversize).then(|| self.ingress.enqueue_with(&a.key, s, len, frame)).transpose();
         self.flow_counts(a.row).offer(len);
         self.classes[s].offer(len);
@@ -633,10 +616,12 @@ impl Pipeline {
         let t = now.as_nanos();
         match ev {
             Ev::ProcDone(p) => self.proc_done(t, p, fx),
-            Ev::SwitchDone(p) => match self.alloc.switch_done(now, ProcessorId(p), &mut self.actions) {
-                Ok(()) => self.apply(t, fx),
-                Err(e) => self.fail(t, "processing (allocator)", e),
-            },
+            Ev::SwitchDone(p) => {
+                if let Some(pr) = self.processing.as_mut() {
+                    let r = pr.switch_done(now, p, &self.pkts, &mut self.steps);
+                    self.carry_out(t, r, fx);
+                }
+            }
             Ev::Visible(id) => self.visible(t, id, fx),
             Ev::EgressVisible(id) => self.egress_visible(t, id, fx),
             Ev::Reenable(b) => {
@@ -664,13 +649,13 @@ impl Pipeline {
     #[inline]
     pub fn next_wakeup(&self) -> Option<(Instant, u8)> {
         let mut best = (u64::MAX, u8::MAX);
-        if let Some(&(t, _)) = self.tx.front() {
+        if let Some(t) = self.link.next_start() {
             best = best.min((t, C_LINK));
         }
         if let Some(t) = self.shaper_wake {
             best = best.min((t.as_nanos(), C_SHAPER));
         }
-        if let Some(t) = self.alloc.next_wakeup() {
+        if let Some(t) = self.processing.as_ref().and_then(Processing::next_wakeup) {
             best = best.min((t.as_nanos(), C_TIMER));
         }
         (best.1 != u8::MAX).then(|| (Instant::from_nanos(best.0), best.1))
@@ -685,15 +670,12 @@ impl Pipeline {
 
     fn wake_due(&mut self, now: Instant, fx: &mut Effects) {
         let at = |x: Option<Instant>| x.is_some_and(|t| t <= now);
-        if let Some(&(t, id)) = self.tx.front().filter(|x| x.0 <= now.as_nanos()) {
-            self.tx.pop_front();
+        if let Some((t, id)) = self.link.start_due(now.as_nanos()) {
             return self.tx_start(t, id, fx);
         }
-        if at(self.alloc.next_wakeup()) {
-            if let Err(e) = self.alloc.timer(now, &mut self.actions) {
-                return self.fail(now.as_nanos(), "processing (allocator)", e);
-            }
-            return self.apply(now.as_nanos(), fx);
+        if let Some(pr) = self.processing.as_mut().filter(|pr| at(pr.next_wakeup())) {
+            let r = pr.timer(now, &self.pkts, &mut self.steps);
+            return self.carry_out(now.as_nanos(), r, fx);
         }
         if at(self.shaper_wake) {
             let (fifo, pkts, bucket_queue, direct) = (&self.fifo, &self.pkts, &self.bucket_queue, self.direct);

@@ -71,11 +71,7 @@ impl Pipeline {
         sm.t.push(now as f64 * 1e-9);
         sm.ingress_in_use.push(self.ingress.in_use().0 as f64);
         for (s, v) in sm.processors.iter_mut().enumerate() {
-            let n = match &self.lap {
-                Some(l) => l.sched.group(AppId(s as u32)),
-                None => self.alloc.allocated(ServiceId(s as u32)),
-            };
-            v.push(n as f64);
+            v.push(self.processing.as_ref().map_or(0, |pr| pr.allocated(s)) as f64);
         }
         let (mut total, mut max) = (0u64, 0u64);
         if let Shaping::Event(e) = self.egress.shaping() {
@@ -117,7 +113,7 @@ impl Pipeline {
     /// the caller's ring as the link (live's forwarder), the ingress's, the bucket's and the
     /// ring's.
     pub fn reasons(&self) -> Vec<usize> {
-        if self.ring {
+        if self.link.is_ring() {
             return vec![D_BUFFER, D_NO_QUEUE, D_QUEUE_FULL, D_BUCKET, D_OVERSIZE];
         }
         let mut r: Vec<usize> = (0..=D_EGRESS).collect();
@@ -142,18 +138,9 @@ impl Pipeline {
         put("ingress_state_bytes", self.ingress.state_bytes() as f64, "B");
         put("ingress_table_accesses_per_s", self.ingress.table_accesses() as f64 / span, "accesses/s");
         // Stage 4.
-        let a = self.alloc.stats();
-        let switches = self.lap.as_ref().map_or(a.switches, |l| l.cold);
-        put("context_switches", switches as f64, "switches");
-        let fq_bytes = match &self.within {
-            // LAP: per service its work, count and queue ends (32 B), per processor its cache.
-            Within::Fifo(_) if self.lap.is_some() => self.p.services.len() as u64 * 32 + self.current.len() as u64 * 4,
-            Within::Fifo(_) => 0,
-            // Per service and ingress queue a deficit and a flag (12 B), the ring's id (4 B).
-            Within::Drr(d, _) => d.len() as u64 * self.nqi as u64 * 16,
-            Within::Fair(f) => f.len() as u64 * self.nqi as u64 * 24,
-        };
-        put("processing_state_bytes", fq_bytes as f64, "B");
+        let pr = self.processing.as_ref();
+        put("context_switches", pr.map_or(0, Processing::switches) as f64, "switches");
+        put("processing_state_bytes", pr.map_or(0, |pr| pr.state_bytes(self.nqi)) as f64, "B");
         // Stage 5.
         let c = self.qmem.counters;
         put("qmem_ops", c.ops as f64, "ops");
@@ -211,7 +198,7 @@ impl Pipeline {
             delivered: self.delivered,
             delivered_bytes: self.delivered_bytes,
             last_delivery_ns: self.last_delivery,
-            late: self.late,
+            late: self.processing.as_ref().map_or_else(|| vec![0; self.p.services.len()], |pr| pr.late().to_vec()),
             drops: self.drops,
             reasons,
             drops_by_service: self.drops_by_service,

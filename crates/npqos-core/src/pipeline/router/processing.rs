@@ -1,8 +1,11 @@
-//! Stage 4: processing. A packet visible in its ingress queue is offered to its service's
-//! scheduler (FCFS, DRR over the service's ingress queues, or a fair queue on predicted costs)
-//! and the processors' allocator (an everest policy), or to LAP; a processor served takes the
-//! scheduler's pick, runs it for its actual time and hands it on to the queue memory and the
-//! egress. With processing none (live's pipeline) nothing here runs.
+//! Stage 4: the processing element. A packet visible in its ingress queue is offered to its
+//! service's scheduler (FCFS, DRR over the service's ingress queues, or a fair queue on
+//! predicted costs) and the processors' allocator (an everest policy), or to LAP; a processor
+//! served takes the scheduler's pick. The element decides and the pipeline carries out: each
+//! call leaves its decisions, in order, in the caller's [`Step`]s (a processor takes a packet,
+//! a processor switches service), and the pipeline does what they take (the packet's ingress
+//! dequeue and queue-memory operation, the processor's time as a timed effect). With
+//! processing none (live's pipeline) the element is not built.
 
 use super::*;
 
@@ -15,91 +18,352 @@ pub(super) enum Within {
 
 /// LAP over the services (`Allocation::Lap`).
 pub(super) struct Lap {
-    pub(super) sched: LapScheduler,
-    pub(super) idle: Vec<bool>,
+    sched: LapScheduler,
+    idle: Vec<bool>,
     /// Enqueue order (LAP's packet ids increase with it): id = seq << 32 | packet slot.
-    pub(super) seq: u64,
+    seq: u64,
     /// Dispatches to a processor whose cache held another service (each paid t_sw).
-    pub(super) cold: u64,
+    cold: u64,
 }
 
-impl Pipeline {
-    pub(super) fn visible(&mut self, now: u64, id: u32, fx: &mut Effects) {
-        self.proc_ports.input += 1;
-        let pk = self.pkts[id as usize];
+/// One decision of the processing element, for the pipeline to carry out in order.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Step {
+    /// Processor `proc` takes packet `id` (the head of its ingress queue), for the packet's
+    /// actual time plus `extra_ns` (LAP's t_sw on a cold cache).
+    Start { proc: u32, id: u32, extra_ns: u64 },
+    /// Processor `proc` switches service: it is free again after `t_sw`.
+    Switch { proc: u32 },
+}
+
+/// A mechanism of the element refused a call: the stage and what it said.
+pub(super) type Refused = (&'static str, String);
+
+fn refused<E: std::fmt::Display>(stage: &'static str) -> impl Fn(E) -> Refused {
+    move |e| (stage, e.to_string())
+}
+
+/// What a processor's completion decided ([`Processing::completed`]).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Done {
+    pub id: u32,
+    /// Over its service's tolerance, and `late_drop` drops it.
+    pub drop_late: bool,
+}
+
+/// The processing element: the allocator among the services (or LAP) and the scheduler within
+/// each service, with conservation at its ports (in: packets offered; out: packets done and
+/// kept; dropped: late).
+pub(super) struct Processing {
+    p: Arc<RouterParams>,
+    alloc: Allocator,
+    /// `policy = "lap"`: LAP allocates the processors (the allocator then stays idle).
+    lap: Option<Lap>,
+    within: Within,
+    /// Per processor the packet on it (NIL: none).
+    current: Vec<u32>,
+    actions: Vec<Action>,
+    /// Per service the packets done over its tolerance.
+    late: Vec<u64>,
+    ports: Ports<1>,
+}
+
+impl Processing {
+    /// The processors' allocation among the services (an everest policy, or LAP) and the
+    /// scheduler within each service over its `nqi` ingress queues; `mean_len` (bytes) sets
+    /// each service's predicted time per packet.
+    pub(super) fn new(p: &Arc<RouterParams>, nqi: u32, mean_len: f64) -> Result<Self, PipelineError> {
+        fn cfg(e: impl std::fmt::Display) -> PipelineError {
+            PipelineError::Config(e.to_string())
+        }
+        let s_count = p.services.len();
+        let alloc_services = p
+            .services
+            .iter()
+            .map(|s| ServiceSpec {
+                name: s.name.clone(),
+                t_pkt: Duration::from_nanos((s.cost_alpha_ns + s.cost_beta_ns * mean_len).round().max(1.0) as u64),
+                tolerance: s.tolerance,
+                guarantee: s.guarantee,
+            })
+            .collect();
+        let alloc = Allocator::new(&AllocConfig {
+            processors: p.processing.processors,
+            t_sw: p.processing.t_sw,
+            delta: p.processing.delta,
+            services: alloc_services,
+            policy: match p.processing.policy {
+                Allocation::Policy(x) => x,
+                Allocation::Lap | Allocation::None => crate::alloc::Policy::Static,
+            },
+        })
+        .map_err(cfg)?;
+        let lap = match p.processing.policy {
+            Allocation::Lap => Some(Lap {
+                sched: LapScheduler::new(LapPolicy::Lap, s_count, p.processing.processors).map_err(cfg)?,
+                idle: vec![true; p.processing.processors as usize],
+                seq: 0,
+                cold: 0,
+            }),
+            Allocation::Policy(_) | Allocation::None => None,
+        };
+        // Under LAP the scheduler holds the packets (oldest first within a service).
+        let scheduler = if lap.is_some() { Scheduler::Fcfs } else { p.processing.scheduler };
+        let within = match scheduler {
+            Scheduler::Fcfs => Within::Fifo(vec![VecDeque::new(); s_count]),
+            Scheduler::Drr => {
+                let drr = Drr::new(nqi, p.quantum as u64).map_err(cfg)?;
+                Within::Drr(vec![drr; s_count], vec![VecDeque::new(); nqi as usize])
+            }
+            Scheduler::Fair(d) => {
+                let shares = vec![1.0 / nqi as f64; nqi as usize];
+                let fq = FairQueue::new(d, p.processing.processors, &shares).map_err(cfg)?;
+                Within::Fair(vec![fq; s_count])
+            }
+        };
+        Ok(Processing {
+            p: p.clone(),
+            alloc,
+            lap,
+            within,
+            current: vec![NIL; p.processing.processors as usize],
+            actions: Vec::new(),
+            late: vec![0; s_count],
+            ports: Ports::default(),
+        })
+    }
+
+    /// Packet `id` is visible in its ingress queue at `now`: its service's scheduler has it,
+    /// and a free processor may take it.
+    pub(super) fn offer(&mut self, now: u64, id: u32, pkts: &[Pkt], steps: &mut Vec<Step>) -> Result<(), Refused> {
+        self.ports.input += 1;
+        let pk = &pkts[id as usize];
         let s = pk.service as usize;
         if let Some(l) = &mut self.lap {
             l.seq += 1;
             let est = self.p.services[s].est_ns(pk.len);
             let x = LapPacket { id: (l.seq << 32) | id as u64, app: AppId(s as u32), est };
-            if let Err(e) = l.sched.enqueue(x) {
-                return self.fail(now, "processing (lap)", e);
-            }
+            l.sched.enqueue(x).map_err(refused("processing (lap)"))?;
             // An idle processor, one whose cache holds the service first.
             let idle = |p: &usize| l.idle[*p];
             let warm =
                 (0..l.idle.len()).filter(idle).find(|&p| l.sched.cache(ProcessorId(p as u32)) == Some(AppId(s as u32)));
             if let Some(p) = warm.or_else(|| (0..l.idle.len()).find(idle)) {
-                self.lap_dispatch(now, p as u32, fx);
+                self.lap_dispatch(p as u32, steps)?;
             }
-            return;
+            return Ok(());
         }
         match &mut self.within {
             Within::Fifo(q) => q[s].push_back(id),
             Within::Drr(d, q) => {
                 q[pk.iq as usize].push_back(id);
-                if let Err(e) = d[s].enqueued(QueueId(pk.iq)) {
-                    return self.fail(now, "processing (drr)", e);
-                }
+                d[s].enqueued(QueueId(pk.iq)).map_err(refused("processing (drr)"))?;
             }
-            Within::Fair(f) => {
-                if let Err(e) =
-                    f[s].enqueue(Instant::from_nanos(now), fq_packet(id, &pk, self.p.services[s].est_ns(pk.len)))
-                {
-                    return self.fail(now, "processing (fair queue)", e);
-                }
-            }
+            Within::Fair(f) => f[s]
+                .enqueue(Instant::from_nanos(now), fq_packet(id, pk, self.p.services[s].est_ns(pk.len)))
+                .map_err(refused("processing (fair queue)"))?,
         }
-        match self.alloc.arrival(Instant::from_nanos(now), ServiceId(s as u32), &mut self.actions) {
-            Ok(_) => self.apply(now, fx),
-            Err(e) => self.fail(now, "processing (allocator)", e),
-        }
+        self.alloc
+            .arrival(Instant::from_nanos(now), ServiceId(s as u32), &mut self.actions)
+            .map_err(refused("processing (allocator)"))?;
+        self.apply(now, pkts, steps)
     }
 
-    pub(super) fn apply(&mut self, now: u64, fx: &mut Effects) {
-        let mut actions = std::mem::take(&mut self.actions);
-        for a in actions.drain(..) {
+    /// The allocator's actions as steps: a processor served takes its service scheduler's pick.
+    fn apply(&mut self, now: u64, pkts: &[Pkt], steps: &mut Vec<Step>) -> Result<(), Refused> {
+        for a in self.actions.drain(..) {
             match a {
                 Action::Serve { proc, service } => {
                     let s = service.index();
                     let id = match &mut self.within {
                         Within::Fifo(q) => q[s].pop_front(),
-                        Within::Drr(d, q) => match d[s].select(|x| self.pkts[q[x.index()][0] as usize].len as u64) {
+                        Within::Drr(d, q) => match d[s].select(|x| pkts[q[x.index()][0] as usize].len as u64) {
                             None => None,
                             Some(x) => {
                                 let id = q[x.index()].pop_front().expect("a queue in the round holds packets");
-                                if let Err(e) = d[s].dequeued(x, q[x.index()].is_empty()) {
-                                    return self.fail(now, "processing (DRR)", e);
-                                }
+                                d[s].dequeued(x, q[x.index()].is_empty()).map_err(refused("processing (DRR)"))?;
                                 Some(id)
                             }
                         },
-                        Within::Fair(f) => match f[s].dequeue(Instant::from_nanos(now)) {
-                            Ok(d) => d.map(|d| d.packet.id as u32),
-                            Err(e) => return self.fail(now, "processing (fair queue)", e),
-                        },
+                        Within::Fair(f) => f[s]
+                            .dequeue(Instant::from_nanos(now))
+                            .map_err(refused("processing (fair queue)"))?
+                            .map(|d| d.packet.id as u32),
                     };
                     let Some(id) = id else {
-                        return self.fail(now, "processing", "the allocator served an empty service");
+                        return Err(("processing", "the allocator served an empty service".into()));
                     };
-                    self.start(now, proc.0, id, 0, fx);
+                    self.current[proc.index()] = id;
+                    steps.push(Step::Start { proc: proc.0, id, extra_ns: 0 });
                 }
-                Action::Switch { proc, .. } => {
-                    fx.at(Instant::from_nanos(now) + self.p.processing.t_sw, C_PROC, Ev::SwitchDone(proc.0));
+                Action::Switch { proc, .. } => steps.push(Step::Switch { proc: proc.0 }),
+            }
+        }
+        Ok(())
+    }
+
+    /// LAP: free processor `p` takes the packet LAP picks, paying t_sw on a cold cache; it
+    /// stays idle when nothing waits.
+    fn lap_dispatch(&mut self, p: u32, steps: &mut Vec<Step>) -> Result<(), Refused> {
+        let t_sw = self.p.processing.t_sw.as_nanos();
+        let Some(l) = &mut self.lap else { return Ok(()) };
+        match l.sched.dispatch(ProcessorId(p)).map_err(refused("processing (lap)"))? {
+            Some(pick) => {
+                l.idle[p as usize] = false;
+                l.cold += pick.cold as u64;
+                let id = pick.packet.id as u32;
+                self.current[p as usize] = id;
+                steps.push(Step::Start { proc: p, id, extra_ns: if pick.cold { t_sw } else { 0 } });
+            }
+            None => l.idle[p as usize] = true,
+        }
+        Ok(())
+    }
+
+    /// Processor `proc` finished its packet at `now`: which packet, and whether it is dropped
+    /// as late; the processor's next packet is in `steps`.
+    pub(super) fn completed(
+        &mut self,
+        now: u64,
+        proc: u32,
+        pkts: &[Pkt],
+        steps: &mut Vec<Step>,
+    ) -> Result<Done, Refused> {
+        let id = std::mem::replace(&mut self.current[proc as usize], NIL);
+        let pk = &pkts[id as usize];
+        let s = pk.service as usize;
+        if let (None, Within::Fair(f)) = (&self.lap, &mut self.within) {
+            f[s].completed(&fq_packet(id, pk, self.p.services[s].est_ns(pk.len)))
+                .map_err(refused("processing (fair queue)"))?;
+        }
+        let delay = now - pk.arrival;
+        if self.lap.is_some() {
+            self.lap_dispatch(proc, steps)?;
+        } else {
+            let at = Instant::from_nanos(now);
+            self.alloc
+                .completed(at, ProcessorId(proc), Duration::from_nanos(delay), &mut self.actions)
+                .map_err(refused("processing (allocator)"))?;
+            self.apply(now, pkts, steps)?;
+        }
+        let late = delay > self.p.services[s].tolerance.as_nanos();
+        self.late[s] += late as u64;
+        let drop_late = late && self.p.processing.late_drop;
+        match drop_late {
+            true => self.ports.dropped[0] += 1,
+            false => self.ports.output += 1,
+        }
+        Ok(Done { id, drop_late })
+    }
+
+    /// Processor `proc`'s context switch is done at `now`.
+    pub(super) fn switch_done(
+        &mut self,
+        now: Instant,
+        proc: u32,
+        pkts: &[Pkt],
+        steps: &mut Vec<Step>,
+    ) -> Result<(), Refused> {
+        self.alloc.switch_done(now, ProcessorId(proc), &mut self.actions).map_err(refused("processing (allocator)"))?;
+        self.apply(now.as_nanos(), pkts, steps)
+    }
+
+    /// The allocator's timer, due at `now`.
+    pub(super) fn timer(&mut self, now: Instant, pkts: &[Pkt], steps: &mut Vec<Step>) -> Result<(), Refused> {
+        self.alloc.timer(now, &mut self.actions).map_err(refused("processing (allocator)"))?;
+        self.apply(now.as_nanos(), pkts, steps)
+    }
+
+    /// The allocator's next timer.
+    #[inline]
+    pub(super) fn next_wakeup(&self) -> Option<Instant> {
+        self.alloc.next_wakeup()
+    }
+
+    /// Processors serving service `s` now.
+    pub(super) fn allocated(&self, s: usize) -> u32 {
+        match &self.lap {
+            Some(l) => l.sched.group(AppId(s as u32)),
+            None => self.alloc.allocated(ServiceId(s as u32)),
+        }
+    }
+
+    /// Context switches (under LAP, dispatches to a cold cache).
+    pub(super) fn switches(&self) -> u64 {
+        self.lap.as_ref().map_or(self.alloc.stats().switches, |l| l.cold)
+    }
+
+    /// The schedulers' state, B: under LAP per service its work, count and queue ends (32 B)
+    /// and per processor its cache; per service and ingress queue a DRR deficit and flag (12
+    /// B) and the ring's id (4 B), or a fair queue's 24 B.
+    pub(super) fn state_bytes(&self, nqi: u32) -> u64 {
+        match &self.within {
+            Within::Fifo(_) if self.lap.is_some() => self.p.services.len() as u64 * 32 + self.current.len() as u64 * 4,
+            Within::Fifo(_) => 0,
+            Within::Drr(d, _) => d.len() as u64 * nqi as u64 * 16,
+            Within::Fair(f) => f.len() as u64 * nqi as u64 * 24,
+        }
+    }
+
+    /// Per service the packets done over its tolerance.
+    pub(super) fn late(&self) -> &[u64] {
+        &self.late
+    }
+
+    /// Conservation at the element's ports, its holdings from its own state: waiting in a
+    /// service's scheduler (or LAP's) or on a processor. Skipped without `walk` when that needs
+    /// a pass over every ingress queue (DRR within a service).
+    pub(super) fn check(&self, walk: bool) -> Result<(), ConservationError> {
+        let waiting = match (&self.lap, &self.within) {
+            (Some(l), _) => l.sched.len() as u64,
+            (None, Within::Fifo(q)) => q.iter().map(|x| x.len() as u64).sum(),
+            (None, Within::Drr(_, q)) if walk => q.iter().map(|x| x.len() as u64).sum(),
+            (None, Within::Drr(..)) => return Ok(()),
+            (None, Within::Fair(f)) => f.iter().map(|x| x.len() as u64).sum(),
+        };
+        let busy = self.current.iter().filter(|&&c| c != NIL).count() as u64;
+        self.ports.check("processing", waiting + busy)
+    }
+}
+
+fn fq_packet(id: u32, pk: &Pkt, est: f64) -> FqPacket {
+    FqPacket {
+        id: id as u64,
+        flow: FlowId(pk.iq),
+        app: AppId(pk.service as u32),
+        est_ns: est,
+        actual_ns: pk.actual,
+        arrival: Instant::from_nanos(pk.arrival),
+    }
+}
+
+/// The pipeline's side of processing: carrying out the element's steps, and a packet done.
+impl Pipeline {
+    pub(super) fn visible(&mut self, now: u64, id: u32, fx: &mut Effects) {
+        let Some(pr) = self.processing.as_mut() else { return };
+        let r = pr.offer(now, id, &self.pkts, &mut self.steps);
+        self.carry_out(now, r, fx);
+    }
+
+    /// The processing element's steps at `now` (after its call returned `r`), in order.
+    pub(super) fn carry_out(&mut self, now: u64, r: Result<(), Refused>, fx: &mut Effects) {
+        if let Err((stage, msg)) = r {
+            self.steps.clear();
+            return self.fail(now, stage, msg);
+        }
+        let mut steps = std::mem::take(&mut self.steps);
+        for st in steps.drain(..) {
+            if self.error.is_some() {
+                break;
+            }
+            match st {
+                Step::Start { proc, id, extra_ns } => self.start(now, proc, id, extra_ns, fx),
+                Step::Switch { proc } => {
+                    fx.at(Instant::from_nanos(now) + self.p.processing.t_sw, C_PROC, Ev::SwitchDone(proc))
                 }
             }
         }
-        self.actions = actions;
+        self.steps = steps;
     }
 
     /// Processor `proc` takes packet `id` (the head of its ingress queue) at `now`: the
@@ -115,54 +379,23 @@ impl Pipeline {
             Err(e) => return self.fail(now, "ingress", e),
         }
         let Some(t0) = self.qmem_op(now, iq, Op::Dequeue) else { return };
-        self.current[proc as usize] = id;
         fx.at(Instant::from_nanos(t0 + actual.ceil() as u64 + extra_ns), C_PROC, Ev::ProcDone(proc));
         // Its output queue's state is needed when it is done: start loading it now.
         let eq = self.pkts[id as usize].eq;
         self.prefetch_egress(eq);
     }
 
-    /// LAP: free processor `p` takes the packet LAP picks, paying t_sw on a cold cache; it
-    /// stays idle when nothing waits.
-    pub(super) fn lap_dispatch(&mut self, now: u64, p: u32, fx: &mut Effects) {
-        let t_sw = self.p.processing.t_sw.as_nanos();
-        let Some(l) = &mut self.lap else { return };
-        match l.sched.dispatch(ProcessorId(p)) {
-            Ok(Some(pick)) => {
-                l.idle[p as usize] = false;
-                l.cold += pick.cold as u64;
-                let extra = if pick.cold { t_sw } else { 0 };
-                self.start(now, p, pick.packet.id as u32, extra, fx);
-            }
-            Ok(None) => l.idle[p as usize] = true,
-            Err(e) => self.fail(now, "processing (lap)", e),
-        }
-    }
-
     pub(super) fn proc_done(&mut self, now: u64, pr: u32, fx: &mut Effects) {
-        let id = std::mem::replace(&mut self.current[pr as usize], u32::MAX);
-        let pk = self.pkts[id as usize];
+        let Some(proc) = self.processing.as_mut() else { return };
+        let done = proc.completed(now, pr, &self.pkts, &mut self.steps);
+        let Done { id, drop_late } = match done {
+            Ok(d) => d,
+            Err(r) => return self.carry_out(now, Err(r), fx),
+        };
         self.pkts[id as usize].done = now;
+        let pk = self.pkts[id as usize];
+        self.carry_out(now, Ok(()), fx);
         let s = pk.service as usize;
-        if let (None, Within::Fair(f)) = (&self.lap, &mut self.within) {
-            if let Err(e) = f[s].completed(&fq_packet(id, &pk, self.p.services[s].est_ns(pk.len))) {
-                return self.fail(now, "processing (fair queue)", e);
-            }
-        }
-        let delay = now - pk.arrival;
-        if self.lap.is_some() {
-            self.lap_dispatch(now, pr, fx);
-        } else {
-            if let Err(e) = self.alloc.completed(
-                Instant::from_nanos(now),
-                ProcessorId(pr),
-                Duration::from_nanos(delay),
-                &mut self.actions,
-            ) {
-                return self.fail(now, "processing (allocator)", e);
-            }
-            self.apply(now, fx);
-        }
         if let Some(t) = &mut self.trace {
             let x = &mut t[self.trace_of[id as usize] as usize];
             (x.dispatch, x.done) = (pk.dispatch, now);
@@ -170,13 +403,9 @@ impl Pipeline {
         let h = &mut self.hist[s];
         h[0].saturating_record((pk.dispatch - pk.arrival).max(1));
         h[1].saturating_record((now - pk.dispatch).max(1));
-        let late = delay > self.p.services[s].tolerance.as_nanos();
-        self.late[s] += late as u64;
-        if late && self.p.processing.late_drop {
-            self.proc_ports.dropped[0] += 1;
+        if drop_late {
             return self.drop_pkt(now, Some(id), Some(s), D_LATE, pk.row, pk.len);
         }
-        self.proc_ports.output += 1;
         self.egress_ports.input += 1;
         if self.shaped(pk.eq)
             && self.p.shaping.conformance == Conformance::WaitForTokens
@@ -196,32 +425,5 @@ impl Pipeline {
         // The packet will be linked behind its queue's tail (usually a packet from long ago):
         // start loading it (the FIFO's record was loaded when the processor took the packet).
         crate::hint::prefetch(&self.pkts, self.fifo[pk.eq as usize].tail as usize);
-    }
-}
-
-fn fq_packet(id: u32, pk: &Pkt, est: f64) -> FqPacket {
-    FqPacket {
-        id: id as u64,
-        flow: FlowId(pk.iq),
-        app: AppId(pk.service as u32),
-        est_ns: est,
-        actual_ns: pk.actual,
-        arrival: Instant::from_nanos(pk.arrival),
-    }
-}
-
-impl Pipeline {
-    /// Packets processing holds, from its own state: waiting in a service's scheduler (or
-    /// LAP's) or on a processor. `None` without `walk` when that needs a pass over every ingress
-    /// queue (DRR within a service).
-    pub(super) fn processing_held(&self, walk: bool) -> Option<u64> {
-        let waiting = match (&self.lap, &self.within) {
-            (Some(l), _) => l.sched.len() as u64,
-            (None, Within::Fifo(q)) => q.iter().map(|x| x.len() as u64).sum(),
-            (None, Within::Drr(_, q)) if walk => q.iter().map(|x| x.len() as u64).sum(),
-            (None, Within::Drr(..)) => return None,
-            (None, Within::Fair(f)) => f.iter().map(|x| x.len() as u64).sum(),
-        };
-        Some(waiting + self.current.iter().filter(|&&c| c != u32::MAX).count() as u64)
     }
 }

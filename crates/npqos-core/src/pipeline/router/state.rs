@@ -69,15 +69,15 @@ impl Pipeline {
         if let Some(b) = &self.buckets {
             b.conservation()?;
         }
-        if let Some(held) = self.processing_held(walk) {
-            self.proc_ports.check("processing", held)?;
+        if let Some(pr) = &self.processing {
+            pr.check(walk)?;
         }
         let fifo = match walk {
             true => self.fifo.iter().map(|f| self.fifo_len(f)).sum(),
             false => self.egress_backlog,
         };
         self.egress_ports.check("egress", fifo + self.egress_pending)?;
-        self.link_ports.check("link", self.tx.len() as u64)
+        self.link.check()
     }
 
     /// In debug builds, [`Self::check_ports`] after a call; a broken element is the run's error.

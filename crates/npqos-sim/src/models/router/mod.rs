@@ -22,6 +22,8 @@ mod driver;
 mod output;
 pub(crate) use npqos_core::pipeline::router as pipeline;
 #[cfg(test)]
+mod element_tests;
+#[cfg(test)]
 mod pipeline_tests;
 pub mod scenario;
 #[cfg(test)]
