@@ -4,7 +4,8 @@
 //!
 //! `cargo bench -p npqos-cli --bench live`; `NPQOS_BIN=path` runs another `npqos` binary as the
 //! middle box (to time two builds against each other on one machine); `NPQOS_LIVE_BENCH` =
-//! `rates`, `flows` or `latency` runs one part (default: all).
+//! `rates`, `flows` or `latency` runs one part (default: all); `NPQOS_LIVE_EXTRA` adds keys to
+//! every configuration's `[live]` (`reverse = "off"`: no way back, as before issue #41).
 
 #[cfg(target_os = "linux")]
 use npqos_cli::live::netns::{self, Bed};
@@ -17,9 +18,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 #[cfg(target_os = "linux")]
 use std::sync::Arc;
 
-/// The `[live]` section every configuration starts with.
+/// The `[live]` section every configuration starts with, and `NPQOS_LIVE_EXTRA`'s keys (for
+/// example `reverse = "off"`, to time a build against one that had no way back).
 #[cfg(target_os = "linux")]
-const BASE: &str = "[live]\ninput = \"in0\"\noutput = \"out0\"\n";
+fn base() -> String {
+    let extra = std::env::var("NPQOS_LIVE_EXTRA").unwrap_or_default();
+    format!("[live]\ninput = \"in0\"\noutput = \"out0\"\n{extra}\n")
+}
 
 #[cfg(target_os = "linux")]
 fn main() {
@@ -96,7 +101,8 @@ fn latency(tag: &str, mid_cpu: usize) {
             match i {
                 0 => {
                     let cfg = format!(
-                        "{BASE}[shaper]\nflow_rate = \"10Mbps\"\n[table]\nblocks = 65536\nqueue_limit = \"32KiB\"\n"
+                        "{}[shaper]\nflow_rate = \"10Mbps\"\n[table]\nblocks = 65536\nqueue_limit = \"32KiB\"\n",
+                        base()
                     );
                     child = Some(npqos(&bed, mid_cpu, d.path(), &cfg, 4));
                 }
@@ -105,7 +111,7 @@ fn latency(tag: &str, mid_cpu: usize) {
                         &bed,
                         mid_cpu,
                         d.path(),
-                        &format!("{BASE}mode = \"pass\"\n[shaper]\nflow_rate = \"10Mbps\"\n"),
+                        &format!("{}mode = \"pass\"\n[shaper]\nflow_rate = \"10Mbps\"\n", base()),
                         4,
                     ))
                 }
@@ -237,7 +243,7 @@ fn rate_error(rows: &mut Vec<Row>, tag: &str, mid_cpu: usize) {
             &bed,
             mid_cpu,
             d.path(),
-            &format!("{BASE}[shaper]\nflow_rate = \"10Mbps\"\n[table]\nblocks = 65536\nqueue_limit = \"32KiB\"\n"),
+            &format!("{}[shaper]\nflow_rate = \"10Mbps\"\n[table]\nblocks = 65536\nqueue_limit = \"32KiB\"\n", base()),
             3,
         );
         let out = d.path().join("out");
@@ -273,7 +279,10 @@ fn many_flows(rows: &mut Vec<Row>, tag: &str, mid_cpu: usize) {
                 &bed,
                 mid_cpu,
                 d.path(),
-                &format!("{BASE}[shaper]\nflow_rate = \"{rate}\"\n[table]\nqueues = 131072\nblocks = 1048576\nqueue_limit = \"4KiB\"\n"),
+                &format!(
+                    "{}[shaper]\nflow_rate = \"{rate}\"\n[table]\nqueues = 131072\nblocks = 1048576\nqueue_limit = \"4KiB\"\n",
+                    base()
+                ),
                 3,
             );
             let out = d.path().join("out");

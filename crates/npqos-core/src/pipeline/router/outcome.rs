@@ -90,6 +90,22 @@ impl Pipeline {
         }
     }
 
+    /// With the caller's ring as the link, a frame's ingress time is its end-to-end time and
+    /// its egress time none, so only the end-to-end histogram is recorded per frame: the
+    /// ingress and egress histograms are made from it here (the egress one as 1 ns per frame,
+    /// the histograms' least value, as the serializer's link records a transmission starting
+    /// at once).
+    fn ring_stages(&mut self) {
+        if !self.link.is_ring() {
+            return;
+        }
+        for h in &mut self.hist {
+            h[0] = h[3].clone();
+            h[2].reset();
+            h[2].saturating_record_n(1, h[3].len());
+        }
+    }
+
     /// The flow and class counters (docs/pipeline.md, "Flow and class counters").
     pub fn tables(&self) -> Tables {
         let classes = (self.p.services.iter().zip(&self.classes).zip(&self.hist))
@@ -125,7 +141,8 @@ impl Pipeline {
 
     /// The measurements and the stages' state (docs/router.md, "Outputs") at `end_ns`, after
     /// `events` events.
-    pub fn into_outcome(self, events: u64, end_ns: u64) -> Outcome {
+    pub fn into_outcome(mut self, events: u64, end_ns: u64) -> Outcome {
+        self.ring_stages();
         let tables = self.tables();
         let reasons = self.reasons();
         let elements = self.check_elements();
