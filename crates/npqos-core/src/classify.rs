@@ -134,16 +134,23 @@ pub struct Rule {
     /// Ports either end may have (a server port, whichever way the packet goes).
     pub ports: Vec<PortRange>,
     pub direction: Direction,
+    /// Prefixes the source address lies in (a subscriber's network, an ISP's customers).
+    pub src_prefixes: Vec<Prefix>,
+    /// Prefixes the destination address lies in.
+    pub dst_prefixes: Vec<Prefix>,
 }
 
 impl Rule {
     fn matches(&self, k: &FlowKey, dir: Option<Direction>) -> bool {
         let any = |v: &[PortRange], p: u16| v.is_empty() || v.iter().any(|r| r.contains(p));
+        let within = |v: &[Prefix], a: &[u8; 16]| v.is_empty() || v.iter().any(|p| p.contains(a));
         (self.protocols.is_empty() || self.protocols.contains(&k.proto))
             && any(&self.src_ports, k.src_port)
             && any(&self.dst_ports, k.dst_port)
             && (self.ports.is_empty() || any(&self.ports, k.src_port) || any(&self.ports, k.dst_port))
             && (self.direction == Direction::Any || dir == Some(self.direction))
+            && within(&self.src_prefixes, &k.src)
+            && within(&self.dst_prefixes, &k.dst)
     }
 }
 
@@ -285,6 +292,25 @@ mod tests {
         assert_eq!(none.classify(&key("1.1.1.1", "2.2.2.2", 6, 1, 1)), None);
     }
 
+    /// A subscriber's prefix matches its addresses only, IPv4 and IPv6 apart.
+    #[test]
+    fn prefixes_match_source_and_destination() {
+        let p = |s: &str| Prefix::parse(s).unwrap();
+        let up = Rule {
+            service: ServiceId(0),
+            src_prefixes: vec![p("198.18.1.0/24"), p("2001:db8:1::/48")],
+            ..Default::default()
+        };
+        let down = Rule { service: ServiceId(1), dst_prefixes: vec![p("198.18.1.0/24")], ..Default::default() };
+        let c = Classifier::new(2, vec![up, down], vec![], None).unwrap();
+        assert_eq!(c.classify(&key("198.18.1.7", "198.19.0.1", 17, 1, 2)), Some(ServiceId(0)));
+        assert_eq!(c.classify(&key("198.19.0.1", "198.18.1.7", 17, 2, 1)), Some(ServiceId(1)));
+        assert_eq!(c.classify(&key("198.18.2.7", "198.19.0.1", 17, 1, 2)), None);
+        assert_eq!(c.classify(&key("2001:db8:1::5", "2001:db8:2::5", 6, 1, 2)), Some(ServiceId(0)));
+        assert_eq!(c.classify(&key("2001:db8:3::5", "2001:db8:2::5", 6, 1, 2)), None);
+        assert_eq!(c.classify(&key("::ffff:198.18.1.7", "2001:db8:2::5", 6, 1, 2)), Some(ServiceId(0)), "IPv4-mapped");
+    }
+
     #[test]
     fn bad_rules_are_refused() {
         let r = |service, direction, ports: Vec<PortRange>| Rule {
@@ -302,6 +328,12 @@ mod tests {
         assert!(Classifier::new(2, vec![r(0, Direction::Outbound, vec![])], vec![], None).is_err());
     }
 
+    /// Prefixes of the property test's rules, and which of its addresses each holds (the
+    /// reference, written by hand).
+    const PREFIXES: [&str; 4] = ["10.0.0.0/8", "10.9.0.0/16", "8.8.8.8/32", "0.0.0.0/0"];
+    const HOLDS: [[bool; 4]; 4] =
+        [[true, true, false, false], [false, true, false, false], [false, false, true, false], [true; 4]];
+
     fn arb_range() -> impl Strategy<Value = PortRange> {
         (0u16..200, 0u16..50).prop_map(|(lo, w)| PortRange { lo, hi: lo + w })
     }
@@ -314,14 +346,18 @@ mod tests {
             proptest::collection::vec(arb_range(), 0..2),
             proptest::collection::vec(arb_range(), 0..2),
             prop_oneof![Just(Direction::Any), Just(Direction::Inbound), Just(Direction::Outbound)],
+            proptest::collection::vec(0usize..PREFIXES.len(), 0..2),
+            proptest::collection::vec(0usize..PREFIXES.len(), 0..2),
         )
-            .prop_map(|(s, protocols, src_ports, dst_ports, ports, direction)| Rule {
+            .prop_map(|(s, protocols, src_ports, dst_ports, ports, direction, sp, dp)| Rule {
                 service: ServiceId(s),
                 protocols,
                 src_ports,
                 dst_ports,
                 ports,
                 direction,
+                src_prefixes: sp.into_iter().map(|i| Prefix::parse(PREFIXES[i]).unwrap()).collect(),
+                dst_prefixes: dp.into_iter().map(|i| Prefix::parse(PREFIXES[i]).unwrap()).collect(),
             })
     }
 
@@ -351,7 +387,10 @@ mod tests {
                         Direction::Inbound => !src_in && dst_in,
                         Direction::Outbound => src_in && !dst_in,
                     };
-                    proto_ok && sp_ok && dp_ok && either_ok && dir_ok
+                    let net_ok = |v: &[Prefix], a: u8| {
+                        v.is_empty() || v.iter().any(|p| (0..4).any(|i| HOLDS[i][a as usize] && *p == Prefix::parse(PREFIXES[i]).unwrap()))
+                    };
+                    proto_ok && sp_ok && dp_ok && either_ok && dir_ok && net_ok(&r.src_prefixes, s) && net_ok(&r.dst_prefixes, d)
                 };
                 let want = rules.iter().find(|r| holds(r)).map(|r| r.service).or(default.map(ServiceId));
                 prop_assert_eq!(c.classify(&k), want, "{}", k);

@@ -1,5 +1,6 @@
 //! Scenario keys of service classification rules (`npqos_core::classify`): a `[[services]]`
-//! entry's `protocols`, `src_ports`, `dst_ports`, `ports` and `direction`, and a list of inside
+//! entry's `protocols`, `src_ports`, `dst_ports`, `ports`, `direction`, `src_prefixes` and
+//! `dst_prefixes`, and a list of inside
 //! prefixes; read with every problem under its key path, and written back for
 //! `scenario.resolved.toml`.
 
@@ -8,7 +9,8 @@ use npqos_core::classify::{Direction, PortRange, Prefix, Rule};
 use npqos_core::id::ServiceId;
 
 /// The keys of a rule, in the order they are written back.
-pub(crate) const RULE_KEYS: [&str; 5] = ["protocols", "src_ports", "dst_ports", "ports", "direction"];
+pub(crate) const RULE_KEYS: [&str; 7] =
+    ["protocols", "src_ports", "dst_ports", "ports", "direction", "src_prefixes", "dst_prefixes"];
 
 /// Protocol names a rule accepts beside numbers.
 const PROTOCOLS: [(&str, u8); 4] = [("icmp", 1), ("tcp", 6), ("udp", 17), ("icmpv6", 58)];
@@ -37,7 +39,9 @@ pub(crate) fn read_rule(r: &mut Reader, service: ServiceId, probs: &mut Vec<Prob
         "outbound" => Direction::Outbound,
         _ => Direction::Any,
     };
-    Rule { service, protocols, src_ports, dst_ports, ports: either, direction }
+    let src_prefixes = read_prefixes(r, "src_prefixes", probs);
+    let dst_prefixes = read_prefixes(r, "dst_prefixes", probs);
+    Rule { service, protocols, src_ports, dst_ports, ports: either, direction, src_prefixes, dst_prefixes }
 }
 
 /// Whether a rule has any criterion (a rule without one matches every packet).
@@ -46,7 +50,9 @@ pub(crate) fn has_criteria(rule: &Rule) -> bool {
         && rule.src_ports.is_empty()
         && rule.dst_ports.is_empty()
         && rule.ports.is_empty()
-        && rule.direction == Direction::Any)
+        && rule.direction == Direction::Any
+        && rule.src_prefixes.is_empty()
+        && rule.dst_prefixes.is_empty())
 }
 
 /// Reads a list of address prefixes (`["10.0.0.0/8", "2001:db8::/32"]`).
@@ -76,6 +82,11 @@ pub(crate) fn write_rule(rule: &Rule, t: &mut toml::Table) {
                     })
                     .collect();
             t.insert(key.into(), toml::Value::Array(v));
+        }
+    }
+    for (key, nets) in [("src_prefixes", &rule.src_prefixes), ("dst_prefixes", &rule.dst_prefixes)] {
+        if !nets.is_empty() {
+            t.insert(key.into(), write_prefixes(nets));
         }
     }
     match rule.direction {

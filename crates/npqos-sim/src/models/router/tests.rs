@@ -77,6 +77,10 @@ fn problems_name_their_keys() {
         ],
     );
     assert_names("model = \"router\"\nservices = 3\n", &["services"]);
+    assert_names(
+        "model = \"router\"\n[[services]]\nname = \"a\"\nsrc_prefixes = [\"198.18.0.0/33\"]\ndst_prefixes = \"10.0.0.0/8\"\n",
+        &["services[0].src_prefixes[0]", "services[0].dst_prefixes"],
+    );
     assert_names("model = \"router\"\n[link]\nahead = 0\n", &["link.ahead"]);
     assert_names(
         "model = \"router\"\n[stats]\nflows = -1\nheavy_flows = \"many\"\nheavy = 3\n",
@@ -90,6 +94,24 @@ fn problems_name_their_keys() {
     assert_eq!(swapped.params.table.queues, 4096);
     assert!(matches!(swapped.params.shaping.kind, ShaperKind::Periodic { .. }));
     assert_eq!(spec("model = \"router\"\n").params.services[0].name, "all");
+}
+
+/// A subscriber's prefixes match its packets in the router too, and are written back.
+#[test]
+fn prefixes_are_match_keys() {
+    let text = "model = \"router\"\n[[services]]\nname = \"sub1\"\nsrc_prefixes = [\"198.18.1.0/24\", \"2001:db8:1::/48\"]\n[[services]]\nname = \"rest\"\n";
+    let r = spec(text);
+    let rule = &r.params.services[0].rule;
+    assert_eq!(
+        rule.src_prefixes.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+        ["198.18.1.0/24", "2001:db8:1::/48"]
+    );
+    assert!(rule.dst_prefixes.is_empty() && r.params.services[1].rule.src_prefixes.is_empty());
+    let c = pipeline::classifier(&r.params).unwrap();
+    let k = |s: &str| npqos_core::flow::FlowKey::new(s.parse().unwrap(), "198.19.0.1".parse().unwrap(), 17, 1, 2);
+    assert_eq!(c.classify(&k("198.18.1.9")).map(|s| s.0), Some(0));
+    assert_eq!(c.classify(&k("198.18.2.9")).map(|s| s.0), Some(1));
+    assert_round_trips([text.to_string()]);
 }
 
 /// One service of constant-cost packets: its params with every stage but `keep` transparent
