@@ -259,6 +259,47 @@ fn npqos_live_shapes_8_flows_to_their_rate_beside_htb() {
     }
 }
 
+/// The router's `[[services]]` on the wire: flows 0-3 (destination ports 10000-10003) in
+/// `gold` at 10 Mbps each, flows 4-7 in `bronze` at 5 Mbps each, every flow offered 20 Mbps;
+/// each flow within 2% of its service's rate, none reordered, every frame accounted, a class
+/// row per service (and `unmatched`, which takes the frames no service matches).
+#[test]
+fn services_shape_each_flow_to_its_services_rate() {
+    let Some((_one_bed, bed)) = one_bed("npqos live services namespace test", "sv") else { return };
+    let (dir, mut child) = start_live(
+        &bed,
+        &format!(
+            "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"5s\"\n[table]\nblocks = 65536\nqueue_limit = \"{LIMIT}B\"\n\
+             [[services]]\nname = \"gold\"\nprotocols = [\"udp\"]\ndst_ports = [\"10000-10003\"]\nrate = \"10Mbps\"\n\
+             [[services]]\nname = \"bronze\"\nprotocols = [\"udp\"]\nrate = \"5Mbps\"\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    let (sent, _, got) = offer(&bed);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "npqos live exited with {status}");
+    let summary = summary_of(&out);
+    let sc = &summary["runs"][0]["scalars"];
+    let dropped = dropped_all(sc);
+    let total: u64 = sent.iter().sum();
+    let received: u64 = got.flows.values().map(|f| f.frames).sum();
+    println!("services: sent {total}, received {received}, dropped {dropped}, other frames {}", got.other_frames);
+    for i in 0..FLOWS {
+        let want = if i < 4 { 10e6 } else { 5e6 };
+        let r = got.flows.get(&i).and_then(|f| f.rate_bps()).unwrap_or(0.0);
+        println!("flow {i}: {:.3} Mbps (its service's rate {:.0})", r / 1e6, want / 1e6);
+        assert!((r / want - 1.0).abs() < 0.02, "flow {i} at {:.3} Mbps, not within 2% of {}", r / 1e6, want / 1e6);
+        assert_eq!(got.flows[&i].reordered, 0, "flow {i} reordered");
+    }
+    assert_eq!(total, received + dropped as u64, "every frame accounted for");
+    assert_eq!(sc["flow_rate_configured.gold"].as_f64(), Some(10.0));
+    assert_eq!(sc["flow_rate_configured.bronze"].as_f64(), Some(5.0));
+    let classes = std::fs::read_to_string(out.join("classes.csv")).unwrap();
+    for name in ["gold", "bronze", "unmatched"] {
+        assert!(classes.contains(&format!(",{name},")), "{name} in {classes}");
+    }
+}
+
 fn live_cmd(cfg: &str) -> std::process::Output {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("c.toml");

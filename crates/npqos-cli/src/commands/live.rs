@@ -27,13 +27,16 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
     let dir = out.unwrap_or_else(|| output::default_dir("live", &name));
     let stop = crate::commands::run::interrupt_flag();
     let progress = Progress::new_live("live", quiet, spec.duration.is_some());
-    let rate = spec.flow_rate;
+    let rate = match spec.services.len() {
+        0 => format!("flow_rate {}", spec.flow_rate),
+        n => format!("{n} services"),
+    };
     let run = crate::live::forward(&spec, &stop, |fw, frac| {
         let t = fw.totals();
         let drops: u64 = t.drops.iter().sum();
         progress.set(frac);
         progress.message(format!(
-            "{} flows  in {}  out {}  dropped {}  heap {}  (flow_rate {rate})",
+            "{} flows  in {}  out {}  dropped {}  heap {}  ({rate})",
             fw.flow_count(),
             t.frames_in,
             t.frames_out,

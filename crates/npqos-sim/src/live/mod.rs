@@ -102,6 +102,10 @@ pub struct FlowStats {
     pub key: FlowKey,
     /// The frames carried no IP packet (the one non-IP flow).
     pub non_ip: bool,
+    /// Its service (class), by index of the pipeline's services.
+    pub class: u32,
+    /// The rate it is shaped to (its service's per-flow rate; `None`: unshaped).
+    pub rate: Option<npqos_core::Rate>,
     /// Frames offered, sent, dropped by reason, overlimits, delay in npqos's queues: the
     /// pipeline's counters of the flow's row.
     pub counts: LiveCounts,
@@ -120,6 +124,8 @@ pub struct FlowStats {
 struct FlowTimes {
     key: FlowKey,
     non_ip: bool,
+    /// Its service (class), by index.
+    class: u32,
     activations: u64,
     in_packets: u64,
     out_packets: u64,
@@ -131,10 +137,11 @@ struct FlowTimes {
 }
 
 impl FlowTimes {
-    fn new(key: FlowKey, non_ip: bool) -> Self {
+    fn new(key: FlowKey, non_ip: bool, class: u32) -> Self {
         FlowTimes {
             key,
             non_ip,
+            class,
             activations: 0,
             in_packets: 0,
             out_packets: 0,
@@ -145,10 +152,12 @@ impl FlowTimes {
             first_out_len: 0,
         }
     }
-    fn with(&self, counts: LiveCounts) -> FlowStats {
+    fn with(&self, counts: LiveCounts, rate: Option<npqos_core::Rate>) -> FlowStats {
         FlowStats {
             key: self.key,
             non_ip: self.non_ip,
+            class: self.class,
+            rate,
             counts,
             activations: self.activations,
             first_in_ns: self.first_in_ns,
@@ -240,8 +249,12 @@ pub struct Forwarder {
     pipe: Pipeline,
     /// Its timed effects: none without processors, a queue memory or samples (checked).
     fx: Effects,
-    /// The output queue of the service's first flow bucket (the arrivals' `eq`).
-    eq: u32,
+    /// The services' match rules (stage 2).
+    classifier: npqos_core::classify::Classifier,
+    /// Per service its arrivals' `eq`: the output queue of its first flow bucket, or its own.
+    eq: Vec<u32>,
+    /// Per service the rate each of its flows is shaped to (`None`: unshaped).
+    rates: Vec<Option<npqos_core::Rate>>,
     /// Flows to rows of the counters, with the memory bound of `[stats]`: the first
     /// `stats.flows` flows each a row, the rest together in `other`.
     index: FlowIndex,
@@ -265,14 +278,18 @@ impl Forwarder {
         let seed = match spec.table.hash {
             npqos_core::flowmap::HashKind::H3 { seed } | npqos_core::flowmap::HashKind::Fast { seed } => seed,
         };
+        let classifier = npqos_core::pipeline::router::classifier(&p)?;
+        let rates = p.services.iter().map(|s| s.rate).collect();
         let pipe = Pipeline::new(p, 0.0, seed, false)?.with_ring_link(max_frame)?;
         Ok(Forwarder {
-            eq: pipe.eq_base()[0],
+            eq: pipe.eq_base().iter().enumerate().map(|(s, &b)| if b != 0 { b } else { s as u32 }).collect(),
+            classifier,
+            rates,
             pipe,
             fx: Effects::default(),
             index: FlowIndex::new(spec.stats.flows as usize, spec.stats.heavy_flows as usize),
             times: Vec::new(),
-            other: FlowTimes::new(NON_IP, false),
+            other: FlowTimes::new(NON_IP, false, 0),
             totals: Totals::default(),
             series: Default::default(),
             start: None,
@@ -292,7 +309,7 @@ impl Forwarder {
         let d = self.pipe.drops();
         t.drops = Reason::ALL.map(|r| d[r.index()]);
         t.wakeups = self.pipe.wakeups();
-        t.overlimits = self.pipe.class_row(0).map_or(0, |c| c.overlimits);
+        t.overlimits = (0..self.rates.len()).filter_map(|s| self.pipe.class_row(s)).map(|c| c.overlimits).sum();
         t
     }
     /// Flows counted exactly (the rows of [`Self::flows`]).
@@ -301,11 +318,12 @@ impl Forwarder {
     }
     /// The flows of the exact table, in the order first seen.
     pub fn flows(&self) -> Vec<FlowStats> {
-        self.times.iter().enumerate().map(|(r, t)| t.with(self.pipe.flow_row(r as u32))).collect()
+        let rate = |t: &FlowTimes| self.rates.get(t.class as usize).copied().flatten();
+        self.times.iter().enumerate().map(|(r, t)| t.with(self.pipe.flow_row(r as u32), rate(t))).collect()
     }
     /// Every flow past the exact table, together.
     pub fn other_flows(&self) -> FlowStats {
-        self.other.with(self.pipe.flow_row(FlowIndex::OTHER))
+        self.other.with(self.pipe.flow_row(FlowIndex::OTHER), None)
     }
     pub fn shaper(&self) -> &EventShaper {
         match self.pipe.shaping() {
@@ -359,9 +377,11 @@ impl Forwarder {
         self.start.get_or_insert(now);
         let (key, non_ip) = Self::key_of(frame);
         let len = frame.len() as u32;
-        let row = self.index.row(&key, 0, len);
+        // The last service takes what the others do not (router_params adds one if needed).
+        let service = self.classifier.classify(&key).map_or(self.eq.len() - 1, |s| s.index());
+        let row = self.index.row(&key, service as u32, len);
         if row as usize == self.times.len() {
-            self.times.push(FlowTimes::new(key, non_ip));
+            self.times.push(FlowTimes::new(key, non_ip, service as u32));
         }
         let t = self.times(row);
         if t.in_packets == 0 {
@@ -371,7 +391,8 @@ impl Forwarder {
         t.last_in_ns = now_ns;
         self.totals.frames_in += 1;
         self.totals.bytes_in += len as u64;
-        let a = Classified { t: now_ns, len, service: 0, eq: self.eq, hint: NO_HINT, actual: 0.0, key, row };
+        let eq = self.eq[service];
+        let a = Classified { t: now_ns, len, service: service as u32, eq, hint: NO_HINT, actual: 0.0, key, row };
         let got = self.pipe.receive_frame(a, frame, &mut self.fx);
         debug_assert!(self.fx.0.is_empty(), "no timed effects without processors, queue memory or samples");
         match got {
@@ -461,9 +482,20 @@ impl Forwarder {
     /// Flows whose offered rate was above the shaped rate (by 1%): the ones a shaper must hold
     /// to the rate.
     pub fn backlogged(&self) -> Vec<FlowStats> {
-        let r = self.spec.flow_rate.bits_per_sec() as f64;
-        let hot = |s: &FlowStats| s.counts.sent_packets >= 2 && s.rate_in_bps().is_some_and(|i| i > 1.01 * r);
+        let hot = |s: &FlowStats| {
+            let r = s.rate.map_or(f64::INFINITY, |r| r.bits_per_sec() as f64);
+            s.counts.sent_packets >= 2 && s.rate_in_bps().is_some_and(|i| i > 1.01 * r)
+        };
         self.flows().into_iter().filter(hot).collect()
+    }
+
+    /// The suffix of a per-service scalar: none with one service (`all`), `.<name>` with
+    /// `[[services]]`.
+    fn suffix(&self, class: u32) -> String {
+        match self.spec.services.is_empty() {
+            true => String::new(),
+            false => format!(".{}", self.pipe.service_name(class as usize)),
+        }
     }
 
     /// The run's results: totals, drops by reason, the shaper's counters, per-flow rates (a
@@ -479,7 +511,6 @@ impl Forwarder {
         };
         let t = self.totals();
         let c = self.shaper().counters();
-        let rate = self.spec.flow_rate.bits_per_sec() as f64;
         let flows = self.flows();
         r.scalar("flows", flows.len() as f64, "flows");
         r.scalar("frames_past_flow_table", self.other_flows().counts.offered_packets as f64, "frames");
@@ -495,17 +526,37 @@ impl Forwarder {
         for (name, v, unit) in extra {
             r.scalar(name, *v, unit);
         }
-        r.scalar("flow_rate_configured", rate / 1e6, "Mbps");
-        let back: Vec<f64> = self.backlogged().iter().filter_map(FlowStats::rate_out_bps).collect();
+        for (s, rate) in self.rates.iter().enumerate() {
+            if let Some(rate) = rate {
+                r.scalar(
+                    &format!("flow_rate_configured{}", self.suffix(s as u32)),
+                    rate.bits_per_sec() as f64 / 1e6,
+                    "Mbps",
+                );
+            }
+        }
+        // Backlogged flows' output rates (bits/s) and their rates, by service.
+        let back: Vec<(u32, f64, f64)> = self
+            .backlogged()
+            .iter()
+            .filter_map(|f| Some((f.class, f.rate_out_bps()?, f.rate?.bits_per_sec() as f64)))
+            .collect();
         r.scalar("backlogged_flows", back.len() as f64, "flows");
         if !back.is_empty() {
-            let mean = back.iter().sum::<f64>() / back.len() as f64;
-            let min = back.iter().copied().fold(f64::INFINITY, f64::min);
-            let max = back.iter().copied().fold(0.0, f64::max);
-            let err = back.iter().map(|b| (b / rate - 1.0).abs()).fold(0.0, f64::max);
-            r.scalar("backlogged_rate_mean", mean / 1e6, "Mbps");
-            r.scalar("backlogged_rate_min", min / 1e6, "Mbps");
-            r.scalar("backlogged_rate_max", max / 1e6, "Mbps");
+            let mut classes: Vec<u32> = back.iter().map(|b| b.0).collect();
+            classes.sort_unstable();
+            classes.dedup();
+            for c in classes {
+                let v: Vec<f64> = back.iter().filter(|b| b.0 == c).map(|b| b.1).collect();
+                let mean = v.iter().sum::<f64>() / v.len() as f64;
+                let min = v.iter().copied().fold(f64::INFINITY, f64::min);
+                let max = v.iter().copied().fold(0.0, f64::max);
+                let sfx = self.suffix(c);
+                r.scalar(&format!("backlogged_rate_mean{sfx}"), mean / 1e6, "Mbps");
+                r.scalar(&format!("backlogged_rate_min{sfx}"), min / 1e6, "Mbps");
+                r.scalar(&format!("backlogged_rate_max{sfx}"), max / 1e6, "Mbps");
+            }
+            let err = back.iter().map(|&(_, b, rate)| (b / rate - 1.0).abs()).fold(0.0, f64::max);
             r.scalar("backlogged_rate_error_max", 100.0 * err, "%");
         }
         r.scalar("reschedules", c.reschedules as f64, "reschedules");
@@ -536,11 +587,12 @@ impl Forwarder {
             });
         }
         // The flow and class counters (docs/pipeline.md): flows.csv and classes.csv in the
-        // router's vocabulary, one class (`all`: every flow is shaped to `flow_rate`).
+        // router's vocabulary, a class per service (`all` without [[services]]).
         r.drop_reasons = self.pipe.reasons().iter().map(|&i| DROPS[i].to_string()).collect();
         (r.flows, r.classes) = crate::models::router::records(&self.pipe.tables(), &self.index);
-        // Per-flow achieved rates relative to the configured rate, 1% bins.
-        let rates: Vec<f64> = flows.iter().filter_map(FlowStats::rate_out_bps).map(|b| 100.0 * b / rate).collect();
+        // Per-flow achieved rates relative to each flow's configured rate, 1% bins.
+        let rates: Vec<f64> =
+            flows.iter().filter_map(|f| Some(100.0 * f.rate_out_bps()? / f.rate?.bits_per_sec() as f64)).collect();
         if !rates.is_empty() {
             let hi = rates.iter().copied().fold(0.0, f64::max).ceil().max(1.0) as usize;
             let mut bins = vec![0u64; hi + 1];
@@ -549,7 +601,7 @@ impl Forwarder {
             }
             r.histograms.push(Histogram {
                 name: "flow_rate_out".into(),
-                unit: "% of flow_rate".into(),
+                unit: if self.spec.services.is_empty() { "% of flow_rate" } else { "% of its service's rate" }.into(),
                 bins: bins
                     .iter()
                     .enumerate()
@@ -566,19 +618,26 @@ impl Forwarder {
         let flows = self.flows();
         let mut idx: Vec<usize> = (0..flows.len()).collect();
         idx.sort_by_key(|&i| (std::cmp::Reverse(flows[i].counts.offered_bytes), i));
-        let mut t = Table::new(["flow", "frames in", "frames out", "dropped", "Mbps in", "Mbps out", "vs flow_rate"])
-            .captioned(format!(
-            "The {} flows with the most bytes in, of the {} counted exactly (flows.csv). Rates are measured from each flow's first \
-                 to its last frame; flow_rate is {}.",
+        let one = self.spec.services.is_empty();
+        let rates = match one {
+            true => format!("flow_rate is {}", self.spec.flow_rate),
+            false => "each flow's rate is its service's".to_string(),
+        };
+        let head = if one { "vs flow_rate" } else { "vs its rate" };
+        let mut t =
+            Table::new(["flow", "frames in", "frames out", "dropped", "Mbps in", "Mbps out", head]).captioned(format!(
+            "The {} flows with the most bytes in, of the {} counted exactly (flows.csv). Rates are measured from each \
+                 flow's first to its last frame; {rates}.",
             idx.len().min(max_rows),
             idx.len(),
-            self.spec.flow_rate
         ));
-        let rate = self.spec.flow_rate.bits_per_sec() as f64;
         for &i in idx.iter().take(max_rows) {
             let s = &flows[i];
             let mbps = |v: Option<f64>| v.map_or("-".to_string(), |b| format!("{:.3}", b / 1e6));
-            let rel = s.rate_out_bps().map_or("-".to_string(), |b| format!("{:+.2}%", 100.0 * (b / rate - 1.0)));
+            let rel = match (s.rate_out_bps(), s.rate) {
+                (Some(b), Some(r)) => format!("{:+.2}%", 100.0 * (b / r.bits_per_sec() as f64 - 1.0)),
+                _ => "-".to_string(),
+            };
             t.row([
                 s.label(),
                 s.counts.offered_packets.to_string(),

@@ -94,6 +94,10 @@ pub struct LiveSpec {
     pub table: DqsConfig,
     /// The flow counters' memory bound: flows counted exactly, heavy flows past them.
     pub stats: StatsParams,
+    /// The way in's `[[services]]`, in file order (empty: none, every frame in one service
+    /// `all` shaped per flow to `flow_rate`). Each service's `rate` is per flow; frames that
+    /// match no service go through unshaped, in a service `unmatched` of their own.
+    pub services: Vec<ServiceParams>,
 }
 
 /// Largest interface name (IFNAMSIZ - 1).
@@ -124,11 +128,12 @@ fn interface(r: &mut Reader<'_>, key: &str, probs: &mut Vec<Problem>) -> String 
 pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     let mut probs = Vec::new();
     for (k, v) in root {
-        if !["live", "shaper", "table", "stats", "reverse"].contains(&k.as_str()) {
+        if !["live", "shaper", "table", "stats", "reverse", "services"].contains(&k.as_str()) {
             probs.push(Problem {
                 key: k.clone(),
                 value: Some(crate::scenario::show(v)),
-                message: "unknown table (an npqos live file has [live], [shaper], [table], [stats] and [reverse])"
+                message: "unknown table (an npqos live file has [live], [shaper], [table], [stats], [reverse] and \
+                          [[services]])"
                     .into(),
             });
         }
@@ -174,7 +179,8 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     let sample_every = l.positive_duration("sample_every", Duration::from_millis(100), &mut probs);
     l.finish(&mut probs);
 
-    let forward = read_direction(root, None, &mut probs);
+    let services = read_services(root, &mut probs);
+    let forward = read_direction(root, None, !services.is_empty(), &mut probs);
     let reverse = match (reverse.as_str(), reverse_table) {
         ("shape", Some(t)) => {
             for k in t.keys().filter(|k| !["shaper", "table", "stats"].contains(&k.as_str())) {
@@ -184,7 +190,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
                     message: "unknown key ([reverse] has [reverse.shaper], [reverse.table] and [reverse.stats])".into(),
                 });
             }
-            Reverse::Shape(Box::new(read_direction(t, Some("reverse"), &mut probs)))
+            Reverse::Shape(Box::new(read_direction(t, Some("reverse"), false, &mut probs)))
         }
         ("shape", None) => {
             probs.push(Problem {
@@ -231,17 +237,49 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         bucket: forward.bucket,
         table: forward.table,
         stats: forward.stats,
+        services,
     })
+}
+
+/// The way in's `[[services]]` (the router's keys, `models/router/scenario.rs`), none when the
+/// file has none. A class's rate (`rate_per = "class"`) is refused: with processing none the
+/// pipeline shapes each flow's ingress queue, and a rate over many queues is not there yet.
+fn read_services(root: &toml::Table, probs: &mut Vec<Problem>) -> Vec<ServiceParams> {
+    if !root.contains_key("services") {
+        return Vec::new();
+    }
+    let services = crate::models::router::scenario::read_services(root, &[], probs);
+    for (i, s) in services.iter().enumerate() {
+        if s.rate.is_some() && !s.per_flow {
+            probs.push(Problem {
+                key: format!("services[{i}].rate_per"),
+                value: Some("\"class\"".into()),
+                message:
+                    "expected \"flow\": npqos live shapes each flow's queue to its service's rate; a rate shared by \
+                          a class's flows is not there yet (issue #41)"
+                        .into(),
+            });
+        }
+    }
+    services
 }
 
 /// One direction's `[shaper]`, `[table]` and `[stats]`, in `parent` (the file, or its
 /// `[reverse]` table: `outer` then prefixes the key paths).
-fn read_direction(parent: &toml::Table, outer: Option<&str>, probs: &mut Vec<Problem>) -> Direction {
+fn read_direction(parent: &toml::Table, outer: Option<&str>, services: bool, probs: &mut Vec<Problem>) -> Direction {
     let path = |name: &str| outer.map_or(name.to_string(), |o| format!("{o}.{name}"));
     let mut s = Reader::new_in(parent, outer, "shaper", probs);
     let rate_present = s.present("flow_rate");
     let flow_rate = s.rate("flow_rate", Rate::from_bits_per_sec(0), probs);
-    if !rate_present {
+    if services {
+        if rate_present {
+            probs.push(Problem {
+                key: path("shaper.flow_rate"),
+                value: Some(format!("\"{}\"", flow_rate)),
+                message: "not with [[services]]: each service's rate (per flow) is its flows' rate".into(),
+            });
+        }
+    } else if !rate_present {
         probs.push(Problem {
             key: path("shaper.flow_rate"),
             value: None,
@@ -315,6 +353,12 @@ impl LiveSpec {
         let mut root = toml::Table::new();
         root.insert("live".into(), l.into());
         self.direction().write(&mut root);
+        if !self.services.is_empty() {
+            if let Some(toml::Value::Table(s)) = root.get_mut("shaper") {
+                s.remove("flow_rate");
+            }
+            root.insert("services".into(), crate::models::router::scenario::write_services(&self.services));
+        }
         if let Reverse::Shape(d) = &self.reverse {
             let mut r = toml::Table::new();
             d.write(&mut r);
@@ -340,30 +384,43 @@ impl LiveSpec {
             bucket: d.bucket.clone(),
             table: d.table,
             stats: d.stats,
+            services: Vec::new(),
             ..self.clone()
         })
     }
 }
 
 impl LiveSpec {
-    /// This configuration as the router pipeline's (docs/pipeline.md): one service that every
-    /// frame belongs to (`all`), shaped per flow at `flow_rate` with two buckets per physical
+    /// This configuration as the router pipeline's (docs/pipeline.md): its `[[services]]`
+    /// (and `unmatched`, unshaped, when the last one has match keys) or one service that every
+    /// frame belongs to (`all`), shaped per flow at `flow_rate`; two buckets per physical
     /// queue (the pipeline's bucket-lifetime rule lends them); dqs ingress keeping the frames;
     /// no processing and an ideal queue memory; the link is the caller's transmit ring, so its
     /// rate and the run's duration are unused.
     pub fn router_params(&self) -> RouterParams {
+        let service = |name: &str, rate: Option<Rate>| ServiceParams {
+            name: name.into(),
+            rule: Default::default(),
+            tolerance: Duration::from_secs(3_600),
+            cost_alpha_ns: 0.0,
+            cost_beta_ns: 0.0,
+            variation: 0.0,
+            guarantee: 1.0,
+            rate,
+            per_flow: true,
+        };
+        let mut services = self.services.clone();
+        if services.is_empty() {
+            services.push(service("all", Some(self.flow_rate)));
+        } else if services.last().is_some_and(|s| crate::scenario::classify::has_criteria(&s.rule)) {
+            // Frames no service matches (ARP among them, unless a service takes non-IP
+            // frames) pass unshaped rather than being dropped: a bridge must not cut the
+            // endpoints' neighbour resolution.
+            let name = if services.iter().any(|s| s.name == "unmatched") { "unmatched_" } else { "unmatched" };
+            services.push(service(name, None));
+        }
         RouterParams {
-            services: vec![ServiceParams {
-                name: "all".into(),
-                rule: Default::default(),
-                tolerance: Duration::from_secs(3_600),
-                cost_alpha_ns: 0.0,
-                cost_beta_ns: 0.0,
-                variation: 0.0,
-                guarantee: 1.0,
-                rate: Some(self.flow_rate),
-                per_flow: true,
-            }],
+            services,
             inside: Vec::new(),
             ingress: IngressKind::Dqs,
             table: self.table,

@@ -486,3 +486,70 @@ fn a_flood_of_new_flows_stays_within_the_bound() {
     fw.check().unwrap();
     fw.buckets().check().unwrap();
 }
+
+/// `[[services]]` as in a router scenario: flows 0-3 (source ports 5000-5003) in `slow` at
+/// 2 Mbps each, the rest in `fast` at 5 Mbps each; each flow held to its service's rate, a
+/// class row per service, the per-service scalars, and the file written back reads the same.
+#[test]
+fn services_shape_their_flows_to_their_own_rates() {
+    let text = "[live]\ninput = \"in0\"\noutput = \"out0\"\n[[services]]\nname = \"slow\"\nprotocols = [\"udp\"]\nsrc_ports = [\"5000-5003\"]\nrate = \"2Mbps\"\n[[services]]\nname = \"fast\"\nrate = \"5Mbps\"\n";
+    let sp = spec(text);
+    assert_eq!(sp.services.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["slow", "fast"]);
+    assert_eq!(sp.router_params().services.len(), 2, "the last service takes the rest: nothing added");
+    let back = spec::read(&sp.to_toml(), "resolved.toml").unwrap();
+    assert_eq!(back, sp, "written back, read the same");
+    let mut fw = Forwarder::new(&sp, 9000).unwrap();
+    let (_, got) = drive(&mut fw, 8, 8e6, 1000, 2.0);
+    for (f, g) in got.iter().enumerate() {
+        assert!(g.windows(2).all(|w| w[0] < w[1]), "flow {f} reordered");
+        let st = fw.flows().into_iter().find(|s| s.key.src_port == 5000 + f as u16).unwrap();
+        let want = if f < 4 { 2e6 } else { 5e6 };
+        assert_eq!(st.rate.map(|r| r.bits_per_sec() as f64), Some(want), "flow {f}'s rate");
+        let out = st.rate_out_bps().unwrap();
+        assert!((out / want - 1.0).abs() < 0.02, "flow {f}: {out} bps, its service's rate {want}");
+    }
+    let r = fw.result(3_000_000_000, true, "duration", &[]);
+    assert_eq!(r.get("flow_rate_configured.slow"), Some(2.0));
+    assert_eq!(r.get("flow_rate_configured.fast"), Some(5.0));
+    assert_eq!(r.get("backlogged_flows"), Some(8.0));
+    assert!((r.get("backlogged_rate_mean.slow").unwrap() - 2.0).abs() < 0.04);
+    assert!((r.get("backlogged_rate_mean.fast").unwrap() - 5.0).abs() < 0.1);
+    assert!(r.get("backlogged_rate_error_max").unwrap() < 2.0);
+    let names: Vec<&str> = r.classes.iter().map(|c| c.class.as_str()).collect();
+    assert_eq!(names, ["slow", "fast"]);
+    fw.check().unwrap();
+}
+
+/// Services whose last one has match keys get an unshaped `unmatched` service after them, so
+/// that frames no service matches (ARP here) pass rather than being dropped; a class's rate
+/// and `flow_rate` beside `[[services]]` are refused under their keys.
+#[test]
+fn frames_no_service_matches_pass_unshaped() {
+    let base = "[live]\ninput = \"in0\"\noutput = \"out0\"\n";
+    let sp = spec(&format!("{base}[[services]]\nname = \"udp\"\nprotocols = [\"udp\"]\nrate = \"1Mbps\"\n"));
+    let p = sp.router_params();
+    assert_eq!(
+        p.services.iter().map(|s| (s.name.as_str(), s.rate.is_some())).collect::<Vec<_>>(),
+        [("udp", true), ("unmatched", false)]
+    );
+    let mut fw = Forwarder::new(&sp, 9000).unwrap();
+    let mut arp = vec![0xffu8; 6];
+    arp.extend_from_slice(&[2, 0, 0, 0, 0, 1, 0x08, 0x06]);
+    arp.extend_from_slice(&[0u8; 28]);
+    let t = Instant::from_nanos(1_000);
+    for _ in 0..50 {
+        assert_eq!(fw.receive(&arp, t), Arrival::Queued);
+    }
+    assert_eq!(fw.transmit(t, usize::MAX, |_| {}).unwrap(), 50, "unshaped: all of them at once");
+    let other = fw.flows().into_iter().find(|f| f.non_ip).unwrap();
+    assert_eq!((other.class, other.rate), (1, None));
+    for (text, key) in [
+        (format!("{base}[[services]]\nname = \"a\"\nrate = \"1Mbps\"\nrate_per = \"class\"\n"), "services[0].rate_per"),
+        (format!("{base}[shaper]\nflow_rate = \"1Mbps\"\n[[services]]\nname = \"a\"\n"), "shaper.flow_rate"),
+        (format!("{base}[[services]]\nname = \"a\"\nsrc_prefixes = [\"x\"]\n"), "services[0].src_prefixes[0]"),
+    ] {
+        let root: toml::Table = toml::from_str(&text).unwrap();
+        let e = spec::read(&root, "t.toml").unwrap_err();
+        assert!(e.list.iter().any(|p| p.key == key), "{key} in {e}");
+    }
+}

@@ -47,6 +47,10 @@ impl Pipeline {
             r => self.flows.get(r as usize).copied().unwrap_or_default(),
         }
     }
+    /// Service `s`'s name (`""` for an unknown one).
+    pub fn service_name(&self, s: usize) -> &str {
+        self.p.services.get(s).map_or("", |x| x.name.as_str())
+    }
     /// The counters of service `s` (its class).
     pub fn class_row(&self, s: usize) -> Option<&RowCounts> {
         self.classes.get(s)

@@ -277,7 +277,9 @@ fn read_mix(r: &mut Reader, probs: &mut Vec<Problem>) -> Vec<MixEntry> {
     }
 }
 
-fn read_services(
+/// `[[services]]` of `root` (the router's and `npqos live`'s keys), one service `all` that
+/// takes every packet when there are none; `inside` gives `direction` its meaning.
+pub(crate) fn read_services(
     root: &toml::Table,
     inside: &[npqos_core::classify::Prefix],
     probs: &mut Vec<Problem>,
@@ -485,27 +487,31 @@ impl RouterSpec {
         let mut st = toml::Table::new();
         crate::scenario::stats::write(&p.stats, &mut st);
         root.insert("stats".into(), st.into());
-        let services = p
-            .services
-            .iter()
-            .map(|s| {
-                let mut t = toml::Table::new();
-                t.insert("name".into(), s.name.clone().into());
-                write_rule(&s.rule, &mut t);
-                t.insert("tolerance".into(), s.tolerance.to_string().into());
-                t.insert("cost_alpha".into(), fmt_fine_duration(s.cost_alpha_ns).into());
-                t.insert("cost_beta".into(), fmt_fine_duration(s.cost_beta_ns).into());
-                t.insert("variation".into(), s.variation.into());
-                t.insert("guarantee".into(), s.guarantee.into());
-                if let Some(r) = s.rate {
-                    t.insert("rate".into(), r.to_string().into());
-                    t.insert("rate_per".into(), if s.per_flow { "flow" } else { "class" }.into());
-                }
-                toml::Value::Table(t)
-            })
-            .collect();
-        root.insert("services".into(), toml::Value::Array(services));
+        root.insert("services".into(), write_services(&p.services));
     }
+}
+
+/// `[[services]]` written back, every default filled in (the router's and `npqos live`'s).
+pub(crate) fn write_services(services: &[ServiceParams]) -> toml::Value {
+    let services = services
+        .iter()
+        .map(|s| {
+            let mut t = toml::Table::new();
+            t.insert("name".into(), s.name.clone().into());
+            write_rule(&s.rule, &mut t);
+            t.insert("tolerance".into(), s.tolerance.to_string().into());
+            t.insert("cost_alpha".into(), fmt_fine_duration(s.cost_alpha_ns).into());
+            t.insert("cost_beta".into(), fmt_fine_duration(s.cost_beta_ns).into());
+            t.insert("variation".into(), s.variation.into());
+            t.insert("guarantee".into(), s.guarantee.into());
+            if let Some(r) = s.rate {
+                t.insert("rate".into(), r.to_string().into());
+                t.insert("rate_per".into(), if s.per_flow { "flow" } else { "class" }.into());
+            }
+            toml::Value::Table(t)
+        })
+        .collect();
+    toml::Value::Array(services)
 }
 
 /// `model = "router"`: the five mechanisms composed.
