@@ -300,6 +300,43 @@ fn services_shape_each_flow_to_its_services_rate() {
     }
 }
 
+/// A subscriber's rate on the wire (`rate_per = "src"`): the bed's 8 UDP flows come from one
+/// address, one subscriber shaped to 8 Mbps, every flow offered 20 Mbps: the subscriber within
+/// 2% of 8 Mbps and each flow within 5% of its equal share (1 Mbps), none reordered, every
+/// frame accounted.
+#[test]
+fn a_subscribers_flows_share_its_rate_equally() {
+    let Some((_one_bed, bed)) = one_bed("npqos live subscriber namespace test", "sb") else { return };
+    let (dir, mut child) = start_live(
+        &bed,
+        &format!(
+            "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"5s\"\n[table]\nblocks = 65536\nqueue_limit = \"{LIMIT}B\"\n\
+             [[services]]\nname = \"subscribers\"\nprotocols = [\"udp\"]\nrate = \"8Mbps\"\nrate_per = \"src\"\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    let (sent, _, got) = offer(&bed);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "npqos live exited with {status}");
+    let summary = summary_of(&out);
+    let dropped = dropped_all(&summary["runs"][0]["scalars"]);
+    let total: u64 = sent.iter().sum();
+    let received: u64 = got.flows.values().map(|f| f.frames).sum();
+    let rates: Vec<f64> = (0..FLOWS).map(|i| got.flows.get(&i).and_then(|f| f.rate_bps()).unwrap_or(0.0)).collect();
+    let sum: f64 = rates.iter().sum();
+    println!(
+        "one subscriber at 8 Mbps: {:.3} Mbps in all, flows {} Mbps; sent {total}, received {received}, dropped {dropped}",
+        sum / 1e6,
+        rates.iter().map(|r| format!("{:.3}", r / 1e6)).collect::<Vec<_>>().join(" ")
+    );
+    assert!((sum / 8e6 - 1.0).abs() < 0.02, "the subscriber at {:.3} Mbps", sum / 1e6);
+    for (i, r) in rates.iter().enumerate() {
+        assert!((r / 1e6 - 1.0).abs() < 0.05, "flow {i} at {:.3} Mbps, not within 5% of its share 1", r / 1e6);
+        assert_eq!(got.flows[&(i as u32)].reordered, 0, "flow {i} reordered");
+    }
+    assert_eq!(total, received + dropped as u64, "every frame accounted for");
+}
+
 fn live_cmd(cfg: &str) -> std::process::Output {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("c.toml");

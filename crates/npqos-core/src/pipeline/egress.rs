@@ -103,6 +103,75 @@ pub struct Pick {
     pub throttled: bool,
 }
 
+/// Not in a waiting list ([`Waiting`]).
+const NONE: u32 = u32::MAX;
+/// The end of a waiting list.
+const END: u32 = u32::MAX - 1;
+/// The queue is its bucket's sender ([`Waiting::sender`]).
+const SENDER: u32 = u32::MAX - 2;
+
+/// The queues held back by a bucket that several queues share (a class's or a subscriber's
+/// rate over its flows' queues, [`Egress::with_shared_buckets`]): per bucket a FIFO of the
+/// queues that met it throttled, and the queue whose send throttled it, which rejoins last,
+/// so that the queues of one bucket take turns (round robin) however few packets a refill
+/// lets through. A queue is in at most one list; 12 B per bucket and 4 B per queue.
+#[derive(Clone, Debug)]
+struct Waiting {
+    first: Vec<u32>,
+    last: Vec<u32>,
+    sender: Vec<u32>,
+    /// Per queue: the next in its list, [`END`], [`SENDER`], or [`NONE`].
+    next: Vec<u32>,
+}
+
+impl Waiting {
+    fn park(&mut self, q: QueueId, b: QueueId) {
+        if self.next[q.index()] != NONE {
+            return; // already waiting
+        }
+        self.next[q.index()] = END;
+        match self.last[b.index()] {
+            END => self.first[b.index()] = q.0,
+            l => self.next[l as usize] = q.0,
+        }
+        self.last[b.index()] = q.0;
+    }
+    fn sent(&mut self, q: QueueId, b: QueueId) {
+        if self.next[q.index()] != NONE {
+            return;
+        }
+        if let s @ 0..SENDER = self.sender[b.index()] {
+            // Cannot happen (a throttled bucket is asked no more); kept in line if it did.
+            self.next[s as usize] = NONE;
+            self.park(QueueId(s), b);
+        }
+        self.sender[b.index()] = q.0;
+        self.next[q.index()] = SENDER;
+    }
+    /// Queue `q` emptied as the sender of `b`: it waits for nothing (its queue may go to a
+    /// flow of another bucket).
+    fn emptied(&mut self, q: QueueId, b: QueueId) {
+        if self.next[q.index()] == SENDER && self.sender[b.index()] == q.0 {
+            self.sender[b.index()] = NONE;
+            self.next[q.index()] = NONE;
+        }
+    }
+    /// Bucket `b`'s queues, in the order they rejoin, taken out of its list.
+    fn take(&mut self, b: QueueId, out: &mut Vec<QueueId>) {
+        let mut q = std::mem::replace(&mut self.first[b.index()], END);
+        self.last[b.index()] = END;
+        while q != END {
+            out.push(QueueId(q));
+            q = std::mem::replace(&mut self.next[q as usize], NONE);
+        }
+        let s = std::mem::replace(&mut self.sender[b.index()], NONE);
+        if s != NONE {
+            self.next[s as usize] = NONE;
+            out.push(QueueId(s));
+        }
+    }
+}
+
 /// The egress element. See the module documentation.
 #[derive(Clone, Debug)]
 pub struct Egress {
@@ -111,12 +180,39 @@ pub struct Egress {
     wait: bool,
     drr: Drr,
     woken: Vec<QueueId>,
+    /// With buckets shared by several queues: the queues each one holds back.
+    waiting: Option<Waiting>,
+    rejoin: Vec<QueueId>,
 }
 
 impl Egress {
     /// An element over `drr`'s queues, shaped by `shaping` under `conformance`.
     pub fn new(shaping: Shaping, conformance: Conformance, drr: Drr) -> Self {
-        Egress { shaping, conformance, wait: conformance == Conformance::WaitForTokens, drr, woken: Vec::new() }
+        Egress {
+            shaping,
+            conformance,
+            wait: conformance == Conformance::WaitForTokens,
+            drr,
+            woken: Vec::new(),
+            waiting: None,
+            rejoin: Vec::new(),
+        }
+    }
+
+    /// Buckets that several queues share (`buckets` of them): a queue whose head meets its
+    /// bucket throttled leaves the round and waits in the bucket's list, whichever queue's
+    /// packet throttled it, and [`Self::wake_shared`] brings every queue of a re-enabled bucket
+    /// back, the one whose send throttled it last. Without it a queue's bucket is its own (or
+    /// one queue's at a time), and [`Self::wake`] asks the caller for the one queue.
+    pub fn with_shared_buckets(mut self, buckets: usize) -> Self {
+        let queues = self.drr.queues();
+        self.waiting = Some(Waiting {
+            first: vec![END; buckets],
+            last: vec![END; buckets],
+            sender: vec![NONE; buckets],
+            next: vec![NONE; queues],
+        });
+        self
     }
     pub fn shaping(&self) -> &Shaping {
         &self.shaping
@@ -131,7 +227,12 @@ impl Egress {
     /// Errors: an unknown queue.
     #[inline]
     pub fn arrived(&mut self, q: QueueId, bucket: Option<QueueId>) -> Result<(), Error> {
-        if bucket.is_some_and(|b| self.shaping.is_disabled(b)) {
+        if let Some(b) = bucket.filter(|&b| self.shaping.is_disabled(b)) {
+            if let Some(w) = &mut self.waiting {
+                if !self.drr.is_active(q) {
+                    w.park(q, b);
+                }
+            }
             return Ok(());
         }
         self.drr.enqueued(q)
@@ -150,12 +251,25 @@ impl Egress {
         loop {
             let Some(q) = self.drr.select(|q| queues.head_len(q)) else { return Ok(None) };
             let Some(b) = queues.bucket(q) else { return Ok(Some(Pick { queue: q, throttled: false })) };
+            if let Some(w) = self.waiting.as_mut().filter(|_| self.shaping.is_disabled(b)) {
+                // Another queue's packet throttled the bucket this queue shares: it waits.
+                queues.throttled(q, now, false);
+                w.park(q, b);
+                self.drr.dequeued(q, true)?;
+                continue;
+            }
             let len = queues.head_len(q);
             let d = self.shaping.decide(queues.core(q), b, len, now, self.conformance, &mut ())?;
             let Decision::Throttled { until } = d else { return Ok(Some(Pick { queue: q, throttled: false })) };
             queues.throttled(q, until, !self.wait);
             if !self.wait {
+                if let Some(w) = &mut self.waiting {
+                    w.sent(q, b);
+                }
                 return Ok(Some(Pick { queue: q, throttled: true }));
+            }
+            if let Some(w) = &mut self.waiting {
+                w.park(q, b);
             }
             self.drr.dequeued(q, true)?;
         }
@@ -167,6 +281,14 @@ impl Egress {
     #[inline]
     pub fn sent(&mut self, pick: Pick, empty: bool) -> Result<(), Error> {
         self.drr.dequeued(pick.queue, empty || pick.throttled)
+    }
+
+    /// With shared buckets: queue `q`, the sender that throttled bucket `b`, is now empty, so
+    /// it waits for nothing (the caller may give the queue to another flow).
+    pub fn emptied(&mut self, q: QueueId, b: QueueId) {
+        if let Some(w) = &mut self.waiting {
+            w.emptied(q, b);
+        }
     }
 
     /// When [`Self::wake`] must next be called: the event-driven shaper's earliest reschedule
@@ -201,6 +323,33 @@ impl Egress {
             }
         }
         Ok(self.woken.len())
+    }
+
+    /// [`Self::wake`] with shared buckets: every queue waiting on a re-enabled bucket rejoins
+    /// the round (in the order they met it throttled, the one whose send throttled it last)
+    /// if `may_rejoin(q, b)`: it holds packets whose head is shaped by `b`. Returns how many
+    /// buckets were re-enabled.
+    ///
+    /// Errors: `now` before a time already given, a queue outside the round.
+    pub fn wake_shared(&mut self, now: Instant, may_rejoin: impl Fn(QueueId, QueueId) -> bool) -> Result<usize, Error> {
+        let (Shaping::Event(e), Some(w)) = (&mut self.shaping, &mut self.waiting) else { return Ok(0) };
+        self.woken.clear();
+        e.on_wakeup(now, &mut self.woken)?;
+        for &b in &self.woken {
+            self.rejoin.clear();
+            w.take(b, &mut self.rejoin);
+            for &q in &self.rejoin {
+                if may_rejoin(q, b) {
+                    self.drr.enqueued(q)?;
+                }
+            }
+        }
+        Ok(self.woken.len())
+    }
+
+    /// Whether buckets are shared ([`Self::with_shared_buckets`]).
+    pub fn shared_buckets(&self) -> bool {
+        self.waiting.is_some()
     }
 
     /// The periodic shaper's fill for queue `q` (its bucket `b`) at `now`: if it re-enables the

@@ -95,8 +95,9 @@ pub struct LiveSpec {
     /// The flow counters' memory bound: flows counted exactly, heavy flows past them.
     pub stats: StatsParams,
     /// The way in's `[[services]]`, in file order (empty: none, every frame in one service
-    /// `all` shaped per flow to `flow_rate`). Each service's `rate` is per flow; frames that
-    /// match no service go through unshaped, in a service `unmatched` of their own.
+    /// `all` shaped per flow to `flow_rate`). Each service's `rate` is per flow, or with
+    /// `rate_per = "class"` one bucket for all its flows; frames that match no service go
+    /// through unshaped, in a service `unmatched` of their own.
     pub services: Vec<ServiceParams>,
 }
 
@@ -242,26 +243,12 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
 }
 
 /// The way in's `[[services]]` (the router's keys, `models/router/scenario.rs`), none when the
-/// file has none. A class's rate (`rate_per = "class"`) is refused: with processing none the
-/// pipeline shapes each flow's ingress queue, and a rate over many queues is not there yet.
+/// file has none.
 fn read_services(root: &toml::Table, probs: &mut Vec<Problem>) -> Vec<ServiceParams> {
     if !root.contains_key("services") {
         return Vec::new();
     }
-    let services = crate::models::router::scenario::read_services(root, &[], probs);
-    for (i, s) in services.iter().enumerate() {
-        if s.rate.is_some() && !s.per_flow {
-            probs.push(Problem {
-                key: format!("services[{i}].rate_per"),
-                value: Some("\"class\"".into()),
-                message:
-                    "expected \"flow\": npqos live shapes each flow's queue to its service's rate; a rate shared by \
-                          a class's flows is not there yet (issue #41)"
-                        .into(),
-            });
-        }
-    }
-    services
+    crate::models::router::scenario::read_services(root, &[], probs)
 }
 
 /// One direction's `[shaper]`, `[table]` and `[stats]`, in `parent` (the file, or its
@@ -408,6 +395,7 @@ impl LiveSpec {
             guarantee: 1.0,
             rate,
             per_flow: true,
+            host: None,
         };
         let mut services = self.services.clone();
         if services.is_empty() {

@@ -15,8 +15,13 @@ const MINIMAL: &str =
 
 /// A UDP frame of flow `f` carrying sequence number `seq`, `payload` bytes of UDP payload.
 fn frame(f: u16, seq: u32, payload: usize) -> Vec<u8> {
+    frame_from(1, f, seq, payload)
+}
+
+/// [`frame`] from source address 198.18.0.`src`.
+fn frame_from(src: u8, f: u16, seq: u32, payload: usize) -> Vec<u8> {
     let b = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
-        .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
+        .ipv4([198, 18, 0, src], [198, 18, 0, 2], 64)
         .udp(5000 + f, 6000);
     let mut data = vec![0u8; payload];
     data[..4].copy_from_slice(&seq.to_be_bytes());
@@ -36,6 +41,18 @@ fn seq_and_flow(frame: &[u8]) -> (u16, u32) {
 /// exactly `next_wakeup()`. Returns the frames sent per flow, and the received sequence
 /// numbers per flow in output order.
 fn drive(fw: &mut Forwarder, flows: u16, offered_bps: f64, payload: usize, secs: f64) -> (Vec<u32>, Vec<Vec<u32>>) {
+    drive_from(fw, flows, offered_bps, payload, secs, |_| 1)
+}
+
+/// [`drive`] with flow `f` from source address 198.18.0.`src_of(f)`.
+fn drive_from(
+    fw: &mut Forwarder,
+    flows: u16,
+    offered_bps: f64,
+    payload: usize,
+    secs: f64,
+    src_of: impl Fn(u16) -> u8,
+) -> (Vec<u32>, Vec<Vec<u32>>) {
     let len = frame(0, 0, payload).len() as f64;
     let gap = (len * 8e9 / offered_bps) as u64;
     let end = (secs * 1e9) as u64;
@@ -65,7 +82,7 @@ fn drive(fw: &mut Forwarder, flows: u16, offered_bps: f64, payload: usize, secs:
         let now = Instant::from_nanos(ta);
         fw.wake(now).unwrap();
         if ta <= end {
-            fw.receive(&frame(i as u16, sent[i], payload), now);
+            fw.receive(&frame_from(src_of(i as u16), i as u16, sent[i], payload), now);
             sent[i] += 1;
             next_arrival[i] += gap;
         } else {
@@ -521,8 +538,8 @@ fn services_shape_their_flows_to_their_own_rates() {
 }
 
 /// Services whose last one has match keys get an unshaped `unmatched` service after them, so
-/// that frames no service matches (ARP here) pass rather than being dropped; a class's rate
-/// and `flow_rate` beside `[[services]]` are refused under their keys.
+/// that frames no service matches (ARP here) pass rather than being dropped; `flow_rate`
+/// beside `[[services]]` and a bad prefix are refused under their keys.
 #[test]
 fn frames_no_service_matches_pass_unshaped() {
     let base = "[live]\ninput = \"in0\"\noutput = \"out0\"\n";
@@ -544,12 +561,70 @@ fn frames_no_service_matches_pass_unshaped() {
     let other = fw.flows().into_iter().find(|f| f.non_ip).unwrap();
     assert_eq!((other.class, other.rate), (1, None));
     for (text, key) in [
-        (format!("{base}[[services]]\nname = \"a\"\nrate = \"1Mbps\"\nrate_per = \"class\"\n"), "services[0].rate_per"),
         (format!("{base}[shaper]\nflow_rate = \"1Mbps\"\n[[services]]\nname = \"a\"\n"), "shaper.flow_rate"),
         (format!("{base}[[services]]\nname = \"a\"\nsrc_prefixes = [\"x\"]\n"), "services[0].src_prefixes[0]"),
     ] {
         let root: toml::Table = toml::from_str(&text).unwrap();
         let e = spec::read(&root, "t.toml").unwrap_err();
         assert!(e.list.iter().any(|p| p.key == key), "{key} in {e}");
+    }
+}
+
+/// A class's rate (`rate_per = "class"`): one bucket over the queues of all its flows. 4 flows
+/// offered 4 Mbps each share 8 Mbps: the class within 1% of 8 Mbps and each flow within 5% of
+/// its equal share (the queues of a throttled bucket take turns), in order; a flow of another
+/// service beside it keeps its own per-flow rate.
+#[test]
+fn a_class_rate_is_shared_by_its_flows() {
+    for conformance in ["send-then-pay", "wait-for-tokens"] {
+        let text = format!("[live]\ninput = \"in0\"\noutput = \"out0\"\n[shaper]\nconformance = \"{conformance}\"\n[[services]]\nname = \"sub\"\nsrc_ports = [\"5000-5003\"]\nrate = \"8Mbps\"\nrate_per = \"class\"\n[[services]]\nname = \"rest\"\nrate = \"3Mbps\"\n");
+        let sp = spec(&text);
+        let mut fw = Forwarder::new(&sp, 9000).unwrap();
+        let (_, got) = drive(&mut fw, 5, 4e6, 1000, 3.0);
+        let flows = fw.flows();
+        let st = |f: u16| flows.iter().find(|s| s.key.src_port == 5000 + f).unwrap();
+        let mut class = 0.0;
+        for f in 0..4u16 {
+            assert!(got[f as usize].windows(2).all(|w| w[0] < w[1]), "{conformance}: flow {f} reordered");
+            let out = st(f).rate_out_bps().unwrap();
+            class += out;
+            assert!((out / 2e6 - 1.0).abs() < 0.05, "{conformance}: flow {f} at {out} bps, its share 2e6");
+        }
+        let shares: Vec<String> = (0..4).map(|f| format!("{:.4}", st(f).rate_out_bps().unwrap() / 1e6)).collect();
+        println!("{conformance}: class {:.4} Mbps, flows {} Mbps", class / 1e6, shares.join(" "));
+        assert!((class / 8e6 - 1.0).abs() < 0.01, "{conformance}: the class at {class} bps");
+        let rest = st(4).rate_out_bps().unwrap();
+        assert!((rest / 3e6 - 1.0).abs() < 0.02, "{conformance}: the other service's flow at {rest}");
+        fw.check().unwrap();
+    }
+}
+
+/// A subscriber's rate (`rate_per = "src"`): one bucket per source address over all its flows,
+/// which share it equally. Subscriber .1 has 3 flows, subscriber .2 one, each subscriber 6 Mbps,
+/// every flow offered 4 Mbps: .1's flows 2 Mbps each (within 5%), .2's flow its 4 Mbps (under
+/// its subscriber's rate), both conformances, in order.
+#[test]
+fn a_subscribers_rate_is_shared_by_its_flows() {
+    for conformance in ["send-then-pay", "wait-for-tokens"] {
+        let text = format!("[live]\ninput = \"in0\"\noutput = \"out0\"\n[shaper]\nconformance = \"{conformance}\"\n[[services]]\nname = \"subscribers\"\nrate = \"6Mbps\"\nrate_per = \"src\"\n");
+        let sp = spec(&text);
+        assert_eq!(sp.services[0].host, Some(crate::models::router::Host::Src));
+        assert_eq!(spec::read(&sp.to_toml(), "resolved.toml").unwrap(), sp, "written back, read the same");
+        let mut fw = Forwarder::new(&sp, 9000).unwrap();
+        let (_, got) = drive_from(&mut fw, 4, 4e6, 1000, 3.0, |f| if f < 3 { 1 } else { 2 });
+        let flows = fw.flows();
+        let out = |f: u16| flows.iter().find(|s| s.key.src_port == 5000 + f).unwrap().rate_out_bps().unwrap();
+        let rates: Vec<String> = (0..4).map(|f| format!("{:.4}", out(f) / 1e6)).collect();
+        println!(
+            "{conformance}: subscriber .1's flows {} Mbps, subscriber .2's flow {} Mbps",
+            rates[..3].join(" "),
+            rates[3]
+        );
+        for f in 0..4u16 {
+            assert!(got[f as usize].windows(2).all(|w| w[0] < w[1]), "{conformance}: flow {f} reordered");
+            let want = if f < 3 { 2e6 } else { 4e6 };
+            assert!((out(f) / want - 1.0).abs() < 0.05, "{conformance}: flow {f} at {} bps, want {want}", out(f));
+        }
+        fw.check().unwrap();
     }
 }

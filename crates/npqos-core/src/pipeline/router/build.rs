@@ -68,11 +68,20 @@ impl Pipeline {
             nqi,
             processing,
             steps: Vec::new(),
-            egress: Egress::new(
-                shaping,
-                p.shaping.conformance,
-                Drr::new(round as u32, p.quantum as u64).map_err(|e| cfg(e.to_string()))?,
-            ),
+            egress: {
+                let e = Egress::new(
+                    shaping,
+                    p.shaping.conformance,
+                    Drr::new(round as u32, p.quantum as u64).map_err(|e| cfg(e.to_string()))?,
+                );
+                // Processing none with a class's or a host's rate: one bucket over many ingress
+                // queues.
+                let hosts = p.services.iter().any(|s| s.per_flow && s.host.is_some() && s.rate.is_some());
+                match direct && (shaped.iter().any(|&x| x) || hosts) {
+                    true => e.with_shared_buckets(nqe),
+                    false => e,
+                }
+            },
             shaper_wake: None,
             shaped,
             flow_queues_shaped: !matches!(p.shaping.kind, ShaperKind::None),
@@ -217,10 +226,11 @@ fn direct_checks(p: &RouterParams, nqi: u32) -> Result<(), PipelineError> {
         ));
     }
     let shaping = !matches!(p.shaping.kind, ShaperKind::None);
-    if let Some(s) = p.services.iter().find(|s| s.rate.is_some() && !s.per_flow && shaping) {
+    let periodic = matches!(p.shaping.kind, ShaperKind::Periodic { .. });
+    if let Some(s) = p.services.iter().find(|s| s.rate.is_some() && !s.per_flow && periodic) {
         return Err(cfg(format!(
             "processing.policy = \"none\" shapes each flow's ingress queue: service {:?} has a rate for the whole service \
-             (per_flow = false), which would span many queues; give it per_flow = true or no rate",
+             (per_flow = false), one bucket over many queues, which needs shaping.shaper = \"event\"",
             s.name
         )));
     }

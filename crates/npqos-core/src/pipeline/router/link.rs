@@ -191,6 +191,9 @@ impl Pipeline {
             if let Err(e) = self.egress.sent(pick, empty) {
                 return self.fail(now, EGRESS, e);
             }
+            if empty {
+                self.egress.emptied(q, QueueId(pk.eq));
+            }
             // Offered to the link when its descriptor is dequeued; it starts when the link is
             // free (the serializer places finish times from the busy period's cumulative bits).
             let t = match self.direct {
@@ -240,6 +243,9 @@ impl Pipeline {
             }
             if let Err(e) = self.egress.sent(pick, empty) {
                 self.fail(t, EGRESS, e);
+            }
+            if empty {
+                self.egress.emptied(q, QueueId(pk.eq));
             }
             self.egress_bytes -= pk.len as u64;
             self.delivered(t, id);

@@ -39,7 +39,9 @@ use crate::shaper::Conformance;
 use crate::shaper::{BucketParams, EventShaper, PeriodicShaper};
 use crate::{AppId, CoreId, Duration, FlowId, Instant, ProcessorId, QueueId, ServiceId};
 pub use outcome::{ClassRow, Line, Outcome, Tables};
-pub use params::{Allocation, ProcessingParams, RouterParams, Scheduler, ServiceParams, ShaperKind, ShapingParams};
+pub use params::{
+    bucket_key, Allocation, Host, ProcessingParams, RouterParams, Scheduler, ServiceParams, ShaperKind, ShapingParams,
+};
 use std::collections::VecDeque;
 use std::sync::Arc;
 
@@ -538,7 +540,7 @@ impl Pipeline {
     fn take_bucket(&mut self, now: u64, s: usize, a: &Arrival) -> Option<u32> {
         let fb = self.buckets.as_mut()?;
         let hint = (a.hint != NO_HINT).then_some(a.hint);
-        match fb.acquire(&a.key, hint, Instant::from_nanos(now)) {
+        match fb.acquire(&bucket_key(&a.key, self.p.services[s].host), hint, Instant::from_nanos(now)) {
             Ok((b, how)) => {
                 self.flow_queue_shared += (how == Taken::Shared) as u64;
                 Some(self.eq_base[s] + b)
@@ -689,7 +691,15 @@ impl Pipeline {
                 let head = fifo.get(q as usize).map_or(NIL, |f| f.head);
                 (head != NIL && pkts[head as usize].eq == b.0).then_some(QueueId(q))
             };
-            match self.egress.wake(now, queue_of, |q| fifo[q.index()].head != NIL) {
+            let woken = match self.egress.shared_buckets() {
+                // Every queue waiting on a re-enabled bucket whose head it shapes.
+                true => self.egress.wake_shared(now, |q, b| {
+                    let head = fifo[q.index()].head;
+                    head != NIL && pkts[head as usize].eq == b.0
+                }),
+                false => self.egress.wake(now, queue_of, |q| fifo[q.index()].head != NIL),
+            };
+            match woken {
                 Ok(woken) => self.wakeups += (woken > 0) as u64,
                 Err(e) => return self.fail(now.as_nanos(), EGRESS, e),
             }

@@ -28,6 +28,29 @@ pub struct ServiceParams {
     pub rate: Option<Rate>,
     /// The rate is per flow (one bucket per flow) rather than for the whole service.
     pub per_flow: bool,
+    /// With `per_flow`: the buckets are per host rather than per flow, every flow of one
+    /// source (or destination) address sharing one (`rate_per = "src"` / `"dst"`: a
+    /// subscriber's rate).
+    pub host: Option<Host>,
+}
+
+/// Which address of a flow names its subscriber ([`ServiceParams::host`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Host {
+    Src,
+    Dst,
+}
+
+/// The key a flow's bucket is lent by: the flow's own, or with `host` its subscriber's (the
+/// address alone, in a zone no flow has).
+#[inline]
+pub fn bucket_key(key: &crate::flow::FlowKey, host: Option<Host>) -> crate::flow::FlowKey {
+    let addr = match host {
+        None => return *key,
+        Some(Host::Src) => key.src,
+        Some(Host::Dst) => key.dst,
+    };
+    crate::flow::FlowKey { src: addr, is_v6: key.is_v6, zone: u16::MAX - 1, ..Default::default() }
 }
 
 impl ServiceParams {

@@ -23,6 +23,7 @@ fn per_flow_shaped() -> RouterParams {
             guarantee: 1.0,
             rate: Some(Rate::from_bits_per_sec(100_000_000)),
             per_flow: true,
+            host: None,
         }],
         inside: Vec::new(),
         ingress: IngressKind::PerFlow,

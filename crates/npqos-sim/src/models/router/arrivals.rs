@@ -10,6 +10,7 @@ use crate::rng::{RngStreams, StreamRng};
 use crate::trace::corpus::Overlay;
 use npqos_core::classify::Classifier;
 use npqos_core::flow::FlowKey;
+use npqos_core::pipeline::router::bucket_key;
 use npqos_core::pipeline::FlowIndex;
 use rand::Rng;
 
@@ -129,9 +130,11 @@ impl Iterator for Prep<'_> {
         let mut hint = NO_HINT;
         let eq = if self.eq_base[s] != 0 {
             let n = self.flows.len() as u32;
-            hint = match self.flows.get(&key) {
+            // Per flow, or per host: every flow of one subscriber the same hint.
+            let bk = bucket_key(&key, svc.host);
+            hint = match self.flows.get(&bk) {
                 Some(&f) => f,
-                None if n < self.p.shaping.flow_queues => *self.flows.entry(key).or_insert(n),
+                None if n < self.p.shaping.flow_queues => *self.flows.entry(bk).or_insert(n),
                 None => NO_HINT,
             };
             self.eq_base[s] + if hint == NO_HINT { 0 } else { hint }

@@ -37,7 +37,8 @@ use npqos_core::Duration;
 use std::sync::Arc;
 
 pub use npqos_core::pipeline::router::{
-    Allocation, PipelineError, ProcessingParams, RouterParams, Scheduler, ServiceParams, ShaperKind, ShapingParams,
+    Allocation, Host, PipelineError, ProcessingParams, RouterParams, Scheduler, ServiceParams, ShaperKind,
+    ShapingParams,
 };
 pub use npqos_core::pipeline::stats::StatsParams;
 

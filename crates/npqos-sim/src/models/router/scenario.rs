@@ -59,7 +59,7 @@
 //! variation = 0.2             # actual = predicted x (1 + variation x U(-1, 1))
 //! guarantee = 0.5             # G (everest eq 7; default 1 / services)
 //! rate = "100Mbps"            # shaped output rate (absent: not shaped)
-//! rate_per = "flow"           # or "class"
+//! rate_per = "flow"           # or "class", or "src" / "dst": per subscriber (address)
 //! ```
 //!
 //! Keys of an alternative a stage does not use (dqs's `slots` with `kind = "per-flow"`, the
@@ -68,7 +68,7 @@
 //! resolved scenario keeps only the keys in use.
 
 use super::{
-    Allocation, IngressKind, MixEntry, ProcessingParams, QmemParams, RouterParams, RouterTraffic, Scheduler,
+    Allocation, Host, IngressKind, MixEntry, ProcessingParams, QmemParams, RouterParams, RouterTraffic, Scheduler,
     ServiceParams, ShaperKind, ShapingParams,
 };
 use crate::results::RunResult;
@@ -329,7 +329,7 @@ pub(crate) fn read_services(
                 "expected a positive rate (leave it out for no shaping)",
             );
         }
-        let per = r.choice("rate_per", "flow", &["flow", "class"], probs);
+        let per = r.choice("rate_per", "flow", &["flow", "class", "src", "dst"], probs);
         let rule = read_rule(&mut r, ServiceId::from_index(i), probs);
         if !has_criteria(&rule) && i + 1 < n {
             problem(
@@ -357,7 +357,12 @@ pub(crate) fn read_services(
             variation,
             guarantee,
             rate: rate.filter(|x| !x.is_zero()),
-            per_flow: per == "flow",
+            per_flow: per != "class",
+            host: match per.as_str() {
+                "src" => Some(Host::Src),
+                "dst" => Some(Host::Dst),
+                _ => None,
+            },
         });
     }
     if !out.is_empty() && out.iter().map(|s| s.guarantee).sum::<f64>() > 1.0 + 1e-9 {
@@ -506,7 +511,13 @@ pub(crate) fn write_services(services: &[ServiceParams]) -> toml::Value {
             t.insert("guarantee".into(), s.guarantee.into());
             if let Some(r) = s.rate {
                 t.insert("rate".into(), r.to_string().into());
-                t.insert("rate_per".into(), if s.per_flow { "flow" } else { "class" }.into());
+                let per = match (s.per_flow, s.host) {
+                    (false, _) => "class",
+                    (true, None) => "flow",
+                    (true, Some(Host::Src)) => "src",
+                    (true, Some(Host::Dst)) => "dst",
+                };
+                t.insert("rate_per".into(), per.into());
             }
             toml::Value::Table(t)
         })

@@ -128,6 +128,7 @@ pub(super) fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterPa
             guarantee: 1.0,
             rate: None,
             per_flow: false,
+            host: None,
         }],
         inside: Vec::new(),
         ingress: IngressKind::PerFlow,
