@@ -447,3 +447,23 @@ fn flows_beyond_the_buckets_take_idle_ones() {
         assert_eq!(r.get(k), Some(0.0), "{k}");
     }
 }
+
+/// A subscriber's rate in the router (`rate_per = "src"`): the web service's buckets per
+/// source address, its hints per address on the stream's thread: the run conserves every
+/// packet at every element, gives the same bytes on one thread and two, and reads back.
+#[test]
+fn a_subscribers_rate_runs_in_the_router() {
+    let text = example("router-synthetic").replace("duration = \"500ms\"", "duration = \"50ms\"").replace(
+        "rate = \"2Mbps\"                # every web flow shaped to 2 Mbps\nrate_per = \"flow\"",
+        "rate = \"2Mbps\"\nrate_per = \"src\"",
+    );
+    assert!(text.contains("rate_per = \"src\""));
+    let sc = parse(&text).unwrap();
+    let r = sc.spec_as::<RouterSpec>().unwrap();
+    assert_eq!(r.params.services[0].host, Some(Host::Src));
+    let a = run_scenario(&sc, 1, 1, None, &mut |_| {}).unwrap();
+    let b = run_scenario(&sc, 1, 2, None, &mut |_| {}).unwrap();
+    assert_eq!(serde_json::to_string(&a).unwrap(), serde_json::to_string(&b).unwrap());
+    assert!(a.get("delivered_packets").unwrap() > 10_000.0);
+    assert_round_trips([text]);
+}
