@@ -182,6 +182,9 @@ pub struct Egress {
     woken: Vec<QueueId>,
     /// With buckets shared by several queues: the queues each one holds back.
     waiting: Option<Waiting>,
+    /// tc's `overhead` and `mpu`: what the shaper charges a packet ([`Self::with_wire`]).
+    overhead: i64,
+    mpu: u64,
     rejoin: Vec<QueueId>,
 }
 
@@ -196,7 +199,16 @@ impl Egress {
             woken: Vec::new(),
             waiting: None,
             rejoin: Vec::new(),
+            overhead: 0,
+            mpu: 0,
         }
+    }
+
+    /// Rates in wire terms: the shaper charges a packet of `len` bytes `max(len + overhead,
+    /// mpu)` (tc's keys); the round's quanta stay in the packets' bytes.
+    pub fn with_wire(mut self, overhead: i64, mpu: u64) -> Self {
+        (self.overhead, self.mpu) = (overhead, mpu);
+        self
     }
 
     /// Buckets that several queues share (`buckets` of them): a queue whose head meets its
@@ -258,7 +270,7 @@ impl Egress {
                 self.drr.dequeued(q, true)?;
                 continue;
             }
-            let len = queues.head_len(q);
+            let len = crate::pipeline::router::wire_len(queues.head_len(q), self.overhead, self.mpu);
             let d = self.shaping.decide(queues.core(q), b, len, now, self.conformance, &mut ())?;
             let Decision::Throttled { until } = d else { return Ok(Some(Pick { queue: q, throttled: false })) };
             queues.throttled(q, until, !self.wait);

@@ -435,6 +435,8 @@ impl LiveSpec {
                 // flows whose buckets are still filling.
                 flow_queues: 2 * self.table.queues,
                 buffer_bytes: u64::MAX / 2,
+                overhead: self.bucket.overhead,
+                mpu: self.bucket.mpu,
             },
             link_rate: Rate::from_bits_per_sec(1 << 50),
             quantum: self.table.quantum,

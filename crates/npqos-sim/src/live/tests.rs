@@ -628,3 +628,27 @@ fn a_subscribers_rate_is_shared_by_its_flows() {
         fw.check().unwrap();
     }
 }
+
+/// Rates in wire terms (tc's `overhead` and `mpu`): with `overhead = 24` (preamble, start
+/// delimiter, FCS and gap on Ethernet) a 10 Mbps flow of 1042 B frames gets 10 x 1042 / 1066
+/// Mbps of frame bytes; with `mpu = 2084` each frame is charged 2084 B, half the rate. Both
+/// written back and read the same; a bad value is refused under its key.
+#[test]
+fn overhead_and_mpu_charge_frames_in_wire_terms() {
+    for (keys, factor) in [("overhead = 24\n", 1042.0 / 1066.0), ("mpu = \"2084B\"\n", 0.5), ("", 1.0)] {
+        let sp = spec(&format!("{MINIMAL}{keys}"));
+        assert_eq!(spec::read(&sp.to_toml(), "resolved.toml").unwrap(), sp);
+        let mut fw = Forwarder::new(&sp, 9000).unwrap();
+        drive(&mut fw, 2, 20e6, 1000, 2.0);
+        for st in fw.flows() {
+            let out = st.rate_out_bps().unwrap();
+            let want = 10e6 * factor;
+            assert!((out / want - 1.0).abs() < 0.01, "{keys:?}: {out} bps, want {want}");
+        }
+    }
+    for (keys, key) in [("overhead = 5000\n", "shaper.overhead"), ("mpu = \"100KB\"\n", "shaper.mpu")] {
+        let root: toml::Table = toml::from_str(&format!("{MINIMAL}{keys}")).unwrap();
+        let e = spec::read(&root, "t.toml").unwrap_err();
+        assert!(e.list.iter().any(|p| p.key == key), "{key} in {e}");
+    }
+}

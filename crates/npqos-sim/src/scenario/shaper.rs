@@ -36,6 +36,10 @@ pub struct BucketConfig {
     pub timer: Timer,
     /// kim eq 14, when adaptive.
     pub adaptive: Option<Adaptive>,
+    /// tc's `overhead` (bytes added to every packet's length, may be negative) and `mpu` (the
+    /// least a packet is charged): rates in wire terms. 0 and 0 where the file has no such keys.
+    pub overhead: i64,
+    pub mpu: u64,
 }
 
 /// Which of the shared keys a file has, and its cap default.
@@ -49,13 +53,15 @@ pub(crate) struct BucketKeys {
     /// live, whose real clock wakes late: with cap = alpha every late nanosecond is lost to the
     /// cap under send-then-pay (docs/live.md), so live's default is 2.
     pub cap_per_alpha: u64,
+    /// `overhead` and `mpu` (the router and npqos live; kim's model charges a packet's length).
+    pub wire: bool,
 }
 
 impl BucketKeys {
     /// kim's `[shaper]` and the router's `[shaping]`: every key, cap = alpha.
-    pub(crate) const SIMULATED: BucketKeys = BucketKeys { timer: true, adaptive: true, cap_per_alpha: 1 };
+    pub(crate) const SIMULATED: BucketKeys = BucketKeys { timer: true, adaptive: true, cap_per_alpha: 1, wire: false };
     /// npqos live's `[shaper]`: no adaptive threshold, cap = 2 x alpha.
-    pub(crate) const LIVE: BucketKeys = BucketKeys { timer: true, adaptive: false, cap_per_alpha: 2 };
+    pub(crate) const LIVE: BucketKeys = BucketKeys { timer: true, adaptive: false, cap_per_alpha: 2, wire: true };
 }
 
 impl BucketConfig {
@@ -107,7 +113,18 @@ impl BucketConfig {
             }
             None
         };
-        BucketConfig { alpha, cap, conformance, timer, adaptive }
+        let (overhead, mpu) = match keys.wire {
+            true => (r.int("overhead", 0, -1500, 1500, probs), r.size("mpu", 0, probs)),
+            false => (0, 0),
+        };
+        if mpu > 65_535 {
+            probs.push(Problem {
+                key: r.path("mpu"),
+                value: Some(format!("\"{mpu}B\"")),
+                message: "expected at most 65535B".into(),
+            });
+        }
+        BucketConfig { alpha, cap, conformance, timer, adaptive, overhead, mpu }
     }
 
     /// Writes the shared keys `keys` names into `t`, every default filled in.
@@ -117,6 +134,10 @@ impl BucketConfig {
         t.insert("conformance".into(), self.conformance.name().into());
         if keys.timer {
             t.insert("timer".into(), self.timer.name().into());
+        }
+        if keys.wire {
+            t.insert("overhead".into(), self.overhead.into());
+            t.insert("mpu".into(), fmt_size(self.mpu).into());
         }
         if keys.adaptive {
             t.insert("adaptive".into(), self.adaptive.is_some().into());
@@ -154,6 +175,8 @@ mod tests {
             conformance: Conformance::SendThenPay,
             timer: Timer::Heap,
             adaptive: None,
+            overhead: 0,
+            mpu: 0,
         };
         assert_eq!(parse("model = \"kim\"\n").unwrap().shaper().unwrap().bucket, expected);
         let router = parse("model = \"router\"\n").unwrap();

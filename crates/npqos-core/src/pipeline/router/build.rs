@@ -73,7 +73,8 @@ impl Pipeline {
                     shaping,
                     p.shaping.conformance,
                     Drr::new(round as u32, p.quantum as u64).map_err(|e| cfg(e.to_string()))?,
-                );
+                )
+                .with_wire(p.shaping.overhead, p.shaping.mpu);
                 // Processing none with a class's or a host's rate: one bucket over many ingress
                 // queues.
                 let hosts = p.services.iter().any(|s| s.per_flow && s.host.is_some() && s.rate.is_some());

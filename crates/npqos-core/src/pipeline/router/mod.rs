@@ -40,7 +40,8 @@ use crate::shaper::{BucketParams, EventShaper, PeriodicShaper};
 use crate::{AppId, CoreId, Duration, FlowId, Instant, ProcessorId, QueueId, ServiceId};
 pub use outcome::{ClassRow, Line, Outcome, Tables};
 pub use params::{
-    bucket_key, Allocation, Host, ProcessingParams, RouterParams, Scheduler, ServiceParams, ShaperKind, ShapingParams,
+    bucket_key, wire_len, Allocation, Host, ProcessingParams, RouterParams, Scheduler, ServiceParams, ShaperKind,
+    ShapingParams,
 };
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -446,7 +447,7 @@ impl Pipeline {
         let above_cap = self.direct
             && self.p.shaping.conformance == Conformance::WaitForTokens
             && self.shaped(eq)
-            && len as u64 > self.p.shaping.cap_bytes;
+            && self.p.shaping.wire_len(len) > self.p.shaping.cap_bytes;
         let oversize = self.link.oversize(len);
         let iq = (!above_cap && !oversize).then(|| self.ingress.enqueue_with(&a.key, s, len, frame)).transpose();
         self.flow_counts(a.row).offer(len);

@@ -166,6 +166,25 @@ pub struct ShapingParams {
     pub flow_queues: u32,
     /// Bytes the output queues may hold together.
     pub buffer_bytes: u64,
+    /// Rates in wire terms, as tc's `overhead` and `mpu`: the shaper charges a packet of `len`
+    /// bytes `max(len + overhead, mpu)` (at least 1); 0 and 0: its length.
+    pub overhead: i64,
+    pub mpu: u64,
+}
+
+impl ShapingParams {
+    /// The bytes the shaper charges a packet of `len` bytes.
+    #[inline]
+    pub fn wire_len(&self, len: u32) -> u64 {
+        wire_len(len as u64, self.overhead, self.mpu)
+    }
+}
+
+/// `max(len + overhead, mpu)`, at least 1: a packet's length in wire terms (tc's `overhead` and
+/// `mpu`).
+#[inline]
+pub fn wire_len(len: u64, overhead: i64, mpu: u64) -> u64 {
+    (len as i64).saturating_add(overhead).max(mpu as i64).max(1) as u64
 }
 
 /// Everything but the traffic.

@@ -49,6 +49,8 @@ fn per_flow_shaped() -> RouterParams {
             cap_bytes: 16_000,
             flow_queues: 1024,
             buffer_bytes: u64::MAX / 2,
+            overhead: 0,
+            mpu: 0,
         },
         link_rate: Rate::gbps(10),
         quantum: 1536,

@@ -231,7 +231,10 @@ fn processing_none_refuses_what_it_cannot_shape() {
     let cases: [(&str, Change); 4] = [
         ("ingress.kind", |p| p.ingress = npqos_core::pipeline::IngressKind::Hashed),
         ("queue_memory.subsystem", |p| p.qmem.subsystem = Some(npqos_core::queues::timing::Subsystem::Qc)),
-        ("per_flow = false", |p| p.services[0].per_flow = false),
+        ("shaping.shaper = \"event\"", |p| {
+            p.services[0].per_flow = false;
+            p.shaping.kind = ShaperKind::Periodic { period: Duration::from_micros(100) };
+        }),
         ("shaping.flow_queues", |p| p.shaping.flow_queues = 63),
     ];
     for (key, change) in cases {
@@ -247,8 +250,8 @@ fn processing_none_refuses_what_it_cannot_shape() {
 
 /// `policy = "none"` from a scenario file: the synthetic example without its processors (an
 /// ideal queue memory, its class rate taken out, a bucket per ingress queue and more) runs
-/// and delivers every packet, each flow below its per-flow rate; with the class rate left in,
-/// the run is refused naming the key to change.
+/// and delivers every packet, each flow below its per-flow rate; with the class rate left in
+/// it runs too, the class's flows' queues sharing one bucket.
 #[test]
 fn processing_none_from_a_scenario_file() {
     let example = include_str!("../../../../../scenarios/router-synthetic.toml");
@@ -264,10 +267,9 @@ fn processing_none_from_a_scenario_file() {
         p.duration = d;
         crate::models::router::run(&p, &traffic, 1, 1, None, &mut |_| {})
     };
-    match run(&none) {
-        Err(RouterError::Config(msg)) => assert!(msg.contains("\"other\"") && msg.contains("per_flow"), "{msg}"),
-        other => panic!("a class rate under processing none: {:?}", other.map(|r| r.label)),
-    }
+    // The class rate: one bucket over the class's flows' queues (shared buckets).
+    let r = run(&none).expect("a class rate under processing none runs");
+    assert!(r.get("offered_packets.other").unwrap() > 1_000.0);
     let class_rate = "rate = \"1500Mbps\"             # the class together\nrate_per = \"class\"";
     assert!(none.contains(class_rate), "the example's class rate");
     let ok = none.replace(class_rate, "").replace("alpha = \"1500B\"", "alpha = \"1500B\"\nflow_queues = 8192");

@@ -120,7 +120,7 @@ fn problem(probs: &mut Vec<Problem>, key: &str, value: Option<String>, message: 
 
 /// The shared bucket keys the router's `[shaping]` has: all but `timer` (its shaper files
 /// throttled queues in the paper's heaps).
-const ROUTER_BUCKET_KEYS: BucketKeys = BucketKeys { timer: false, ..BucketKeys::SIMULATED };
+const ROUTER_BUCKET_KEYS: BucketKeys = BucketKeys { timer: false, wire: true, ..BucketKeys::SIMULATED };
 
 /// Reads every router table, recording every problem.
 pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> RouterSpec {
@@ -195,6 +195,8 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
         cap_bytes: bucket.cap.clamp(1, npqos_core::shaper::MAX_BUCKET_BYTES),
         flow_queues,
         buffer_bytes: buffer,
+        overhead: bucket.overhead,
+        mpu: bucket.mpu,
     };
 
     let mut l = Reader::new(root, "link", probs);

@@ -148,6 +148,8 @@ pub(super) fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterPa
             cap_bytes: 16_000,
             flow_queues: 1024,
             buffer_bytes: u64::MAX / 2,
+            overhead: 0,
+            mpu: 0,
         },
         link_rate: link,
         quantum: 1536,
