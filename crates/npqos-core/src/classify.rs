@@ -138,10 +138,12 @@ pub struct Rule {
     pub src_prefixes: Vec<Prefix>,
     /// Prefixes the destination address lies in.
     pub dst_prefixes: Vec<Prefix>,
+    /// DSCP values (0-63) of the packet (per packet, not per flow: the IP header's).
+    pub dscp: Vec<u8>,
 }
 
 impl Rule {
-    fn matches(&self, k: &FlowKey, dir: Option<Direction>) -> bool {
+    fn matches(&self, k: &FlowKey, dscp: u8, dir: Option<Direction>) -> bool {
         let any = |v: &[PortRange], p: u16| v.is_empty() || v.iter().any(|r| r.contains(p));
         let within = |v: &[Prefix], a: &[u8; 16]| v.is_empty() || v.iter().any(|p| p.contains(a));
         (self.protocols.is_empty() || self.protocols.contains(&k.proto))
@@ -151,6 +153,7 @@ impl Rule {
             && (self.direction == Direction::Any || dir == Some(self.direction))
             && within(&self.src_prefixes, &k.src)
             && within(&self.dst_prefixes, &k.dst)
+            && (self.dscp.is_empty() || self.dscp.contains(&dscp))
     }
 }
 
@@ -190,6 +193,13 @@ impl Classifier {
                     });
                 }
             }
+            if let Some(&d) = r.dscp.iter().find(|&&d| d > 63) {
+                return Err(Error::BadParameter {
+                    parameter: "dscp",
+                    value: d.to_string(),
+                    expected: "a DSCP value from 0 to 63",
+                });
+            }
             if r.direction != Direction::Any && inside.is_empty() {
                 return Err(Error::BadParameter {
                     parameter: "direction",
@@ -222,8 +232,14 @@ impl Classifier {
 
     /// The service of the first rule the packet matches, else the default, else `None`.
     pub fn classify(&self, k: &FlowKey) -> Option<ServiceId> {
+        self.classify_packet(k, 0)
+    }
+
+    /// [`Self::classify`] for a packet whose IP header carries `dscp` (0-63), for rules with
+    /// `dscp` criteria ([`Self::classify`] is a packet of DSCP 0, default forwarding).
+    pub fn classify_packet(&self, k: &FlowKey, dscp: u8) -> Option<ServiceId> {
         let dir = if self.inside.is_empty() { None } else { self.direction(k) };
-        self.rules.iter().find(|r| r.matches(k, dir)).map(|r| r.service).or(self.default)
+        self.rules.iter().find(|r| r.matches(k, dscp, dir)).map(|r| r.service).or(self.default)
     }
 }
 
@@ -292,6 +308,21 @@ mod tests {
         assert_eq!(none.classify(&key("1.1.1.1", "2.2.2.2", 6, 1, 1)), None);
     }
 
+    /// A DSCP rule matches the packet's DSCP, not its flow's: expedited forwarding (46) of a
+    /// flow goes to the voice service, its other packets on; out-of-range values are refused.
+    #[test]
+    fn dscp_matches_per_packet() {
+        let voice = Rule { service: ServiceId(0), dscp: vec![46, 34], ..Default::default() };
+        let c = Classifier::new(2, vec![voice], vec![], Some(ServiceId(1))).unwrap();
+        let k = key("198.18.0.1", "198.18.0.2", 17, 5000, 6000);
+        assert_eq!(c.classify_packet(&k, 46), Some(ServiceId(0)));
+        assert_eq!(c.classify_packet(&k, 34), Some(ServiceId(0)));
+        assert_eq!(c.classify_packet(&k, 0), Some(ServiceId(1)));
+        assert_eq!(c.classify(&k), Some(ServiceId(1)), "classify is DSCP 0");
+        let bad = Rule { service: ServiceId(0), dscp: vec![64], ..Default::default() };
+        assert!(Classifier::new(1, vec![bad], vec![], None).is_err());
+    }
+
     /// A subscriber's prefix matches its addresses only, IPv4 and IPv6 apart.
     #[test]
     fn prefixes_match_source_and_destination() {
@@ -358,6 +389,7 @@ mod tests {
                 direction,
                 src_prefixes: sp.into_iter().map(|i| Prefix::parse(PREFIXES[i]).unwrap()).collect(),
                 dst_prefixes: dp.into_iter().map(|i| Prefix::parse(PREFIXES[i]).unwrap()).collect(),
+                dscp: Vec::new(),
             })
     }
 

@@ -363,11 +363,12 @@ impl Forwarder {
         }
     }
 
-    fn key_of(frame: &[u8]) -> (FlowKey, bool) {
+    /// The frame's flow, whether it carries no IP packet, and its DSCP.
+    fn key_of(frame: &[u8]) -> (FlowKey, bool, u8) {
         let rec = Record { ts_ns: 0, orig_len: frame.len() as u32, link: linktype::ETHERNET, data: frame, offset: 0 };
         match decode(&rec) {
-            Ok(m) => (m.flow, false),
-            Err(_) => (NON_IP, true),
+            Ok(m) => (m.flow, false, m.dscp),
+            Err(_) => (NON_IP, true, 0),
         }
     }
 
@@ -375,10 +376,10 @@ impl Forwarder {
     pub fn receive(&mut self, frame: &[u8], now: Instant) -> Arrival {
         let now_ns = now.as_nanos();
         self.start.get_or_insert(now);
-        let (key, non_ip) = Self::key_of(frame);
+        let (key, non_ip, dscp) = Self::key_of(frame);
         let len = frame.len() as u32;
         // The last service takes what the others do not (router_params adds one if needed).
-        let service = self.classifier.classify(&key).map_or(self.eq.len() - 1, |s| s.index());
+        let service = self.classifier.classify_packet(&key, dscp).map_or(self.eq.len() - 1, |s| s.index());
         let row = self.index.row(&key, service as u32, len);
         if row as usize == self.times.len() {
             self.times.push(FlowTimes::new(key, non_ip, service as u32));

@@ -652,3 +652,35 @@ fn overhead_and_mpu_charge_frames_in_wire_terms() {
         assert!(e.list.iter().any(|p| p.key == key), "{key} in {e}");
     }
 }
+
+/// DSCP as a match key, per frame: flow 0's frames marked EF (46) go to `voice` (1 Mbps per
+/// flow), flow 1's unmarked frames to `rest` (3 Mbps); each flow at its service's rate.
+#[test]
+fn dscp_sends_marked_frames_to_their_service() {
+    let text = "[live]\ninput = \"in0\"\noutput = \"out0\"\n[[services]]\nname = \"voice\"\ndscp = [\"ef\"]\nrate = \"1Mbps\"\n[[services]]\nname = \"rest\"\nrate = \"3Mbps\"\n";
+    let sp = spec(text);
+    assert_eq!(sp.services[0].rule.dscp, [46]);
+    assert_eq!(spec::read(&sp.to_toml(), "resolved.toml").unwrap(), sp);
+    let mut fw = Forwarder::new(&sp, 9000).unwrap();
+    let t = |i: u64| Instant::from_nanos(1_000 + i * 400_000);
+    let mut out = [0u64; 2];
+    for i in 0..10_000u64 {
+        for f in 0..2u16 {
+            let mut fr = frame(f, i as u32, 1000);
+            if f == 0 {
+                fr[15] = 46 << 2; // the IPv4 header's DS field (the decoder checks no checksum)
+            }
+            fw.receive(&fr, t(i));
+        }
+        fw.wake(t(i)).unwrap();
+        fw.transmit(t(i), usize::MAX, |fr| out[seq_and_flow(fr).0 as usize] += fr.len() as u64).unwrap();
+    }
+    let secs = 10_000.0 * 400e-6;
+    let rates = out.map(|b| b as f64 * 8.0 / secs);
+    println!("voice {:.4} Mbps, rest {:.4} Mbps", rates[0] / 1e6, rates[1] / 1e6);
+    assert!((rates[0] / 1e6 - 1.0).abs() < 0.02, "voice at {}", rates[0]);
+    assert!((rates[1] / 3e6 - 1.0).abs() < 0.02, "rest at {}", rates[1]);
+    let flows = fw.flows();
+    assert_eq!(flows.iter().find(|s| s.key.src_port == 5000).unwrap().class, 0);
+    assert_eq!(flows.iter().find(|s| s.key.src_port == 5001).unwrap().class, 1);
+}

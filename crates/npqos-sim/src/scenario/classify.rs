@@ -1,6 +1,6 @@
 //! Scenario keys of service classification rules (`npqos_core::classify`): a `[[services]]`
-//! entry's `protocols`, `src_ports`, `dst_ports`, `ports`, `direction`, `src_prefixes` and
-//! `dst_prefixes`, and a list of inside
+//! entry's `protocols`, `src_ports`, `dst_ports`, `ports`, `direction`, `src_prefixes`,
+//! `dst_prefixes` and `dscp`, and a list of inside
 //! prefixes; read with every problem under its key path, and written back for
 //! `scenario.resolved.toml`.
 
@@ -9,8 +9,35 @@ use npqos_core::classify::{Direction, PortRange, Prefix, Rule};
 use npqos_core::id::ServiceId;
 
 /// The keys of a rule, in the order they are written back.
-pub(crate) const RULE_KEYS: [&str; 7] =
-    ["protocols", "src_ports", "dst_ports", "ports", "direction", "src_prefixes", "dst_prefixes"];
+pub(crate) const RULE_KEYS: [&str; 8] =
+    ["protocols", "src_ports", "dst_ports", "ports", "direction", "src_prefixes", "dst_prefixes", "dscp"];
+
+/// DSCP names a rule accepts beside numbers (RFC 2474 class selectors, RFC 2597 assured
+/// forwarding, RFC 3246 expedited forwarding).
+const DSCP_NAMES: [(&str, u8); 22] = [
+    ("cs0", 0),
+    ("cs1", 8),
+    ("cs2", 16),
+    ("cs3", 24),
+    ("cs4", 32),
+    ("cs5", 40),
+    ("cs6", 48),
+    ("cs7", 56),
+    ("af11", 10),
+    ("af12", 12),
+    ("af13", 14),
+    ("af21", 18),
+    ("af22", 20),
+    ("af23", 22),
+    ("af31", 26),
+    ("af32", 28),
+    ("af33", 30),
+    ("af41", 34),
+    ("af42", 36),
+    ("af43", 38),
+    ("ef", 46),
+    ("be", 0),
+];
 
 /// Protocol names a rule accepts beside numbers.
 const PROTOCOLS: [(&str, u8); 4] = [("icmp", 1), ("tcp", 6), ("udp", 17), ("icmpv6", 58)];
@@ -41,7 +68,12 @@ pub(crate) fn read_rule(r: &mut Reader, service: ServiceId, probs: &mut Vec<Prob
     };
     let src_prefixes = read_prefixes(r, "src_prefixes", probs);
     let dst_prefixes = read_prefixes(r, "dst_prefixes", probs);
-    Rule { service, protocols, src_ports, dst_ports, ports: either, direction, src_prefixes, dst_prefixes }
+    let dscp = list(r, "dscp", probs, "DSCP values (0-63) or names (\"ef\", \"af41\", \"cs1\", ...)", |v| match v {
+        toml::Value::Integer(i) => u8::try_from(*i).ok().filter(|&d| d <= 63),
+        toml::Value::String(s) => DSCP_NAMES.iter().find(|p| p.0 == s.to_ascii_lowercase()).map(|p| p.1),
+        _ => None,
+    });
+    Rule { service, protocols, src_ports, dst_ports, ports: either, direction, src_prefixes, dst_prefixes, dscp }
 }
 
 /// Whether a rule has any criterion (a rule without one matches every packet).
@@ -52,7 +84,8 @@ pub(crate) fn has_criteria(rule: &Rule) -> bool {
         && rule.ports.is_empty()
         && rule.direction == Direction::Any
         && rule.src_prefixes.is_empty()
-        && rule.dst_prefixes.is_empty())
+        && rule.dst_prefixes.is_empty()
+        && rule.dscp.is_empty())
 }
 
 /// Reads a list of address prefixes (`["10.0.0.0/8", "2001:db8::/32"]`).
@@ -83,6 +116,9 @@ pub(crate) fn write_rule(rule: &Rule, t: &mut toml::Table) {
                     .collect();
             t.insert(key.into(), toml::Value::Array(v));
         }
+    }
+    if !rule.dscp.is_empty() {
+        t.insert("dscp".into(), ints(rule.dscp.iter().map(|&d| d as i64).collect()));
     }
     for (key, nets) in [("src_prefixes", &rule.src_prefixes), ("dst_prefixes", &rule.dst_prefixes)] {
         if !nets.is_empty() {

@@ -33,6 +33,8 @@ pub struct CorpusPacket {
     pub ts: u64,
     pub len: u32,
     pub flow: FlowKey,
+    /// Its IP header's DSCP (0-63).
+    pub dscp: u8,
 }
 
 /// An aligned, gap-capped, merged set of captures in memory.
@@ -64,7 +66,7 @@ impl Corpus {
                 match decode(&rec) {
                     Ok(m) => {
                         order.push((out, fi as u32, idx));
-                        packets.push(CorpusPacket { ts: out, len: rec.orig_len, flow: m.flow });
+                        packets.push(CorpusPacket { ts: out, len: rec.orig_len, flow: m.flow, dscp: m.dscp });
                         idx += 1;
                     }
                     Err(_) => non_ip += 1,
@@ -174,7 +176,12 @@ mod tests {
         let packets = ts
             .iter()
             .enumerate()
-            .map(|(i, &t)| CorpusPacket { ts: t, len: 100, flow: FlowKey { src_port: i as u16, ..Default::default() } })
+            .map(|(i, &t)| CorpusPacket {
+                ts: t,
+                len: 100,
+                flow: FlowKey { src_port: i as u16, ..Default::default() },
+                dscp: 0,
+            })
             .collect::<Vec<_>>();
         Corpus {
             duration_ns: ts.last().unwrap() + 1,

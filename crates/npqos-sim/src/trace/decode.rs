@@ -23,6 +23,8 @@ pub struct PacketMeta {
     /// Bytes on the wire (the record's original length).
     pub wire_len: u32,
     pub flow: FlowKey,
+    /// The IP header's DSCP (0-63).
+    pub dscp: u8,
 }
 
 /// Why a record carried no IP packet.
@@ -49,14 +51,14 @@ pub fn decode(rec: &Record<'_>) -> Result<PacketMeta, NonIp> {
     let Some(p) = sliced else {
         return Err(NonIp::NotIp);
     };
-    let (src, dst, payload) = match &p.net {
+    let (src, dst, payload, dscp) = match &p.net {
         Some(LaxNetSlice::Ipv4(v4)) => {
             let h = v4.header();
-            (to16_v4(h.source()), to16_v4(h.destination()), v4.payload())
+            (to16_v4(h.source()), to16_v4(h.destination()), v4.payload(), h.dcp().value())
         }
         Some(LaxNetSlice::Ipv6(v6)) => {
             let h = v6.header();
-            (h.source(), h.destination(), v6.payload())
+            (h.source(), h.destination(), v6.payload(), h.traffic_class() >> 2)
         }
         None => return Err(NonIp::NotIp),
     };
@@ -72,6 +74,7 @@ pub fn decode(rec: &Record<'_>) -> Result<PacketMeta, NonIp> {
         ts: Instant::from_nanos(rec.ts_ns),
         wire_len: rec.orig_len,
         flow: FlowKey { src, dst, src_port: sp, dst_port: dp, proto, is_v6, zone: 0 },
+        dscp,
     })
 }
 

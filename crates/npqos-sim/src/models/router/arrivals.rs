@@ -23,7 +23,8 @@ enum Stream<'a> {
 }
 
 impl Iterator for Stream<'_> {
-    type Item = (u64, u32, FlowKey);
+    /// Time, length, flow, DSCP (synthetic packets: 0).
+    type Item = (u64, u32, FlowKey, u8);
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Stream::Synthetic(g, mix) => {
@@ -33,9 +34,9 @@ impl Iterator for Stream<'_> {
                     k.proto = m.protocol;
                     k.dst_port = m.port;
                 }
-                Some((a.ts, a.len, k))
+                Some((a.ts, a.len, k, 0))
             }
-            Stream::Corpus(o) => o.next().map(|c| (c.ts, c.len, c.flow)),
+            Stream::Corpus(o) => o.next().map(|c| (c.ts, c.len, c.flow, c.dscp)),
         }
     }
 }
@@ -115,11 +116,11 @@ impl Iterator for Prep<'_> {
         if self.done {
             return None;
         }
-        let Some((t, len, key)) = self.stream.next().filter(|a| a.0 < self.end) else {
+        let Some((t, len, key, dscp)) = self.stream.next().filter(|a| a.0 < self.end) else {
             self.done = true;
             return None;
         };
-        let Some(s) = self.classifier.classify(&key).map(|s| s.index()) else {
+        let Some(s) = self.classifier.classify_packet(&key, dscp).map(|s| s.index()) else {
             let row = self.index.row(&key, UNCLASSIFIED, len);
             return Some(Arrival { t, len, service: UNCLASSIFIED, eq: 0, hint: NO_HINT, actual: 0.0, key, row });
         };

@@ -52,7 +52,7 @@
 //! heavy_flows = 0             # past them, the heaviest by offered bytes (a sketch; 0: none)
 //! [[services]]                # default: one service "all"; the last without match keys takes the rest
 //! name = "web"
-//! ports = [80, 443]           # match keys as everest's: protocols, src_ports, dst_ports, ports, direction, src_prefixes, dst_prefixes
+//! ports = [80, 443]           # match keys as everest's: protocols, src_ports, dst_ports, ports, direction, src_prefixes, dst_prefixes, dscp
 //! tolerance = "2ms"           # D
 //! cost_alpha = "2us"          # predicted processing time alpha + beta x length
 //! cost_beta = "1ns"           # per byte

@@ -81,6 +81,10 @@ fn problems_name_their_keys() {
         "model = \"router\"\n[[services]]\nname = \"a\"\nsrc_prefixes = [\"198.18.0.0/33\"]\ndst_prefixes = \"10.0.0.0/8\"\n",
         &["services[0].src_prefixes[0]", "services[0].dst_prefixes"],
     );
+    assert_names(
+        "model = \"router\"\n[[services]]\nname = \"a\"\ndscp = [64, \"xx\"]\n",
+        &["services[0].dscp[0]", "services[0].dscp[1]"],
+    );
     assert_names("model = \"router\"\n[link]\nahead = 0\n", &["link.ahead"]);
     assert_names(
         "model = \"router\"\n[stats]\nflows = -1\nheavy_flows = \"many\"\nheavy = 3\n",
@@ -99,7 +103,7 @@ fn problems_name_their_keys() {
 /// A subscriber's prefixes match its packets in the router too, and are written back.
 #[test]
 fn prefixes_are_match_keys() {
-    let text = "model = \"router\"\n[[services]]\nname = \"sub1\"\nsrc_prefixes = [\"198.18.1.0/24\", \"2001:db8:1::/48\"]\n[[services]]\nname = \"rest\"\n";
+    let text = "model = \"router\"\n[[services]]\nname = \"sub1\"\nsrc_prefixes = [\"198.18.1.0/24\", \"2001:db8:1::/48\"]\ndscp = [\"af41\", 0]\n[[services]]\nname = \"rest\"\n";
     let r = spec(text);
     let rule = &r.params.services[0].rule;
     assert_eq!(
@@ -107,6 +111,7 @@ fn prefixes_are_match_keys() {
         ["198.18.1.0/24", "2001:db8:1::/48"]
     );
     assert!(rule.dst_prefixes.is_empty() && r.params.services[1].rule.src_prefixes.is_empty());
+    assert_eq!(rule.dscp, [34, 0]);
     let c = pipeline::classifier(&r.params).unwrap();
     let k = |s: &str| npqos_core::flow::FlowKey::new(s.parse().unwrap(), "198.19.0.1".parse().unwrap(), 17, 1, 2);
     assert_eq!(c.classify(&k("198.18.1.9")).map(|s| s.0), Some(0));
