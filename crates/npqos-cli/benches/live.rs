@@ -4,7 +4,8 @@
 //!
 //! `cargo bench -p npqos-cli --bench live`; `NPQOS_BIN=path` runs another `npqos` binary as the
 //! middle box (to time two builds against each other on one machine); `NPQOS_LIVE_BENCH` =
-//! `rates`, `flows` or `latency` runs one part (default: all); `NPQOS_LIVE_EXTRA` adds keys to
+//! `rates`, `flows`, `latency` or `tcp` (iperf3 with 8 and 64 TCP flows beside htb) runs one
+//! part (default: all); `NPQOS_LIVE_EXTRA` adds keys to
 //! every configuration's `[live]` (`reverse = "off"`: no way back, as before issue #41).
 
 #[cfg(target_os = "linux")]
@@ -49,6 +50,9 @@ fn main() {
     }
     if on("latency") {
         latency(&tag, mid_cpu);
+    }
+    if on("tcp") {
+        tcp_flows(&tag, mid_cpu);
     }
 }
 
@@ -231,6 +235,84 @@ fn npqos(bed: &Bed, mid_cpu: usize, dir: &Path, cfg: &str, secs: u64) -> Child {
         .arg(format!("{}s", secs + 2))
         .spawn()
         .unwrap()
+}
+
+/// iperf3 over TCP with 8 and 64 parallel flows, default offloads on the sender, each flow
+/// shaped to 10 Mbps: through npqos live (its per-flow rate) and through htb (a class per
+/// client port, `--cport`, a bfifo of 64 KiB under each). Per flow, the goodput at the
+/// receiver in frame bytes (x 1514 / 1448: a 1,448 B segment with TCP timestamps is a 1,514 B
+/// frame), over 8 s after the first 2 (`-O 2` leaves out slow start); the spread and the
+/// retransmissions.
+#[cfg(target_os = "linux")]
+fn tcp_flows(tag: &str, mid_cpu: usize) {
+    if Command::new("iperf3").arg("--version").output().map_or(true, |o| !o.status.success()) {
+        println!("SKIPPED the TCP benchmark: no iperf3 (apt-get install iperf3)");
+        return;
+    }
+    println!("\n| setup | flows | per-flow rate in frame bytes, min / median / max | worst error | retransmits |");
+    println!("|---|---|---|---|---|");
+    for flows in [8u32, 64] {
+        for shaper in ["npqos live", "htb"] {
+            let bed = Bed::new(&format!("{tag}t{flows}{}", &shaper[..1])).unwrap();
+            // The receiver's stack answers at 198.18.0.2, found through the middle (ARP).
+            netns::sh(&["ip", "-n", &bed.rcv, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
+            netns::sh(&["ip", "-n", &bed.snd, "neigh", "del", "198.18.0.2", "dev", "s0"]).unwrap();
+            let d = tempfile::tempdir().unwrap();
+            let child = match shaper {
+                "htb" => {
+                    bed.kernel_htb_tcp(flows, 40000, 10_000_000, 65536).unwrap();
+                    None
+                }
+                _ => Some(npqos(
+                    &bed,
+                    mid_cpu,
+                    d.path(),
+                    &format!("{}[shaper]\nflow_rate = \"10Mbps\"\n[table]\nqueue_limit = \"64KiB\"\n", base()),
+                    12,
+                )),
+            };
+            let mut server = Command::new("ip")
+                .args(["netns", "exec", &bed.rcv, "iperf3", "-s", "-1", "-B", "198.18.0.2", "-p", "5201"])
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .unwrap();
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            let n = flows.to_string();
+            let o = Command::new("ip")
+                .args(["netns", "exec", &bed.snd, "iperf3", "-c", "198.18.0.2", "-p", "5201", "-P", &n])
+                .args(["-t", "10", "-O", "2", "--cport", "40000", "-J"])
+                .output()
+                .unwrap();
+            let _ = server.kill();
+            let _ = server.wait();
+            if let Some(mut c) = child {
+                // SAFETY: kill(2) on our own child's pid.
+                unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGINT) };
+                let _ = c.wait();
+            }
+            let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+            let streams = j["end"]["streams"].as_array().cloned().unwrap_or_default();
+            let mut rates: Vec<f64> = streams
+                .iter()
+                .map(|s| s["receiver"]["bits_per_second"].as_f64().unwrap_or(0.0) * 1514.0 / 1448.0 / 1e6)
+                .collect();
+            rates.sort_by(f64::total_cmp);
+            let retrans: i64 = streams.iter().map(|s| s["sender"]["retransmits"].as_i64().unwrap_or(0)).sum();
+            if rates.len() != flows as usize {
+                let out = String::from_utf8_lossy(&o.stdout);
+                let why = j["error"].as_str().map_or_else(|| out.chars().take(300).collect(), String::from);
+                println!("| {shaper} | {flows} | iperf3 gave {} streams: {why} | | |", rates.len());
+                continue;
+            }
+            let err = rates.iter().map(|r| (r / 10.0 - 1.0).abs() * 100.0).fold(0.0, f64::max);
+            println!(
+                "| {shaper} | {flows} | {:.3} / {:.3} / {:.3} Mbps | {err:.2}% | {retrans} |",
+                rates[0],
+                rates[rates.len() / 2],
+                rates[rates.len() - 1]
+            );
+        }
+    }
 }
 
 /// Eight flows offered 20 Mbps, shaped to 10 Mbps: npqos live, then htb.

@@ -124,6 +124,53 @@ impl Bed {
         r.map(|_| ())
     }
 
+    /// The kernel's htb on a bridge in the middle namespace for TCP: `flows` classes of
+    /// `rate_bps` each (a bfifo of `limit` bytes under each), the flow of class i the one whose
+    /// client port is `first_port + i` (the data from the client, matched by TCP source port),
+    /// anything else in an unshaped default class. What npqos live's per-flow rate is for a
+    /// client whose ports are known (`iperf3 --cport`).
+    pub fn kernel_htb_tcp(&self, flows: u32, first_port: u16, rate_bps: u64, limit: u64) -> Result<(), String> {
+        let m = &self.mid;
+        for args in [
+            &["link", "add", "br0", "type", "bridge"][..],
+            &["link", "set", "in0", "master", "br0"],
+            &["link", "set", "out0", "master", "br0"],
+            &["link", "set", "br0", "up"],
+        ] {
+            let mut a = vec!["ip", "-n", m];
+            a.extend_from_slice(args);
+            sh(&a)?;
+        }
+        let mut batch = String::from(
+            "qdisc add dev out0 root handle 1: htb default ffff
+",
+        );
+        batch.push_str(
+            "class add dev out0 parent 1: classid 1:ffff htb rate 10gbit
+",
+        );
+        for i in 0..flows {
+            let (c, port) = (i + 1, first_port as u32 + i);
+            batch.push_str(&format!(
+                "class add dev out0 parent 1: classid 1:{c:x} htb rate {rate_bps}bit ceil {rate_bps}bit
+"
+            ));
+            batch.push_str(&format!(
+                "qdisc add dev out0 parent 1:{c:x} bfifo limit {limit}
+"
+            ));
+            batch.push_str(&format!(
+                "filter add dev out0 parent 1: prio 1 protocol ip u32 match ip protocol 6 0xff match ip sport {port} 0xffff flowid 1:{c:x}
+"
+            ));
+        }
+        let path = std::env::temp_dir().join(format!("{}-tcp-tc.batch", self.mid));
+        std::fs::write(&path, batch).map_err(|e| e.to_string())?;
+        let r = sh(&["tc", "-n", m, "-batch", &path.display().to_string()]);
+        let _ = std::fs::remove_file(&path);
+        r.map(|_| ())
+    }
+
     /// Frames htb dropped on `out0` (its qdiscs' drop counters).
     pub fn htb_drops(&self) -> u64 {
         let s = sh(&["tc", "-n", &self.mid, "-s", "qdisc", "show", "dev", "out0"]).unwrap_or_default();
