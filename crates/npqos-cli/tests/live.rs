@@ -259,6 +259,24 @@ fn npqos_live_shapes_8_flows_to_their_rate_beside_htb() {
     }
 }
 
+/// npqos live on `bed` for 5 s with the 32 KiB queue limit and `services` (`[[services]]`
+/// tables), the bed's 8 UDP flows through it: frames sent, what arrived, the results'
+/// summary.json and classes.csv.
+fn with_services(bed: &Bed, services: &str) -> (u64, Received, serde_json::Value, String) {
+    let (dir, mut child) = start_live(
+        bed,
+        &format!(
+            "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"5s\"\n[table]\nblocks = 65536\nqueue_limit = \"{LIMIT}B\"\n{services}"
+        ),
+    );
+    let out = dir.path().join("out");
+    let (sent, _, got) = offer(bed);
+    let status = child.wait().unwrap();
+    assert!(status.success(), "npqos live exited with {status}");
+    let classes = std::fs::read_to_string(out.join("classes.csv")).unwrap();
+    (sent.iter().sum(), got, summary_of(&out), classes)
+}
+
 /// The router's `[[services]]` on the wire: flows 0-3 (destination ports 10000-10003) in
 /// `gold` at 10 Mbps each, flows 4-7 in `bronze` at 5 Mbps each, every flow offered 20 Mbps;
 /// each flow within 2% of its service's rate, none reordered, every frame accounted, a class
@@ -266,22 +284,13 @@ fn npqos_live_shapes_8_flows_to_their_rate_beside_htb() {
 #[test]
 fn services_shape_each_flow_to_its_services_rate() {
     let Some((_one_bed, bed)) = one_bed("npqos live services namespace test", "sv") else { return };
-    let (dir, mut child) = start_live(
+    let (total, got, summary, classes) = with_services(
         &bed,
-        &format!(
-            "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"5s\"\n[table]\nblocks = 65536\nqueue_limit = \"{LIMIT}B\"\n\
-             [[services]]\nname = \"gold\"\nprotocols = [\"udp\"]\ndst_ports = [\"10000-10003\"]\nrate = \"10Mbps\"\n\
-             [[services]]\nname = \"bronze\"\nprotocols = [\"udp\"]\nrate = \"5Mbps\"\n"
-        ),
+        "[[services]]\nname = \"gold\"\nprotocols = [\"udp\"]\ndst_ports = [\"10000-10003\"]\nrate = \"10Mbps\"\n\
+         [[services]]\nname = \"bronze\"\nprotocols = [\"udp\"]\nrate = \"5Mbps\"\n",
     );
-    let out = dir.path().join("out");
-    let (sent, _, got) = offer(&bed);
-    let status = child.wait().unwrap();
-    assert!(status.success(), "npqos live exited with {status}");
-    let summary = summary_of(&out);
     let sc = &summary["runs"][0]["scalars"];
     let dropped = dropped_all(sc);
-    let total: u64 = sent.iter().sum();
     let received: u64 = got.flows.values().map(|f| f.frames).sum();
     println!("services: sent {total}, received {received}, dropped {dropped}, other frames {}", got.other_frames);
     for i in 0..FLOWS {
@@ -294,7 +303,6 @@ fn services_shape_each_flow_to_its_services_rate() {
     assert_eq!(total, received + dropped as u64, "every frame accounted for");
     assert_eq!(sc["flow_rate_configured.gold"].as_f64(), Some(10.0));
     assert_eq!(sc["flow_rate_configured.bronze"].as_f64(), Some(5.0));
-    let classes = std::fs::read_to_string(out.join("classes.csv")).unwrap();
     for name in ["gold", "bronze", "unmatched"] {
         assert!(classes.contains(&format!(",{name},")), "{name} in {classes}");
     }
@@ -307,20 +315,11 @@ fn services_shape_each_flow_to_its_services_rate() {
 #[test]
 fn a_subscribers_flows_share_its_rate_equally() {
     let Some((_one_bed, bed)) = one_bed("npqos live subscriber namespace test", "sb") else { return };
-    let (dir, mut child) = start_live(
+    let (total, got, summary, _) = with_services(
         &bed,
-        &format!(
-            "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"5s\"\n[table]\nblocks = 65536\nqueue_limit = \"{LIMIT}B\"\n\
-             [[services]]\nname = \"subscribers\"\nprotocols = [\"udp\"]\nrate = \"8Mbps\"\nrate_per = \"src\"\n"
-        ),
+        "[[services]]\nname = \"subscribers\"\nprotocols = [\"udp\"]\nrate = \"8Mbps\"\nrate_per = \"src\"\n",
     );
-    let out = dir.path().join("out");
-    let (sent, _, got) = offer(&bed);
-    let status = child.wait().unwrap();
-    assert!(status.success(), "npqos live exited with {status}");
-    let summary = summary_of(&out);
     let dropped = dropped_all(&summary["runs"][0]["scalars"]);
-    let total: u64 = sent.iter().sum();
     let received: u64 = got.flows.values().map(|f| f.frames).sum();
     let rates: Vec<f64> = (0..FLOWS).map(|i| got.flows.get(&i).and_then(|f| f.rate_bps()).unwrap_or(0.0)).collect();
     let sum: f64 = rates.iter().sum();
