@@ -239,80 +239,141 @@ fn npqos(bed: &Bed, mid_cpu: usize, dir: &Path, cfg: &str, secs: u64) -> Child {
 
 /// iperf3 over TCP with 8 and 64 parallel flows, default offloads on the sender, each flow
 /// shaped to 10 Mbps: through npqos live (its per-flow rate) and through htb (a class per
-/// client port, `--cport`, a bfifo of 64 KiB under each). Per flow, the goodput at the
-/// receiver in frame bytes (x 1514 / 1448: a 1,448 B segment with TCP timestamps is a 1,514 B
-/// frame), over 8 s after the first 2 (`-O 2` leaves out slow start); the spread and the
-/// retransmissions.
+/// client port, `--cport`, a bfifo of 64 KiB under each; the bridge's work on its CPU, the
+/// endpoints' processes and stacks on the other: [`Bed::steer`]), with CUBIC (most distributions'
+/// default) and with BBR (this VM's), `NPQOS_LIVE_TCP_RUNS` runs of each (default 3). Per flow,
+/// the goodput at the receiver in frame bytes (x 1514 / 1448: a 1,448 B segment with TCP
+/// timestamps is a 1,514 B frame), over 8 s after the first 2 (`-O 2` leaves out slow start);
+/// the spread and the retransmissions; for npqos live, the share of its 100 ms samples in the
+/// measured 8 s in which some flow's queue was empty (the sender did not offer: what the
+/// shaper cannot make up).
 #[cfg(target_os = "linux")]
 fn tcp_flows(tag: &str, mid_cpu: usize) {
     if Command::new("iperf3").arg("--version").output().map_or(true, |o| !o.status.success()) {
         println!("SKIPPED the TCP benchmark: no iperf3 (apt-get install iperf3)");
         return;
     }
-    println!("\n| setup | flows | per-flow rate in frame bytes, min / median / max | worst error | retransmits |");
-    println!("|---|---|---|---|---|");
+    let runs: u32 = std::env::var("NPQOS_LIVE_TCP_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    println!(
+        "\n| setup | congestion control | flows | run | per-flow rate in frame bytes, min / median / max | worst error | retransmits | samples with an empty queue |"
+    );
+    println!("|---|---|---|---|---|---|---|---|");
     for flows in [8u32, 64] {
-        for shaper in ["npqos live", "htb"] {
-            let bed = Bed::new(&format!("{tag}t{flows}{}", &shaper[..1])).unwrap();
-            // The receiver's stack answers at 198.18.0.2, found through the middle (ARP).
-            netns::sh(&["ip", "-n", &bed.rcv, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
-            netns::sh(&["ip", "-n", &bed.snd, "neigh", "del", "198.18.0.2", "dev", "s0"]).unwrap();
-            let d = tempfile::tempdir().unwrap();
-            let child = match shaper {
-                "htb" => {
-                    bed.kernel_htb_tcp(flows, 40000, 10_000_000, 65536).unwrap();
-                    None
+        for cc in ["cubic", "bbr"] {
+            for run in 1..=runs {
+                for shaper in ["npqos live", "htb"] {
+                    tcp_run(tag, mid_cpu, flows, cc, run, shaper);
                 }
-                _ => Some(npqos(
-                    &bed,
-                    mid_cpu,
-                    d.path(),
-                    &format!("{}[shaper]\nflow_rate = \"10Mbps\"\n[table]\nqueue_limit = \"64KiB\"\n", base()),
-                    12,
-                )),
-            };
-            let mut server = Command::new("ip")
-                .args(["netns", "exec", &bed.rcv, "iperf3", "-s", "-1", "-B", "198.18.0.2", "-p", "5201"])
-                .stdout(std::process::Stdio::null())
-                .spawn()
-                .unwrap();
-            std::thread::sleep(std::time::Duration::from_millis(500));
-            let n = flows.to_string();
-            let o = Command::new("ip")
-                .args(["netns", "exec", &bed.snd, "iperf3", "-c", "198.18.0.2", "-p", "5201", "-P", &n])
-                .args(["-t", "10", "-O", "2", "--cport", "40000", "-J"])
-                .output()
-                .unwrap();
-            let _ = server.kill();
-            let _ = server.wait();
-            if let Some(mut c) = child {
-                // SAFETY: kill(2) on our own child's pid.
-                unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGINT) };
-                let _ = c.wait();
             }
-            let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
-            let streams = j["end"]["streams"].as_array().cloned().unwrap_or_default();
-            let mut rates: Vec<f64> = streams
-                .iter()
-                .map(|s| s["receiver"]["bits_per_second"].as_f64().unwrap_or(0.0) * 1514.0 / 1448.0 / 1e6)
-                .collect();
-            rates.sort_by(f64::total_cmp);
-            let retrans: i64 = streams.iter().map(|s| s["sender"]["retransmits"].as_i64().unwrap_or(0)).sum();
-            if rates.len() != flows as usize {
-                let out = String::from_utf8_lossy(&o.stdout);
-                let why = j["error"].as_str().map_or_else(|| out.chars().take(300).collect(), String::from);
-                println!("| {shaper} | {flows} | iperf3 gave {} streams: {why} | | |", rates.len());
-                continue;
-            }
-            let err = rates.iter().map(|r| (r / 10.0 - 1.0).abs() * 100.0).fold(0.0, f64::max);
-            println!(
-                "| {shaper} | {flows} | {:.3} / {:.3} / {:.3} Mbps | {err:.2}% | {retrans} |",
-                rates[0],
-                rates[rates.len() / 2],
-                rates[rates.len() - 1]
-            );
         }
     }
+}
+
+/// One row of [`tcp_flows`].
+#[cfg(target_os = "linux")]
+fn tcp_run(tag: &str, mid_cpu: usize, flows: u32, cc: &str, run: u32, shaper: &str) {
+    let bed = Bed::new(&format!("{tag}t{flows}{}", &shaper[..1])).unwrap();
+    // The endpoints (iperf3 and their stacks) on the other CPU, the bridge on its own.
+    let end_cpu = if mid_cpu == 0 { 1 } else { 0 };
+    bed.steer(end_cpu, mid_cpu).unwrap();
+    let pin = end_cpu.to_string();
+    // The receiver's stack answers at 198.18.0.2, found through the middle (ARP).
+    netns::sh(&["ip", "-n", &bed.rcv, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
+    netns::sh(&["ip", "-n", &bed.snd, "neigh", "del", "198.18.0.2", "dev", "s0"]).unwrap();
+    let d = tempfile::tempdir().unwrap();
+    let child = match shaper {
+        "htb" => {
+            bed.kernel_htb_tcp(flows, 40000, 10_000_000, 65536).unwrap();
+            None
+        }
+        _ => Some(npqos(
+            &bed,
+            mid_cpu,
+            d.path(),
+            &format!("{}[shaper]\nflow_rate = \"10Mbps\"\n[table]\nqueue_limit = \"64KiB\"\n", base()),
+            12,
+        )),
+    };
+    let mut server = Command::new("ip")
+        .args(["netns", "exec", &bed.rcv, "taskset", "-c", &pin, "iperf3", "-s", "-1", "-B", "198.18.0.2"])
+        .args(["-p", "5201"])
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let n = flows.to_string();
+    let o = Command::new("ip")
+        .args([
+            "netns",
+            "exec",
+            &bed.snd,
+            "taskset",
+            "-c",
+            &pin,
+            "iperf3",
+            "-c",
+            "198.18.0.2",
+            "-p",
+            "5201",
+            "-P",
+            &n,
+            "-C",
+            cc,
+        ])
+        .args(["-t", "10", "-O", "2", "--cport", "40000", "-J"])
+        .output()
+        .unwrap();
+    let _ = server.kill();
+    let _ = server.wait();
+    let mut empty = String::from("n/a");
+    if let Some(mut c) = child {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGINT) };
+        let _ = c.wait();
+        empty = empty_queue_share(&d.path().join("out/series.csv"), flows);
+    }
+    let j: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap_or_default();
+    let streams = j["end"]["streams"].as_array().cloned().unwrap_or_default();
+    let mut rates: Vec<f64> = streams
+        .iter()
+        .map(|s| s["receiver"]["bits_per_second"].as_f64().unwrap_or(0.0) * 1514.0 / 1448.0 / 1e6)
+        .collect();
+    rates.sort_by(f64::total_cmp);
+    let retrans: i64 = streams.iter().map(|s| s["sender"]["retransmits"].as_i64().unwrap_or(0)).sum();
+    if rates.len() != flows as usize {
+        let out = String::from_utf8_lossy(&o.stdout);
+        let why = j["error"].as_str().map_or_else(|| out.chars().take(300).collect(), String::from);
+        println!("| {shaper} | {cc} | {flows} | {run} | iperf3 gave {} streams: {why} | | | |", rates.len());
+        return;
+    }
+    let err = rates.iter().map(|r| (r / 10.0 - 1.0).abs() * 100.0).fold(0.0, f64::max);
+    println!(
+        "| {shaper} | {cc} | {flows} | {run} | {:.3} / {:.3} / {:.3} Mbps | {err:.2}% | {retrans} | {empty} |",
+        rates[0],
+        rates[rates.len() / 2],
+        rates[rates.len() - 1]
+    );
+}
+
+/// The share of npqos live's 100 ms samples between 2.5 s and 10.5 s of its run (iperf3's
+/// measured seconds, after its 0.5 s start and 2 s left out) in which fewer than `flows`
+/// flows had frames queued.
+#[cfg(target_os = "linux")]
+fn empty_queue_share(series: &Path, flows: u32) -> String {
+    let text = std::fs::read_to_string(series).unwrap_or_default();
+    let samples: Vec<f64> = text
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            let t: f64 = f.get(3)?.parse().ok()?;
+            (f.get(2) == Some(&"active_flows") && (2.5..10.5).contains(&t)).then(|| f.get(4)?.parse().ok())?
+        })
+        .collect();
+    if samples.is_empty() {
+        return "no samples".into();
+    }
+    let short = samples.iter().filter(|&&a| a < f64::from(flows)).count();
+    format!("{:.0}% of {}", 100.0 * short as f64 / samples.len() as f64, samples.len())
 }
 
 /// Eight flows offered 20 Mbps, shaped to 10 Mbps: npqos live, then htb.

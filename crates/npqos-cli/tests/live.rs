@@ -336,6 +336,59 @@ fn a_subscribers_flows_share_its_rate_equally() {
     assert_eq!(total, received + dropped as u64, "every frame accounted for");
 }
 
+/// Two subscribers on the wire (`rate_per = "src"`, 6 Mbps each): subscriber A (198.18.0.1)
+/// sends flows 0-5, subscriber B (198.18.0.3, a second address on the sender) flows 6-7, every
+/// flow offered 20 Mbps. Each subscriber within 2% of 6 Mbps, whatever its number of flows (host
+/// isolation, as cake's and LibreQoS's): A's flows within 5% of 1 Mbps each, B's within 5% of 3;
+/// none reordered, every frame accounted.
+#[test]
+fn two_subscribers_each_get_their_rate_whatever_their_flows() {
+    let Some((_one_bed, bed)) = one_bed("npqos live two-subscriber namespace test", "s2") else { return };
+    let b = std::net::Ipv4Addr::new(198, 18, 0, 3);
+    netns::sh(&["ip", "-n", &bed.snd, "addr", "add", "198.18.0.3/24", "dev", "s0"]).unwrap();
+    let (dir, mut child) = start_live(
+        &bed,
+        &format!(
+            "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"5s\"\n[table]\nblocks = 65536\nqueue_limit = \"{LIMIT}B\"\n\
+             [[services]]\nname = \"subscribers\"\nprotocols = [\"udp\"]\nrate = \"6Mbps\"\nrate_per = \"src\"\n"
+        ),
+    );
+    let out = dir.path().join("out");
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let rcv = netns::in_ns(&bed.rcv, move || netns::receive("r0", &s2));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let srcs: Vec<std::net::Ipv4Addr> = (0..FLOWS).map(|i| if i < 6 { netns::SENDER_IP } else { b }).collect();
+    let snd =
+        netns::in_ns(&bed.snd, move || netns::send_udp_from(&srcs, netns::RECEIVER_IP, OFFERED, PAYLOAD, SEND_NS));
+    let off = snd.join().unwrap().unwrap().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    stop.store(true, Ordering::Relaxed);
+    let got = rcv.join().unwrap().unwrap().unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success(), "npqos live exited with {status}");
+    let summary = summary_of(&out);
+    let dropped = dropped_all(&summary["runs"][0]["scalars"]);
+    let received: u64 = got.flows.values().map(|f| f.frames).sum();
+    let total: u64 = off.sent.iter().sum();
+    let rates: Vec<f64> =
+        (0..FLOWS).map(|i| got.flows.get(&i).and_then(|f| f.rate_bps()).unwrap_or(0.0) / 1e6).collect();
+    let (a, bb) = (rates[..6].iter().sum::<f64>(), rates[6..].iter().sum::<f64>());
+    println!(
+        "two subscribers at 6 Mbps: A (6 flows) {a:.3} Mbps, B (2 flows) {bb:.3} Mbps; flows {}; sent {total}, received {received}, dropped {dropped}",
+        rates.iter().map(|r| format!("{r:.3}")).collect::<Vec<_>>().join(" ")
+    );
+    for (name, sum) in [("A", a), ("B", bb)] {
+        assert!((sum / 6.0 - 1.0).abs() < 0.02, "subscriber {name} at {sum:.3} Mbps, not within 2% of 6");
+    }
+    for (i, r) in rates.iter().enumerate() {
+        let share = if i < 6 { 1.0 } else { 3.0 };
+        assert!((r / share - 1.0).abs() < 0.05, "flow {i} at {r:.3} Mbps, not within 5% of its share {share}");
+        assert_eq!(got.flows[&(i as u32)].reordered, 0, "flow {i} reordered");
+    }
+    assert_eq!(total, received + dropped as u64, "every frame accounted for");
+}
+
 fn live_cmd(cfg: &str) -> std::process::Output {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("c.toml");
@@ -750,13 +803,8 @@ fn an_interface_that_disappears_ends_the_run_with_exit_2() {
 fn ipv6_neighbour_discovery_udp_and_tcp_through_the_bridge() {
     let Some((_one_bed, bed)) = one_bed("IPv6", "v") else { return };
     let (s, r) = (bed.snd.clone(), bed.rcv.clone());
-    for (ns, i, a) in [(&s, "s0", "2001:2::1/64"), (&r, "r0", "2001:2::2/64")] {
-        for k in ["all", "default", i] {
-            netns::sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", &format!("net.ipv6.conf.{k}.disable_ipv6=0")])
-                .unwrap();
-        }
-        netns::sh(&["ip", "-n", ns, "-6", "addr", "add", a, "dev", i, "nodad"]).unwrap();
-    }
+    enable_ipv6(&s, "s0", "2001:2::1/64");
+    enable_ipv6(&r, "r0", "2001:2::2/64");
     let (dir, mut child) = start_live(
         &bed,
         "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"4s\"\n[shaper]\nflow_rate = \"200Mbps\"\n",
@@ -834,6 +882,189 @@ fn ipv6_neighbour_discovery_udp_and_tcp_through_the_bridge() {
     assert_eq!(tcp_got, Ok(BYTES), "every byte, intact");
     assert!(get("rx_checksums_completed") > 0.0);
     assert_eq!(get("frames_in"), get("frames_out") + get("queued_at_end"));
+}
+
+/// Enables IPv6 on `dev` in `ns` (the bed turns it off) with `addr`, no duplicate detection.
+fn enable_ipv6(ns: &str, dev: &str, addr: &str) {
+    for k in ["all", "default", dev] {
+        netns::sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", &format!("net.ipv6.conf.{k}.disable_ipv6=0")]).unwrap();
+    }
+    netns::sh(&["ip", "-n", ns, "-6", "addr", "add", addr, "dev", dev, "nodad"]).unwrap();
+}
+
+/// What a UDP socket application received of one flow: frame bytes (the datagram plus its
+/// UDP, IP and Ethernet headers), the first datagram's, the times of the first and the last,
+/// and datagrams that came after a later one of their flow.
+#[derive(Clone, Copy, Debug, Default)]
+struct SocketFlow {
+    bytes: u64,
+    first_len: u64,
+    first_ns: u64,
+    last_ns: u64,
+    next: u32,
+    reordered: u64,
+}
+
+impl SocketFlow {
+    fn rate_mbps(&self) -> f64 {
+        (self.bytes - self.first_len) as f64 * 8e3 / (self.last_ns.saturating_sub(self.first_ns)).max(1) as f64
+    }
+}
+
+/// A UDP socket application's receive side: a socket per address in `at`, counted until
+/// `stop` (each datagram starts with its flow's sequence number).
+fn socket_sink(at: Vec<std::net::SocketAddr>, stop: Arc<AtomicBool>) -> Result<Vec<SocketFlow>, String> {
+    let socks: Vec<std::net::UdpSocket> = at
+        .iter()
+        .map(|a| {
+            let u = std::net::UdpSocket::bind(a).map_err(|e| format!("{a}: {e}"))?;
+            u.set_nonblocking(true).map_err(|e| e.to_string())?;
+            Ok(u)
+        })
+        .collect::<Result<_, String>>()?;
+    let t0 = std::time::Instant::now();
+    let mut flows = vec![SocketFlow::default(); at.len()];
+    let mut buf = vec![0u8; 2048];
+    while !stop.load(Ordering::Relaxed) {
+        let mut any = false;
+        for (i, u) in socks.iter().enumerate() {
+            while let Ok(n) = u.recv(&mut buf) {
+                any = true;
+                let now = t0.elapsed().as_nanos() as u64;
+                let frame = (n + 8 + if at[i].is_ipv4() { 20 } else { 40 } + 14) as u64;
+                let seq = u32::from_be_bytes(buf[..4].try_into().unwrap());
+                let f = &mut flows[i];
+                if f.bytes == 0 {
+                    (f.first_len, f.first_ns) = (frame, now);
+                }
+                f.reordered += (seq < f.next) as u64;
+                f.next = f.next.max(seq + 1);
+                f.bytes += frame;
+                f.last_ns = now;
+            }
+        }
+        if !any {
+            std::thread::sleep(std::time::Duration::from_micros(100));
+        }
+    }
+    Ok(flows)
+}
+
+/// A UDP socket application's send side: from `from` to each address of `to`, datagrams of
+/// `payload` bytes starting with their flow's sequence number, each flow at `frame_bps` of
+/// frame bytes, round robin, for `secs`.
+fn socket_source(
+    from: std::net::IpAddr,
+    to: Vec<std::net::SocketAddr>,
+    frame_bps: f64,
+    payload: usize,
+    secs: f64,
+) -> Result<(), String> {
+    let u = std::net::UdpSocket::bind((from, 0)).map_err(|e| format!("{from}: {e}"))?;
+    let frame = (payload + 8 + if from.is_ipv4() { 20 } else { 40 } + 14) as f64;
+    let round = std::time::Duration::from_secs_f64(frame * 8.0 / frame_bps);
+    let mut d = vec![0u8; payload];
+    let t0 = std::time::Instant::now();
+    let mut seq = 0u32;
+    while t0.elapsed().as_secs_f64() < secs {
+        for a in &to {
+            d[..4].copy_from_slice(&seq.to_be_bytes());
+            // A full socket buffer (ENOBUFS) loses that datagram, as for any application.
+            let _ = u.send_to(&d, a);
+        }
+        seq += 1;
+        let due = round * seq;
+        if let Some(wait) = due.checked_sub(t0.elapsed()) {
+            std::thread::sleep(wait);
+        }
+    }
+    Ok(())
+}
+
+/// UDP socket applications through npqos live both ways at once, over IPv4 and IPv6 at once,
+/// default offloads, neighbours found through the bridge (ARP, neighbour discovery): from the
+/// sender 4 IPv4 and 4 IPv6 flows offered 20 Mbps each and shaped to 10 Mbps (`[shaper]`),
+/// from the receiver back 4 + 4 offered 10 Mbps and shaped to 5 Mbps (`[reverse.shaper]`).
+/// Each flow reaches its application within 2% of its direction's rate in frame bytes, in
+/// order; each direction accounts for every frame.
+#[test]
+fn udp_socket_applications_get_their_rate_both_ways_over_ipv4_and_ipv6() {
+    use std::net::{IpAddr, SocketAddr};
+    let Some((_one_bed, bed)) = one_bed("UDP both ways, IPv4 and IPv6", "u") else { return };
+    let (s, r) = (bed.snd.clone(), bed.rcv.clone());
+    netns::sh(&["ip", "-n", &r, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
+    netns::sh(&["ip", "-n", &s, "neigh", "del", "198.18.0.2", "dev", "s0"]).unwrap();
+    enable_ipv6(&s, "s0", "2001:2::1/64");
+    enable_ipv6(&r, "r0", "2001:2::2/64");
+    let (dir, mut child) = start_live(
+        &bed,
+        "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"30s\"\n\
+         [shaper]\nflow_rate = \"10Mbps\"\n[table]\nqueue_limit = \"32KiB\"\n\
+         [reverse.shaper]\nflow_rate = \"5Mbps\"\n[reverse.table]\nqueue_limit = \"32KiB\"\n",
+    );
+    // Neighbours first, so that no flow's first datagrams wait on ARP or discovery.
+    for (ns, to) in [(&s, "198.18.0.2"), (&s, "2001:2::2"), (&r, "198.18.0.1"), (&r, "2001:2::1")] {
+        let p = netns::sh(&["ip", "netns", "exec", ns, "ping", "-c", "1", "-W", "2", to]);
+        assert!(p.is_ok(), "ping {to} through the bridge: {p:?}");
+    }
+    let addrs = |v4: &str, v6: &str, port: u16| -> Vec<SocketAddr> {
+        let (a4, a6): (IpAddr, IpAddr) = (v4.parse().unwrap(), v6.parse().unwrap());
+        (0..4)
+            .map(|i| SocketAddr::new(a4, port + i))
+            .chain((0..4).map(|i| SocketAddr::new(a6, port + 100 + i)))
+            .collect()
+    };
+    let (way_in, way_back) = (addrs("198.18.0.2", "2001:2::2", 21_000), addrs("198.18.0.1", "2001:2::1", 22_000));
+    let stop = Arc::new(AtomicBool::new(false));
+    let (st1, st2) = (stop.clone(), stop.clone());
+    let (wi, wb) = (way_in.clone(), way_back.clone());
+    let sink_in = netns::in_ns(&r, move || socket_sink(wi, st1));
+    let sink_back = netns::in_ns(&s, move || socket_sink(wb, st2));
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    let mut sources = Vec::new();
+    for (ns, from, to, bps) in [
+        (&s, "198.18.0.1", &way_in[..4], 20e6),
+        (&s, "2001:2::1", &way_in[4..], 20e6),
+        (&r, "198.18.0.2", &way_back[..4], 10e6),
+        (&r, "2001:2::2", &way_back[4..], 10e6),
+    ] {
+        let (from, to): (IpAddr, Vec<SocketAddr>) = (from.parse().unwrap(), to.to_vec());
+        sources.push(netns::in_ns(ns, move || socket_source(from, to, bps, PAYLOAD, 3.0)));
+    }
+    for h in sources {
+        h.join().unwrap().unwrap().expect("a UDP sender");
+    }
+    std::thread::sleep(std::time::Duration::from_millis(400));
+    stop.store(true, Ordering::Relaxed);
+    let got_in = sink_in.join().unwrap().unwrap().unwrap();
+    let got_back = sink_back.join().unwrap().unwrap().unwrap();
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    assert_eq!(child.wait().unwrap().code(), Some(130));
+    let summary = summary_of(&dir.path().join("out"));
+    for run in summary["runs"].as_array().unwrap() {
+        let sc = &run["scalars"];
+        let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
+        assert_eq!(
+            get("frames_in"),
+            get("frames_out") + dropped_all(sc) + get("queued_at_end"),
+            "{}: every frame accounted",
+            run["label"]
+        );
+    }
+    for (name, got, want) in [("way in", &got_in, 10.0), ("way back", &got_back, 5.0)] {
+        let rates: Vec<f64> = got.iter().map(SocketFlow::rate_mbps).collect();
+        println!(
+            "UDP sockets {name}: IPv4 flows {:.3?} Mbps, IPv6 flows {:.3?} Mbps (shaped to {want})",
+            &rates[..4],
+            &rates[4..]
+        );
+        for (i, (f, r)) in got.iter().zip(&rates).enumerate() {
+            let v = if i < 4 { "IPv4" } else { "IPv6" };
+            assert!((r / want - 1.0).abs() < 0.02, "{name} {v} flow {i}: {r:.3} Mbps, not within 2% of {want}");
+            assert_eq!(f.reordered, 0, "{name} {v} flow {i} reordered");
+        }
+    }
 }
 
 /// Both ways shaped, each by its own configuration: 4 UDP flows from the sender offered
@@ -925,10 +1156,12 @@ fn iperf3() -> Result<(), String> {
 }
 
 /// iperf3 over TCP through npqos live, default offloads, every flow shaped to 10 Mbps each
-/// way: 8 parallel flows from the client to the server (the way in), then 8 from the server to
-/// the client (`-R`, the way back). Each flow's goodput at the receiver, turned into frame
-/// bytes (a 1,448 B segment is a 1,514 B frame with TCP timestamps), is within 2% of 10 Mbps
-/// over the seconds after the first (`-O 1` leaves out slow start).
+/// way, over IPv4 and over IPv6 (the endpoints find each other through the bridge, by ARP and
+/// by neighbour discovery): 8 parallel flows from the client to the server (the way in), then
+/// 8 from the server to the client (`-R`, the way back). Each flow's goodput at the receiver,
+/// turned into frame bytes (with TCP timestamps a 1,448 B segment is a 1,514 B frame over
+/// IPv4, a 1,428 B one over IPv6), is within 2% of 10 Mbps over the seconds after the first
+/// (`-O 1` leaves out slow start).
 #[test]
 fn iperf3_tcp_flows_get_their_rate_both_ways() {
     let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
@@ -940,39 +1173,27 @@ fn iperf3_tcp_flows_get_their_rate_both_ways() {
     let (s, r) = (bed.snd.clone(), bed.rcv.clone());
     netns::sh(&["ip", "-n", &r, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
     netns::sh(&["ip", "-n", &s, "neigh", "del", "198.18.0.2", "dev", "s0"]).unwrap();
+    enable_ipv6(&s, "s0", "2001:2::1/64");
+    enable_ipv6(&r, "r0", "2001:2::2/64");
     let (dir, mut child) = start_live(
         &bed,
-        // The test ends the run with Ctrl-C once both clients are done (about 9 s, more on a
+        // The test ends the run with Ctrl-C once the clients are done (about 18 s, more on a
         // loaded machine): the duration only bounds a run the test lost track of.
-        "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"60s\"\n\
+        "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"90s\"\n\
          [shaper]\nflow_rate = \"10Mbps\"\n[table]\nqueue_limit = \"64KiB\"\n\
          [reverse.shaper]\nflow_rate = \"10Mbps\"\n[reverse.table]\nqueue_limit = \"64KiB\"\n",
     );
     let out = dir.path().join("out");
+    // Not bound to an address: the server takes IPv4 and IPv6 clients.
     let mut server = Command::new("ip")
-        .args(["netns", "exec", &r, "iperf3", "-s", "-B", "198.18.0.2", "-p", "5201"])
+        .args(["netns", "exec", &r, "iperf3", "-s", "-p", "5201"])
         .stdout(std::process::Stdio::null())
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
-    let client = |reverse: bool| -> serde_json::Value {
-        let mut args = vec![
-            "netns",
-            "exec",
-            &s,
-            "iperf3",
-            "-c",
-            "198.18.0.2",
-            "-p",
-            "5201",
-            "-P",
-            "8",
-            "-t",
-            "3",
-            "-O",
-            "1",
-            "-J",
-        ];
+    let client = |to: &str, reverse: bool| -> serde_json::Value {
+        let mut args =
+            vec!["netns", "exec", &s, "iperf3", "-c", to, "-p", "5201", "-P", "8", "-t", "3", "-O", "1", "-J"];
         if reverse {
             args.push("-R");
         }
@@ -980,7 +1201,12 @@ fn iperf3_tcp_flows_get_their_rate_both_ways() {
         serde_json::from_slice(&o.stdout)
             .unwrap_or_else(|e| panic!("iperf3 -J: {e}: {}", String::from_utf8_lossy(&o.stderr)))
     };
-    let results = [("way in", client(false)), ("way back (-R)", client(true))];
+    let results = [
+        ("IPv4 way in", 1448.0, client("198.18.0.2", false)),
+        ("IPv4 way back (-R)", 1448.0, client("198.18.0.2", true)),
+        ("IPv6 way in", 1428.0, client("2001:2::2", false)),
+        ("IPv6 way back (-R)", 1428.0, client("2001:2::2", true)),
+    ];
     let _ = server.kill();
     let _ = server.wait();
     // Ctrl-C: npqos live writes its results and exits with 130.
@@ -1004,11 +1230,11 @@ fn iperf3_tcp_flows_get_their_rate_both_ways() {
     }
     let io = &summary["runs"][0]["scalars"];
     assert!(io["rx_super_frames"].as_f64().unwrap() > 0.0, "the client's TSO super-frames were cut here");
-    for (name, j) in &results {
+    for (name, mss, j) in &results {
         let streams = j["end"]["streams"].as_array().unwrap_or_else(|| panic!("{name}: {j}"));
         let goodput: Vec<f64> =
             streams.iter().map(|st| st["receiver"]["bits_per_second"].as_f64().unwrap_or(0.0)).collect();
-        let frames: Vec<f64> = goodput.iter().map(|g| g * 1514.0 / 1448.0 / 1e6).collect();
+        let frames: Vec<f64> = goodput.iter().map(|g| g * 1514.0 / mss / 1e6).collect();
         let retrans: Vec<i64> = streams.iter().map(|st| st["sender"]["retransmits"].as_i64().unwrap_or(-1)).collect();
         println!(
             "iperf3 {name}: 8 flows, goodput {:.3?} Mbps, in frame bytes {frames:.3?} Mbps, retransmits {retrans:?}",

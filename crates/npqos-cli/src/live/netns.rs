@@ -85,6 +85,26 @@ impl Bed {
         Ok(bed)
     }
 
+    /// Steers the endpoints' receive processing to `endpoint_cpu` and the middle's to
+    /// `mid_cpu` (RPS on `s0` and `r0`, on `in0` and `out0`). A veth delivers on the CPU that
+    /// sent, so without it the sender's and the receiver's TCP stacks run on whichever CPU
+    /// forwarded the frame: on a 2-core bed, on the bridge's own CPU, beside (and, as
+    /// ksoftirqd, against) its forwarding thread. Steered, each side keeps its CPU, as if the
+    /// endpoints were machines of their own.
+    pub fn steer(&self, endpoint_cpu: usize, mid_cpu: usize) -> Result<(), String> {
+        for (ns, dev, cpu) in [
+            (&self.snd, "s0", endpoint_cpu),
+            (&self.rcv, "r0", endpoint_cpu),
+            (&self.mid, "in0", mid_cpu),
+            (&self.mid, "out0", mid_cpu),
+        ] {
+            let mask = format!("{:x}", 1u64 << cpu);
+            let cmd = format!("echo {mask} > /sys/class/net/{dev}/queues/rx-0/rps_cpus");
+            sh(&["ip", "netns", "exec", ns, "sh", "-c", &cmd])?;
+        }
+        Ok(())
+    }
+
     /// The kernel forwards `in0` to `out0` (a bridge) with htb on `out0`: one class per flow
     /// (`flows` flows as [`flow_ports`] numbers them) at `rate` with a `limit`-byte FIFO, the
     /// rest in an unshaped default class.
@@ -245,10 +265,34 @@ pub fn send_udp_between(
     payload: usize,
     duration_ns: u64,
 ) -> Result<Offered, String> {
-    let srcs = flows.div_ceil(DST_PORTS);
-    let socks: Vec<UdpSocket> = (0..srcs)
-        .map(|s| UdpSocket::bind(SocketAddrV4::new(src, FIRST_PORT + s as u16)).map_err(|e| e.to_string()))
+    send_udp_from(&vec![src; flows as usize], dst, rate_bps, payload, duration_ns)
+}
+
+/// [`send_udp`] to `dst` with flow i sent from the address `srcs[i]` (flows numbered by
+/// [`flow_ports`] as ever, so the receiver tells them apart by their ports): subscribers with
+/// flows of their own. Every address must be the sender's.
+pub fn send_udp_from(
+    srcs: &[Ipv4Addr],
+    dst: Ipv4Addr,
+    rate_bps: u64,
+    payload: usize,
+    duration_ns: u64,
+) -> Result<Offered, String> {
+    let flows = srcs.len() as u32;
+    let ports = flows.div_ceil(DST_PORTS);
+    let mut addrs: Vec<Ipv4Addr> = srcs.to_vec();
+    addrs.sort();
+    addrs.dedup();
+    // One socket per (address, source port); flow i's is at addrs' index of srcs[i].
+    let socks: Vec<UdpSocket> = addrs
+        .iter()
+        .flat_map(|&a| (0..ports).map(move |s| SocketAddrV4::new(a, FIRST_PORT + s as u16)))
+        .map(|at| UdpSocket::bind(at).map_err(|e| format!("{at}: {e}")))
         .collect::<Result<_, _>>()?;
+    let sock_of = |i: u32, sp: u16| {
+        let a = addrs.binary_search(&srcs[i as usize]).unwrap_or(0);
+        &socks[a * ports as usize + (sp - FIRST_PORT) as usize]
+    };
     for s in &socks {
         let big: libc::c_int = 4 << 20;
         // SAFETY: setsockopt with an int.
@@ -293,7 +337,7 @@ pub fn send_udp_between(
             let seq = off.sent[i as usize] as u32;
             buf[..4].copy_from_slice(&seq.to_be_bytes());
             let to = SocketAddrV4::new(dst, dp);
-            match socks[(sp - FIRST_PORT) as usize].send_to(&buf, to) {
+            match sock_of(i, sp).send_to(&buf, to) {
                 Ok(_) => off.sent[i as usize] += 1,
                 Err(_) => off.send_errors += 1,
             }

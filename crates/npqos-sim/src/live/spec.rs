@@ -56,13 +56,14 @@ pub enum Reverse {
     Shape(Box<Direction>),
 }
 
-/// One direction's shaping: the keys of `[shaper]`, `[table]` and `[stats]`.
+/// One direction's shaping: the keys of `[shaper]`, `[table]`, `[stats]` and `[[services]]`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Direction {
     pub flow_rate: Rate,
     pub bucket: BucketConfig,
     pub table: DqsConfig,
     pub stats: StatsParams,
+    pub services: Vec<ServiceParams>,
 }
 
 /// A validated `npqos live` configuration with every default filled in.
@@ -146,7 +147,8 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
             probs.push(Problem {
                 key: "reverse".into(),
                 value: Some(crate::scenario::show(v)),
-                message: "expected a table ([reverse.shaper], [reverse.table], [reverse.stats])".into(),
+                message: "expected a table ([reverse.shaper], [reverse.table], [reverse.stats], [[reverse.services]])"
+                    .into(),
             });
             None
         }
@@ -180,18 +182,19 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     let sample_every = l.positive_duration("sample_every", Duration::from_millis(100), &mut probs);
     l.finish(&mut probs);
 
-    let services = read_services(root, &mut probs);
-    let forward = read_direction(root, None, !services.is_empty(), &mut probs);
+    let forward = read_direction(root, None, &mut probs);
     let reverse = match (reverse.as_str(), reverse_table) {
         ("shape", Some(t)) => {
-            for k in t.keys().filter(|k| !["shaper", "table", "stats"].contains(&k.as_str())) {
+            for k in t.keys().filter(|k| !["shaper", "table", "stats", "services"].contains(&k.as_str())) {
                 probs.push(Problem {
                     key: format!("reverse.{k}"),
                     value: None,
-                    message: "unknown key ([reverse] has [reverse.shaper], [reverse.table] and [reverse.stats])".into(),
+                    message: "unknown key ([reverse] has [reverse.shaper], [reverse.table], [reverse.stats] and \
+                              [[reverse.services]])"
+                        .into(),
                 });
             }
-            Reverse::Shape(Box::new(read_direction(t, Some("reverse"), false, &mut probs)))
+            Reverse::Shape(Box::new(read_direction(t, Some("reverse"), &mut probs)))
         }
         ("shape", None) => {
             probs.push(Problem {
@@ -238,27 +241,35 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         bucket: forward.bucket,
         table: forward.table,
         stats: forward.stats,
-        services,
+        services: forward.services,
     })
 }
 
-/// The way in's `[[services]]` (the router's keys, `models/router/scenario.rs`), none when the
-/// file has none.
-fn read_services(root: &toml::Table, probs: &mut Vec<Problem>) -> Vec<ServiceParams> {
-    if !root.contains_key("services") {
+/// One direction's `[[services]]` in `parent` (the router's keys, `models/router/scenario.rs`),
+/// none when it has none; `outer` prefixes the key paths of its problems.
+fn read_services(parent: &toml::Table, outer: Option<&str>, probs: &mut Vec<Problem>) -> Vec<ServiceParams> {
+    if !parent.contains_key("services") {
         return Vec::new();
     }
-    crate::models::router::scenario::read_services(root, &[], probs)
+    let mut mine = Vec::new();
+    let services = crate::models::router::scenario::read_services(parent, None, &mut mine);
+    probs.extend(mine.into_iter().map(|p| match outer {
+        Some(o) => Problem { key: format!("{o}.{}", p.key), ..p },
+        None => p,
+    }));
+    services
 }
 
-/// One direction's `[shaper]`, `[table]` and `[stats]`, in `parent` (the file, or its
-/// `[reverse]` table: `outer` then prefixes the key paths).
-fn read_direction(parent: &toml::Table, outer: Option<&str>, services: bool, probs: &mut Vec<Problem>) -> Direction {
+/// One direction's `[shaper]`, `[table]`, `[stats]` and `[[services]]`, in `parent` (the file,
+/// or its `[reverse]` table: `outer` then prefixes the key paths).
+fn read_direction(parent: &toml::Table, outer: Option<&str>, probs: &mut Vec<Problem>) -> Direction {
     let path = |name: &str| outer.map_or(name.to_string(), |o| format!("{o}.{name}"));
+    let services = read_services(parent, outer, probs);
+    let services_present = !services.is_empty();
     let mut s = Reader::new_in(parent, outer, "shaper", probs);
     let rate_present = s.present("flow_rate");
     let flow_rate = s.rate("flow_rate", Rate::from_bits_per_sec(0), probs);
-    if services {
+    if services_present {
         if rate_present {
             probs.push(Problem {
                 key: path("shaper.flow_rate"),
@@ -313,6 +324,7 @@ fn read_direction(parent: &toml::Table, outer: Option<&str>, services: bool, pro
         bucket,
         table: DqsConfig { store_payload: true, caller_schedules: true, queue_limit, ..table },
         stats,
+        services,
     }
 }
 
@@ -340,12 +352,6 @@ impl LiveSpec {
         let mut root = toml::Table::new();
         root.insert("live".into(), l.into());
         self.direction().write(&mut root);
-        if !self.services.is_empty() {
-            if let Some(toml::Value::Table(s)) = root.get_mut("shaper") {
-                s.remove("flow_rate");
-            }
-            root.insert("services".into(), crate::models::router::scenario::write_services(&self.services));
-        }
         if let Reverse::Shape(d) = &self.reverse {
             let mut r = toml::Table::new();
             d.write(&mut r);
@@ -356,7 +362,13 @@ impl LiveSpec {
 
     /// The way in's shaping.
     pub fn direction(&self) -> Direction {
-        Direction { flow_rate: self.flow_rate, bucket: self.bucket.clone(), table: self.table, stats: self.stats }
+        Direction {
+            flow_rate: self.flow_rate,
+            bucket: self.bucket.clone(),
+            table: self.table,
+            stats: self.stats,
+            services: self.services.clone(),
+        }
     }
 
     /// The way back as a configuration of its own when it is shaped (`live.reverse =
@@ -371,7 +383,7 @@ impl LiveSpec {
             bucket: d.bucket.clone(),
             table: d.table,
             stats: d.stats,
-            services: Vec::new(),
+            services: d.services.clone(),
             ..self.clone()
         })
     }
@@ -450,10 +462,15 @@ impl LiveSpec {
 }
 
 impl Direction {
-    /// `[shaper]`, `[table]` and `[stats]` into `parent`, every default filled in.
+    /// `[shaper]`, `[table]`, `[stats]` and `[[services]]` into `parent`, every default filled
+    /// in.
     fn write(&self, parent: &mut toml::Table) {
         let mut s = toml::Table::new();
-        s.insert("flow_rate".into(), self.flow_rate.to_string().into());
+        if self.services.is_empty() {
+            s.insert("flow_rate".into(), self.flow_rate.to_string().into());
+        } else {
+            parent.insert("services".into(), crate::models::router::scenario::write_services(&self.services));
+        }
         self.bucket.write(BucketKeys::LIVE, &mut s);
         let t = &self.table;
         let mut g = toml::Table::new();

@@ -537,6 +537,53 @@ fn services_shape_their_flows_to_their_own_rates() {
     fw.check().unwrap();
 }
 
+/// The way back takes `[[reverse.services]]` with the way in's keys: each service's flows
+/// shaped to its own rate on the way back (a spec of its own, as the CLI runs it), the
+/// resolved file reads back the same, and problems name `reverse.` keys; `direction` is
+/// refused in a live file with why (it has no inside prefixes).
+#[test]
+fn the_way_back_has_its_own_services() {
+    let base = "[live]\ninput = \"in0\"\noutput = \"out0\"\n[shaper]\nflow_rate = \"1Mbps\"\n";
+    let back = "[[reverse.services]]\nname = \"slow\"\nsrc_ports = [\"5000-5003\"]\nrate = \"2Mbps\"\n\
+                [[reverse.services]]\nname = \"fast\"\nrate = \"5Mbps\"\n";
+    let sp = spec(&format!("{base}{back}"));
+    assert!(sp.services.is_empty(), "the way in keeps its one rate");
+    assert_eq!(spec::read(&sp.to_toml(), "resolved.toml").unwrap(), sp, "written back, read the same");
+    let rev = sp.reversed().expect("a [reverse] table shapes the way back");
+    assert_eq!(rev.services.iter().map(|s| s.name.as_str()).collect::<Vec<_>>(), ["slow", "fast"]);
+    let mut fw = Forwarder::new(&rev, 9000).unwrap();
+    let (_, got) = drive(&mut fw, 8, 8e6, 1000, 2.0);
+    for (f, g) in got.iter().enumerate() {
+        assert!(g.windows(2).all(|w| w[0] < w[1]), "flow {f} reordered");
+        let st = fw.flows().into_iter().find(|s| s.key.src_port == 5000 + f as u16).unwrap();
+        let want = if f < 4 { 2e6 } else { 5e6 };
+        let out = st.rate_out_bps().unwrap();
+        assert!((out / want - 1.0).abs() < 0.02, "flow {f}: {out} bps, its service's rate {want}");
+    }
+    fw.check().unwrap();
+    for (extra, key) in [
+        ("[[reverse.services]]\nname = \"a\"\nrate = \"0bps\"\n", "reverse.services[0].rate"),
+        ("[reverse.shaper]\nflow_rate = \"1Mbps\"\n[[reverse.services]]\nname = \"a\"\n", "reverse.shaper.flow_rate"),
+        (
+            "[[reverse.services]]\nname = \"a\"\nsrc_ports = [1]\n[[reverse.services]]\nname = \"a\"\n",
+            "reverse.services[1].name",
+        ),
+        ("[[services]]\nname = \"a\"\ndirection = \"inbound\"\n", "services[0].direction"),
+    ] {
+        let text = if extra.starts_with("[[services]]") {
+            format!("[live]\ninput = \"in0\"\noutput = \"out0\"\n{extra}")
+        } else {
+            format!("{base}{extra}")
+        };
+        let root: toml::Table = toml::from_str(&text).unwrap();
+        let err = spec::read(&root, "bad.toml").unwrap_err().to_string();
+        assert!(err.contains(key), "{key} missing from:\n{err}");
+        if key.ends_with("direction") {
+            assert!(err.contains("src_prefixes") && !err.contains("router.inside"), "{err}");
+        }
+    }
+}
+
 /// Services whose last one has match keys get an unshaped `unmatched` service after them, so
 /// that frames no service matches (ARP here) pass rather than being dropped; `flow_rate`
 /// beside `[[services]]` and a bad prefix are refused under their keys.

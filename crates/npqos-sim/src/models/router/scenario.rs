@@ -215,7 +215,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let stats = crate::scenario::stats::read(&mut st, probs);
     st.finish(probs);
 
-    let services = read_services(root, &inside, probs);
+    let services = read_services(root, Some(&inside), probs);
     RouterSpec {
         params: RouterParams {
             services,
@@ -280,10 +280,11 @@ fn read_mix(r: &mut Reader, probs: &mut Vec<Problem>) -> Vec<MixEntry> {
 }
 
 /// `[[services]]` of `root` (the router's and `npqos live`'s keys), one service `all` that
-/// takes every packet when there are none; `inside` gives `direction` its meaning.
+/// takes every packet when there are none; `inside` (`router.inside`) gives `direction` its
+/// meaning, and `None` says the file has no such key (`npqos live`).
 pub(crate) fn read_services(
     root: &toml::Table,
-    inside: &[npqos_core::classify::Prefix],
+    inside: Option<&[npqos_core::classify::Prefix]>,
     probs: &mut Vec<Problem>,
 ) -> Vec<ServiceParams> {
     let Some(v) = root.get("services") else {
@@ -341,12 +342,15 @@ pub(crate) fn read_services(
                 &format!("has no match keys, so it takes every flow and services[{}..] get none (only the last service may have none)", i + 1),
             );
         }
-        if rule.direction != npqos_core::classify::Direction::Any && inside.is_empty() {
+        if rule.direction != npqos_core::classify::Direction::Any && inside.is_none_or(|p| p.is_empty()) {
             problem(
                 probs,
                 &format!("{prefix}.direction"),
                 None,
-                "needs router.inside (the prefixes that say what inbound and outbound mean)",
+                match inside {
+                    Some(_) => "needs router.inside (the prefixes that say what inbound and outbound mean)",
+                    None => "not in npqos live (it has no inside prefixes): match on src_prefixes or dst_prefixes",
+                },
             );
         }
         r.finish(probs);
