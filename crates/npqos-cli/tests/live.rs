@@ -106,7 +106,7 @@ fn summary_of(out: &std::path::Path) -> serde_json::Value {
 
 /// Frames a run of npqos live dropped, every reason together (its scalars `sc`).
 fn dropped_all(sc: &serde_json::Value) -> f64 {
-    ["ingress_buffer_full", "ingress_no_queue", "ingress_queue_full", "exceeds_bucket", "oversize"]
+    ["unclassified", "ingress_buffer_full", "ingress_no_queue", "ingress_queue_full", "exceeds_bucket", "oversize"]
         .iter()
         .map(|k| sc[format!("dropped_{k}")].as_f64().unwrap_or(f64::NAN))
         .sum()
@@ -693,8 +693,32 @@ fn ping_arp_and_tcp_work_both_ways_without_static_neighbours() {
     assert_eq!(sent, Ok(()));
     assert_eq!(got, Ok(BYTES), "every byte, intact");
     assert!(get("reverse_frames_out") > 0.0 && get("reverse_dropped_tx_full") == 0.0);
-    let dropped = get("reverse_dropped_tx_full") + get("reverse_dropped_oversize");
+    let dropped =
+        get("reverse_dropped_tx_full") + get("reverse_dropped_oversize") + get("reverse_dropped_unclassified");
     assert_eq!(get("reverse_frames_in"), get("reverse_frames_out") + dropped, "the way back: in = out + dropped");
+
+    // `live.non_ip = "drop"`: no ARP through the bridge, so no neighbour and no ping; the
+    // requests are counted as dropped (unclassified), every frame accounted.
+    netns::sh(&["ip", "-n", &s, "neigh", "flush", "dev", "s0"]).unwrap();
+    let (dir, mut child) = start_live(
+        &bed,
+        "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"3s\"\nnon_ip = \"drop\"\n\
+         [shaper]\nflow_rate = \"200Mbps\"\n",
+    );
+    let ping = netns::sh(&["ip", "netns", "exec", &s, "ping", "-c", "2", "-i", "0.2", "-W", "1", "198.18.0.2"]);
+    let neigh = netns::sh(&["ip", "-n", &s, "neigh", "show", "198.18.0.2"]).unwrap_or_default();
+    assert!(child.wait().unwrap().success());
+    let summary = summary_of(&dir.path().join("out"));
+    let sc = &summary["runs"][0]["scalars"];
+    let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "non_ip = \"drop\": ping {:?}; neighbour {neigh:?}; ARP requests dropped {}",
+        ping.as_ref().map_or_else(|e| e.lines().last().unwrap_or("").to_string(), |p| p.clone()),
+        get("dropped_unclassified")
+    );
+    assert!(!neigh.contains("lladdr"), "no ARP through the bridge: {neigh}");
+    assert!(get("dropped_unclassified") >= 1.0, "the ARP requests counted");
+    assert_eq!(get("frames_in"), get("frames_out") + dropped_all(sc) + get("queued_at_end"));
 }
 
 /// The input and then the output go down for 400 ms and come up again while 2 UDP flows of

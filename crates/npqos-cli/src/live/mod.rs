@@ -75,6 +75,8 @@ pub struct WayCounts {
     pub dropped_tx_full: u64,
     /// Larger than a slot of the input's ring and not a TCP super-frame to cut.
     pub dropped_oversize: u64,
+    /// Passed way back: frames without an IP packet that `live.non_ip` does not let through.
+    pub dropped_unclassified: u64,
     pub super_frames: u64,
 }
 
@@ -87,6 +89,8 @@ struct ReversePath {
     scratch: Vec<u8>,
     counts: WayCounts,
     shaper: Option<Forwarder>,
+    /// `live.non_ip`, for the way back passed without a pipeline.
+    non_ip: Option<Vec<u16>>,
 }
 
 impl ReversePath {
@@ -103,13 +107,14 @@ impl ReversePath {
             scratch,
             counts: WayCounts::default(),
             shaper,
+            non_ip: spec.non_ip.clone(),
         })
     }
 
     /// The shaped way back at `now`: frames from up to `blocks` blocks into its pipeline, the
     /// shaper woken if due, what may go sent; returns the frames taken.
     fn shape(&mut self, blocks: usize, now: u64) -> usize {
-        let ReversePath { rx, tx, scratch, counts, shaper } = self;
+        let ReversePath { rx, tx, scratch, counts, shaper, .. } = self;
         let Some(fw) = shaper else { return 0 };
         let (mtu, t) = (tx.mtu() as usize, Instant::from_nanos(now));
         let mut taken = 0;
@@ -155,20 +160,22 @@ impl ReversePath {
         if self.shaper.is_some() {
             return self.shape(blocks, now);
         }
-        let ReversePath { rx, tx, scratch, counts, .. } = self;
-        pass_frames(rx, tx, scratch, counts, blocks)
+        let ReversePath { rx, tx, scratch, counts, non_ip, .. } = self;
+        pass_frames(rx, tx, scratch, counts, blocks, non_ip.as_deref())
     }
 }
 
 /// Frames from up to `blocks` blocks of `rx` passed on to `tx` as they come (TCP super-frames
 /// cut to `tx`'s MTU), then flushed; returns the frames taken. Every frame offered to `tx`, a
-/// super-frame's segments one by one, is counted: in = out + dropped.
+/// super-frame's segments one by one, is counted: in = out + dropped. With `non_ip`, frames
+/// that are not IPv4 or IPv6 by their EtherType pass only if it is listed (`live.non_ip`).
 fn pass_frames(
     rx: &mut RxRing,
     tx: &mut TxRing,
     scratch: &mut Vec<u8>,
     counts: &mut WayCounts,
     blocks: usize,
+    non_ip: Option<&[u16]>,
 ) -> usize {
     let (mtu, max) = (tx.mtu() as usize, tx.max_frame() as usize);
     let mut taken = 0;
@@ -180,7 +187,13 @@ fn pass_frames(
         let mut room = tx.room(usize::MAX);
         let mut send = |frame: &[u8], counts: &mut WayCounts| {
             counts.frames_in += 1;
-            if room == 0 {
+            let refused = non_ip.is_some_and(|list| {
+                let t = npqos_sim::live::spec::ethertype(frame);
+                !matches!(t, Some(0x0800 | 0x86dd)) && !t.is_some_and(|t| list.contains(&t))
+            });
+            if refused {
+                counts.dropped_unclassified += 1;
+            } else if room == 0 {
                 counts.dropped_tx_full += 1;
             } else if frame.len() > max {
                 counts.dropped_oversize += 1;
@@ -240,6 +253,7 @@ impl LiveRun {
                 ("reverse_frames_out", r.frames_out as f64, "frames"),
                 ("reverse_dropped_tx_full", r.dropped_tx_full as f64, "frames"),
                 ("reverse_dropped_oversize", r.dropped_oversize as f64, "frames"),
+                ("reverse_dropped_unclassified", r.dropped_unclassified as f64, "frames"),
                 ("reverse_dropped_rx_ring", r.rx.ring_drops as f64, "frames"),
                 ("reverse_checksums_completed", r.rx.checksums_completed as f64, "frames"),
                 ("reverse_super_frames", r.super_frames as f64, "frames"),
@@ -317,7 +331,7 @@ pub fn forward(
         }
         let mut got = 0;
         if let Some(counts) = passed.as_mut() {
-            got += pass_frames(&mut rx, &mut tx, &mut scratch, counts, BLOCKS_PER_TURN);
+            got += pass_frames(&mut rx, &mut tx, &mut scratch, counts, BLOCKS_PER_TURN, None);
             now = monotonic_ns();
         }
         // With mode = "pass" the way in has been passed on above; the pipeline takes nothing.

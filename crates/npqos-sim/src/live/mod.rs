@@ -37,7 +37,7 @@ use crate::trace::reader::{linktype, Record};
 use npqos_core::flow::FlowKey;
 use npqos_core::flowmap::Dqs;
 use npqos_core::id::CoreId;
-use npqos_core::pipeline::router::{Arrival as Classified, NO_HINT};
+use npqos_core::pipeline::router::{Arrival as Classified, NO_HINT, UNCLASSIFIED};
 use npqos_core::pipeline::router::{Effects, Pipeline, PipelineError, Received, RowCounts, DROPS};
 use npqos_core::pipeline::{FlowBuckets, FlowIndex, Shaping};
 use npqos_core::shaper::EventShaper;
@@ -46,6 +46,8 @@ use npqos_core::Instant;
 /// Why a frame was not forwarded: the pipeline's reasons a live configuration can give.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Reason {
+    /// A frame without an IP packet that `live.non_ip` does not let through (`unclassified`).
+    NotLetThrough,
     /// dqs: not enough free blocks in the buffer (`ingress_buffer_full`).
     BufferFull,
     /// dqs: a new flow found every physical queue taken, `on_exhausted = "drop"`
@@ -61,8 +63,14 @@ pub enum Reason {
 }
 
 impl Reason {
-    pub const ALL: [Reason; 5] =
-        [Reason::BufferFull, Reason::NoQueue, Reason::QueueFull, Reason::AboveCap, Reason::Oversize];
+    pub const ALL: [Reason; 6] = [
+        Reason::NotLetThrough,
+        Reason::BufferFull,
+        Reason::NoQueue,
+        Reason::QueueFull,
+        Reason::AboveCap,
+        Reason::Oversize,
+    ];
     /// Its name in the results (`dropped_<name>`): the pipeline's, the router's too.
     pub fn name(self) -> &'static str {
         DROPS[self.index()]
@@ -70,6 +78,7 @@ impl Reason {
     /// Its index among the pipeline's reasons ([`DROPS`]).
     pub fn index(self) -> usize {
         match self {
+            Reason::NotLetThrough => 0,
             Reason::BufferFull => 1,
             Reason::NoQueue => 2,
             Reason::AboveCap => 4,
@@ -213,6 +222,8 @@ impl FlowStats {
 /// The key of the non-IP flow: no IP flow has zone `u16::MAX` (zones come from trace copies).
 const NON_IP: FlowKey =
     FlowKey { src: [0; 16], dst: [0; 16], src_port: 0, dst_port: 0, proto: 0, is_v6: false, zone: u16::MAX };
+/// The key of the non-IP frames `live.non_ip` does not let through: a flow of their own.
+const NON_IP_REFUSED: FlowKey = FlowKey { zone: u16::MAX - 1, ..NON_IP };
 /// The shaper's one core: `npqos live` forwards on one thread.
 const CORE: CoreId = CoreId(0);
 
@@ -376,13 +387,19 @@ impl Forwarder {
     pub fn receive(&mut self, frame: &[u8], now: Instant) -> Arrival {
         let now_ns = now.as_nanos();
         self.start.get_or_insert(now);
-        let (key, non_ip, dscp) = Self::key_of(frame);
+        let (mut key, non_ip, dscp) = Self::key_of(frame);
         let len = frame.len() as u32;
-        // The last service takes what the others do not (router_params adds one if needed).
-        let service = self.classifier.classify_packet(&key, dscp).map_or(self.eq.len() - 1, |s| s.index());
-        let row = self.index.row(&key, service as u32, len);
+        // The last service takes what the others do not (router_params adds one if needed);
+        // non-IP frames live.non_ip refuses are the pipeline's unclassified ones.
+        let service = if non_ip && !self.spec.non_ip_passes(frame) {
+            key = NON_IP_REFUSED;
+            UNCLASSIFIED
+        } else {
+            self.classifier.classify_packet(&key, dscp).map_or(self.eq.len() - 1, |s| s.index()) as u32
+        };
+        let row = self.index.row(&key, service, len);
         if row as usize == self.times.len() {
-            self.times.push(FlowTimes::new(key, non_ip, service as u32));
+            self.times.push(FlowTimes::new(key, non_ip, service));
         }
         let t = self.times(row);
         if t.in_packets == 0 {
@@ -392,8 +409,8 @@ impl Forwarder {
         t.last_in_ns = now_ns;
         self.totals.frames_in += 1;
         self.totals.bytes_in += len as u64;
-        let eq = self.eq[service];
-        let a = Classified { t: now_ns, len, service: service as u32, eq, hint: NO_HINT, actual: 0.0, key, row };
+        let eq = self.eq.get(service as usize).copied().unwrap_or(0);
+        let a = Classified { t: now_ns, len, service, eq, hint: NO_HINT, actual: 0.0, key, row };
         let got = self.pipe.receive_frame(a, frame, &mut self.fx);
         debug_assert!(self.fx.0.is_empty(), "no timed effects without processors, queue memory or samples");
         match got {

@@ -86,6 +86,11 @@ pub struct LiveSpec {
     pub tx_frames: u32,
     /// The interval of the time series (output rate, heap size, active flows).
     pub sample_every: Duration,
+    /// Which frames without an IP packet pass, both ways (`live.non_ip`): `None`, all of them
+    /// (`"pass"`, the default); otherwise those whose EtherType is listed (0 for an 802.3
+    /// frame with a length in that field, `"llc"`), none with an empty list (`"drop"`). The
+    /// others are dropped as `unclassified`.
+    pub non_ip: Option<Vec<u16>>,
     /// Every flow's shaped rate.
     pub flow_rate: Rate,
     /// alpha, cap, conformance and timer: the keys every shaping file shares
@@ -180,6 +185,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     }
     let tx_frames = l.int("tx_frames", 4096, 64, 1 << 20, &mut probs) as u32;
     let sample_every = l.positive_duration("sample_every", Duration::from_millis(100), &mut probs);
+    let non_ip = read_non_ip(&mut l, &mut probs);
     l.finish(&mut probs);
 
     let forward = read_direction(root, None, &mut probs);
@@ -237,12 +243,81 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         rx_ring,
         tx_frames,
         sample_every,
+        non_ip,
         flow_rate: forward.flow_rate,
         bucket: forward.bucket,
         table: forward.table,
         stats: forward.stats,
         services: forward.services,
     })
+}
+
+/// EtherTypes `live.non_ip` knows by name ("llc": an 802.3 frame, a length in that field).
+const ETHERTYPES: [(&str, u16); 6] =
+    [("llc", 0), ("arp", 0x0806), ("rarp", 0x8035), ("lldp", 0x88cc), ("ptp", 0x88f7), ("lacp", 0x8809)];
+
+/// `live.non_ip`: `"pass"` (every frame without an IP packet, the default), `"drop"` (none),
+/// or the list of EtherTypes that pass, by name or number.
+fn read_non_ip(l: &mut Reader<'_>, probs: &mut Vec<Problem>) -> Option<Vec<u16>> {
+    let path = l.path("non_ip");
+    let bad = |probs: &mut Vec<Problem>, key: String, v: &toml::Value| {
+        probs.push(Problem {
+            key,
+            value: Some(crate::scenario::show(v)),
+            message: "expected \"pass\", \"drop\" or a list of the EtherTypes that pass: \"arp\", \"rarp\", \"lldp\", \
+                      \"ptp\", \"lacp\", \"llc\" (802.3 frames) or a number from 0x0600 to 0xffff"
+                .into(),
+        })
+    };
+    match l.value("non_ip") {
+        None => None,
+        Some(toml::Value::String(s)) if s == "pass" => None,
+        Some(toml::Value::String(s)) if s == "drop" => Some(Vec::new()),
+        Some(toml::Value::Array(a)) => Some(
+            a.iter()
+                .enumerate()
+                .filter_map(|(i, v)| {
+                    let t = match v {
+                        toml::Value::String(n) => ETHERTYPES.iter().find(|(name, _)| name == n).map(|&(_, t)| t),
+                        toml::Value::Integer(t) if (0x0600..=0xffff).contains(t) => Some(*t as u16),
+                        _ => None,
+                    };
+                    if t.is_none() {
+                        bad(probs, format!("{path}[{i}]"), v);
+                    }
+                    t
+                })
+                .collect(),
+        ),
+        Some(v) => {
+            bad(probs, path, v);
+            None
+        }
+    }
+}
+
+/// The EtherType of an Ethernet frame past its VLAN tags (802.1Q, 802.1ad), 0 for an 802.3
+/// frame (a length in that field), `None` for a frame too short to have one.
+pub fn ethertype(frame: &[u8]) -> Option<u16> {
+    let mut at = 12;
+    loop {
+        let t = u16::from_be_bytes([*frame.get(at)?, *frame.get(at + 1)?]);
+        match t {
+            0x8100 | 0x88a8 | 0x9100 => at += 4,
+            t if t < 0x0600 => return Some(0),
+            t => return Some(t),
+        }
+    }
+}
+
+impl LiveSpec {
+    /// Whether a frame without an IP packet passes (`live.non_ip`).
+    pub fn non_ip_passes(&self, frame: &[u8]) -> bool {
+        match &self.non_ip {
+            None => true,
+            Some(list) => ethertype(frame).is_some_and(|t| list.contains(&t)),
+        }
+    }
 }
 
 /// One direction's `[[services]]` in `parent` (the router's keys, `models/router/scenario.rs`),
@@ -349,6 +424,21 @@ impl LiveSpec {
         l.insert("rx_ring".into(), fmt_size(self.rx_ring).into());
         l.insert("tx_frames".into(), (self.tx_frames as i64).into());
         l.insert("sample_every".into(), self.sample_every.to_string().into());
+        l.insert(
+            "non_ip".into(),
+            match &self.non_ip {
+                None => "pass".into(),
+                Some(v) if v.is_empty() => "drop".into(),
+                Some(v) => toml::Value::Array(
+                    v.iter()
+                        .map(|&t| match ETHERTYPES.iter().find(|(_, n)| *n == t) {
+                            Some((name, _)) => (*name).into(),
+                            None => (t as i64).into(),
+                        })
+                        .collect(),
+                ),
+            },
+        );
         let mut root = toml::Table::new();
         root.insert("live".into(), l.into());
         self.direction().write(&mut root);

@@ -130,7 +130,7 @@ impl Pipeline {
     /// ring's.
     pub fn reasons(&self) -> Vec<usize> {
         if self.link.is_ring() {
-            return vec![D_BUFFER, D_NO_QUEUE, D_QUEUE_FULL, D_BUCKET, D_OVERSIZE];
+            return vec![D_UNCLASSIFIED, D_BUFFER, D_NO_QUEUE, D_QUEUE_FULL, D_BUCKET, D_OVERSIZE];
         }
         let mut r: Vec<usize> = (0..=D_EGRESS).collect();
         if self.p.table.queue_limit.is_some() {
