@@ -1,6 +1,7 @@
 //! Fuzzes `npqos live`'s receive path on arbitrary frames: the checksum completion the receive
 //! ring applies, the TCP super-frame segmentation, and the pipeline (classification by the
-//! frame's headers, dqs with its frames, the shaper, DRR) on a simulated clock. Any input must
+//! frame's headers and DSCP, `live.non_ip`, dqs with its frames, the shaper with per-flow,
+//! per-class and per-subscriber buckets, DRR) on a simulated clock. Any input must
 //! be forwarded, dropped with a reason or queued, never panic, and every frame accounted
 //! (frames in = out + dropped + queued) after every step.
 #![no_main]
@@ -10,13 +11,32 @@ use npqos_core::Instant;
 use npqos_sim::live::{csum::complete_checksum, gso::segment_tcp, spec, Forwarder};
 
 fuzz_target!(|data: &[u8]| {
-    let Some((&cfg, mut rest)) = data.split_first() else { return };
+    let Some((&cfg, rest)) = data.split_first() else { return };
+    let Some((&cfg2, mut rest)) = rest.split_first() else { return };
     let conformance = if cfg & 1 == 0 { "send-then-pay" } else { "wait-for-tokens" };
     let shared = if cfg & 2 == 0 { "drop" } else { "shared" };
     let mtu = [576usize, 1500, 9000][(cfg as usize >> 2) % 3];
+    // The second byte: which non-IP frames pass, and how the flows are shaped (one rate; the
+    // services with DSCP, prefixes and a subscriber rate; a class rate and a per-destination
+    // rate; one rate in wire terms).
+    let non_ip = ["\"pass\"", "[\"arp\", \"llc\"]", "\"drop\""][cfg2 as usize % 3];
+    let (rate, services) = match (cfg2 as usize / 3) % 4 {
+        0 => ("flow_rate = \"10Mbps\"\n", ""),
+        1 => (
+            "",
+            "[[services]]\nname = \"ef\"\ndscp = [\"ef\"]\nrate = \"1Mbps\"\n\
+             [[services]]\nname = \"net\"\nsrc_prefixes = [\"10.0.0.0/8\", \"2001:db8::/32\"]\nrate = \"5Mbps\"\nrate_per = \"src\"\n",
+        ),
+        2 => (
+            "",
+            "[[services]]\nname = \"udp\"\nprotocols = [\"udp\"]\nrate = \"2Mbps\"\nrate_per = \"class\"\n\
+             [[services]]\nname = \"rest\"\nrate = \"10Mbps\"\nrate_per = \"dst\"\n",
+        ),
+        _ => ("flow_rate = \"10Mbps\"\noverhead = 24\nmpu = \"64B\"\n", ""),
+    };
     let text = format!(
-        "[live]\ninput = \"in0\"\noutput = \"out0\"\n[shaper]\nflow_rate = \"10Mbps\"\nconformance = \"{conformance}\"\n\
-         [table]\nqueues = 8\nblocks = 512\non_exhausted = \"{shared}\"\nqueue_limit = \"4KiB\"\n[stats]\nflows = 16\n"
+        "[live]\ninput = \"in0\"\noutput = \"out0\"\nnon_ip = {non_ip}\n[shaper]\n{rate}conformance = \"{conformance}\"\n\
+         [table]\nqueues = 8\nblocks = 512\non_exhausted = \"{shared}\"\nqueue_limit = \"4KiB\"\n[stats]\nflows = 16\n{services}"
     );
     let root: toml::Table = toml::from_str(&text).expect("a valid file");
     let sp = spec::read(&root, "fuzz.toml").expect("a valid spec");

@@ -93,10 +93,16 @@ fn latency(tag: &str, mid_cpu: usize) {
     println!("| middle | load | pings answered | RTT p50 | RTT p99 |");
     println!("|---|---|---|---|---|");
     for loaded in [true, false] {
-        for (i, middle) in
-            ["npqos live, 10 Mbps per flow", "npqos live, mode = \"pass\"", "htb, 8 classes at 10 Mbps", "bridge"]
-                .iter()
-                .enumerate()
+        for (i, middle) in [
+            "npqos live, 10 Mbps per flow",
+            "npqos live, mode = \"pass\"",
+            "htb, 8 classes at 10 Mbps",
+            "bridge",
+            "npqos live, one class of 40 Mbps (ping in it)",
+            "htb, one class of 40 Mbps (ping in it)",
+        ]
+        .iter()
+        .enumerate()
         {
             let bed = Bed::new(&format!("{tag}l{i}{}", loaded as u8)).unwrap();
             netns::sh(&["ip", "-n", &bed.rcv, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
@@ -120,13 +126,26 @@ fn latency(tag: &str, mid_cpu: usize) {
                     ))
                 }
                 2 => bed.kernel_htb(8, 10_000_000, 32768).unwrap(),
-                _ => {
+                // Every flow and ping in one class that the load (160 Mbps) saturates: npqos
+                // live keeps a queue per flow under the class's bucket (32 KiB each), htb one
+                // bfifo for the class (256 KiB: what the 8 loaded queues may hold in npqos).
+                4 => {
+                    let cfg = format!(
+                        "{}[table]\nblocks = 65536\nqueue_limit = \"32KiB\"\n\
+                         [[services]]\nname = \"all\"\nrate = \"40Mbps\"\nrate_per = \"class\"\n",
+                        base()
+                    );
+                    child = Some(npqos(&bed, mid_cpu, d.path(), &cfg, 4));
+                }
+                5 => bed.kernel_htb_one_class(40_000_000, 8 * 32768).unwrap(),
+                3 => {
                     let m = &bed.mid;
                     netns::sh(&["ip", "-n", m, "link", "add", "br0", "type", "bridge"]).unwrap();
                     netns::sh(&["ip", "-n", m, "link", "set", "in0", "master", "br0"]).unwrap();
                     netns::sh(&["ip", "-n", m, "link", "set", "out0", "master", "br0"]).unwrap();
                     netns::sh(&["ip", "-n", m, "link", "set", "br0", "up"]).unwrap();
                 }
+                _ => unreachable!("six middles"),
             }
             std::thread::sleep(std::time::Duration::from_millis(700));
             let load = loaded.then(|| {

@@ -94,7 +94,7 @@ enum Cmd {
     /// Shape real packets between two network interfaces with the library's mechanisms (Linux):
     /// flows by 5-tuple, dqs queues, kim's event-driven shaper per flow, DRR to the output
     #[command(
-        after_help = "Examples:\n  sudo npqos live live.toml\n  sudo npqos live live.toml --duration 30s --out results/live/eth1\n\nA minimal CONFIG.toml:\n  [live]\n  input = \"eth1\"\n  output = \"eth2\"\n  duration = \"30s\"\n  [shaper]\n  flow_rate = \"10Mbps\"\n\nNeeds CAP_NET_RAW (root, or setcap cap_net_raw,cap_net_admin+ep). Ctrl-C stops and writes\nwhat was measured. See docs/live.md."
+        after_help = "Examples:\n  sudo npqos live live.toml\n  sudo npqos live live.toml --duration 30s --out results/live/eth1\n  npqos live live.toml --stats   (while it runs, with live.stats = \"on\")\n\nA minimal CONFIG.toml:\n  [live]\n  input = \"eth1\"\n  output = \"eth2\"\n  duration = \"30s\"\n  [shaper]\n  flow_rate = \"10Mbps\"\n\nNeeds CAP_NET_RAW (root, or setcap cap_net_raw,cap_net_admin+ep). Ctrl-C stops and writes\nwhat was measured. See docs/live.md."
     )]
     Live {
         /// Configuration file (TOML: [live], [shaper], [table])
@@ -108,6 +108,10 @@ enum Cmd {
         /// No status line and no summary on stdout
         #[arg(long)]
         quiet: bool,
+        /// Print the statistics of the npqos live running with this configuration (its
+        /// live.stats endpoint) as `tc -s class show` prints them, and exit
+        #[arg(long)]
+        stats: bool,
     },
     /// Packet-trace tools
     #[command(subcommand)]
@@ -194,7 +198,8 @@ fn main() -> ExitCode {
             let threads = threads.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             commands::reproduce::reproduce(&ids, quick, out, seed, threads.max(1), quiet)
         }
-        Cmd::Live { config, out, duration, quiet } => commands::live::live(&config, out, duration, quiet),
+        Cmd::Live { config, stats: true, .. } => commands::live::stats(&config),
+        Cmd::Live { config, out, duration, quiet, .. } => commands::live::live(&config, out, duration, quiet),
         Cmd::Report { dirs, quiet } => npqos_cli::report::report(&dirs, quiet),
         Cmd::Trace(TraceCmd::Stats { files, json, lenient }) => commands::trace::stats(&files, json, lenient),
         Cmd::Model { short, args } => commands::model::model(&short, &args),

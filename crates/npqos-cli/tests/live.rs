@@ -389,6 +389,100 @@ fn two_subscribers_each_get_their_rate_whatever_their_flows() {
     assert_eq!(total, received + dropped as u64, "every frame accounted for");
 }
 
+/// The value of the Prometheus sample `name{labels}` (labels as written, in order) in `text`.
+fn metric(text: &str, name_and_labels: &str) -> Option<f64> {
+    text.lines().find_map(|l| l.strip_prefix(name_and_labels)?.strip_prefix(' ')?.trim().parse().ok())
+}
+
+/// The statistics while it runs (`live.stats` on a UNIX socket): read while the bed's 8 UDP
+/// flows go through (offered 20 Mbps each, shaped to 10), the class's rate is within 5% of
+/// 80 Mbps and its counters are no more than the run's results; read again after the sender
+/// stopped and the queues drained, every counter equals the results' (frames in and out per
+/// direction, the class's sent bytes and frames, its drops by reason); `npqos live --stats`
+/// prints them as tc would. The socket is its owner's alone and gone after the run.
+#[test]
+fn statistics_while_it_runs_match_the_results() {
+    let Some((_one_bed, bed)) = one_bed("statistics", "st") else { return };
+    let sock = tempfile::tempdir().unwrap();
+    let at = sock.path().join("npqos.sock");
+    let cfg = format!(
+        "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"5s\"\nstats = \"unix:{}\"\n\
+         [shaper]\nflow_rate = \"10Mbps\"\n[table]\nblocks = 65536\nqueue_limit = \"{LIMIT}B\"\n",
+        at.display()
+    );
+    let (dir, mut child) = start_live(&bed, &cfg);
+    let get = |path: &str| -> String {
+        let mut s = std::os::unix::net::UnixStream::connect(&at).expect("the statistics socket");
+        std::io::Write::write_all(&mut s, format!("GET {path} HTTP/1.0\r\n\r\n").as_bytes()).unwrap();
+        let mut t = String::new();
+        std::io::Read::read_to_string(&mut s, &mut t).unwrap();
+        assert!(t.starts_with("HTTP/1.0 200"), "{t}");
+        t
+    };
+    let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&at).unwrap().permissions());
+    let stop = Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let rcv = netns::in_ns(&bed.rcv, move || netns::receive("r0", &s2));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let snd = netns::in_ns(&bed.snd, || netns::send_udp(FLOWS, OFFERED, PAYLOAD, SEND_NS));
+    std::thread::sleep(std::time::Duration::from_millis(2000));
+    let during = get("/metrics");
+    let cfg_path = dir.path().join("live.toml");
+    let tc = Command::new(env!("CARGO_BIN_EXE_npqos")).arg("live").arg(&cfg_path).arg("--stats").output().unwrap();
+    let tc = String::from_utf8_lossy(&tc.stdout).to_string();
+    snd.join().unwrap().unwrap().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(900));
+    let after = get("/metrics");
+    let bad = {
+        let mut s = std::os::unix::net::UnixStream::connect(&at).unwrap();
+        std::io::Write::write_all(&mut s, b"POST /config HTTP/1.0\r\n\r\n").unwrap();
+        let mut t = String::new();
+        std::io::Read::read_to_string(&mut s, &mut t).unwrap();
+        t
+    };
+    stop.store(true, Ordering::Relaxed);
+    let _ = rcv.join();
+    assert!(child.wait().unwrap().success());
+    let summary = summary_of(&dir.path().join("out"));
+    let sc = &summary["runs"][0]["scalars"];
+    let res = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
+    let m = |t: &str, k: &str| metric(t, k).unwrap_or_else(|| panic!("{k} missing from:\n{}", &t[..t.len().min(3000)]));
+    let rate = m(&during, "npqos_class_rate_bits_per_second{direction=\"in\",class=\"all\"}");
+    println!(
+        "statistics: during the run class rate {:.3} Mbps, frames out {}; after the sender stopped frames in {} out {} (results {} / {}); socket mode {mode:o}\n{tc}",
+        rate / 1e6,
+        m(&during, "npqos_frames_out_total{direction=\"in\"}"),
+        m(&after, "npqos_frames_in_total{direction=\"in\"}"),
+        m(&after, "npqos_frames_out_total{direction=\"in\"}"),
+        res("frames_in"),
+        res("frames_out")
+    );
+    assert_eq!(mode & 0o777, 0o600, "the owner's alone");
+    assert!(!at.exists(), "the socket is removed at the end");
+    assert!((rate / 80e6 - 1.0).abs() < 0.05, "class rate {rate} while 8 flows are shaped to 10 Mbps");
+    assert!(m(&during, "npqos_frames_out_total{direction=\"in\"}") < res("frames_out"));
+    for (k, r) in [
+        ("npqos_frames_in_total{direction=\"in\"}", "frames_in"),
+        ("npqos_frames_out_total{direction=\"in\"}", "frames_out"),
+        ("npqos_class_sent_bytes_total{direction=\"in\",class=\"all\"}", "bytes_out"),
+        (
+            "npqos_class_dropped_packets_total{direction=\"in\",class=\"all\",reason=\"ingress_queue_full\"}",
+            "dropped_ingress_queue_full",
+        ),
+        ("npqos_frames_in_total{direction=\"back\"}", "no such result"),
+    ] {
+        if r == "no such result" {
+            assert_eq!(metric(&after, k), None, "the way back is passed, not shaped: no counters of its own");
+            continue;
+        }
+        assert_eq!(m(&after, k), res(r), "{k} against the results' {r}");
+    }
+    let flows = after.lines().filter(|l| l.starts_with("npqos_flow_sent_packets_total{")).count();
+    assert!(flows > FLOWS as usize, "a row per flow (and the row past the table): {flows}");
+    assert!(tc.contains("class all rate 10.000Mbit per flow") && tc.contains(" Sent "), "{tc}");
+    assert!(bad.starts_with("HTTP/1.0 400"), "read-only: {bad}");
+}
+
 fn live_cmd(cfg: &str) -> std::process::Output {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("c.toml");

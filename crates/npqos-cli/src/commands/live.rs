@@ -19,6 +19,22 @@ pub fn load(path: &Path, duration: Option<&str>) -> Result<npqos_sim::live::Live
     Ok(npqos_sim::live::spec::read(&table, &path.display().to_string())?)
 }
 
+/// `npqos live CONFIG --stats`: the statistics of the npqos live running with `config`, from
+/// its `live.stats` endpoint, as `tc -s class show` prints them.
+#[cfg(target_os = "linux")]
+pub fn stats(config: &Path) -> Result<()> {
+    let spec = load(config, None)?;
+    let at = spec.stats_listen.as_ref().ok_or_else(|| {
+        bad(format!(
+            "{}: live.stats is \"off\": set it (\"on\" serves on 127.0.0.1:9464) and start npqos live",
+            config.display()
+        ))
+    })?;
+    let text = crate::live::stats::fetch(at, "/tc").map_err(bad)?;
+    print!("{text}");
+    Ok(())
+}
+
 #[cfg(target_os = "linux")]
 pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet: bool) -> Result<()> {
     use crate::live::ring::OpenError;
@@ -31,7 +47,19 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
         0 => format!("flow_rate {}", spec.flow_rate),
         n => format!("{n} services"),
     };
-    let run = crate::live::forward(&spec, &stop, |fw, frac| {
+    // The statistics while it runs (live.stats): served by a thread of their own until the
+    // end of the run.
+    let mut stats = match &spec.stats_listen {
+        Some(at) => {
+            let back = spec.reversed().map(|b| b.service_info());
+            let s = crate::live::stats::start(at, spec.service_info(), back)
+                .map_err(|e| bad(format!("{}: live.stats = \"{at}\": {e}", config.display())))?;
+            tracing::info!("statistics on {at}: GET /metrics (Prometheus), GET /tc");
+            Some(s)
+        }
+        None => None,
+    };
+    let run = crate::live::forward(&spec, &stop, stats.as_mut().map(|(p, _)| p), |fw, frac| {
         let t = fw.totals();
         let drops: u64 = t.drops.iter().sum();
         progress.set(frac);
@@ -133,5 +161,11 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
 #[cfg(not(target_os = "linux"))]
 pub fn live(config: &Path, _out: Option<PathBuf>, duration: Option<String>, _quiet: bool) -> Result<()> {
     load(config, duration.as_deref())?;
+    Err(bad("npqos live needs Linux (AF_PACKET sockets)"))
+}
+
+#[cfg(not(target_os = "linux"))]
+pub fn stats(config: &Path) -> Result<()> {
+    load(config, None)?;
     Err(bad("npqos live needs Linux (AF_PACKET sockets)"))
 }

@@ -10,6 +10,7 @@
 
 pub mod netns;
 pub mod ring;
+pub mod stats;
 
 use npqos_core::Instant;
 use npqos_sim::live::gso::segment_tcp;
@@ -291,11 +292,13 @@ fn lost_interface(spec: &LiveSpec, rx: &RxRing, tx: &TxRing) -> Option<String> {
 /// Forwards from `spec.input` to `spec.output` until `spec.duration` has passed, `stop` is
 /// raised or an interface disappears. An interface that goes down and up again needs nothing:
 /// frames wait in the transmit ring (and behind it in the pipeline) while the output is down,
-/// and the receive ring takes frames again once the input is up. `status` is called about every 200 ms with the forwarder and the fraction of the
-/// duration done (0 without a duration).
+/// and the receive ring takes frames again once the input is up. `status` is called about
+/// every 200 ms with the forwarder and the fraction of the duration done (0 without a
+/// duration); `publisher`, if any, gets the statistics every `live.sample_every`.
 pub fn forward(
     spec: &LiveSpec,
     stop: &AtomicBool,
+    mut publisher: Option<&mut stats::Publisher>,
     mut status: impl FnMut(&Forwarder, f64),
 ) -> Result<LiveRun, OpenError> {
     let mut rx = RxRing::open(&spec.input, spec.rx_ring)?;
@@ -381,6 +384,11 @@ pub fn forward(
             fw.sample(t);
             if let Some(back) = rev.as_mut().and_then(|r| r.shaper.as_mut()) {
                 back.sample(t);
+            }
+            // The statistics: copied into the publisher's own buffer, handed over without a
+            // lock or a system call.
+            if let Some(p) = publisher.as_deref_mut() {
+                p.publish(&fw, rev.as_ref().and_then(|r| r.shaper.as_ref()), t);
             }
             next_sample += sample_every;
         }

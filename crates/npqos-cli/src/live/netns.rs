@@ -105,6 +105,29 @@ impl Bed {
         Ok(())
     }
 
+    /// The kernel forwards `in0` to `out0` (a bridge) with htb on `out0`: every frame in one
+    /// class of `rate_bps` over a bfifo of `limit` bytes (a class that a load saturates).
+    pub fn kernel_htb_one_class(&self, rate_bps: u64, limit: u64) -> Result<(), String> {
+        let m = &self.mid;
+        for args in [
+            &["link", "add", "br0", "type", "bridge"][..],
+            &["link", "set", "in0", "master", "br0"],
+            &["link", "set", "out0", "master", "br0"],
+            &["link", "set", "br0", "up"],
+        ] {
+            sh(&[&["ip", "-n", m][..], args].concat())?;
+        }
+        let (rate, limit) = (format!("{rate_bps}bit"), limit.to_string());
+        for args in [
+            &["qdisc", "add", "dev", "out0", "root", "handle", "1:", "htb", "default", "1"][..],
+            &["class", "add", "dev", "out0", "parent", "1:", "classid", "1:1", "htb", "rate", &rate, "ceil", &rate],
+            &["qdisc", "add", "dev", "out0", "parent", "1:1", "bfifo", "limit", &limit],
+        ] {
+            sh(&[&["tc", "-n", m][..], args].concat())?;
+        }
+        Ok(())
+    }
+
     /// The kernel forwards `in0` to `out0` (a bridge) with htb on `out0`: one class per flow
     /// (`flows` flows as [`flow_ports`] numbers them) at `rate` with a `limit`-byte FIFO, the
     /// rest in an unshaped default class.

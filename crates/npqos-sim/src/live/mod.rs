@@ -27,6 +27,7 @@
 
 pub mod csum;
 pub mod gso;
+pub mod snapshot;
 pub mod spec;
 
 pub use spec::{Direction, LiveSpec, Mode, Reverse, Wait};

@@ -86,6 +86,8 @@ pub struct LiveSpec {
     pub tx_frames: u32,
     /// The interval of the time series (output rate, heap size, active flows).
     pub sample_every: Duration,
+    /// Where the statistics are served while it runs (`live.stats`; `None`: nowhere).
+    pub stats_listen: Option<StatsListen>,
     /// Which frames without an IP packet pass, both ways (`live.non_ip`): `None`, all of them
     /// (`"pass"`, the default); otherwise those whose EtherType is listed (0 for an 802.3
     /// frame with a length in that field, `"llc"`), none with an empty list (`"drop"`). The
@@ -105,6 +107,55 @@ pub struct LiveSpec {
     /// `rate_per = "class"` one bucket for all its flows; frames that match no service go
     /// through unshaped, in a service `unmatched` of their own.
     pub services: Vec<ServiceParams>,
+}
+
+/// Where `npqos live` serves its statistics while it runs (docs/live.md, "Statistics while
+/// it runs").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum StatsListen {
+    /// A TCP address (`"127.0.0.1:9464"`, what `"on"` means).
+    Tcp(std::net::SocketAddr),
+    /// A UNIX socket's path (`"unix:/run/npqos.sock"`), readable by its owner only.
+    Unix(std::path::PathBuf),
+}
+
+impl std::fmt::Display for StatsListen {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            StatsListen::Tcp(a) => write!(f, "{a}"),
+            StatsListen::Unix(p) => write!(f, "unix:{}", p.display()),
+        }
+    }
+}
+
+/// The address `live.stats = "on"` serves on: loopback, the port Prometheus exporters of
+/// network statistics commonly take.
+pub const STATS_DEFAULT: &str = "127.0.0.1:9464";
+
+/// `live.stats`: `"off"` (the default), `"on"` ([`STATS_DEFAULT`]), `"host:port"` or
+/// `"unix:/path"`.
+fn read_stats_listen(l: &mut Reader<'_>, probs: &mut Vec<Problem>) -> Option<StatsListen> {
+    let path = l.path("stats");
+    let v = l.string("stats", "off", probs);
+    let v = if v == "on" { STATS_DEFAULT.to_string() } else { v };
+    match v.as_str() {
+        "off" => None,
+        u if u.starts_with("unix:") && u.len() > 5 => Some(StatsListen::Unix(u[5..].into())),
+        a => match a.parse() {
+            Ok(addr) => Some(StatsListen::Tcp(addr)),
+            Err(_) => {
+                probs.push(Problem {
+                    key: path,
+                    value: Some(format!("{a:?}")),
+                    message: format!(
+                        "expected \"off\", \"on\" ({STATS_DEFAULT}), an address and port such as \"127.0.0.1:9464\" \
+                         or \"[::1]:9464\", or \"unix:/path/to/socket\""
+                    ),
+                });
+                None
+            }
+        },
+    }
 }
 
 /// Largest interface name (IFNAMSIZ - 1).
@@ -186,6 +237,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     let tx_frames = l.int("tx_frames", 4096, 64, 1 << 20, &mut probs) as u32;
     let sample_every = l.positive_duration("sample_every", Duration::from_millis(100), &mut probs);
     let non_ip = read_non_ip(&mut l, &mut probs);
+    let stats_listen = read_stats_listen(&mut l, &mut probs);
     l.finish(&mut probs);
 
     let forward = read_direction(root, None, &mut probs);
@@ -244,6 +296,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         tx_frames,
         sample_every,
         non_ip,
+        stats_listen,
         flow_rate: forward.flow_rate,
         bucket: forward.bucket,
         table: forward.table,
@@ -424,6 +477,7 @@ impl LiveSpec {
         l.insert("rx_ring".into(), fmt_size(self.rx_ring).into());
         l.insert("tx_frames".into(), (self.tx_frames as i64).into());
         l.insert("sample_every".into(), self.sample_every.to_string().into());
+        l.insert("stats".into(), self.stats_listen.as_ref().map_or("off".to_string(), |a| a.to_string()).into());
         l.insert(
             "non_ip".into(),
             match &self.non_ip {

@@ -732,6 +732,79 @@ fn a_subscribers_rate_is_shared_by_its_flows() {
     }
 }
 
+/// `live.stats` says where the statistics are served: "on" is loopback's 127.0.0.1:9464, an
+/// address and port, a UNIX socket's path, or "off" (the default); written back and read the
+/// same; anything else refused under its key.
+#[test]
+fn live_stats_says_where_the_statistics_are_served() {
+    for (v, want) in [
+        ("\"on\"", Some("127.0.0.1:9464")),
+        ("\"[::1]:9000\"", Some("[::1]:9000")),
+        ("\"unix:/run/npqos.sock\"", Some("unix:/run/npqos.sock")),
+        ("\"off\"", None),
+    ] {
+        let sp = spec(&MINIMAL.replace("[shaper]", &format!("stats = {v}\n[shaper]")));
+        assert_eq!(sp.stats_listen.as_ref().map(|a| a.to_string()).as_deref(), want, "{v}");
+        assert_eq!(spec::read(&sp.to_toml(), "resolved.toml").unwrap(), sp);
+    }
+    assert_eq!(spec(MINIMAL).stats_listen, None);
+    let root: toml::Table = toml::from_str(&MINIMAL.replace("[shaper]", "stats = \"everywhere\"\n[shaper]")).unwrap();
+    let e = spec::read(&root, "t.toml").unwrap_err();
+    assert!(e.list.iter().any(|p| p.key == "live.stats"), "{e}");
+}
+
+/// The statistics a running live publishes: a snapshot's class, subscriber and flow rows
+/// add up (the subscriber's row is its flows' sum), its rates are over the time since the
+/// last snapshot, and the Prometheus and tc renderings carry them under their names.
+#[test]
+fn snapshots_give_class_subscriber_and_flow_rows_with_rates() {
+    use super::snapshot::{prometheus, tc_style, RateMemory, Snapshot, Way};
+    let text = "[live]\ninput = \"in0\"\noutput = \"out0\"\n[[services]]\nname = \"subs\"\nrate = \"6Mbps\"\nrate_per = \"src\"\n";
+    let sp = spec(text);
+    let mut fw = Forwarder::new(&sp, 9000).unwrap();
+    let (mut snap, mut mem) = (Snapshot::default(), RateMemory::default());
+    drive_from(&mut fw, 4, 4e6, 1000, 2.0, |f| if f < 3 { 1 } else { 2 });
+    fw.snapshot(Instant::from_nanos(3_000_000_000), &mut snap, &mut mem);
+    let sent_before = snap.classes[0].counts.sent_bytes;
+    assert_eq!(snap.seq, 1);
+    assert_eq!(snap.flows.len(), 4);
+    let flows_sent: u64 = snap.flows.iter().map(|f| f.row.counts.sent_bytes).sum();
+    assert_eq!(flows_sent, sent_before, "the class's row is its flows' sum");
+    assert_eq!(snap.totals.frames_out, snap.classes[0].counts.sent_packets);
+    let info = sp.service_info();
+    assert_eq!((info[0].name.as_str(), info[0].per), ("subs", "src"));
+    let ways = [Way { name: "in", snapshot: &snap, services: &info }];
+    let mut prom = String::new();
+    prometheus(&ways, &mut prom);
+    let value = |k: &str| -> f64 {
+        prom.lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix(' ')?.parse().ok())
+            .unwrap_or_else(|| panic!("{k} in\n{prom}"))
+    };
+    let sub = |a: &str| {
+        value(&format!(
+            "npqos_subscriber_sent_bytes_total{{direction=\"in\",class=\"subs\",subscriber=\"198.18.0.{a}\"}}"
+        ))
+    };
+    let one: u64 = snap.flows.iter().filter(|f| f.key.src_port < 5003).map(|f| f.row.counts.sent_bytes).sum();
+    assert_eq!(sub("1"), one as f64, "subscriber .1 is its 3 flows");
+    assert_eq!(sub("1") + sub("2"), sent_before as f64);
+    assert_eq!(value("npqos_class_rate_configured_bits_per_second{direction=\"in\",class=\"subs\",per=\"src\"}"), 6e6);
+    // Rates: over the 3 s since the start, the class sent 6 + 4 Mbps for about 2 s.
+    let class_rate = value("npqos_class_rate_bits_per_second{direction=\"in\",class=\"subs\"}");
+    assert!((class_rate / (sent_before as f64 * 8.0 / 3.0) - 1.0).abs() < 1e-6, "{class_rate}");
+    let mut again = snap.clone();
+    fw.snapshot(Instant::from_nanos(4_000_000_000), &mut again, &mut mem);
+    assert_eq!((again.seq, again.classes[0].rate_bps), (2, 0.0), "nothing sent in the last second");
+    let mut tc = String::new();
+    tc_style(&ways, 2, &mut tc);
+    assert!(
+        tc.contains("class subs rate 6.000Mbit per src") && tc.contains("subscriber 198.18.0.1 of class subs"),
+        "{tc}"
+    );
+    assert_eq!(tc.matches("\nflow udp").count(), 2, "the 2 busiest flows: {tc}");
+}
+
 /// Rates in wire terms (tc's `overhead` and `mpu`): with `overhead = 24` (preamble, start
 /// delimiter, FCS and gap on Ethernet) a 10 Mbps flow of 1042 B frames gets 10 x 1042 / 1066
 /// Mbps of frame bytes; with `mpu = 2084` each frame is charged 2084 B, half the rate. Both
