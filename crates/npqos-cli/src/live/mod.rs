@@ -381,15 +381,7 @@ pub fn forward(
             break;
         }
         if now >= next_sample {
-            fw.sample(t);
-            if let Some(back) = rev.as_mut().and_then(|r| r.shaper.as_mut()) {
-                back.sample(t);
-            }
-            // The statistics: copied into the publisher's own buffer, handed over without a
-            // lock or a system call.
-            if let Some(p) = publisher.as_deref_mut() {
-                p.publish(&fw, rev.as_ref().and_then(|r| r.shaper.as_ref()), t);
-            }
+            sample(&mut fw, rev.as_mut().and_then(|r| r.shaper.as_mut()), publisher.as_deref_mut(), t);
             next_sample += sample_every;
         }
         if now >= next_status {
@@ -446,6 +438,18 @@ pub fn forward(
         reverse_forwarder,
         passed,
     })
+}
+
+/// The time series' point of both ways at `t`, and the statistics: copied into the
+/// publisher's own buffer, handed over without a lock or a system call.
+fn sample(fw: &mut Forwarder, mut back: Option<&mut Forwarder>, publisher: Option<&mut stats::Publisher>, t: Instant) {
+    fw.sample(t);
+    if let Some(b) = back.as_deref_mut() {
+        b.sample(t);
+    }
+    if let Some(p) = publisher {
+        p.publish(fw, back.as_deref(), t);
+    }
 }
 
 /// Sleeps in `ppoll` for at most `ns` nanoseconds, until a block arrives on the input's (or
