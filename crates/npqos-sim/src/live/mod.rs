@@ -344,6 +344,9 @@ impl Forwarder {
         }
     }
     /// The flows' buckets and the rule's counters.
+    ///
+    /// # Panics
+    /// With no per-flow or per-subscriber rate (every service's rate per class, or none).
     pub fn buckets(&self) -> &FlowBuckets {
         self.pipe.flow_buckets().expect("live shapes per flow")
     }
@@ -582,7 +585,8 @@ impl Forwarder {
         r.scalar("reenabled", c.reenabled as f64, "queues");
         r.scalar("timer_wakeups", t.wakeups as f64, "wake-ups");
         r.scalar("heap_max", t.heap_max as f64, "queues");
-        let bc = self.buckets().counters();
+        // Services that all share their buckets (rate_per = "class") lend no flow buckets.
+        let bc = self.pipe.flow_buckets().map(|b| *b.counters()).unwrap_or_default();
         r.scalar("parked_buckets_max", bc.parked_max as f64, "buckets");
         r.scalar("bucket_evictions", bc.evicted as f64, "buckets");
         r.scalar("heap_mean", if self.samples > 0 { self.heap_sum / self.samples as f64 } else { 0.0 }, "queues");

@@ -732,6 +732,20 @@ fn a_subscribers_rate_is_shared_by_its_flows() {
     }
 }
 
+/// A file whose only rate is a class's (no per-flow buckets at all: the latency benchmark's
+/// "one class" middle) shapes the class and writes its results (it panicked there before).
+#[test]
+fn a_class_rate_alone_shapes_and_reports() {
+    let sp = spec("[live]\ninput = \"in0\"\noutput = \"out0\"\n[[services]]\nname = \"all\"\nrate = \"4Mbps\"\nrate_per = \"class\"\n");
+    let mut fw = Forwarder::new(&sp, 9000).unwrap();
+    drive(&mut fw, 4, 2e6, 1000, 2.0);
+    let r = fw.result(4_000_000_000, true, "duration", &[]);
+    assert_eq!((r.get("parked_buckets_max"), r.get("bucket_evictions")), (Some(0.0), Some(0.0)));
+    let class: f64 = fw.flows().iter().filter_map(|f| f.rate_out_bps()).sum();
+    assert!((class / 4e6 - 1.0).abs() < 0.02, "the class at {class} bps, not within 2% of its 4 Mbps");
+    fw.check().unwrap();
+}
+
 /// `live.stats` says where the statistics are served: "on" is loopback's 127.0.0.1:9464, an
 /// address and port, a UNIX socket's path, or "off" (the default); written back and read the
 /// same; anything else refused under its key.
