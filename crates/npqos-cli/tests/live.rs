@@ -35,6 +35,11 @@ struct Outcome {
 /// Starts `npqos live` in the bed's middle namespace with the configuration `cfg`, its results
 /// in the returned directory's `out`, and gives it half a second to open its rings.
 fn start_live(bed: &Bed, cfg: &str) -> (tempfile::TempDir, std::process::Child) {
+    start_live_with(bed, cfg, false)
+}
+
+/// [`start_live`], its standard error piped to the test when `piped` (it logs a few lines).
+fn start_live_with(bed: &Bed, cfg: &str, piped: bool) -> (tempfile::TempDir, std::process::Child) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("live.toml");
     std::fs::write(&path, cfg).unwrap();
@@ -53,6 +58,9 @@ fn start_live(bed: &Bed, cfg: &str) -> (tempfile::TempDir, std::process::Child) 
             libc::signal(libc::SIGINT, libc::SIG_DFL);
             Ok(())
         });
+    }
+    if piped {
+        cmd.stderr(std::process::Stdio::piped());
     }
     let child = cmd.spawn().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
@@ -481,6 +489,90 @@ fn statistics_while_it_runs_match_the_results() {
     assert!(flows > FLOWS as usize, "a row per flow (and the row past the table): {flows}");
     assert!(tc.contains("class all rate 10.000Mbit per flow") && tc.contains(" Sent "), "{tc}");
     assert!(bad.starts_with("HTTP/1.0 400"), "read-only: {bad}");
+}
+
+/// A reload on the wire (SIGHUP): the bed's 8 UDP flows offered 20 Mbps each, shaped to
+/// 5 Mbps; at 2 s the file says 10 Mbps and npqos live gets SIGHUP; at 4 s a bad file and
+/// SIGHUP again. Before: each flow within 2% of 5 Mbps at the receiver; from a second after
+/// the reload: within 2% of 10 Mbps, also after the bad file (refused, the running
+/// configuration stays); none reordered; nothing lost because of the change
+/// (`reload_dropped_waiting` 0); every frame npqos live took accounted over both
+/// configurations' runs.
+#[test]
+fn a_reload_changes_the_rates_on_the_wire_without_loss() {
+    let Some((_one_bed, bed)) = one_bed("reload", "rl") else { return };
+    let cfg = |rate: &str| {
+        format!(
+            "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"7s\"\n\
+             [shaper]\nflow_rate = \"{rate}\"\n[table]\nblocks = 65536\nqueue_limit = \"{LIMIT}B\"\n"
+        )
+    };
+    let (dir, mut child) = start_live_with(&bed, &cfg("5Mbps"), true);
+    let path = dir.path().join("live.toml");
+    let hup = |pid: u32| {
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(pid as libc::pid_t, libc::SIGHUP) };
+    };
+    let window = |from_ms: u64, to_ms: u64| {
+        let stop = Arc::new(AtomicBool::new(false));
+        let s2 = stop.clone();
+        let rcv = bed.rcv.clone();
+        std::thread::spawn(move || {
+            std::thread::sleep(std::time::Duration::from_millis(from_ms));
+            let h = netns::in_ns(&rcv, move || netns::receive("r0", &s2));
+            std::thread::sleep(std::time::Duration::from_millis(to_ms - from_ms));
+            stop.store(true, Ordering::Relaxed);
+            h.join().unwrap().unwrap().unwrap()
+        })
+    };
+    let t0 = std::time::Instant::now();
+    let (before, after) = (window(300, 1800), window(3000, 5500));
+    let snd = netns::in_ns(&bed.snd, || netns::send_udp(FLOWS, OFFERED, PAYLOAD, 6_000_000_000));
+    let at = |ms: u64| std::thread::sleep(std::time::Duration::from_millis(ms).saturating_sub(t0.elapsed()));
+    at(2000);
+    std::fs::write(&path, cfg("10Mbps")).unwrap();
+    hup(child.id());
+    at(4000);
+    std::fs::write(&path, cfg("fast")).unwrap();
+    hup(child.id());
+    let (before, after) = (before.join().unwrap(), after.join().unwrap());
+    snd.join().unwrap().unwrap().unwrap();
+    let status = child.wait().unwrap();
+    let mut log = String::new();
+    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log).unwrap();
+    let out = (status, log);
+    assert!(out.0.success(), "npqos live exited with {}: {}", out.0, out.1);
+    let summary = summary_of(&dir.path().join("out"));
+    let runs = summary["runs"].as_array().unwrap();
+    let sc = &runs[0]["scalars"];
+    let get = |r: &serde_json::Value, k: &str| r["scalars"][k].as_f64().unwrap_or(f64::NAN);
+    let rate = |g: &Received, i: u32| g.flows.get(&i).and_then(|f| f.rate_bps()).unwrap_or(0.0) / 1e6;
+    println!(
+        "reload: before {:?} Mbps, after {:?} Mbps; reloads {} refused {} in {:.0} us, waited {}, dropped by the change {}, by the queue limit while switching {}; runs {:?}; log: {}",
+        (0..FLOWS).map(|i| (rate(&before, i) * 1e3).round() / 1e3).collect::<Vec<_>>(),
+        (0..FLOWS).map(|i| (rate(&after, i) * 1e3).round() / 1e3).collect::<Vec<_>>(),
+        sc["reloads"], sc["reloads_refused"], get(&runs[0], "reload_time_max"), sc["reload_waited"], sc["reload_dropped_waiting"],
+        sc["reload_dropped_queue_full"],
+        runs.iter().map(|r| r["label"].as_str().unwrap_or("").to_string()).collect::<Vec<_>>(),
+        out.1.lines().filter(|l| l.contains("reload")).collect::<Vec<_>>().join(" | ")
+    );
+    for i in 0..FLOWS {
+        assert!((rate(&before, i) / 5.0 - 1.0).abs() < 0.02, "flow {i} before: {}", rate(&before, i));
+        assert!((rate(&after, i) / 10.0 - 1.0).abs() < 0.02, "flow {i} after: {}", rate(&after, i));
+        assert_eq!(before.flows[&i].reordered + after.flows[&i].reordered, 0, "flow {i} reordered");
+    }
+    assert_eq!((get(&runs[0], "reloads"), get(&runs[0], "reloads_refused")), (1.0, 1.0));
+    assert_eq!(get(&runs[0], "reload_dropped_waiting"), 0.0, "nothing lost because of the change");
+    // Building the new pipeline (its 16 MiB buffer's pages, the shaper's queues) took 12-19 ms
+    // here: the goal of 10 ms is not met at this table size (docs/live.md, "Reload").
+    assert!(get(&runs[0], "reload_time_max") < 100_000.0, "the new configuration took frames within 100 ms");
+    assert!(out.1.contains("shaper.flow_rate"), "the refusal names the key: {}", out.1);
+    let ins: f64 = runs.iter().map(|r| get(r, "frames_in")).sum();
+    let accounted: f64 =
+        runs.iter().map(|r| get(r, "frames_out") + dropped_all(&r["scalars"]) + get(r, "queued_at_end")).sum();
+    assert_eq!(ins, accounted, "each configuration accounts for its frames");
+    let here = get(&runs[0], "reload_dropped_queue_full") + get(&runs[0], "reload_dropped_waiting");
+    assert_eq!(ins + here, get(&runs[0], "rx_frames"), "every frame npqos live took");
 }
 
 fn live_cmd(cfg: &str) -> std::process::Output {

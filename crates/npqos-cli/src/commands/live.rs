@@ -19,6 +19,67 @@ pub fn load(path: &Path, duration: Option<&str>) -> Result<npqos_sim::live::Live
     Ok(npqos_sim::live::spec::read(&table, &path.display().to_string())?)
 }
 
+/// The file read again at SIGHUP: its problems, or the first key that changed and needs a
+/// restart (the interfaces, rings, modes, the statistics' address and, for now, the way back's
+/// shaping); rates, services, match rules, subscribers, the flow table and `live.non_ip` may
+/// change.
+#[cfg(target_os = "linux")]
+fn reread(
+    config: &Path,
+    duration: Option<&str>,
+    running: &npqos_sim::live::LiveSpec,
+) -> Result<npqos_sim::live::LiveSpec, String> {
+    let next = load(config, duration).map_err(|e| format!("{e:#}"))?;
+    let same = |a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| format!("{a:?}") == format!("{b:?}");
+    for (key, changed) in [
+        ("live.input", next.input != running.input),
+        ("live.output", next.output != running.output),
+        ("live.wait", next.wait != running.wait),
+        ("live.mode", next.mode != running.mode),
+        ("live.rx_ring", next.rx_ring != running.rx_ring),
+        ("live.tx_frames", next.tx_frames != running.tx_frames),
+        ("live.sample_every", next.sample_every != running.sample_every),
+        ("live.stats", next.stats_listen != running.stats_listen),
+        ("live.reverse and [reverse]", !same(&next.reverse, &running.reverse)),
+    ] {
+        if changed {
+            return Err(format!("{}: {key} changed, which needs a restart", config.display()));
+        }
+    }
+    Ok(next)
+}
+
+/// The runs of the results: the way in's first configuration (`live`, with the I/O layer's and
+/// the reloads' counts), the shaped way back (`reverse`), then each later configuration of the
+/// way in (`live-reload-1`, ...).
+#[cfg(target_os = "linux")]
+fn results(run: &crate::live::LiveRun, stop_reason: &str) -> Vec<npqos_sim::results::RunResult> {
+    let mut extra = run.io_scalars();
+    if let Some(r) = &run.reloads {
+        extra.extend([
+            ("reloads", r.counts.reloads as f64, "reloads"),
+            ("reloads_refused", r.refused as f64, "reloads"),
+            ("reload_time_max", r.time_ns_max as f64 / 1e3, "us"),
+            ("reload_waited", r.counts.waited as f64, "frames"),
+            ("reload_dropped_queue_full", r.counts.dropped_queue_full as f64, "frames"),
+            ("reload_dropped_waiting", r.counts.dropped_waiting as f64, "frames"),
+        ]);
+    }
+    let mut runs = vec![run.forwarders[0].result(run.elapsed_ns, run.complete, stop_reason, &extra)];
+    // The shaped way back: a run of its own (its flows and classes beside the way in's).
+    if let Some(back) = &run.reverse_forwarder {
+        let mut r = back.result(run.elapsed_ns, run.complete, stop_reason, &[]);
+        r.label = "reverse".into();
+        runs.push(r);
+    }
+    for (i, f) in run.forwarders.iter().enumerate().skip(1) {
+        let mut r = f.result(run.elapsed_ns, run.complete, stop_reason, &[]);
+        r.label = format!("live-reload-{i}");
+        runs.push(r);
+    }
+    runs
+}
+
 /// `npqos live CONFIG --stats`: the statistics of the npqos live running with `config`, from
 /// its `live.stats` endpoint, as `tc -s class show` prints them.
 #[cfg(target_os = "linux")]
@@ -59,7 +120,12 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
         }
         None => None,
     };
-    let run = crate::live::forward(&spec, &stop, stats.as_mut().map(|(p, _)| p), |fw, frac| {
+    // SIGHUP reads the file again (docs/live.md, "Reload").
+    let hup = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())?;
+    let read_again = || reread(config, duration.as_deref(), &spec);
+    let reload = crate::live::Reload { requested: &hup, read: &read_again };
+    let run = crate::live::forward(&spec, &stop, Some(reload), stats.as_mut().map(|(p, _)| p), |fw, frac| {
         let t = fw.totals();
         let drops: u64 = t.drops.iter().sum();
         progress.set(frac);
@@ -77,7 +143,7 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
         other => anyhow::Error::new(other),
     })?;
     progress.finish();
-    let fw = &run.forwarder;
+    let fw = &run.forwarders[0];
     let lost_reason = (run.lost.as_ref().map(|i| format!("interface {i} removed")))
         .or(run.refused.as_ref().map(|e| format!("pipeline stopped: {e}")));
     let stop_reason = match (&lost_reason, run.complete) {
@@ -85,22 +151,15 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
         (None, true) => "duration",
         (None, false) => "interrupted",
     };
-    let result = fw.result(run.elapsed_ns, run.complete, stop_reason, &run.io_scalars());
-    let mut runs = vec![result];
-    // The shaped way back: a run of its own (its flows and classes beside the way in's).
-    if let Some(back) = &run.reverse_forwarder {
-        let mut r = back.result(run.elapsed_ns, run.complete, stop_reason, &[]);
-        r.label = "reverse".into();
-        runs.push(r);
-    }
-    let mut outp = Output { id: format!("live/{name}"), runs, ..Default::default() };
+    let mut outp = Output { id: format!("live/{name}"), runs: results(&run, stop_reason), ..Default::default() };
     outp.notes = fw.notes(20);
     outp.assumptions = vec![
         "Rates are frame bytes (Ethernet header to payload, no FCS, preamble or gap), as htb and tbf count them.".into(),
         "A flow's bucket outlives its dqs physical queue by the pipeline's bucket-lifetime rule: parked when the queue is released, taken back by the flow if no other flow took it, handed on full again or, when every spare one is filling, nearest to full (bucket_evictions; docs/pipeline.md).".into(),
         "flows.csv counts the first [stats] flows exactly (4,096 by default) and every later flow in one row (kind other); delays are from a frame's arrival at npqos to its hand-over to the transmit ring.".into(),
     ];
-    let per_frame = run.cpu_ns as f64 / run.forwarder.totals().frames_out.max(1) as f64;
+    let frames_out: u64 = run.forwarders.iter().map(|f| f.totals().frames_out).sum();
+    let per_frame = run.cpu_ns as f64 / frames_out.max(1) as f64;
     let mut run_info = serde_json::Map::new();
     run_info.insert("elapsed_s".into(), json!(run.elapsed_ns as f64 / 1e9));
     run_info.insert("cpu_s".into(), json!(run.cpu_ns as f64 / 1e9));
@@ -141,7 +200,7 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
             dir.display()
         ));
     }
-    let ways = std::iter::once(fw).chain(run.reverse_forwarder.as_ref());
+    let ways = run.forwarders.iter().chain(run.reverse_forwarder.as_ref());
     if let Some(e) = ways.map(npqos_sim::live::Forwarder::check).find_map(Result::err) {
         return Err(anyhow::anyhow!("{e}; the results are in {}", dir.display()));
     }

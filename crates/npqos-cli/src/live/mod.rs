@@ -14,6 +14,7 @@ pub mod stats;
 
 use npqos_core::Instant;
 use npqos_sim::live::gso::segment_tcp;
+use npqos_sim::live::reload::Reloading;
 use npqos_sim::live::{Forwarder, LiveSpec, Mode, Reverse, Wait};
 use ring::{OpenError, RxCounters, RxRing, TxCounters, TxRing};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -36,7 +37,10 @@ pub fn thread_cpu_ns() -> u64 {
 
 /// What a forwarding run measured.
 pub struct LiveRun {
-    pub forwarder: Forwarder,
+    /// The way in's forwarder of each configuration, oldest first (one without a reload).
+    pub forwarders: Vec<Forwarder>,
+    /// What the reloads did (`None` without one).
+    pub reloads: Option<ReloadRecord>,
     pub rx: RxCounters,
     pub tx: TxCounters,
     /// From the first ring being ready to the stop, ns.
@@ -59,6 +63,22 @@ pub struct LiveRun {
     /// `live.mode = "pass"`: the way in passed on as it comes, no pipeline (the do-nothing
     /// forwarder on the same rings, to measure what the path itself costs).
     pub passed: Option<WayCounts>,
+}
+
+/// The reloads of a run (docs/live.md, "Reload"): the pipeline's counts, how long the
+/// longest took from the signal to the new configuration taking frames, and the refused ones.
+#[derive(Clone, Debug, Default)]
+pub struct ReloadRecord {
+    pub counts: npqos_sim::live::reload::ReloadCounts,
+    pub time_ns_max: u64,
+    pub refused: u64,
+}
+
+/// What a reload needs from the command: the flag SIGHUP raises, and how to read the file
+/// again (the problems named, or a key that needs a restart).
+pub struct Reload<'a> {
+    pub requested: &'a AtomicBool,
+    pub read: &'a dyn Fn() -> Result<LiveSpec, String>,
 }
 
 /// What one way's rings did, with its frames in and out: the way back (output to input,
@@ -298,6 +318,7 @@ fn lost_interface(spec: &LiveSpec, rx: &RxRing, tx: &TxRing) -> Option<String> {
 pub fn forward(
     spec: &LiveSpec,
     stop: &AtomicBool,
+    reload: Option<Reload<'_>>,
     mut publisher: Option<&mut stats::Publisher>,
     mut status: impl FnMut(&Forwarder, f64),
 ) -> Result<LiveRun, OpenError> {
@@ -309,7 +330,7 @@ pub fn forward(
     };
     let mtu = tx.mtu() as usize;
     let (mut scratch, mut super_frames, mut segments) = (Vec::with_capacity(mtu + 64), 0u64, 0u64);
-    let mut fw = forwarder(spec, tx.max_frame())?;
+    let (mut fw, mut record) = (built(spec, Reloading::new(spec, tx.max_frame()))?, ReloadRecord::default());
     // Timer slack of 1 ns: ppoll wakes when the shaper asked, not up to 50 us later.
     // SAFETY: prctl with an integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
@@ -331,6 +352,9 @@ pub fn forward(
         if stop.load(Ordering::Relaxed) {
             complete = false;
             break;
+        }
+        if let Some(r) = reload.as_ref().filter(|r| r.requested.swap(false, Ordering::Relaxed)) {
+            take_reload(r, &mut fw, &mut record, publisher.as_deref_mut(), now);
         }
         let mut got = 0;
         if let Some(counts) = passed.as_mut() {
@@ -390,7 +414,7 @@ pub fn forward(
                 (lost, complete) = (Some(name), false);
                 break;
             }
-            status(&fw, end.map_or(0.0, |e| (now - t0) as f64 / (e - t0) as f64));
+            status(fw.current(), end.map_or(0.0, |e| (now - t0) as f64 / (e - t0) as f64));
             next_status = now + STATUS_EVERY;
         }
         if got > 0 || rx.ready() {
@@ -423,10 +447,12 @@ pub fn forward(
         back.sample(Instant::from_nanos(stop_ns));
         back
     });
+    record.counts = fw.counts();
     Ok(LiveRun {
         rx: rx.counters(),
         tx: tx.counters(),
-        forwarder: fw,
+        forwarders: fw.into_all(),
+        reloads: (record.counts.reloads + record.refused > 0).then_some(record),
         elapsed_ns: stop_ns - t0,
         cpu_ns: thread_cpu_ns() - cpu0,
         complete,
@@ -442,13 +468,40 @@ pub fn forward(
 
 /// The time series' point of both ways at `t`, and the statistics: copied into the
 /// publisher's own buffer, handed over without a lock or a system call.
-fn sample(fw: &mut Forwarder, mut back: Option<&mut Forwarder>, publisher: Option<&mut stats::Publisher>, t: Instant) {
+fn sample(fw: &mut Reloading, mut back: Option<&mut Forwarder>, publisher: Option<&mut stats::Publisher>, t: Instant) {
     fw.sample(t);
     if let Some(b) = back.as_deref_mut() {
         b.sample(t);
     }
     if let Some(p) = publisher {
-        p.publish(fw, back.as_deref(), t);
+        p.publish(fw.current(), back.as_deref(), t);
+    }
+}
+
+/// SIGHUP came: the file read again and, if it is good, taken from now on (the configuration
+/// before sends what it holds); a bad one is refused with its problems and the running one
+/// stays.
+fn take_reload(
+    r: &Reload<'_>,
+    fw: &mut Reloading,
+    record: &mut ReloadRecord,
+    publisher: Option<&mut stats::Publisher>,
+    since: u64,
+) {
+    let taken = (r.read)().and_then(|next| fw.reload(&next).map_err(|e| e.to_string()));
+    let took = monotonic_ns().saturating_sub(since);
+    match taken {
+        Ok(()) => {
+            record.time_ns_max = record.time_ns_max.max(took);
+            tracing::info!("configuration reloaded in {} us", took / 1000);
+            if let Some(p) = publisher {
+                p.set_services_in(fw.current().spec().service_info());
+            }
+        }
+        Err(e) => {
+            record.refused += 1;
+            tracing::error!("reload refused, the running configuration stays: {e}");
+        }
     }
 }
 
@@ -475,7 +528,12 @@ fn sleep(spec: &LiveSpec, rx: &mut RxRing, rev: Option<&mut ReversePath>, ns: u6
 
 /// The pipeline for `spec` whose transmit slots hold `max_frame` bytes.
 fn forwarder(spec: &LiveSpec, max_frame: u32) -> Result<Forwarder, OpenError> {
-    Forwarder::new(spec, max_frame).map_err(|e| OpenError::Io {
+    built(spec, Forwarder::new(spec, max_frame))
+}
+
+/// A pipeline built for `spec`, or why not as an error of the interface it is for.
+fn built<T>(spec: &LiveSpec, r: Result<T, npqos_core::pipeline::router::PipelineError>) -> Result<T, OpenError> {
+    r.map_err(|e| OpenError::Io {
         iface: spec.input.clone(),
         what: "building the forwarder",
         err: std::io::Error::other(e.to_string()),

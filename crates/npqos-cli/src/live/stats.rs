@@ -26,23 +26,37 @@ pub const REQUEST_MAX: usize = 4096;
 /// The deadline of one exchange, from accept to the last byte written.
 pub const DEADLINE: Duration = Duration::from_secs(1);
 
-/// What is published: the way in, and the way back when it is shaped.
+/// What is published: the way in, and the way back when it is shaped, each with its
+/// services (the way in's change at a reload).
 #[derive(Clone, Debug, Default)]
 pub struct Published {
     pub way_in: Snapshot,
     pub way_back: Option<Snapshot>,
+    pub services_in: Arc<Vec<ServiceInfo>>,
+    pub services_back: Option<Arc<Vec<ServiceInfo>>>,
 }
 
 /// The forwarding thread's end: fills and publishes.
 pub struct Publisher {
     input: triple_buffer::Input<Published>,
     mem: (RateMemory, RateMemory),
+    services: (Arc<Vec<ServiceInfo>>, Option<Arc<Vec<ServiceInfo>>>),
 }
 
 impl Publisher {
+    /// The way in's services from now on (a reload); its counters start again with the new
+    /// configuration's forwarder.
+    pub fn set_services_in(&mut self, services: Vec<ServiceInfo>) {
+        self.services.0 = Arc::new(services);
+        self.mem.0 = RateMemory::default();
+    }
+
     /// Snapshots of `fw` (and the shaped way back's `back`) at `now`, published.
     pub fn publish(&mut self, fw: &Forwarder, back: Option<&Forwarder>, now: npqos_core::Instant) {
         let p = self.input.input_buffer_mut();
+        // Reference counts only: no allocation, no system call.
+        p.services_in = self.services.0.clone();
+        p.services_back = self.services.1.clone();
         fw.snapshot(now, &mut p.way_in, &mut self.mem.0);
         if let Some(b) = back {
             b.snapshot(now, p.way_back.get_or_insert_with(Snapshot::default), &mut self.mem.1);
@@ -125,19 +139,12 @@ pub fn start(
     let (input, output) = triple_buffer::triple_buffer(&Published::default());
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
-    let thread = std::thread::Builder::new()
-        .name("npqos-stats".into())
-        .spawn(move || serve(listener, output, services_in, services_back, &s2))?;
-    Ok((Publisher { input, mem: Default::default() }, Server { stop, thread: Some(thread), unix }))
+    let thread = std::thread::Builder::new().name("npqos-stats".into()).spawn(move || serve(listener, output, &s2))?;
+    let services = (Arc::new(services_in), services_back.map(Arc::new));
+    Ok((Publisher { input, mem: Default::default(), services }, Server { stop, thread: Some(thread), unix }))
 }
 
-fn serve(
-    listener: Listener,
-    mut output: triple_buffer::Output<Published>,
-    services_in: Vec<ServiceInfo>,
-    services_back: Option<Vec<ServiceInfo>>,
-    stop: &AtomicBool,
-) {
+fn serve(listener: Listener, mut output: triple_buffer::Output<Published>, stop: &AtomicBool) {
     let fd = match &listener {
         Listener::Tcp(l) => std::os::fd::AsRawFd::as_raw_fd(l),
         Listener::Unix(l) => std::os::fd::AsRawFd::as_raw_fd(l),
@@ -160,8 +167,8 @@ fn serve(
             },
         };
         let p = output.read();
-        let mut ways = vec![Way { name: "in", snapshot: &p.way_in, services: &services_in }];
-        if let (Some(s), Some(b)) = (&p.way_back, &services_back) {
+        let mut ways = vec![Way { name: "in", snapshot: &p.way_in, services: &p.services_in }];
+        if let (Some(s), Some(b)) = (&p.way_back, &p.services_back) {
             ways.push(Way { name: "back", snapshot: s, services: b });
         }
         if let Err(e) = exchange(conn, &ways) {

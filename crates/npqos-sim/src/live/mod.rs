@@ -27,6 +27,7 @@
 
 pub mod csum;
 pub mod gso;
+pub mod reload;
 pub mod snapshot;
 pub mod spec;
 
@@ -349,6 +350,23 @@ impl Forwarder {
     /// With no per-flow or per-subscriber rate (every service's rate per class, or none).
     pub fn buckets(&self) -> &FlowBuckets {
         self.pipe.flow_buckets().expect("live shapes per flow")
+    }
+    /// Whether a frame of flow `key` is queued here (dqs keeps a flow's mapping, to its own
+    /// queue or the shared one, exactly while it has frames queued).
+    pub fn holds(&self, key: &FlowKey) -> bool {
+        self.held_bytes(key).is_some()
+    }
+    /// The bytes queued in flow `key`'s queue (for a flow in the shared queue, that queue's),
+    /// `None` when none of its frames is queued here.
+    pub fn held_bytes(&self, key: &FlowKey) -> Option<u64> {
+        let d = self.dqs();
+        if d.is_empty() {
+            return None;
+        }
+        match d.afm().find(d.slot_of(key), key) {
+            npqos_core::flowmap::afm::Find::Found { value, .. } => Some(d.buffer().bytes(value)),
+            npqos_core::flowmap::afm::Find::Vacant(_) => None,
+        }
     }
     /// Frames in the buffer.
     pub fn queued(&self) -> u64 {

@@ -1,0 +1,224 @@
+//! A new configuration while npqos live runs (docs/live.md, "Reload"), without losing or
+//! reordering a frame.
+//!
+//! The new configuration is a [`Forwarder`] of its own, built beside the running one, and takes
+//! every frame from the change on. The one before keeps the frames it held and sends them at its
+//! own rates, taking nothing new, until it holds none (its backlog: at most each queue's
+//! `queue_limit` at its flow's old rate). A flow that it still holds at the change keeps its
+//! order: its later frames wait here, in arrival order, and go into the new configuration once
+//! the old one has let go of the flow's last frame. Flows with nothing queued at the change,
+//! and new flows, are under the new configuration at once.
+//!
+//! Every frame is accounted: given = the forwarders' frames in + frames waiting here + frames
+//! dropped here: by the new configuration's `queue_limit` applied to a flow's frames in the old
+//! configuration and here together (`dropped_queue_full`, what it would drop without a
+//! change), or because the frames waiting here filled its buffer (`dropped_waiting`, the one
+//! loss the change itself can cause).
+
+use super::{Arrival, Forwarder, LiveSpec, Reason};
+use npqos_core::flow::FlowKey;
+use npqos_core::pipeline::router::PipelineError;
+use npqos_core::Instant;
+use std::collections::{HashMap, VecDeque};
+
+/// What the changes did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ReloadCounts {
+    /// Configurations taken.
+    pub reloads: u64,
+    /// Frames given to [`Reloading::receive`].
+    pub given: u64,
+    /// Frames that waited for an older configuration to let go of their flow.
+    pub waited: u64,
+    /// Frames dropped because their flow's queue was full: its frames still in the old
+    /// configuration and those waiting here together past the new `queue_limit` (what the
+    /// new configuration would have dropped had it held them all; not a loss of the change).
+    pub dropped_queue_full: u64,
+    /// Frames dropped because the frames waiting here filled the new configuration's buffer
+    /// (a loss of the change).
+    pub dropped_waiting: u64,
+    /// The most bytes waiting at once.
+    pub waiting_bytes_max: u64,
+}
+
+/// The forwarder of the current configuration, the ones before it still sending what they
+/// held, and the frames waiting between them.
+pub struct Reloading {
+    current: Forwarder,
+    /// Earlier configurations still holding frames, oldest first.
+    draining: Vec<Forwarder>,
+    /// Earlier configurations that sent everything they held, oldest first (their results).
+    done: Vec<Forwarder>,
+    /// Per flow an earlier configuration still holds: its frames since the change, in order.
+    waiting: HashMap<FlowKey, VecDeque<Vec<u8>>>,
+    waiting_bytes: u64,
+    counts: ReloadCounts,
+    max_frame: u32,
+}
+
+impl Reloading {
+    /// Forwarding under `spec`, transmit slots of `max_frame` bytes.
+    ///
+    /// Errors: a configuration the pipeline refuses.
+    pub fn new(spec: &LiveSpec, max_frame: u32) -> Result<Self, PipelineError> {
+        Ok(Reloading {
+            current: Forwarder::new(spec, max_frame)?,
+            draining: Vec::new(),
+            done: Vec::new(),
+            waiting: HashMap::new(),
+            waiting_bytes: 0,
+            counts: ReloadCounts::default(),
+            max_frame,
+        })
+    }
+
+    /// Takes `spec` from now on; the configuration before sends what it holds.
+    ///
+    /// Errors: a configuration the pipeline refuses (the running one stays).
+    pub fn reload(&mut self, spec: &LiveSpec) -> Result<(), PipelineError> {
+        let next = Forwarder::new(spec, self.max_frame)?;
+        let old = std::mem::replace(&mut self.current, next);
+        if old.queued() > 0 {
+            self.draining.push(old);
+        } else {
+            self.done.push(old);
+        }
+        self.counts.reloads += 1;
+        Ok(())
+    }
+
+    /// The current configuration's forwarder.
+    pub fn current(&self) -> &Forwarder {
+        &self.current
+    }
+    /// Every configuration's forwarder, oldest first (the current one last).
+    pub fn all(&self) -> impl Iterator<Item = &Forwarder> {
+        self.done.iter().chain(&self.draining).chain(std::iter::once(&self.current))
+    }
+    pub fn counts(&self) -> ReloadCounts {
+        self.counts
+    }
+    /// Frames waiting for an older configuration to let go of their flow.
+    pub fn waiting(&self) -> u64 {
+        self.waiting.values().map(|q| q.len() as u64).sum()
+    }
+    /// An older configuration still sends what it held.
+    pub fn switching(&self) -> bool {
+        !self.draining.is_empty()
+    }
+
+    /// A frame arrived at `now`: into the current configuration, or, if an older one still
+    /// holds its flow, waiting here behind that flow's frames there.
+    pub fn receive(&mut self, frame: &[u8], now: Instant) -> Arrival {
+        self.counts.given += 1;
+        if !self.draining.is_empty() {
+            let (key, ..) = Forwarder::key_of(frame);
+            let held: Option<u64> = self.draining.iter().filter_map(|d| d.held_bytes(&key)).reduce(|a, b| a + b);
+            if held.is_some() || self.waiting.contains_key(&key) {
+                let q = self.waiting.entry(key).or_default();
+                let flow_bytes: u64 = held.unwrap_or(0) + q.iter().map(|f| f.len() as u64).sum::<u64>();
+                let spec = self.current.spec();
+                let buffer = spec.table.blocks as u64 * spec.table.block_size as u64;
+                let len = frame.len() as u64;
+                // The flow's frames in the old configuration and here are its queue: the new
+                // configuration's limit applies to them together, as it would without a change.
+                if spec.table.queue_limit.is_some_and(|l| flow_bytes + len > l) {
+                    self.counts.dropped_queue_full += 1;
+                    return Arrival::Dropped(Reason::QueueFull);
+                }
+                if self.waiting_bytes + len > buffer {
+                    self.counts.dropped_waiting += 1;
+                    return Arrival::Dropped(Reason::BufferFull);
+                }
+                q.push_back(frame.to_vec());
+                self.waiting_bytes += len;
+                self.counts.waited += 1;
+                self.counts.waiting_bytes_max = self.counts.waiting_bytes_max.max(self.waiting_bytes);
+                return Arrival::Queued;
+            }
+        }
+        self.current.receive(frame, now)
+    }
+
+    /// The mechanism's refusal that stopped a pipeline, if one did.
+    pub fn error(&self) -> Option<&PipelineError> {
+        self.draining.iter().chain(std::iter::once(&self.current)).find_map(Forwarder::error)
+    }
+    /// The current configuration's time-series point at `now`.
+    pub fn sample(&mut self, now: Instant) {
+        self.current.sample(now);
+    }
+    /// Every configuration's forwarder, oldest first, the current one last (for the results).
+    pub fn into_all(self) -> Vec<Forwarder> {
+        let mut v = self.done;
+        v.extend(self.draining);
+        v.push(self.current);
+        v
+    }
+
+    /// The earliest wake-up any configuration asks for.
+    pub fn next_wakeup(&self) -> Option<Instant> {
+        self.draining.iter().chain(std::iter::once(&self.current)).filter_map(Forwarder::next_wakeup).min()
+    }
+
+    /// Wakes every configuration's shaper whose time has come.
+    ///
+    /// Errors: a pipeline stopped on a mechanism's refusal.
+    pub fn wake(&mut self, now: Instant) -> Result<(), PipelineError> {
+        for d in &mut self.draining {
+            d.wake(now)?;
+        }
+        self.current.wake(now)
+    }
+
+    /// Up to `room` frames for the wire: the older configurations' first (what they held),
+    /// then the current one's; then flows the older ones let go of move their waiting frames
+    /// into the current configuration, and a configuration that holds nothing more retires.
+    ///
+    /// Errors: a pipeline stopped on a mechanism's refusal.
+    pub fn transmit(&mut self, now: Instant, room: usize, mut emit: impl FnMut(&[u8])) -> Result<usize, PipelineError> {
+        let mut sent = 0;
+        for d in &mut self.draining {
+            sent += d.transmit(now, room - sent, &mut emit)?;
+        }
+        sent += self.current.transmit(now, room - sent, &mut emit)?;
+        if !self.draining.is_empty() {
+            self.release(now);
+        }
+        Ok(sent)
+    }
+
+    /// Waiting flows no older configuration holds go into the current one, in order; older
+    /// configurations that hold nothing retire.
+    fn release(&mut self, now: Instant) {
+        let draining = &self.draining;
+        let free: Vec<FlowKey> =
+            self.waiting.keys().filter(|k| !draining.iter().any(|d| d.holds(k))).copied().collect();
+        for k in free {
+            for f in self.waiting.remove(&k).unwrap_or_default() {
+                self.waiting_bytes -= f.len() as u64;
+                self.current.receive(&f, now);
+            }
+        }
+        let (empty, busy): (Vec<Forwarder>, Vec<Forwarder>) =
+            std::mem::take(&mut self.draining).into_iter().partition(|d| d.queued() == 0);
+        self.done.extend(empty);
+        self.draining = busy;
+    }
+
+    /// Every frame given is in a forwarder, waiting here, or dropped here.
+    pub fn check(&self) -> Result<(), String> {
+        let inside: u64 = self.all().map(|f| f.totals().frames_in).sum();
+        let (w, d) = (self.waiting(), self.counts.dropped_waiting + self.counts.dropped_queue_full);
+        if self.counts.given != inside + w + d {
+            return Err(format!(
+                "given {} != in the forwarders {inside} + waiting {w} + dropped here {d}",
+                self.counts.given
+            ));
+        }
+        for f in self.all() {
+            f.check().map_err(|e| e.to_string())?;
+        }
+        Ok(())
+    }
+}
