@@ -4,8 +4,9 @@
 //!
 //! `cargo bench -p npqos-cli --bench live`; `NPQOS_BIN=path` runs another `npqos` binary as the
 //! middle box (to time two builds against each other on one machine); `NPQOS_LIVE_BENCH` =
-//! `rates`, `flows`, `latency` or `tcp` (iperf3 with 8 and 64 TCP flows beside htb) runs one
-//! part (default: all); `NPQOS_LIVE_EXTRA` adds keys to
+//! `rates`, `flows`, `latency`, `tcp` (iperf3 with 8 and 64 TCP flows beside htb) or
+//! `reload` (SIGHUP with 1e3 and 1e5 flows beside `tc` changing htb's classes) runs one part
+//! (default: all); `NPQOS_LIVE_EXTRA` adds keys to
 //! every configuration's `[live]` (`reverse = "off"`: no way back, as before issue #41).
 
 #[cfg(target_os = "linux")]
@@ -54,6 +55,80 @@ fn main() {
     if on("tcp") {
         tcp_flows(&tag, mid_cpu);
     }
+    if on("reload") {
+        reload(&tag, mid_cpu);
+    }
+}
+
+/// A reload beside tc (issue #42): npqos live forwarding 1e3 or 1e5 throttled flows (the
+/// many-flows part's setup: 64 B datagrams as fast as one sender goes, 3 s) gets SIGHUP at 1.5 s
+/// with every flow's rate doubled: the reload's time (from the signal to the new
+/// configuration taking frames), the frames lost because of the change, dropped by the queue
+/// limit while the two configurations switched, and that waited behind their flow's old frames.
+/// htb with 1e3 classes: `tc -batch` changing every class's rate at 1.5 s, its wall time (htb's
+/// 16-bit class ids cannot hold 1e5 classes).
+#[cfg(target_os = "linux")]
+fn reload(tag: &str, mid_cpu: usize) {
+    println!("\n| middle | flows | rate change | reload time | frames lost to the change | dropped by the queue limit while switching | waited |");
+    println!("|---|---|---|---|---|---|---|");
+    let table = "[table]\nqueues = 131072\nblocks = 1048576\nqueue_limit = \"4KiB\"\n";
+    for (flows, label, slow, fast) in [
+        (1_000u32, "1e3", "20kbps\"", "40kbps\""),
+        (100_000, "1e5", "500bps\"\ncap = \"128B\"\nalpha = \"64B\"", "1000bps\"\ncap = \"128B\"\nalpha = \"64B\""),
+    ] {
+        let bed = Bed::new(&format!("{tag}r{}", label.replace('e', ""))).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let cfg = |rate: &str| format!("{}[shaper]\nflow_rate = \"{rate}\n{table}", base());
+        let mut c = npqos(&bed, mid_cpu, d.path(), &cfg(slow), 3);
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let snd = netns::in_ns(&bed.snd, move || {
+            netns::pin(0);
+            netns::send_udp(flows, 0, 64, 3_000_000_000)
+        });
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        std::fs::write(d.path().join("live.toml"), cfg(fast)).unwrap();
+        // SAFETY: kill(2) on our own child's pid.
+        unsafe { libc::kill(c.id() as libc::pid_t, libc::SIGHUP) };
+        let _ = snd.join();
+        let _ = c.wait();
+        let text = std::fs::read_to_string(d.path().join("out/summary.json")).unwrap_or_default();
+        let j: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        let sc = &j["runs"][0]["scalars"];
+        let g = |k: &str| sc[k].as_f64().map_or("-".to_string(), |v| format!("{v:.0}"));
+        let r = |x: &str| x.split('"').next().unwrap_or(x).to_string();
+        println!(
+            "| npqos live | {label} | {} to {} | {} us | {} | {} | {} |",
+            r(slow),
+            r(fast),
+            g("reload_time_max"),
+            g("reload_dropped_waiting"),
+            g("reload_dropped_queue_full"),
+            g("reload_waited")
+        );
+    }
+    let bed = Bed::new(&format!("{tag}rh")).unwrap();
+    bed.kernel_htb(1000, 20_000, 4096).unwrap();
+    let snd = netns::in_ns(&bed.snd, move || {
+        netns::pin(0);
+        netns::send_udp(1000, 0, 64, 3_000_000_000)
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let batch: String = (1..=1000u32)
+        .map(|c| format!("class change dev out0 parent 1: classid 1:{c:x} htb rate 40000bit ceil 40000bit\n"))
+        .collect();
+    let path = std::env::temp_dir().join(format!("{}-reload.batch", bed.mid));
+    std::fs::write(&path, batch).unwrap();
+    let t = std::time::Instant::now();
+    let done = netns::sh(&["tc", "-n", &bed.mid, "-batch", &path.display().to_string()]);
+    let took = t.elapsed();
+    let _ = std::fs::remove_file(&path);
+    let _ = snd.join();
+    println!(
+        "| htb (`tc -batch`, 1,000 class changes) | 1e3 | 20 kbps to 40 kbps | {} us{} | n/a (a class change keeps the class's queue) | | |",
+        took.as_micros(),
+        if done.is_ok() { "" } else { " (tc failed)" }
+    );
+    println!("| htb | 1e5 | | n/a: htb's class ids are 16 bits | | | |");
 }
 
 /// Round-trip times of `count` pings 10 ms apart from the sender to the receiver, us, sorted.
