@@ -213,13 +213,7 @@ fn latency(tag: &str, mid_cpu: usize) {
                     child = Some(npqos(&bed, mid_cpu, d.path(), &cfg, 4));
                 }
                 5 => bed.kernel_htb_one_class(40_000_000, 8 * 32768).unwrap(),
-                3 => {
-                    let m = &bed.mid;
-                    netns::sh(&["ip", "-n", m, "link", "add", "br0", "type", "bridge"]).unwrap();
-                    netns::sh(&["ip", "-n", m, "link", "set", "in0", "master", "br0"]).unwrap();
-                    netns::sh(&["ip", "-n", m, "link", "set", "out0", "master", "br0"]).unwrap();
-                    netns::sh(&["ip", "-n", m, "link", "set", "br0", "up"]).unwrap();
-                }
+                3 => bed.bridge().unwrap(),
                 _ => unreachable!("six middles"),
             }
             std::thread::sleep(std::time::Duration::from_millis(700));

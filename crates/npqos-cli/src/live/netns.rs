@@ -105,18 +105,24 @@ impl Bed {
         Ok(())
     }
 
-    /// The kernel forwards `in0` to `out0` (a bridge) with htb on `out0`: every frame in one
-    /// class of `rate_bps` over a bfifo of `limit` bytes (a class that a load saturates).
-    pub fn kernel_htb_one_class(&self, rate_bps: u64, limit: u64) -> Result<(), String> {
-        let m = &self.mid;
+    /// The kernel forwards `in0` to `out0`: a bridge `br0` of the two in the middle.
+    pub fn bridge(&self) -> Result<(), String> {
         for args in [
             &["link", "add", "br0", "type", "bridge"][..],
             &["link", "set", "in0", "master", "br0"],
             &["link", "set", "out0", "master", "br0"],
             &["link", "set", "br0", "up"],
         ] {
-            sh(&[&["ip", "-n", m][..], args].concat())?;
+            sh(&[&["ip", "-n", &self.mid][..], args].concat())?;
         }
+        Ok(())
+    }
+
+    /// The kernel forwards `in0` to `out0` (a bridge) with htb on `out0`: every frame in one
+    /// class of `rate_bps` over a bfifo of `limit` bytes (a class that a load saturates).
+    pub fn kernel_htb_one_class(&self, rate_bps: u64, limit: u64) -> Result<(), String> {
+        let m = &self.mid;
+        self.bridge()?;
         let (rate, limit) = (format!("{rate_bps}bit"), limit.to_string());
         for args in [
             &["qdisc", "add", "dev", "out0", "root", "handle", "1:", "htb", "default", "1"][..],
@@ -133,10 +139,7 @@ impl Bed {
     /// rest in an unshaped default class.
     pub fn kernel_htb(&self, flows: u32, rate_bps: u64, limit: u64) -> Result<(), String> {
         let m = &self.mid;
-        sh(&["ip", "-n", m, "link", "add", "br0", "type", "bridge"])?;
-        sh(&["ip", "-n", m, "link", "set", "in0", "master", "br0"])?;
-        sh(&["ip", "-n", m, "link", "set", "out0", "master", "br0"])?;
-        sh(&["ip", "-n", m, "link", "set", "br0", "up"])?;
+        self.bridge()?;
         if flows > 0xfffe {
             return Err(format!("htb has 16-bit class ids: at most 65534 classes, not {flows}"));
         }
@@ -174,16 +177,7 @@ impl Bed {
     /// client whose ports are known (`iperf3 --cport`).
     pub fn kernel_htb_tcp(&self, flows: u32, first_port: u16, rate_bps: u64, limit: u64) -> Result<(), String> {
         let m = &self.mid;
-        for args in [
-            &["link", "add", "br0", "type", "bridge"][..],
-            &["link", "set", "in0", "master", "br0"],
-            &["link", "set", "out0", "master", "br0"],
-            &["link", "set", "br0", "up"],
-        ] {
-            let mut a = vec!["ip", "-n", m];
-            a.extend_from_slice(args);
-            sh(&a)?;
-        }
+        self.bridge()?;
         let mut batch = String::from(
             "qdisc add dev out0 root handle 1: htb default ffff
 ",

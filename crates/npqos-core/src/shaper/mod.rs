@@ -259,14 +259,23 @@ impl EventShaper {
         }
         let mut index = std::collections::HashMap::new();
         let mut profiles = Vec::new();
+        // Queues configured alike come in runs: the last profile is looked at first, so that
+        // a million alike queues cost a comparison each rather than a hash (a live reload
+        // builds this while it forwards).
+        let mut last: Option<(Profile, u32)> = None;
         let profile_of: Vec<u32> = params
             .iter()
             .map(|p| {
                 let pr = Profile { cir: p.cir.bits_per_sec(), cap: units(p.cap_bytes) };
-                *index.entry(pr).or_insert_with(|| {
+                if let Some((_, i)) = last.filter(|(l, _)| *l == pr) {
+                    return i;
+                }
+                let i = *index.entry(pr).or_insert_with(|| {
                     profiles.push(pr);
                     profiles.len() as u32 - 1
-                })
+                });
+                last = Some((pr, i));
+                i
             })
             .collect();
         Ok(EventShaper {
