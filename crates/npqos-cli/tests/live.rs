@@ -638,34 +638,14 @@ fn without_cap_net_raw_the_error_says_what_is_needed() {
 type Got = (Vec<u64>, u64, u64, Vec<u32>);
 
 fn receive_sockets(flows: u32, payload: usize, stop: &AtomicBool) -> Result<Got, String> {
-    let socks: Vec<std::net::UdpSocket> = (0..flows)
-        .map(|i| {
-            let s =
-                std::net::UdpSocket::bind((netns::RECEIVER_IP, netns::flow_ports(i).1)).map_err(|e| e.to_string())?;
-            s.set_nonblocking(true).map_err(|e| e.to_string())?;
-            Ok(s)
-        })
-        .collect::<Result<_, String>>()?;
-    let (mut got, mut reordered, mut wrong_size) = (vec![0u64; flows as usize], 0u64, 0u64);
-    let mut next = vec![0u32; flows as usize];
-    let mut buf = vec![0u8; 65536];
-    while !stop.load(Ordering::Relaxed) {
-        let mut any = false;
-        for (i, s) in socks.iter().enumerate() {
-            while let Ok(n) = s.recv(&mut buf) {
-                any = true;
-                let seq = u32::from_be_bytes(buf[..4].try_into().unwrap());
-                reordered += (seq < next[i]) as u64;
-                wrong_size += (n != payload) as u64;
-                next[i] = next[i].max(seq + 1);
-                got[i] += 1;
-            }
-        }
-        if !any {
-            std::thread::sleep(std::time::Duration::from_micros(200));
-        }
-    }
-    Ok((got, reordered, wrong_size, next))
+    let at = (0..flows).map(|i| std::net::SocketAddr::from((netns::RECEIVER_IP, netns::flow_ports(i).1))).collect();
+    let got = socket_sink(at, payload, stop)?;
+    Ok((
+        got.iter().map(|f| f.datagrams).collect(),
+        got.iter().map(|f| f.reordered).sum(),
+        got.iter().map(|f| f.wrong_size).sum(),
+        got.iter().map(|f| f.next).collect(),
+    ))
 }
 
 /// `flows` UDP socket flows of `payload`-byte datagrams at 5 Mbps for 1.5 s through npqos
@@ -1120,6 +1100,9 @@ fn enable_ipv6(ns: &str, dev: &str, addr: &str) {
 /// and datagrams that came after a later one of their flow.
 #[derive(Clone, Copy, Debug, Default)]
 struct SocketFlow {
+    datagrams: u64,
+    /// Datagrams not of the size expected.
+    wrong_size: u64,
     bytes: u64,
     first_len: u64,
     first_ns: u64,
@@ -1135,8 +1118,8 @@ impl SocketFlow {
 }
 
 /// A UDP socket application's receive side: a socket per address in `at`, counted until
-/// `stop` (each datagram starts with its flow's sequence number).
-fn socket_sink(at: Vec<std::net::SocketAddr>, stop: Arc<AtomicBool>) -> Result<Vec<SocketFlow>, String> {
+/// `stop` (each datagram starts with its flow's sequence number and should be `payload` bytes).
+fn socket_sink(at: Vec<std::net::SocketAddr>, payload: usize, stop: &AtomicBool) -> Result<Vec<SocketFlow>, String> {
     let socks: Vec<std::net::UdpSocket> = at
         .iter()
         .map(|a| {
@@ -1147,7 +1130,7 @@ fn socket_sink(at: Vec<std::net::SocketAddr>, stop: Arc<AtomicBool>) -> Result<V
         .collect::<Result<_, String>>()?;
     let t0 = std::time::Instant::now();
     let mut flows = vec![SocketFlow::default(); at.len()];
-    let mut buf = vec![0u8; 2048];
+    let mut buf = vec![0u8; 65536];
     while !stop.load(Ordering::Relaxed) {
         let mut any = false;
         for (i, u) in socks.iter().enumerate() {
@@ -1161,6 +1144,8 @@ fn socket_sink(at: Vec<std::net::SocketAddr>, stop: Arc<AtomicBool>) -> Result<V
                     (f.first_len, f.first_ns) = (frame, now);
                 }
                 f.reordered += (seq < f.next) as u64;
+                f.datagrams += 1;
+                f.wrong_size += (n != payload) as u64;
                 f.next = f.next.max(seq + 1);
                 f.bytes += frame;
                 f.last_ns = now;
@@ -1237,8 +1222,8 @@ fn udp_socket_applications_get_their_rate_both_ways_over_ipv4_and_ipv6() {
     let stop = Arc::new(AtomicBool::new(false));
     let (st1, st2) = (stop.clone(), stop.clone());
     let (wi, wb) = (way_in.clone(), way_back.clone());
-    let sink_in = netns::in_ns(&r, move || socket_sink(wi, st1));
-    let sink_back = netns::in_ns(&s, move || socket_sink(wb, st2));
+    let sink_in = netns::in_ns(&r, move || socket_sink(wi, PAYLOAD, &st1));
+    let sink_back = netns::in_ns(&s, move || socket_sink(wb, PAYLOAD, &st2));
     std::thread::sleep(std::time::Duration::from_millis(200));
     let mut sources = Vec::new();
     for (ns, from, to, bps) in [
