@@ -20,9 +20,8 @@ pub fn load(path: &Path, duration: Option<&str>) -> Result<npqos_sim::live::Live
 }
 
 /// The file read again at SIGHUP: its problems, or the first key that changed and needs a
-/// restart (the interfaces, rings, modes, the statistics' address and, for now, the way back's
-/// shaping); rates, services, match rules, subscribers, the flow table and `live.non_ip` may
-/// change.
+/// restart (the interfaces, rings, modes, `live.reverse`, the statistics' address); rates,
+/// services, match rules, subscribers, the flow tables and `live.non_ip` may change, both ways.
 #[cfg(target_os = "linux")]
 fn reread(
     config: &Path,
@@ -30,7 +29,6 @@ fn reread(
     running: &npqos_sim::live::LiveSpec,
 ) -> Result<npqos_sim::live::LiveSpec, String> {
     let next = load(config, duration).map_err(|e| format!("{e:#}"))?;
-    let same = |a: &dyn std::fmt::Debug, b: &dyn std::fmt::Debug| format!("{a:?}") == format!("{b:?}");
     for (key, changed) in [
         ("live.input", next.input != running.input),
         ("live.output", next.output != running.output),
@@ -40,7 +38,7 @@ fn reread(
         ("live.tx_frames", next.tx_frames != running.tx_frames),
         ("live.sample_every", next.sample_every != running.sample_every),
         ("live.stats", next.stats_listen != running.stats_listen),
-        ("live.reverse and [reverse]", !same(&next.reverse, &running.reverse)),
+        ("live.reverse", std::mem::discriminant(&next.reverse) != std::mem::discriminant(&running.reverse)),
     ] {
         if changed {
             return Err(format!("{}: {key} changed, which needs a restart", config.display()));
@@ -66,10 +64,21 @@ fn results(run: &crate::live::LiveRun, stop_reason: &str) -> Vec<npqos_sim::resu
         ]);
     }
     let mut runs = vec![run.forwarders[0].result(run.elapsed_ns, run.complete, stop_reason, &extra)];
-    // The shaped way back: a run of its own (its flows and classes beside the way in's).
-    if let Some(back) = &run.reverse_forwarder {
-        let mut r = back.result(run.elapsed_ns, run.complete, stop_reason, &[]);
-        r.label = "reverse".into();
+    // The shaped way back: a run of its own (its flows and classes beside the way in's), and
+    // one per later configuration of it.
+    let back = run.reverse_forwarder.as_deref().unwrap_or_default();
+    let back_counts = run.reloads.as_ref().and_then(|r| r.counts_back);
+    for (i, f) in back.iter().enumerate() {
+        let extra: Vec<(&str, f64, &str)> = match (i, back_counts) {
+            (0, Some(c)) => vec![
+                ("reload_waited", c.waited as f64, "frames"),
+                ("reload_dropped_queue_full", c.dropped_queue_full as f64, "frames"),
+                ("reload_dropped_waiting", c.dropped_waiting as f64, "frames"),
+            ],
+            _ => Vec::new(),
+        };
+        let mut r = f.result(run.elapsed_ns, run.complete, stop_reason, &extra);
+        r.label = if i == 0 { "reverse".into() } else { format!("reverse-reload-{i}") };
         runs.push(r);
     }
     for (i, f) in run.forwarders.iter().enumerate().skip(1) {
@@ -200,7 +209,7 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
             dir.display()
         ));
     }
-    let ways = run.forwarders.iter().chain(run.reverse_forwarder.as_ref());
+    let ways = run.forwarders.iter().chain(run.reverse_forwarder.iter().flatten());
     if let Some(e) = ways.map(npqos_sim::live::Forwarder::check).find_map(Result::err) {
         return Err(anyhow::anyhow!("{e}; the results are in {}", dir.display()));
     }

@@ -59,7 +59,8 @@ pub struct LiveRun {
     /// The way back, output to input (`live.reverse = "pass"` or `"shape"`).
     pub reverse: Option<WayCounts>,
     /// The way back's own pipeline when it is shaped (`live.reverse = "shape"`).
-    pub reverse_forwarder: Option<Forwarder>,
+    /// The shaped way back's forwarder of each configuration, oldest first.
+    pub reverse_forwarder: Option<Vec<Forwarder>>,
     /// `live.mode = "pass"`: the way in passed on as it comes, no pipeline (the do-nothing
     /// forwarder on the same rings, to measure what the path itself costs).
     pub passed: Option<WayCounts>,
@@ -70,6 +71,8 @@ pub struct LiveRun {
 #[derive(Clone, Debug, Default)]
 pub struct ReloadRecord {
     pub counts: npqos_sim::live::reload::ReloadCounts,
+    /// The shaped way back's.
+    pub counts_back: Option<npqos_sim::live::reload::ReloadCounts>,
     pub time_ns_max: u64,
     pub refused: u64,
 }
@@ -109,7 +112,7 @@ struct ReversePath {
     tx: TxRing,
     scratch: Vec<u8>,
     counts: WayCounts,
-    shaper: Option<Forwarder>,
+    shaper: Option<Reloading>,
     /// `live.non_ip`, for the way back passed without a pipeline.
     non_ip: Option<Vec<u16>>,
 }
@@ -119,7 +122,7 @@ impl ReversePath {
         let tx = TxRing::open(&spec.input, spec.tx_frames)?;
         let scratch = Vec::with_capacity(tx.mtu() as usize + 64);
         let shaper = match spec.reversed() {
-            Some(back) => Some(forwarder(&back, tx.max_frame())?),
+            Some(back) => Some(built(&back, Reloading::new(&back, tx.max_frame()))?),
             None => None,
         };
         Ok(ReversePath {
@@ -354,7 +357,8 @@ pub fn forward(
             break;
         }
         if let Some(r) = reload.as_ref().filter(|r| r.requested.swap(false, Ordering::Relaxed)) {
-            take_reload(r, &mut fw, &mut record, publisher.as_deref_mut(), now);
+            let back = rev.as_mut().and_then(|r| r.shaper.as_mut());
+            take_reload(r, (&mut fw, back), &mut record, publisher.as_deref_mut(), now);
         }
         let mut got = 0;
         if let Some(counts) = passed.as_mut() {
@@ -399,7 +403,7 @@ pub fn forward(
         }
         tx.flush();
         // A mechanism's refusal stops the pipeline (a defect): stop forwarding, keep the results.
-        if let Some(e) = fw.error().or(rev.as_ref().and_then(|r| r.shaper.as_ref()).and_then(Forwarder::error)) {
+        if let Some(e) = fw.error().or(rev.as_ref().and_then(|r| r.shaper.as_ref()).and_then(Reloading::error)) {
             tracing::error!("the pipeline stopped: {e}");
             (refused, complete) = (Some(e.to_string()), false);
             break;
@@ -426,7 +430,7 @@ pub fn forward(
         if let Some(w) = fw.next_wakeup() {
             until = until.min(w.as_nanos());
         }
-        if let Some(w) = rev.as_ref().and_then(|r| r.shaper.as_ref()).and_then(Forwarder::next_wakeup) {
+        if let Some(w) = rev.as_ref().and_then(|r| r.shaper.as_ref()).and_then(Reloading::next_wakeup) {
             until = until.min(w.as_nanos());
         }
         if let Some(e) = end {
@@ -445,14 +449,15 @@ pub fn forward(
     fw.sample(Instant::from_nanos(stop_ns));
     let reverse_forwarder = rev.as_mut().and_then(|r| r.shaper.take()).map(|mut back| {
         back.sample(Instant::from_nanos(stop_ns));
-        back
+        record.counts_back = Some(back.counts());
+        back.into_all()
     });
     record.counts = fw.counts();
     Ok(LiveRun {
         rx: rx.counters(),
         tx: tx.counters(),
         forwarders: fw.into_all(),
-        reloads: (record.counts.reloads + record.refused > 0).then_some(record),
+        reloads: (record.counts.reloads + record.refused > 0).then_some(record.clone()),
         elapsed_ns: stop_ns - t0,
         cpu_ns: thread_cpu_ns() - cpu0,
         complete,
@@ -468,13 +473,13 @@ pub fn forward(
 
 /// The time series' point of both ways at `t`, and the statistics: copied into the
 /// publisher's own buffer, handed over without a lock or a system call.
-fn sample(fw: &mut Reloading, mut back: Option<&mut Forwarder>, publisher: Option<&mut stats::Publisher>, t: Instant) {
+fn sample(fw: &mut Reloading, mut back: Option<&mut Reloading>, publisher: Option<&mut stats::Publisher>, t: Instant) {
     fw.sample(t);
     if let Some(b) = back.as_deref_mut() {
         b.sample(t);
     }
     if let Some(p) = publisher {
-        p.publish(fw.current(), back.as_deref(), t);
+        p.publish(fw.current(), back.map(|b| b.current()), t);
     }
 }
 
@@ -483,19 +488,35 @@ fn sample(fw: &mut Reloading, mut back: Option<&mut Forwarder>, publisher: Optio
 /// stays.
 fn take_reload(
     r: &Reload<'_>,
-    fw: &mut Reloading,
+    (fw, back): (&mut Reloading, Option<&mut Reloading>),
     record: &mut ReloadRecord,
     publisher: Option<&mut stats::Publisher>,
     since: u64,
 ) {
-    let taken = (r.read)().and_then(|next| fw.reload(&next).map_err(|e| e.to_string()));
+    // Both ways' pipelines are built before either is taken: they change together or not.
+    let built = (r.read)().and_then(|next| {
+        let way_in = fw.build(&next).map_err(|e| e.to_string())?;
+        let way_back = match (back.as_ref(), next.reversed()) {
+            (Some(b), Some(spec)) => Some(b.build(&spec).map_err(|e| format!("the way back: {e}"))?),
+            _ => None,
+        };
+        Ok((way_in, way_back))
+    });
     let took = monotonic_ns().saturating_sub(since);
-    match taken {
-        Ok(()) => {
+    match built {
+        Ok((way_in, way_back)) => {
+            fw.take(way_in);
+            let back_services = match (back, way_back) {
+                (Some(b), Some(next)) => {
+                    b.take(next);
+                    Some(b.current().spec().service_info())
+                }
+                _ => None,
+            };
             record.time_ns_max = record.time_ns_max.max(took);
             tracing::info!("configuration reloaded in {} us", took / 1000);
             if let Some(p) = publisher {
-                p.set_services_in(fw.current().spec().service_info());
+                p.set_services(fw.current().spec().service_info(), back_services);
             }
         }
         Err(e) => {
@@ -524,11 +545,6 @@ fn sleep(spec: &LiveSpec, rx: &mut RxRing, rev: Option<&mut ReversePath>, ns: u6
             tracing::warn!("receiving on {:?}: {e}", spec.output);
         }
     }
-}
-
-/// The pipeline for `spec` whose transmit slots hold `max_frame` bytes.
-fn forwarder(spec: &LiveSpec, max_frame: u32) -> Result<Forwarder, OpenError> {
-    built(spec, Forwarder::new(spec, max_frame))
 }
 
 /// A pipeline built for `spec`, or why not as an error of the interface it is for.

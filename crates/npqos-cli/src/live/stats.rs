@@ -44,11 +44,15 @@ pub struct Publisher {
 }
 
 impl Publisher {
-    /// The way in's services from now on (a reload); its counters start again with the new
-    /// configuration's forwarder.
-    pub fn set_services_in(&mut self, services: Vec<ServiceInfo>) {
-        self.services.0 = Arc::new(services);
+    /// The services from now on (a reload: the way in's, and the shaped way back's if it
+    /// changed); their counters start again with the new configuration's forwarders.
+    pub fn set_services(&mut self, way_in: Vec<ServiceInfo>, way_back: Option<Vec<ServiceInfo>>) {
+        self.services.0 = Arc::new(way_in);
         self.mem.0 = RateMemory::default();
+        if let Some(b) = way_back {
+            self.services.1 = Some(Arc::new(b));
+            self.mem.1 = RateMemory::default();
+        }
     }
 
     /// Snapshots of `fw` (and the shaped way back's `back`) at `now`, published.

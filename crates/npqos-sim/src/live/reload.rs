@@ -76,7 +76,22 @@ impl Reloading {
     ///
     /// Errors: a configuration the pipeline refuses (the running one stays).
     pub fn reload(&mut self, spec: &LiveSpec) -> Result<(), PipelineError> {
-        let next = Forwarder::new(spec, self.max_frame)?;
+        let next = self.build(spec)?;
+        self.take(next);
+        Ok(())
+    }
+
+    /// The forwarder of `spec` for [`Self::take`] (built first, so that two ways can change
+    /// together or not at all).
+    ///
+    /// Errors: a configuration the pipeline refuses.
+    pub fn build(&self, spec: &LiveSpec) -> Result<Forwarder, PipelineError> {
+        Forwarder::new(spec, self.max_frame)
+    }
+
+    /// Takes the forwarder `next` (of [`Self::build`]) from now on; the one before sends what
+    /// it holds.
+    pub fn take(&mut self, next: Forwarder) {
         let old = std::mem::replace(&mut self.current, next);
         if old.queued() > 0 {
             self.draining.push(old);
@@ -84,7 +99,6 @@ impl Reloading {
             self.done.push(old);
         }
         self.counts.reloads += 1;
-        Ok(())
     }
 
     /// The current configuration's forwarder.
@@ -101,6 +115,10 @@ impl Reloading {
     /// Frames waiting for an older configuration to let go of their flow.
     pub fn waiting(&self) -> u64 {
         self.waiting.values().map(|q| q.len() as u64).sum()
+    }
+    /// Frames in every configuration's queues and waiting here.
+    pub fn queued(&self) -> u64 {
+        self.draining.iter().map(Forwarder::queued).sum::<u64>() + self.current.queued() + self.waiting()
     }
     /// An older configuration still sends what it held.
     pub fn switching(&self) -> bool {
