@@ -178,6 +178,15 @@ impl ReversePath {
         taken
     }
 
+    /// The end of the run at `now`: the shaped way back's forwarders, oldest first, its
+    /// reloads' counts in `record`.
+    fn finish(&mut self, now: u64, record: &mut ReloadRecord) -> Option<Vec<Forwarder>> {
+        let mut back = self.shaper.take()?;
+        back.sample(Instant::from_nanos(now));
+        record.counts_back = Some(back.counts());
+        Some(back.into_all())
+    }
+
     /// Passes up to `blocks` blocks of frames on at `now` (shaped, if the way back is), then
     /// flushes; returns the frames taken.
     fn pass(&mut self, blocks: usize, now: u64) -> usize {
@@ -447,11 +456,7 @@ pub fn forward(
     }
     let stop_ns = monotonic_ns();
     fw.sample(Instant::from_nanos(stop_ns));
-    let reverse_forwarder = rev.as_mut().and_then(|r| r.shaper.take()).map(|mut back| {
-        back.sample(Instant::from_nanos(stop_ns));
-        record.counts_back = Some(back.counts());
-        back.into_all()
-    });
+    let reverse_forwarder = rev.as_mut().and_then(|r| r.finish(stop_ns, &mut record));
     record.counts = fw.counts();
     Ok(LiveRun {
         rx: rx.counters(),
