@@ -607,6 +607,26 @@ fn a_missing_interface_and_a_bad_key_are_bad_input() {
     }
 }
 
+/// `npqos live FILE --stats` with no endpoint to ask: bad input (exit 2) that says why, whether
+/// the file serves no statistics or nothing serves them where it says.
+#[test]
+fn live_stats_without_an_endpoint_is_bad_input() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "[live]\ninput = \"a\"\noutput = \"b\"\n[shaper]\nflow_rate = \"1Mbps\"\n";
+    let sock = dir.path().join("none.sock");
+    for (extra, says) in [
+        ("", "live.stats is \"off\""),
+        (&*format!("stats = \"unix:{}\"\n", sock.display()), "no npqos live statistics at unix:"),
+    ] {
+        let p = dir.path().join("c.toml");
+        std::fs::write(&p, base.replace("[shaper]", &format!("{extra}[shaper]"))).unwrap();
+        let o = Command::new(env!("CARGO_BIN_EXE_npqos")).arg("live").arg(&p).arg("--stats").output().unwrap();
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert_eq!(o.status.code(), Some(2), "{err}");
+        assert!(err.contains(says), "{says} missing from: {err}");
+    }
+}
+
 #[test]
 fn without_cap_net_raw_the_error_says_what_is_needed() {
     // SAFETY: geteuid has no preconditions.
