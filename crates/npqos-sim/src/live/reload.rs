@@ -200,18 +200,21 @@ impl Reloading {
             sent += d.transmit(now, room - sent, &mut emit)?;
         }
         sent += self.current.transmit(now, room - sent, &mut emit)?;
-        if !self.draining.is_empty() {
-            self.release(now);
+        // Frames that go into the current configuration now may leave now too: the caller
+        // need not come back for them (it would sleep until its next event).
+        if !self.draining.is_empty() && self.release(now) {
+            sent += self.current.transmit(now, room - sent, &mut emit)?;
         }
         Ok(sent)
     }
 
     /// Waiting flows no older configuration holds go into the current one, in order; older
-    /// configurations that hold nothing retire.
-    fn release(&mut self, now: Instant) {
+    /// configurations that hold nothing retire. Whether any frame moved.
+    fn release(&mut self, now: Instant) -> bool {
         let draining = &self.draining;
         let free: Vec<FlowKey> =
             self.waiting.keys().filter(|k| !draining.iter().any(|d| d.holds(k))).copied().collect();
+        let moved = !free.is_empty();
         for k in free {
             for f in self.waiting.remove(&k).unwrap_or_default() {
                 self.waiting_bytes -= f.len() as u64;
@@ -222,6 +225,7 @@ impl Reloading {
             std::mem::take(&mut self.draining).into_iter().partition(|d| d.queued() == 0);
         self.done.extend(empty);
         self.draining = busy;
+        moved
     }
 
     /// Every frame given is in a forwarder, waiting here, or dropped here.

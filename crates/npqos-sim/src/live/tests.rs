@@ -858,6 +858,38 @@ fn a_flow_moved_to_another_class_keeps_its_order() {
     r.check().unwrap();
 }
 
+/// A frame that waited behind its flow's old frames leaves in the same call that sends the
+/// old configuration's last one (the caller would otherwise not come back for it until its
+/// next event): 8 frames of one flow under 1 Mbps (what the 6,000 B cap allows goes at once),
+/// a reload to 100 Mbps, a ninth frame waits; when the old configuration's last frame may go,
+/// one transmit sends it and the ninth, in order.
+#[test]
+fn a_waiting_frame_leaves_with_its_flows_last_old_frame() {
+    let a = spec(&MINIMAL.replace("10Mbps", "1Mbps"));
+    let b = spec(&MINIMAL.replace("10Mbps", "100Mbps"));
+    let mut r = super::reload::Reloading::new(&a, 9000).unwrap();
+    let t0 = Instant::from_nanos(1_000);
+    let mut out = Vec::new();
+    for seq in 0..8 {
+        assert_eq!(r.receive(&frame(0, seq, 1000), t0), Arrival::Queued);
+    }
+    r.transmit(t0, usize::MAX, |f| out.push(seq_and_flow(f).1)).unwrap();
+    r.reload(&b).unwrap();
+    assert_eq!(r.receive(&frame(0, 8, 1000), t0), Arrival::Queued);
+    assert_eq!(r.waiting(), 1, "behind the flow's frames in the old configuration");
+    let mut calls = Vec::new();
+    while let Some(w) = r.next_wakeup() {
+        r.wake(w).unwrap();
+        let before = out.len();
+        r.transmit(w, usize::MAX, |f| out.push(seq_and_flow(f).1)).unwrap();
+        calls.push(out.len() - before);
+    }
+    assert_eq!(out, (0..9).collect::<Vec<u32>>(), "every frame, in order (before the fix the ninth never left)");
+    assert!(calls.last().is_some_and(|&n| n >= 2), "the last old frames and the waiting one in one call: {calls:?}");
+    assert_eq!((r.waiting(), r.switching()), (0, false));
+    r.check().unwrap();
+}
+
 /// `live.stats` says where the statistics are served: "on" is loopback's 127.0.0.1:9464, an
 /// address and port, a UNIX socket's path, or "off" (the default); written back and read the
 /// same; anything else refused under its key.
