@@ -199,25 +199,31 @@ impl FlowStats {
     }
     /// The flow as a label: `udp 198.18.0.1:5000 > 198.18.0.2:6000`.
     pub fn label(&self) -> String {
-        if self.non_ip {
-            return "non-IP frames".into();
-        }
-        let k = &self.key;
-        let proto = match k.proto {
-            6 => "tcp".to_string(),
-            17 => "udp".to_string(),
-            1 => "icmp".to_string(),
-            58 => "icmpv6".to_string(),
-            p => format!("proto {p}"),
-        };
-        let (s, d) = (k.src_ip(), k.dst_ip());
-        if k.src_port == 0 && k.dst_port == 0 {
-            format!("{proto} {s} > {d}")
-        } else if k.is_v6 {
-            format!("{proto} [{s}]:{} > [{d}]:{}", k.src_port, k.dst_port)
-        } else {
-            format!("{proto} {s}:{} > {d}:{}", k.src_port, k.dst_port)
-        }
+        flow_label(&self.key, self.non_ip)
+    }
+}
+
+/// A flow as the results and the statistics name it: `udp 198.18.0.1:5000 > 198.18.0.2:6000`,
+/// or the non-IP frames (those `live.non_ip` let through, or not).
+pub(crate) fn flow_label(k: &FlowKey, non_ip: bool) -> String {
+    if non_ip {
+        return if k.zone == NON_IP_REFUSED.zone { "non-IP frames refused by live.non_ip" } else { "non-IP frames" }
+            .into();
+    }
+    let proto = match k.proto {
+        6 => "tcp".to_string(),
+        17 => "udp".to_string(),
+        1 => "icmp".to_string(),
+        58 => "icmpv6".to_string(),
+        p => format!("proto {p}"),
+    };
+    let (s, d) = (k.src_ip(), k.dst_ip());
+    if k.src_port == 0 && k.dst_port == 0 {
+        format!("{proto} {s} > {d}")
+    } else if k.is_v6 {
+        format!("{proto} [{s}]:{} > [{d}]:{}", k.src_port, k.dst_port)
+    } else {
+        format!("{proto} {s}:{} > {d}:{}", k.src_port, k.dst_port)
     }
 }
 

@@ -155,20 +155,7 @@ fn label(s: &str) -> String {
 
 /// A flow as the statistics name it: `udp 198.18.0.1:5000 > 198.18.0.2:10000`.
 fn flow_name(f: &FlowSnapshot) -> String {
-    super::FlowStats {
-        key: f.key,
-        non_ip: f.non_ip,
-        class: f.class,
-        rate: None,
-        counts: f.row.counts,
-        activations: 0,
-        first_in_ns: 0,
-        last_in_ns: 0,
-        first_out_ns: 0,
-        last_out_ns: 0,
-        first_out_len: 0,
-    }
-    .label()
+    super::flow_label(&f.key, f.non_ip)
 }
 
 fn class_name(services: &[ServiceInfo], class: u32) -> &str {
@@ -247,60 +234,62 @@ pub fn prometheus(dirs: &[Way<'_>], out: &mut String) {
         }
     }
     for level in ["class", "subscriber", "flow"] {
+        // Each level's rows once (labels and counts), then every family over them.
+        let rows: Vec<(&str, Vec<(String, RowSnapshot)>)> = dirs.iter().map(|d| (d.name, rows_of(d, level))).collect();
         for (fam, kind, help) in FAMILIES {
             let _ = writeln!(out, "# HELP npqos_{level}_{fam} {help}");
             let _ = writeln!(out, "# TYPE npqos_{level}_{fam} {kind}");
-            for d in dirs {
-                let rows: Vec<(String, RowSnapshot)> = match level {
-                    "class" => (d.snapshot.classes.iter().enumerate())
-                        .map(|(s, r)| (format!("class=\"{}\"", label(class_name(d.services, s as u32))), *r))
-                        .collect(),
-                    "subscriber" => subscribers(d)
-                        .into_iter()
-                        .map(|(c, a, r)| {
-                            (format!("class=\"{}\",subscriber=\"{a}\"", label(class_name(d.services, c))), r)
-                        })
-                        .collect(),
-                    _ => (d.snapshot.flows.iter())
-                        .map(|f| {
-                            let c = label(class_name(d.services, f.class));
-                            (format!("class=\"{c}\",flow=\"{}\"", label(&flow_name(f))), f.row)
-                        })
-                        .chain(std::iter::once(("class=\"-\",flow=\"past the table\"".to_string(), d.snapshot.other)))
-                        .collect(),
-                };
+            for (name, rows) in &rows {
                 for (labels, r) in rows {
-                    let lead = format!("npqos_{level}_{fam}{{direction=\"{}\",{labels}", d.name);
-                    let (bp, bb) = r.backlog();
-                    let c = &r.counts;
-                    match fam {
-                        "dropped_packets_total" => {
-                            for reason in Reason::ALL {
-                                let _ = writeln!(
-                                    out,
-                                    "{lead},reason=\"{}\"}} {}",
-                                    reason.name(),
-                                    c.dropped[reason.index()]
-                                );
-                            }
-                        }
-                        _ => {
-                            let v = match fam {
-                                "sent_bytes_total" => c.sent_bytes as f64,
-                                "sent_packets_total" => c.sent_packets as f64,
-                                "overlimits_total" => c.overlimits as f64,
-                                "backlog_bytes" => bb as f64,
-                                "backlog_packets" => bp as f64,
-                                "offered_packets_total" => c.offered_packets as f64,
-                                _ => r.rate_bps,
-                            };
-                            let _ = writeln!(out, "{lead}}} {v}");
-                        }
-                    }
+                    let lead = format!("npqos_{level}_{fam}{{direction=\"{name}\",{labels}");
+                    sample(out, &lead, fam, r);
                 }
             }
         }
     }
+}
+
+/// One level's rows of a direction (`class`, `subscriber`, `flow`): their Prometheus labels
+/// past `direction`, and their counts.
+fn rows_of(d: &Way<'_>, level: &str) -> Vec<(String, RowSnapshot)> {
+    match level {
+        "class" => (d.snapshot.classes.iter().enumerate())
+            .map(|(s, r)| (format!("class=\"{}\"", label(class_name(d.services, s as u32))), *r))
+            .collect(),
+        "subscriber" => subscribers(d)
+            .into_iter()
+            .map(|(c, a, r)| (format!("class=\"{}\",subscriber=\"{a}\"", label(class_name(d.services, c))), r))
+            .collect(),
+        _ => (d.snapshot.flows.iter())
+            .map(|f| {
+                let c = label(class_name(d.services, f.class));
+                (format!("class=\"{c}\",flow=\"{}\"", label(&flow_name(f))), f.row)
+            })
+            .chain(std::iter::once(("class=\"-\",flow=\"past the table\"".to_string(), d.snapshot.other)))
+            .collect(),
+    }
+}
+
+/// The sample(s) of family `fam` for row `r`, its name and labels begun in `lead`.
+fn sample(out: &mut String, lead: &str, fam: &str, r: &RowSnapshot) {
+    let (bp, bb) = r.backlog();
+    let c = &r.counts;
+    if fam == "dropped_packets_total" {
+        for reason in Reason::ALL {
+            let _ = writeln!(out, "{lead},reason=\"{}\"}} {}", reason.name(), c.dropped[reason.index()]);
+        }
+        return;
+    }
+    let v = match fam {
+        "sent_bytes_total" => c.sent_bytes as f64,
+        "sent_packets_total" => c.sent_packets as f64,
+        "overlimits_total" => c.overlimits as f64,
+        "backlog_bytes" => bb as f64,
+        "backlog_packets" => bp as f64,
+        "offered_packets_total" => c.offered_packets as f64,
+        _ => r.rate_bps,
+    };
+    let _ = writeln!(out, "{lead}}} {v}");
 }
 
 /// `bits` per second as tc writes rates: `9996Kbit`, `10Mbit`.
