@@ -69,8 +69,8 @@ fn main() {
 /// 16-bit class ids cannot hold 1e5 classes).
 #[cfg(target_os = "linux")]
 fn reload(tag: &str, mid_cpu: usize) {
-    println!("\n| middle | flows | rate change | reload time | frames lost to the change | dropped by the queue limit while switching | waited |");
-    println!("|---|---|---|---|---|---|---|");
+    println!("\n| middle | flows | rate change | reload time | of it, reading and building | forwarding thread's swap | frames lost to the change | dropped by the queue limit while switching | waited |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     let table = "[table]\nqueues = 131072\nblocks = 1048576\nqueue_limit = \"4KiB\"\n";
     for (flows, label, slow, fast) in [
         (1_000u32, "1e3", "20kbps\"", "40kbps\""),
@@ -97,10 +97,12 @@ fn reload(tag: &str, mid_cpu: usize) {
         let g = |k: &str| sc[k].as_f64().map_or("-".to_string(), |v| format!("{v:.0}"));
         let r = |x: &str| x.split('"').next().unwrap_or(x).to_string();
         println!(
-            "| npqos live | {label} | {} to {} | {} us | {} | {} | {} |",
+            "| npqos live | {label} | {} to {} | {} us | {} us | {} us | {} | {} | {} |",
             r(slow),
             r(fast),
             g("reload_time_max"),
+            g("reload_build_time_max"),
+            g("reload_swap_time_max"),
             g("reload_dropped_waiting"),
             g("reload_dropped_queue_full"),
             g("reload_waited")
@@ -124,11 +126,11 @@ fn reload(tag: &str, mid_cpu: usize) {
     let _ = std::fs::remove_file(&path);
     let _ = snd.join();
     println!(
-        "| htb (`tc -batch`, 1,000 class changes) | 1e3 | 20 kbps to 40 kbps | {} us{} | n/a (a class change keeps the class's queue) | | |",
+        "| htb (`tc -batch`, 1,000 class changes) | 1e3 | 20 kbps to 40 kbps | {} us{} | n/a | n/a | n/a (a class change keeps the class's queue) | | |",
         took.as_micros(),
         if done.is_ok() { "" } else { " (tc failed)" }
     );
-    println!("| htb | 1e5 | | n/a: htb's class ids are 16 bits | | | |");
+    println!("| htb | 1e5 | | n/a: htb's class ids are 16 bits | | | | | |");
 }
 
 /// Round-trip times of `count` pings 10 ms apart from the sender to the receiver, us, sorted.
@@ -345,7 +347,7 @@ fn tcp_flows(tag: &str, mid_cpu: usize) {
     println!(
         "\n| setup | congestion control | flows | run | per-flow rate in frame bytes, min / median / max | worst error | retransmits | samples with an empty queue |"
     );
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for flows in [8u32, 64] {
         for cc in ["cubic", "bbr"] {
             for run in 1..=runs {

@@ -58,6 +58,8 @@ fn results(run: &crate::live::LiveRun, stop_reason: &str) -> Vec<npqos_sim::resu
             ("reloads", r.counts.reloads as f64, "reloads"),
             ("reloads_refused", r.refused as f64, "reloads"),
             ("reload_time_max", r.time_ns_max as f64 / 1e3, "us"),
+            ("reload_build_time_max", r.build_ns_max as f64 / 1e3, "us"),
+            ("reload_swap_time_max", r.swap_ns_max as f64 / 1e3, "us"),
             ("reload_waited", r.counts.waited as f64, "frames"),
             ("reload_dropped_queue_full", r.counts.dropped_queue_full as f64, "frames"),
             ("reload_dropped_waiting", r.counts.dropped_waiting as f64, "frames"),
@@ -108,6 +110,15 @@ pub fn stats(config: &Path) -> Result<()> {
 #[cfg(target_os = "linux")]
 pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet: bool) -> Result<()> {
     use crate::live::ring::OpenError;
+    // Allocations of 128 KiB and more are mapped fresh and given back when freed, whatever was
+    // freed before (glibc otherwise raises this threshold as large blocks are freed): a reload's
+    // new tables then start as the kernel's zeroed pages, touched as frames use them, not
+    // written in full while the new configuration waits (docs/live.md, "Reload").
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt(3) with a valid parameter (it takes the allocator's lock).
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 128 << 10)
+    };
     let spec = load(config, duration.as_deref())?;
     let name = config.file_stem().map_or("live".into(), |s| s.to_string_lossy().into_owned());
     let dir = out.unwrap_or_else(|| output::default_dir("live", &name));
@@ -129,11 +140,12 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
         }
         None => None,
     };
-    // SIGHUP reads the file again (docs/live.md, "Reload").
-    let hup = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGHUP, hup.clone())?;
-    let read_again = || reread(config, duration.as_deref(), &spec);
-    let reload = crate::live::Reload { requested: &hup, read: &read_again };
+    // SIGHUP reads the file again and builds the pipelines on a thread of their own
+    // (docs/live.md, "Reload").
+    let signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGHUP])?;
+    let (path, d, running) = (config.to_path_buf(), duration.clone(), spec.clone());
+    let read = Box::new(move || reread(&path, d.as_deref(), &running));
+    let reload = crate::live::Reload { signals, read };
     let run = crate::live::forward(&spec, &stop, Some(reload), stats.as_mut().map(|(p, _)| p), |fw, frac| {
         let t = fw.totals();
         let drops: u64 = t.drops.iter().sum();

@@ -9,6 +9,7 @@
 //!   the test bed of the namespace test and the benchmark.
 
 pub mod netns;
+pub mod reloader;
 pub mod ring;
 pub mod stats;
 
@@ -16,6 +17,7 @@ use npqos_core::Instant;
 use npqos_sim::live::gso::segment_tcp;
 use npqos_sim::live::reload::Reloading;
 use npqos_sim::live::{Forwarder, LiveSpec, Mode, Reverse, Wait};
+use reloader::{ReadAgain, Reloader};
 use ring::{OpenError, RxCounters, RxRing, TxCounters, TxRing};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -67,21 +69,26 @@ pub struct LiveRun {
 }
 
 /// The reloads of a run (docs/live.md, "Reload"): the pipeline's counts, how long the
-/// longest took from the signal to the new configuration taking frames, and the refused ones.
+/// longest took from the signal to the new configuration taking frames, how long the
+/// forwarding thread spent swapping it in, and the refused ones.
 #[derive(Clone, Debug, Default)]
 pub struct ReloadRecord {
     pub counts: npqos_sim::live::reload::ReloadCounts,
     /// The shaped way back's.
     pub counts_back: Option<npqos_sim::live::reload::ReloadCounts>,
     pub time_ns_max: u64,
+    /// Of that, reading the file and building the pipelines (on the reload thread).
+    pub build_ns_max: u64,
+    pub swap_ns_max: u64,
     pub refused: u64,
 }
 
-/// What a reload needs from the command: the flag SIGHUP raises, and how to read the file
-/// again (the problems named, or a key that needs a restart).
-pub struct Reload<'a> {
-    pub requested: &'a AtomicBool,
-    pub read: &'a dyn Fn() -> Result<LiveSpec, String>,
+/// What a reload needs from the command: the signals that ask for one (SIGHUP, registered
+/// before the rings open so that an early one does not end the process), and how to read the
+/// file again (the problems named, or a key that needs a restart).
+pub struct Reload {
+    pub signals: signal_hook::iterator::Signals,
+    pub read: ReadAgain,
 }
 
 /// What one way's rings did, with its frames in and out: the way back (output to input,
@@ -330,7 +337,7 @@ fn lost_interface(spec: &LiveSpec, rx: &RxRing, tx: &TxRing) -> Option<String> {
 pub fn forward(
     spec: &LiveSpec,
     stop: &AtomicBool,
-    reload: Option<Reload<'_>>,
+    reload: Option<Reload>,
     mut publisher: Option<&mut stats::Publisher>,
     mut status: impl FnMut(&Forwarder, f64),
 ) -> Result<LiveRun, OpenError> {
@@ -343,6 +350,7 @@ pub fn forward(
     let mtu = tx.mtu() as usize;
     let (mut scratch, mut super_frames, mut segments) = (Vec::with_capacity(mtu + 64), 0u64, 0u64);
     let (mut fw, mut record) = (built(spec, Reloading::new(spec, tx.max_frame()))?, ReloadRecord::default());
+    let reloader = start_reloader(reload, spec, &tx, rev.as_ref())?;
     // Timer slack of 1 ns: ppoll wakes when the shaper asked, not up to 50 us later.
     // SAFETY: prctl with an integer argument.
     unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong, 0, 0, 0) };
@@ -365,10 +373,7 @@ pub fn forward(
             complete = false;
             break;
         }
-        if let Some(r) = reload.as_ref().filter(|r| r.requested.swap(false, Ordering::Relaxed)) {
-            let back = rev.as_mut().and_then(|r| r.shaper.as_mut());
-            take_reload(r, (&mut fw, back), &mut record, publisher.as_deref_mut(), now);
-        }
+        take_reload(reloader.as_ref(), (&mut fw, rev.as_mut()), &mut record, publisher.as_deref_mut());
         let mut got = 0;
         if let Some(counts) = passed.as_mut() {
             got += pass_frames(&mut rx, &mut tx, &mut scratch, counts, BLOCKS_PER_TURN, None);
@@ -398,6 +403,8 @@ pub fn forward(
             }
             got += n;
             now = monotonic_ns();
+            // A block can hold thousands of frames: a reload ready is taken between blocks.
+            take_reload(reloader.as_ref(), (&mut fw, rev.as_mut()), &mut record, publisher.as_deref_mut());
         }
         if let Some(r) = &mut rev {
             got += r.pass(BLOCKS_PER_TURN, now);
@@ -433,28 +440,24 @@ pub fn forward(
         if got > 0 || rx.ready() {
             continue;
         }
-        // Nothing to read: sleep until a block arrives, the shaper's next wake-up, the next
+        // Nothing to read: sleep until a block arrives, a shaper's next wake-up, the next
         // sample or the end.
-        let mut until = next_sample.min(next_status);
-        if let Some(w) = fw.next_wakeup() {
-            until = until.min(w.as_nanos());
-        }
-        if let Some(w) = rev.as_ref().and_then(|r| r.shaper.as_ref()).and_then(Reloading::next_wakeup) {
-            until = until.min(w.as_nanos());
-        }
-        if let Some(e) = end {
-            until = until.min(e);
-        }
+        let back = rev.as_ref().and_then(|r| r.shaper.as_ref()).and_then(Reloading::next_wakeup);
+        let wakeups = [fw.next_wakeup(), back].map(|w| w.map(Instant::as_nanos));
+        let mut until = wakeups.into_iter().chain([end]).flatten().fold(next_sample.min(next_status), u64::min);
         if room == 0 || tx.pending() > 0 {
             // The transmit ring is full: look again soon (while its interface is down, every
             // 10 ms).
             until = until.min(now + if tx.is_down() { DOWN_RETRY } else { 20_000 });
         }
         if spec.wait == Wait::Sleep && until > now {
-            sleep(spec, &mut rx, rev.as_mut(), (until - now).min(100_000_000));
+            sleep(spec, &mut rx, rev.as_mut(), reloader.as_ref(), (until - now).min(100_000_000));
         }
     }
     let stop_ns = monotonic_ns();
+    if let Some(r) = reloader {
+        r.stop();
+    }
     fw.sample(Instant::from_nanos(stop_ns));
     let reverse_forwarder = rev.as_mut().and_then(|r| r.finish(stop_ns, &mut record));
     record.counts = fw.counts();
@@ -488,58 +491,75 @@ fn sample(fw: &mut Reloading, mut back: Option<&mut Reloading>, publisher: Optio
     }
 }
 
-/// SIGHUP came: the file read again and, if it is good, taken from now on (the configuration
-/// before sends what it holds); a bad one is refused with its problems and the running one
-/// stays.
+/// The reload thread, if the command asked for reloads (its pipelines built for the
+/// transmit rings' slots of both ways).
+fn start_reloader(
+    reload: Option<Reload>,
+    spec: &LiveSpec,
+    tx: &TxRing,
+    rev: Option<&ReversePath>,
+) -> Result<Option<Reloader>, OpenError> {
+    let Some(r) = reload else { return Ok(None) };
+    let back = rev.and_then(|r| r.shaper.as_ref()).map(Reloading::max_frame);
+    let started = Reloader::start(r.signals, r.read, tx.max_frame(), back);
+    let what = "starting the reload thread";
+    started.map(Some).map_err(|err| OpenError::Io { iface: spec.input.clone(), what, err })
+}
+
+/// A reload the reload thread has ready, if any (an atomic load when there is none): taken
+/// from now on if the file was good (the configuration before sends what it holds); a refused
+/// one is counted (its problems were logged by the thread) and the running one stays. Both
+/// ways change together or not at all.
 fn take_reload(
-    r: &Reload<'_>,
-    (fw, back): (&mut Reloading, Option<&mut Reloading>),
+    reloader: Option<&Reloader>,
+    (fw, rev): (&mut Reloading, Option<&mut ReversePath>),
     record: &mut ReloadRecord,
     publisher: Option<&mut stats::Publisher>,
-    since: u64,
 ) {
-    // Both ways' pipelines are built before either is taken: they change together or not.
-    let built = (r.read)().and_then(|next| {
-        let way_in = fw.build(&next).map_err(|e| e.to_string())?;
-        let way_back = match (back.as_ref(), next.reversed()) {
-            (Some(b), Some(spec)) => Some(b.build(&spec).map_err(|e| format!("the way back: {e}"))?),
-            _ => None,
-        };
-        Ok((way_in, way_back))
-    });
-    let took = monotonic_ns().saturating_sub(since);
-    match built {
-        Ok((way_in, way_back)) => {
-            fw.take(way_in);
-            let back_services = match (back, way_back) {
-                (Some(b), Some(next)) => {
-                    b.take(next);
-                    Some(b.current().spec().service_info())
-                }
-                _ => None,
-            };
-            record.time_ns_max = record.time_ns_max.max(took);
-            tracing::info!("configuration reloaded in {} us", took / 1000);
-            if let Some(p) = publisher {
-                p.set_services(fw.current().spec().service_info(), back_services);
-            }
+    let Some(b) = reloader.and_then(Reloader::ready) else { return };
+    let back = rev.and_then(|r| r.shaper.as_mut());
+    let Ok((way_in, way_back)) = b.pipelines else {
+        record.refused += 1;
+        return;
+    };
+    let swap = monotonic_ns();
+    fw.take(way_in);
+    let back_services = match (back, way_back) {
+        (Some(b), Some(next)) => {
+            b.take(next);
+            Some(b.current().spec().service_info())
         }
-        Err(e) => {
-            record.refused += 1;
-            tracing::error!("reload refused, the running configuration stays: {e}");
-        }
+        _ => None,
+    };
+    let now = monotonic_ns();
+    let took = now.saturating_sub(b.signalled_ns);
+    record.time_ns_max = record.time_ns_max.max(took);
+    record.swap_ns_max = record.swap_ns_max.max(now - swap);
+    record.build_ns_max = record.build_ns_max.max(b.built_ns.saturating_sub(b.signalled_ns));
+    tracing::info!(
+        "configuration reloaded {} us after the signal ({} us to swap it in)",
+        took / 1000,
+        (now - swap) / 1000
+    );
+    if let Some(p) = publisher {
+        p.set_services(fw.current().spec().service_info(), back_services);
     }
 }
 
 /// Sleeps in `ppoll` for at most `ns` nanoseconds, until a block arrives on the input's (or
 /// the way back's) receive ring. A socket error (ENETDOWN: the interface went down) is taken,
 /// or poll would report it again at once on every turn.
-fn sleep(spec: &LiveSpec, rx: &mut RxRing, rev: Option<&mut ReversePath>, ns: u64) {
+fn sleep(spec: &LiveSpec, rx: &mut RxRing, rev: Option<&mut ReversePath>, reloader: Option<&Reloader>, ns: u64) {
     let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as i64, tv_nsec: (ns % 1_000_000_000) as i64 };
     let poll = |fd| libc::pollfd { fd, events: libc::POLLIN | libc::POLLERR, revents: 0 };
-    let mut pfd = [poll(rx.fd()), poll(rev.as_ref().map_or(-1, |r| r.rx.fd()))];
+    let mut pfd =
+        [poll(rx.fd()), poll(rev.as_ref().map_or(-1, |r| r.rx.fd())), poll(reloader.map_or(-1, Reloader::fd))];
     // SAFETY: valid pollfds (a negative fd is ignored), a valid timeout, no signal mask change.
-    let r = unsafe { libc::ppoll(pfd.as_mut_ptr(), 2, &ts, std::ptr::null()) };
+    let r = unsafe { libc::ppoll(pfd.as_mut_ptr(), 3, &ts, std::ptr::null()) };
+    // A reload is ready: the next turn takes it; the eventfd is emptied so that poll sleeps.
+    if let Some(re) = reloader.filter(|_| r > 0 && pfd[2].revents & libc::POLLIN != 0) {
+        re.clear();
+    }
     if r > 0 && pfd[0].revents & libc::POLLERR != 0 {
         if let Some(e) = rx.take_error() {
             tracing::warn!("receiving on {:?}: {e}", spec.input);

@@ -42,7 +42,12 @@ pub struct QueueBuffer {
     pkt_len: Vec<u32>,
     /// Caller tag, on a packet's first block.
     pkt_tag: Vec<u32>,
+    /// Blocks given back, taken again last-in first-out before any block never used.
     free_blocks: Vec<u32>,
+    /// Blocks `fresh..` have never been handed out; they are taken in increasing order. The
+    /// order is that of one stack of every free block with block 0 on top: a returned block is
+    /// on top of the never-used ones.
+    fresh: u32,
     payload: Option<Vec<u8>>,
     // Per physical queue.
     head: Vec<u32>,
@@ -87,13 +92,17 @@ impl QueueBuffer {
                 })
             }
         };
+        // A block's next, length and tag are written when it is handed out, before they are
+        // read: the per-block arrays start as zeros, which the allocator may leave to the
+        // kernel's zeroed pages, so that a buffer of a million blocks costs nothing to build
+        // (a live reload builds one while frames wait; docs/live.md, "Reload").
         Ok(QueueBuffer {
             block_size,
-            next: vec![NONE; blocks as usize],
+            next: vec![0; blocks as usize],
             pkt_len: vec![0; blocks as usize],
-            pkt_tag: vec![NONE; blocks as usize],
-            // Popped from the end: block 0 is handed out first.
-            free_blocks: (0..blocks).rev().collect(),
+            pkt_tag: vec![0; blocks as usize],
+            free_blocks: Vec::new(),
+            fresh: 0,
             payload: store_payload.then(|| vec![0; blocks as usize * block_size as usize]),
             head: vec![NONE; nq],
             tail: vec![NONE; nq],
@@ -113,7 +122,18 @@ impl QueueBuffer {
         self.next.len() as u32
     }
     pub fn free_blocks(&self) -> u32 {
-        self.free_blocks.len() as u32
+        self.free_blocks.len() as u32 + (self.total_blocks() - self.fresh)
+    }
+    /// The free block handed out next (the last one given back, else the lowest never used).
+    fn next_free(&self) -> u32 {
+        self.free_blocks.last().copied().unwrap_or(self.fresh)
+    }
+    /// Hands out [`Self::next_free`] (there is one: the caller checked).
+    fn take_block(&mut self) -> u32 {
+        self.free_blocks.pop().unwrap_or_else(|| {
+            self.fresh += 1;
+            self.fresh - 1
+        })
     }
     /// Blocks a packet of `len` bytes needs (at least one).
     pub fn blocks_for(&self, len: u32) -> u32 {
@@ -187,16 +207,16 @@ impl QueueBuffer {
             return Err(Error::NotAllowed("buffer: push onto a queue that is in the pool"));
         }
         let need = self.blocks_for(len);
-        if need > self.free_blocks.len() as u32 {
+        if need > self.free_blocks() {
             return Ok(false);
         }
-        let first = *self.free_blocks.last().expect("checked");
+        let first = self.next_free();
         self.pkt_len[first as usize] = len;
         self.pkt_tag[first as usize] = tag;
         let bs = self.block_size as usize;
         let mut prev = self.tail[q as usize];
         for i in 0..need as usize {
-            let b = self.free_blocks.pop().expect("checked");
+            let b = self.take_block();
             if i > 0 {
                 self.pkt_tag[b as usize] = NONE;
             }
@@ -281,6 +301,9 @@ impl QueueBuffer {
         let total = self.next.len();
         let mut seen = vec![false; total];
         for &b in &self.free_blocks {
+            if b >= self.fresh {
+                return Err(format!("block {b} given back but never handed out"));
+            }
             if std::mem::replace(&mut seen[b as usize], true) {
                 return Err(format!("block {b} twice on the free stack"));
             }
@@ -314,8 +337,11 @@ impl QueueBuffer {
                 ));
             }
         }
-        if used + self.free_blocks.len() != total {
-            return Err(format!("{used} blocks in use + {} free != {total}", self.free_blocks.len()));
+        if (self.fresh..total as u32).any(|b| seen[b as usize]) {
+            return Err(format!("a block from {} on is on a list but was never handed out", self.fresh));
+        }
+        if used + self.free_blocks() as usize != total {
+            return Err(format!("{used} blocks in use + {} free != {total}", self.free_blocks()));
         }
         Ok(())
     }

@@ -40,15 +40,16 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 use std::hash::BuildHasher;
 
+/// Never lent (zero: a new table is the kernel's zeroed pages, not written at build).
+const UNUSED: u32 = 0;
 /// The bucket's holder is the flow whose hint is the bucket (not in the map).
-const OWN: u32 = 0;
-/// Never lent.
-const UNUSED: u32 = 1;
+const OWN: u32 = 1;
 /// Held or parked by a flow in the map.
 const MAPPED: u32 = 2;
 
 /// One bucket's record.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, bytemuck::Zeroable)]
+#[repr(C)]
 struct Slot {
     /// [`OWN`], [`UNUSED`] or [`MAPPED`].
     owner: u32,
@@ -124,7 +125,8 @@ impl FlowBuckets {
         }
         let hasher = || foldhash::fast::FixedState::with_seed(0);
         Ok(FlowBuckets {
-            slots: vec![Slot { owner: UNUSED, held: 0, full_at: 0 }; buckets as usize],
+            // Every slot UNUSED, holding nothing.
+            slots: bytemuck::zeroed_vec(buckets as usize),
             map: HashMap::with_hasher(hasher()),
             key_of: HashMap::with_hasher(hasher()),
             next_unused: 0,

@@ -150,6 +150,8 @@ pub struct EventShaper {
     /// Per queue, its index in `profiles`; empty when there is one profile.
     profile_of: Vec<u32>,
     profiles: Vec<Profile>,
+    /// Per profile, the configured alpha (a queue's alpha is this plus its `alpha_change`).
+    alphas: Vec<i64>,
     cold: Vec<Cold>,
     timers: Vec<CoreTimer>,
     tick_shift: u32,
@@ -208,11 +210,14 @@ impl CoreTimer {
     }
 }
 
-/// What every send changes: 16 bytes, four per cache line.
-#[derive(Clone, Copy, Debug, Default)]
+/// What every send changes: 16 bytes, four per cache line. The level is kept as what the
+/// bucket lacks of its cap (the cap less the tokens), so that a full bucket at time 0 is all
+/// zeros: a million new buckets are the kernel's zeroed pages, not written at build (a live
+/// reload builds them while frames wait).
+#[derive(Clone, Copy, Debug, Default, bytemuck::Zeroable)]
 #[repr(C, align(16))]
 struct Hot {
-    tokens: i64,
+    missing: i64,
     t_lu: u64,
 }
 
@@ -223,10 +228,12 @@ struct Profile {
     cap: i64,
 }
 
-/// What only a reschedule touches.
-#[derive(Clone, Copy, Debug, Default)]
+/// What only a reschedule touches. Zeros for a new queue (see [`Hot`]): alpha is kept as its
+/// difference from the queue's configured alpha.
+#[derive(Clone, Copy, Debug, Default, bytemuck::Zeroable)]
+#[repr(C)]
 struct Cold {
-    alpha: i64,
+    alpha_change: i64,
     /// Sampling interval index of `resch_count`, and the count (adaptive only).
     interval_of: u32,
     resch_count: u32,
@@ -236,7 +243,31 @@ impl EventShaper {
     /// A shaper for `params.len()` queues over `cores` heaps, each with `locked_bytes` of
     /// locked cache and `2^tick_shift` ns heap ticks. Buckets start full.
     pub fn new(params: &[BucketParams], cores: usize, locked_bytes: u64, tick_shift: u32) -> Result<Self, ShaperError> {
-        if params.is_empty() || cores == 0 || params.len() >= u32::MAX as usize {
+        // Queues configured alike come in runs (a million alike queues are one run).
+        let mut runs: Vec<(BucketParams, u32)> = Vec::new();
+        for p in params {
+            match runs.last_mut() {
+                Some((last, n)) if last == p && *n < u32::MAX => *n += 1,
+                _ => runs.push((*p, 1)),
+            }
+        }
+        Self::from_runs(&runs, cores, locked_bytes, tick_shift)
+    }
+
+    /// [`Self::new`] with the queues' parameters given as runs of alike queues, `(params,
+    /// count)` in queue order: what a million alike queues cost to build is then their pages,
+    /// which start as the kernel's zeros and are touched as queues are used (a live reload
+    /// builds a shaper while frames wait).
+    ///
+    /// Errors: as [`Self::new`] (a run's fault is reported at its first queue).
+    pub fn from_runs(
+        runs: &[(BucketParams, u32)],
+        cores: usize,
+        locked_bytes: u64,
+        tick_shift: u32,
+    ) -> Result<Self, ShaperError> {
+        let n: u64 = runs.iter().map(|r| r.1 as u64).sum();
+        if n == 0 || cores == 0 || n >= u32::MAX as u64 {
             return Err(ShaperError::Empty);
         }
         if cores > u32::MAX as usize {
@@ -245,8 +276,13 @@ impl EventShaper {
         if tick_shift > heap::MAX_TICK_SHIFT {
             return Err(ShaperError::BadTick { shift: tick_shift, max: heap::MAX_TICK_SHIFT });
         }
-        for (i, p) in params.iter().enumerate() {
-            let queue = QueueId::from_index(i);
+        let mut start = 0usize;
+        for (p, count) in runs {
+            let queue = QueueId::from_index(start);
+            start += *count as usize;
+            if *count == 0 {
+                continue;
+            }
             if p.cir.is_zero() {
                 return Err(ShaperError::ZeroRate { queue });
             }
@@ -257,33 +293,54 @@ impl EventShaper {
                 return Err(ShaperError::AlphaAboveCap { queue, alpha: p.alpha_bytes, cap: p.cap_bytes });
             }
         }
+        // The distinct (CIR, cap, alpha), in order of first use, and the queues each covers.
         let mut index = std::collections::HashMap::new();
-        let mut profiles = Vec::new();
-        // Queues configured alike come in runs: the last profile is looked at first, so that
-        // a million alike queues cost a comparison each rather than a hash (a live reload
-        // builds this while it forwards).
-        let mut last: Option<(Profile, u32)> = None;
-        let profile_of: Vec<u32> = params
+        let (mut profiles, mut alphas, mut covers) = (Vec::new(), Vec::new(), Vec::<u64>::new());
+        let run_profile: Vec<u32> = runs
             .iter()
-            .map(|p| {
-                let pr = Profile { cir: p.cir.bits_per_sec(), cap: units(p.cap_bytes) };
-                if let Some((_, i)) = last.filter(|(l, _)| *l == pr) {
-                    return i;
-                }
-                let i = *index.entry(pr).or_insert_with(|| {
-                    profiles.push(pr);
+            .map(|(p, count)| {
+                let key = (Profile { cir: p.cir.bits_per_sec(), cap: units(p.cap_bytes) }, units(p.alpha_bytes));
+                let i = *index.entry(key).or_insert_with(|| {
+                    profiles.push(key.0);
+                    alphas.push(key.1);
+                    covers.push(0);
                     profiles.len() as u32 - 1
                 });
-                last = Some((pr, i));
+                covers[i as usize] += *count as u64;
                 i
             })
             .collect();
+        // The profile of most queues is number 0, so that their index needs no writing.
+        let top = (0..covers.len()).max_by_key(|&i| (covers[i], std::cmp::Reverse(i))).expect("n > 0");
+        profiles.swap(0, top);
+        alphas.swap(0, top);
+        let renumber = |i: u32| match i as usize {
+            0 => top as u32,
+            t if t == top => 0,
+            _ => i,
+        };
+        let mut profile_of = Vec::new();
+        if profiles.len() > 1 {
+            profile_of = vec![0u32; n as usize];
+            let mut at = 0usize;
+            for ((_, count), &i) in runs.iter().zip(&run_profile) {
+                let end = at + *count as usize;
+                let i = renumber(i);
+                if i != 0 {
+                    profile_of[at..end].fill(i);
+                }
+                at = end;
+            }
+        }
+        let n = n as usize;
         Ok(EventShaper {
-            disabled: vec![false; params.len()],
-            hot: params.iter().map(|p| Hot { tokens: units(p.cap_bytes), t_lu: 0 }).collect(),
-            profile_of: if profiles.len() == 1 { Vec::new() } else { profile_of },
+            disabled: vec![false; n],
+            // Every bucket full at time 0, at its configured alpha.
+            hot: bytemuck::zeroed_vec(n),
+            profile_of,
             profiles,
-            cold: params.iter().map(|p| Cold { alpha: units(p.alpha_bytes), ..Default::default() }).collect(),
+            alphas,
+            cold: bytemuck::zeroed_vec(n),
             timers: (0..cores)
                 .map(|_| {
                     CoreTimer::Heap(ReschedHeap::new(locked_bytes, tick_shift).expect("the tick shift was checked"))
@@ -332,14 +389,14 @@ impl EventShaper {
         self.timers.len()
     }
     /// Bytes of the buckets' state: per queue its disabled flag (1 B), hot record (16 B), cold
-    /// record (16 B) and, with more than one profile, its profile index (4 B); plus 16 B per
-    /// distinct (CIR, cap) profile. The timers' nodes are apart (their number changes as queues
+    /// record (16 B) and, with more than one profile, its profile index (4 B); plus 24 B per
+    /// distinct (CIR, cap, alpha) profile. The timers' nodes are apart (their number changes as queues
     /// are throttled: [`Self::waiting`]).
     pub fn bucket_state_bytes(&self) -> u64 {
         let per_queue = size_of::<bool>() + size_of::<Hot>() + size_of::<Cold>();
         (self.queues() * per_queue
             + self.profile_of.len() * size_of::<u32>()
-            + self.profiles.len() * size_of::<Profile>()) as u64
+            + self.profiles.len() * (size_of::<Profile>() + size_of::<i64>())) as u64
     }
     /// Whether `queue` is disabled (waiting in a heap for its reschedule time).
     #[inline]
@@ -358,18 +415,33 @@ impl EventShaper {
     /// Queue `q`'s fixed parameters (`q` checked).
     #[inline(always)]
     fn prof(&self, q: usize) -> Profile {
-        match self.profile_of.get(q) {
-            Some(&i) => self.profiles[i as usize],
-            None => self.profiles[0],
-        }
+        self.profiles[self.profile_index(q)]
+    }
+    fn profile_index(&self, q: usize) -> usize {
+        self.profile_of.get(q).map_or(0, |&i| i as usize)
+    }
+    /// Queue `q`'s tokens at its last update (`q` checked; `pr` its profile).
+    #[inline(always)]
+    fn tokens(&self, q: usize, pr: Profile) -> i64 {
+        pr.cap - self.hot[q].missing
+    }
+    /// Queue `q`'s current alpha (`q` checked).
+    fn alpha(&self, q: usize) -> i64 {
+        self.alphas[self.profile_index(q)] + self.cold[q].alpha_change
     }
     /// Current reschedule threshold of `queue` in bytes.
     pub fn alpha_bytes(&self, queue: QueueId) -> f64 {
-        self.cold.get(queue.index()).map_or(0.0, |c| c.alpha as f64 / UNITS_PER_BYTE as f64)
+        if queue.index() >= self.cold.len() {
+            return 0.0;
+        }
+        self.alpha(queue.index()) as f64 / UNITS_PER_BYTE as f64
     }
     /// Tokens of `queue` at its last update, in bytes (negative while it owes).
     pub fn tokens_bytes(&self, queue: QueueId) -> f64 {
-        self.hot.get(queue.index()).map_or(0.0, |h| h.tokens as f64 / UNITS_PER_BYTE as f64)
+        if queue.index() >= self.hot.len() {
+            return 0.0;
+        }
+        self.tokens(queue.index(), self.prof(queue.index())) as f64 / UNITS_PER_BYTE as f64
     }
     /// When `queue`'s bucket holds its cap again if nothing more is sent on it (`None` for an
     /// unknown queue). From then on the bucket is the same as a new one, so a caller that maps
@@ -378,7 +450,7 @@ impl EventShaper {
     pub fn full_at(&self, queue: QueueId) -> Option<Instant> {
         let h = self.hot.get(queue.index())?;
         let pr = self.prof(queue.index());
-        let missing = (pr.cap as i128 - h.tokens as i128).max(0) as u128;
+        let missing = h.missing.max(0) as u128;
         let ns = u64::try_from(missing.div_ceil(pr.cir as u128)).unwrap_or(u64::MAX);
         Some(Instant::from_nanos(h.t_lu.saturating_add(ns)))
     }
@@ -463,10 +535,10 @@ impl EventShaper {
         // elapsed time gives the bucket's true level now.
         let pr = self.prof(q);
         let elapsed = now_ns as i128 - self.hot[q].t_lu as i128;
-        let earned = (self.hot[q].tokens as i128 + elapsed * pr.cir as i128).min(pr.cap as i128);
+        let earned = (self.tokens(q, pr) as i128 + elapsed * pr.cir as i128).min(pr.cap as i128);
         let tb = earned - units(bytes) as i128;
         if tb >= 0 {
-            self.hot[q].tokens = tb as i64;
+            self.hot[q].missing = (pr.cap as i128 - tb) as i64;
             self.hot[q].t_lu = now_ns;
             return Decision::Eligible;
         }
@@ -475,7 +547,7 @@ impl EventShaper {
         let delay_ns = ((alpha as i128 - tb) as u128).div_ceil(pr.cir as u128); // eq 4
         let t_resch = now_ns.saturating_add(u64::try_from(delay_ns).unwrap_or(u64::MAX)); // eq 5
         self.hot[q].t_lu = t_resch; // eq 6
-        self.hot[q].tokens = alpha; // eq 7
+        self.hot[q].missing = pr.cap - alpha; // eq 7: TB = alpha
         self.counters.reschedules += 1;
         self.counters.bucket_accesses += 1;
         if !self.disabled[q] {
@@ -522,11 +594,12 @@ impl EventShaper {
         let now_ns = now.as_nanos();
         self.counters.bucket_accesses += 2;
         let h = self.hot[q];
-        let earned = (h.tokens as i128 + (now_ns as i128 - h.t_lu as i128) * pr.cir as i128).min(pr.cap as i128);
+        let earned =
+            (self.tokens(q, pr) as i128 + (now_ns as i128 - h.t_lu as i128) * pr.cir as i128).min(pr.cap as i128);
         let need = units(bytes) as i128;
         if earned >= need {
             self.counters.sends += 1;
-            self.hot[q].tokens = (earned - need) as i64;
+            self.hot[q].missing = (pr.cap as i128 - (earned - need)) as i64;
             self.hot[q].t_lu = now_ns;
             return Ok(Decision::Eligible);
         }
@@ -534,7 +607,8 @@ impl EventShaper {
         // (tokens, T_lu) in the future, as Algorithm 1 keeps a disabled queue's.
         let wait_ns = ((need - earned) as u128).div_ceil(pr.cir as u128) as u64;
         let t_wake = now_ns.saturating_add(wait_ns);
-        self.hot[q].tokens = (earned + wait_ns as i128 * pr.cir as i128).min(pr.cap as i128) as i64;
+        let level = (earned + wait_ns as i128 * pr.cir as i128).min(pr.cap as i128);
+        self.hot[q].missing = (pr.cap as i128 - level) as i64;
         self.hot[q].t_lu = t_wake;
         self.counters.reschedules += 1;
         self.disabled[q] = true;
@@ -546,13 +620,13 @@ impl EventShaper {
     /// last reschedule (the last with its count, the empty ones with a count of 0), then counts
     /// this reschedule. Returns the alpha to use.
     fn adapt_alpha(&mut self, q: usize, now_ns: u64) -> i64 {
-        let Some(a) = self.adaptive else { return self.cold[q].alpha };
+        let Some(a) = self.adaptive else { return self.alpha(q) };
         let k = (now_ns / a.interval.as_nanos()).min(u32::MAX as u64) as u32;
         let last = self.cold[q].interval_of;
         if k != last {
             let min = units(a.alpha_min_bytes) as f64;
             let cap = self.prof(q).cap as f64;
-            let mut alpha = self.cold[q].alpha as f64;
+            let mut alpha = self.alpha(q) as f64;
             alpha = if self.cold[q].resch_count > a.delta_th {
                 (alpha * a.gamma).min(cap)
             } else {
@@ -562,12 +636,12 @@ impl EventShaper {
             if empty > 0 {
                 alpha = (alpha / a.gamma.powi(empty.min(4096) as i32)).max(min);
             }
-            self.cold[q].alpha = alpha as i64;
+            self.cold[q].alpha_change = alpha as i64 - self.alphas[self.profile_index(q)];
             self.cold[q].interval_of = k;
             self.cold[q].resch_count = 0;
         }
         self.cold[q].resch_count += 1;
-        self.cold[q].alpha
+        self.alpha(q)
     }
 
     /// End of a packet on `core` (Algorithm 1 lines 16-19): re-enables every queue of that

@@ -577,17 +577,51 @@ fn the_wheel_releases_what_the_heap_releases() {
 }
 
 /// The state a shaper reports is its layout: 33 B per queue with one profile (flag, hot and
-/// cold records), 4 B more per queue and 16 B per profile with several; 40 B per periodic queue.
+/// cold records), 4 B more per queue and 24 B per profile (CIR, cap, alpha) with several; 40 B
+/// per periodic queue.
 #[test]
 fn bucket_state_bytes_is_the_layout() {
     let one = EventShaper::new(&vec![params(1_000_000, 3000, 1500); 1000], 4, 0, 0).unwrap();
-    assert_eq!(one.bucket_state_bytes(), 1000 * 33 + 16);
+    assert_eq!(one.bucket_state_bytes(), 1000 * 33 + 24);
     let mut two = vec![params(1_000_000, 3000, 1500); 1000];
     two[7] = params(2_000_000, 3000, 1500);
     let two = EventShaper::new(&two, 4, 0, 0).unwrap();
-    assert_eq!(two.bucket_state_bytes(), 1000 * 37 + 2 * 16);
+    assert_eq!(two.bucket_state_bytes(), 1000 * 37 + 2 * 24);
     let p = PeriodicShaper::new(&vec![params(1_000_000, 3000, 0); 1000], Duration::from_millis(1)).unwrap();
     assert_eq!(p.bucket_state_bytes(), 1000 * 40);
+}
+
+/// Queues given as runs of alike parameters shape exactly as the same queues given one by one,
+/// whichever profile covers most queues (it is numbered 0, the others written per queue),
+/// and a run's fault is named at its first queue.
+#[test]
+fn runs_of_alike_queues_shape_as_the_queues_one_by_one() {
+    let (a, b, c) = (params(1_000_000, 3000, 1500), params(2_000_000, 1500, 0), params(1_000_000, 3000, 500));
+    let runs = [(a, 3), (b, 5), (c, 1), (a, 2), (b, 0), (c, 4)];
+    let flat: Vec<BucketParams> = runs.iter().flat_map(|&(p, n)| std::iter::repeat_n(p, n as usize)).collect();
+    let mut one = EventShaper::new(&flat, 2, 0, 0).unwrap();
+    let mut run = EventShaper::from_runs(&runs, 2, 0, 0).unwrap();
+    assert_eq!(one.bucket_state_bytes(), run.bucket_state_bytes());
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let (mut now, mut woke) = (0u64, (Vec::new(), Vec::new()));
+    for _ in 0..20_000 {
+        now += rng.random_range(0..20_000);
+        let (q, len) = (QueueId(rng.random_range(0..flat.len() as u32)), rng.random_range(64..1500));
+        let t = Instant::from_nanos(now);
+        let core = CoreId(q.0 % 2);
+        assert_eq!(
+            one.on_send_on(core, q, len, t, &mut ()).unwrap(),
+            run.on_send_on(core, q, len, t, &mut ()).unwrap(),
+            "queue {q:?} at {now} ns"
+        );
+        assert_eq!(one.tokens_bytes(q), run.tokens_bytes(q));
+        one.on_wakeup(t, &mut woke.0).unwrap();
+        run.on_wakeup(t, &mut woke.1).unwrap();
+        assert_eq!(woke.0, woke.1);
+    }
+    let bad = [(a, 2), (params(0, 3000, 0), 3)];
+    assert!(matches!(EventShaper::from_runs(&bad, 1, 0, 0), Err(ShaperError::ZeroRate { queue: QueueId(2) })));
 }
 
 /// Choosing the timer after a queue was throttled is refused (its timer would be lost), not a

@@ -101,6 +101,10 @@ impl Reloading {
         self.counts.reloads += 1;
     }
 
+    /// The transmit slots' size the forwarders are built for.
+    pub fn max_frame(&self) -> u32 {
+        self.max_frame
+    }
     /// The current configuration's forwarder.
     pub fn current(&self) -> &Forwarder {
         &self.current

@@ -171,40 +171,39 @@ fn egress(
             )));
         }
     }
-    let mut buckets = Vec::with_capacity(nqe);
-    let mut shaped = Vec::with_capacity(s_count);
-    for q in 0..nqe {
-        let s = if q < s_count {
-            q
-        } else {
-            eq_base.iter().rposition(|&b| b != 0 && b as usize <= q).expect("a flow queue has its service")
-        };
-        let rate = p.services[s].rate.filter(|_| !matches!(p.shaping.kind, ShaperKind::None));
-        if q < s_count {
-            shaped.push(rate.is_some() && !p.services[s].per_flow);
-        }
-        let alpha = match p.shaping.kind {
-            ShaperKind::Event { alpha_bytes, .. } => alpha_bytes,
-            _ => 0,
-        };
-        buckets.push(BucketParams {
-            cir: rate.unwrap_or(p.link_rate),
-            cap_bytes: p.shaping.cap_bytes,
-            alpha_bytes: alpha,
-        });
+    // The buckets' parameters as runs of alike queues (queue order): each service's queue,
+    // then each per-flow service's flow queues, one run (a million of them cost one entry).
+    let alpha = match p.shaping.kind {
+        ShaperKind::Event { alpha_bytes, .. } => alpha_bytes,
+        _ => 0,
+    };
+    let shaper_on = !matches!(p.shaping.kind, ShaperKind::None);
+    let params = |s: usize| {
+        let rate = p.services[s].rate.filter(|_| shaper_on);
+        BucketParams { cir: rate.unwrap_or(p.link_rate), cap_bytes: p.shaping.cap_bytes, alpha_bytes: alpha }
+    };
+    let mut runs: Vec<(BucketParams, u32)> = (0..s_count).map(|s| (params(s), 1)).collect();
+    // A service's own queue is shaped when it has a rate and its flows are not shaped apart.
+    let shaped: Vec<bool> = p.services.iter().map(|s| s.rate.is_some() && shaper_on && !s.per_flow).collect();
+    for (s, &base) in eq_base.iter().enumerate().filter(|(_, &b)| b != 0) {
+        debug_assert_eq!(base as usize, runs.iter().map(|r| r.1 as usize).sum::<usize>());
+        runs.push((params(s), p.shaping.flow_queues + shared_bucket as u32));
     }
     let shaper = match p.shaping.kind {
         ShaperKind::None => Shaping::None,
         ShaperKind::Event { locked_bytes, tick_shift, adaptive, timer, .. } => {
-            let mut e = EventShaper::new(&buckets, p.processing.processors.max(1) as usize, locked_bytes, tick_shift)
-                .and_then(|e| e.with_timer(timer))
-                .map_err(|e| cfg(e.to_string()))?;
+            let mut e =
+                EventShaper::from_runs(&runs, p.processing.processors.max(1) as usize, locked_bytes, tick_shift)
+                    .and_then(|e| e.with_timer(timer))
+                    .map_err(|e| cfg(e.to_string()))?;
             if let Some(a) = adaptive {
                 e = e.with_adaptive(a).map_err(|e| cfg(e.to_string()))?;
             }
             Shaping::Event(e)
         }
         ShaperKind::Periodic { period } => {
+            let buckets: Vec<BucketParams> =
+                runs.iter().flat_map(|&(b, n)| std::iter::repeat_n(b, n as usize)).collect();
             Shaping::Periodic(PeriodicShaper::new(&buckets, period).map_err(|e| cfg(e.to_string()))?)
         }
     };
