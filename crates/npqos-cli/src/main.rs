@@ -94,7 +94,7 @@ enum Cmd {
     /// Shape real packets between two network interfaces with the library's mechanisms (Linux):
     /// flows by 5-tuple, dqs queues, kim's event-driven shaper per flow, DRR to the output
     #[command(
-        after_help = "Examples:\n  sudo npqos live live.toml\n  sudo npqos live live.toml --duration 30s --out results/live/eth1\n  npqos live live.toml --stats   (while it runs, with live.stats = \"on\")\n\nA minimal CONFIG.toml:\n  [live]\n  input = \"eth1\"\n  output = \"eth2\"\n  duration = \"30s\"\n  [shaper]\n  flow_rate = \"10Mbps\"\n\nNeeds CAP_NET_RAW (root, or setcap cap_net_raw,cap_net_admin+ep). Ctrl-C stops and writes\nwhat was measured. See docs/live.md."
+        after_help = "Examples:\n  sudo npqos live live.toml\n  sudo npqos live live.toml --duration 30s --out results/live/eth1\n  npqos live live.toml --stats   (while it runs, with live.stats = \"on\")\n  npqos live live.toml --as-scenario capture.pcap > sim.toml && npqos run sim.toml\n\nA minimal CONFIG.toml:\n  [live]\n  input = \"eth1\"\n  output = \"eth2\"\n  duration = \"30s\"\n  [shaper]\n  flow_rate = \"10Mbps\"\n\nNeeds CAP_NET_RAW (root, or setcap cap_net_raw,cap_net_admin+ep). Ctrl-C stops and writes\nwhat was measured. See docs/live.md."
     )]
     Live {
         /// Configuration file (TOML: [live], [shaper], [table])
@@ -112,6 +112,15 @@ enum Cmd {
         /// live.stats endpoint) as `tc -s class show` prints them, and exit
         #[arg(long)]
         stats: bool,
+        /// Print the router scenario that runs this configuration's pipeline over CAPTURE (an
+        /// Ethernet pcap / pcapng) as tcpreplay sends it through npqos live, for `npqos run`,
+        /// and exit (docs/live.md, "The simulator against the wire")
+        #[arg(long, value_name = "CAPTURE")]
+        as_scenario: Option<PathBuf>,
+        /// With --as-scenario: how long the simulated pipeline keeps sending after the
+        /// capture's last packet
+        #[arg(long, default_value = "5s", requires = "as_scenario")]
+        drain: String,
     },
     /// Packet-trace tools
     #[command(subcommand)]
@@ -169,6 +178,25 @@ enum TraceCmd {
         #[arg(long)]
         lenient: bool,
     },
+    /// Write a capture as Ethernet frames (for tcpreplay on an Ethernet interface): Linux SLL /
+    /// SLL2, raw IP and BSD null records get an Ethernet header, Ethernet ones are copied;
+    /// packets cut by the snap length are padded with zeros to their length on the wire
+    #[command(
+        after_help = "Examples:\n  npqos trace ethernet sll.pcap eth.pcap\n  npqos trace ethernet in.pcapng out.pcap --src-mac 02:00:00:00:00:01 --dst-mac 5e:2a:1f:00:10:02\n\nThe output is a classic pcap with nanosecond timestamps. tcprewrite --dlt=enet does the same\nfor many captures; it left some SLL captures of the nDPI corpus unchanged (docs/live.md)."
+    )]
+    Ethernet {
+        input: PathBuf,
+        output: PathBuf,
+        /// Source address of the added Ethernet headers
+        #[arg(long, default_value = "02:00:00:00:00:01")]
+        src_mac: String,
+        /// Destination address of the added Ethernet headers
+        #[arg(long, default_value = "02:00:00:00:00:02")]
+        dst_mac: String,
+        /// Keep packets cut by the snap length as they were captured
+        #[arg(long)]
+        no_pad: bool,
+    },
 }
 
 fn main() -> ExitCode {
@@ -199,9 +227,15 @@ fn main() -> ExitCode {
             commands::reproduce::reproduce(&ids, quick, out, seed, threads.max(1), quiet)
         }
         Cmd::Live { config, stats: true, .. } => commands::live::stats(&config),
+        Cmd::Live { config, as_scenario: Some(capture), drain, .. } => {
+            commands::live::as_scenario(&config, &capture, &drain)
+        }
         Cmd::Live { config, out, duration, quiet, .. } => commands::live::live(&config, out, duration, quiet),
         Cmd::Report { dirs, quiet } => npqos_cli::report::report(&dirs, quiet),
         Cmd::Trace(TraceCmd::Stats { files, json, lenient }) => commands::trace::stats(&files, json, lenient),
+        Cmd::Trace(TraceCmd::Ethernet { input, output, src_mac, dst_mac, no_pad }) => {
+            commands::trace::ethernet(&input, &output, [&src_mac, &dst_mac], !no_pad)
+        }
         Cmd::Model { short, args } => commands::model::model(&short, &args),
         Cmd::Sweep { scenario, sets, jobs, out, seed, dask, quiet } => {
             commands::sweep::sweep(&scenario, &sets, jobs, out, seed, quiet, dask)

@@ -844,3 +844,62 @@ fn dqs_trace_scenario_offers_the_whole_corpus() {
     assert_eq!(scalar(&full, "packets"), 4.0 * ip, "every IP packet of {} captures, four times", files.len());
     assert!(scalar(&small, "cycles_mean") > 2.0 * scalar(&full, "cycles_mean"));
 }
+
+/// `npqos trace ethernet`: an SLL record gets an Ethernet header in place of its own (14 B
+/// for 16: its length on the wire 2 B less), a raw-IP record one more (14 B added), a record
+/// cut by the snap length is padded to its length on the wire, an Ethernet record is copied;
+/// every packet is still the IP packet it was (its flow and length as `trace stats` reads
+/// them), and a link type it does not read is bad input naming the record.
+#[test]
+fn trace_ethernet_writes_every_record_as_an_ethernet_frame() {
+    use npqos_sim::trace::reader::TraceReader;
+    use npqos_sim::trace::writer::{udp4_frame, PcapWriter};
+    let d = tempfile::tempdir().unwrap();
+    let write = |name: &str, link: u16, records: &[(Vec<u8>, u32)]| {
+        let p = d.path().join(name);
+        let mut w = PcapWriter::new(std::fs::File::create(&p).unwrap(), link, 65535, true, false).unwrap();
+        for (i, (data, orig)) in records.iter().enumerate() {
+            w.write(1_000 + i as u64, data, *orig).unwrap();
+        }
+        p
+    };
+    let frame = udp4_frame([198, 18, 0, 1], [198, 18, 0, 2], 5000, 10000, 200);
+    let ip = frame[14..].to_vec();
+    let mut sll = vec![0, 4, 2, 18, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0x08, 0x00];
+    sll.extend_from_slice(&ip);
+    let cut = ip[..60].to_vec();
+    let cases = [
+        (write("sll.pcap", 113, &[(sll.clone(), sll.len() as u32)]), frame.len()),
+        (write("raw.pcap", 101, &[(ip.clone(), ip.len() as u32), (cut, ip.len() as u32)]), frame.len()),
+        (write("eth.pcap", 1, &[(frame.clone(), frame.len() as u32)]), frame.len()),
+    ];
+    for (input, len) in &cases {
+        let out = d.path().join("out.pcap");
+        let o = run(&[
+            "trace",
+            "ethernet",
+            input.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--dst-mac",
+            "02:aa:00:00:00:02",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let mut r = TraceReader::open(&out, false).unwrap();
+        let mut n = 0;
+        while let Some(rec) = r.next().unwrap() {
+            assert_eq!((rec.link, rec.orig_len as usize, rec.data.len()), (1, *len, *len), "{}", input.display());
+            assert_eq!(&rec.data[14..], &ip[..], "{}: the IP packet as it was", input.display());
+            if !input.ends_with("eth.pcap") {
+                assert_eq!(&rec.data[..6], &[2, 0xaa, 0, 0, 0, 2], "the destination address asked for");
+            }
+            n += 1;
+        }
+        assert!(n >= 1);
+        let stats = run(&["trace", "stats", out.to_str().unwrap()]);
+        assert!(stdout(&stats).contains(&format!("{n} IP, 0 non-IP")), "{}", stdout(&stats));
+    }
+    let other = write("other.pcap", 147, &[(ip.clone(), ip.len() as u32)]);
+    let o = run(&["trace", "ethernet", other.to_str().unwrap(), d.path().join("x.pcap").to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("record 1 has link type 147"), "{}", stderr(&o));
+}

@@ -91,6 +91,18 @@ fn results(run: &crate::live::LiveRun, stop_reason: &str) -> Vec<npqos_sim::resu
     runs
 }
 
+/// `npqos live CONFIG --as-scenario CAPTURE`: the router scenario that runs this
+/// configuration's pipeline over the capture as tcpreplay sends it through npqos live, on
+/// stdout (every key resolved; `npqos run` of it writes the same file as its
+/// scenario.resolved.toml, so the two can be diffed).
+pub fn as_scenario(config: &Path, capture: &Path, drain: &str) -> Result<()> {
+    let spec = load(config, None)?;
+    let drain = npqos_sim::units::parse_duration(drain).map_err(|e| bad(format!("--drain {drain}: {e}")))?;
+    let table = npqos_sim::live::simulate::router_scenario(&spec, capture, drain, 1).map_err(bad)?;
+    print!("{}", toml::to_string(&table)?);
+    Ok(())
+}
+
 /// `npqos live CONFIG --stats`: the statistics of the npqos live running with `config`, from
 /// its `live.stats` endpoint, as `tc -s class show` prints them.
 #[cfg(target_os = "linux")]

@@ -1,4 +1,4 @@
-//! `npqos trace stats`.
+//! `npqos trace stats` and `npqos trace ethernet`.
 
 use crate::error::from_trace;
 use crate::output::num;
@@ -80,5 +80,64 @@ pub fn stats(files: &[PathBuf], json: bool, lenient: bool) -> Result<()> {
             );
         }
     }
+    Ok(())
+}
+
+/// A MAC address as `02:00:00:00:00:01`.
+fn mac(text: &str) -> Result<[u8; 6]> {
+    let parts: Vec<u8> = text.split(':').filter_map(|p| u8::from_str_radix(p, 16).ok()).collect();
+    match (text.split(':').count(), <[u8; 6]>::try_from(parts)) {
+        (6, Ok(m)) => Ok(m),
+        _ => Err(crate::error::bad(format!("{text:?}: expected a MAC address such as 02:00:00:00:00:01"))),
+    }
+}
+
+/// `npqos trace ethernet IN OUT`: every record as an Ethernet frame (an Ethernet header with
+/// `macs` = [source, destination] in front of a non-Ethernet record's packet), padded to its
+/// length on the wire if `pad`; a classic pcap with nanosecond timestamps.
+pub fn ethernet(input: &std::path::Path, output: &std::path::Path, macs: [&str; 2], pad: bool) -> Result<()> {
+    use npqos_sim::trace::decode::link_payload;
+    use npqos_sim::trace::reader::TraceReader;
+    use npqos_sim::trace::writer::PcapWriter;
+    let (src, dst) = (mac(macs[0])?, mac(macs[1])?);
+    let mut r = TraceReader::open(input, false).map_err(from_trace)?;
+    let file = std::fs::File::create(output).map_err(|e| crate::error::bad(format!("{}: {e}", output.display())))?;
+    let mut w = PcapWriter::new(std::io::BufWriter::new(file), 1, 262_144, true, false)?;
+    let (mut n, mut framed, mut padded) = (0u64, 0u64, 0u64);
+    let mut frame = Vec::with_capacity(65_600);
+    while let Some(rec) = r.next().map_err(from_trace)? {
+        frame.clear();
+        let wire = if rec.link == 1 {
+            frame.extend_from_slice(rec.data);
+            rec.orig_len as usize
+        } else {
+            let Some((ethertype, packet)) = link_payload(&rec) else {
+                return Err(crate::error::bad(format!(
+                    "{}: record {} has link type {}, which this command does not turn into Ethernet",
+                    input.display(),
+                    n + 1,
+                    rec.link
+                )));
+            };
+            framed += 1;
+            frame.extend_from_slice(&dst);
+            frame.extend_from_slice(&src);
+            frame.extend_from_slice(&ethertype.to_be_bytes());
+            frame.extend_from_slice(packet);
+            // The header it had on the wire is replaced by 14 bytes of Ethernet.
+            (rec.orig_len as usize + 14).saturating_sub(rec.data.len() - packet.len())
+        };
+        if pad && wire > frame.len() {
+            frame.resize(wire, 0);
+            padded += 1;
+        }
+        w.write(rec.ts_ns, &frame, wire.max(frame.len()) as u32)?;
+        n += 1;
+    }
+    w.into_inner().into_inner().map_err(|e| anyhow::anyhow!("{}: {e}", output.display()))?;
+    eprintln!(
+        "{n} records to {}: {framed} given an Ethernet header, {padded} padded to their length",
+        output.display()
+    );
     Ok(())
 }

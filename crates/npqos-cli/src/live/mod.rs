@@ -6,12 +6,15 @@
 //!   with `now` from CLOCK_MONOTONIC, the shaper woken at its `next_wakeup()`, eligible frames
 //!   out through the transmit ring, sleeping in `ppoll` (or spinning) in between;
 //! * [`netns`]: network namespaces joined by veth pairs, a UDP sender and a counting receiver:
-//!   the test bed of the namespace test and the benchmark.
+//!   the test bed of the namespace test and the benchmark;
+//! * [`wire`]: the simulator checked against the wire on that bed (tcpreplay of a capture
+//!   through npqos live beside `npqos run` of the same configuration's router scenario).
 
 pub mod netns;
 pub mod reloader;
 pub mod ring;
 pub mod stats;
+pub mod wire;
 
 use npqos_core::Instant;
 use npqos_sim::live::gso::segment_tcp;

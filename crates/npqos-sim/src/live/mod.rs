@@ -28,6 +28,7 @@
 pub mod csum;
 pub mod gso;
 pub mod reload;
+pub mod simulate;
 pub mod snapshot;
 pub mod spec;
 

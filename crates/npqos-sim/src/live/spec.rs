@@ -186,7 +186,9 @@ fn interface(r: &mut Reader<'_>, key: &str, probs: &mut Vec<Problem>) -> String 
 pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     let mut probs = Vec::new();
     for (k, v) in root {
-        if !["live", "shaper", "table", "stats", "reverse", "services"].contains(&k.as_str()) {
+        // `[meta]` is what npqos writes into a run's scenario.resolved.toml (commit, version):
+        // that file runs again as it is.
+        if !["live", "shaper", "table", "stats", "reverse", "services", "meta"].contains(&k.as_str()) {
             probs.push(Problem {
                 key: k.clone(),
                 value: Some(crate::scenario::show(v)),
@@ -425,15 +427,7 @@ fn read_direction(parent: &toml::Table, outer: Option<&str>, probs: &mut Vec<Pro
     s.finish(probs);
 
     let mut t = Reader::new_in(parent, outer, "table", probs);
-    let table = flowtable::read(&mut t, TableKeys::DQS, probs);
-    let queue_limit = t.present("queue_limit").then(|| t.size("queue_limit", 0, probs));
-    if queue_limit == Some(0) {
-        probs.push(Problem {
-            key: path("table.queue_limit"),
-            value: Some("\"0B\"".into()),
-            message: "expected a positive size (leave it out for no per-queue limit)".into(),
-        });
-    }
+    let table = flowtable::read(&mut t, TableKeys::LIVE, probs);
     t.finish(probs);
     let buffer = table.blocks as u64 * table.block_size as u64;
     if buffer > 16 << 30 {
@@ -450,7 +444,7 @@ fn read_direction(parent: &toml::Table, outer: Option<&str>, probs: &mut Vec<Pro
     Direction {
         flow_rate,
         bucket,
-        table: DqsConfig { store_payload: true, caller_schedules: true, queue_limit, ..table },
+        table: DqsConfig { store_payload: true, caller_schedules: true, ..table },
         stats,
         services,
     }
@@ -618,10 +612,7 @@ impl Direction {
         self.bucket.write(BucketKeys::LIVE, &mut s);
         let t = &self.table;
         let mut g = toml::Table::new();
-        flowtable::write(t, TableKeys::DQS, &mut g);
-        if let Some(l) = t.queue_limit {
-            g.insert("queue_limit".into(), fmt_size(l).into());
-        }
+        flowtable::write(t, TableKeys::LIVE, &mut g);
         parent.insert("shaper".into(), s.into());
         parent.insert("table".into(), g.into());
         let mut st = toml::Table::new();

@@ -10,6 +10,7 @@
 //! block_size = "64B"
 //! quantum = "1536B"      # DRR quantum
 //! on_exhausted = "drop"  # or "shared" (one overflow queue)
+//! queue_limit = "32KiB"  # bytes one physical queue may hold (npqos live, router; no default)
 //! ```
 
 use super::{Problem, Reader};
@@ -22,13 +23,19 @@ use npqos_core::flowmap::{DqsConfig, Exhausted, HashKind};
 pub(crate) struct TableKeys {
     /// `quantum` and `on_exhausted`: the table runs its own DRR round.
     pub drr: bool,
+    /// `queue_limit`: a per-queue limit, beyond the paper (the dqs model reproduces the
+    /// paper's table without it).
+    pub queue_limit: bool,
 }
 
 impl TableKeys {
-    /// The dqs model's `[table]` and npqos live's.
-    pub const DQS: TableKeys = TableKeys { drr: true };
-    /// The router's `[ingress]`.
-    pub const ROUTER: TableKeys = TableKeys { drr: false };
+    /// The dqs model's `[table]`.
+    pub const DQS: TableKeys = TableKeys { drr: true, queue_limit: false };
+    /// npqos live's `[table]`.
+    pub const LIVE: TableKeys = TableKeys { drr: true, queue_limit: true };
+    /// The router's `[ingress]` (so that it can run a live configuration: `npqos live
+    /// --as-scenario`).
+    pub const ROUTER: TableKeys = TableKeys { drr: false, queue_limit: true };
 }
 
 /// Reads the flow table's keys from `t`: the configuration with hash seed 0 (a run sets its
@@ -50,6 +57,14 @@ pub(crate) fn read(t: &mut Reader<'_>, keys: TableKeys, probs: &mut Vec<Problem>
         }
     }
     let exhausted = if keys.drr { t.choice("on_exhausted", "drop", &["drop", "shared"], probs) } else { "drop".into() };
+    let queue_limit = (keys.queue_limit && t.present("queue_limit")).then(|| t.size("queue_limit", 0, probs));
+    if queue_limit == Some(0) {
+        probs.push(Problem {
+            key: t.path("queue_limit"),
+            value: Some("\"0B\"".into()),
+            message: "expected a positive size (leave it out for no per-queue limit)".into(),
+        });
+    }
     DqsConfig {
         slots,
         hash: if hash == "foldhash" { HashKind::Fast { seed: 0 } } else { HashKind::H3 { seed: 0 } },
@@ -58,6 +73,7 @@ pub(crate) fn read(t: &mut Reader<'_>, keys: TableKeys, probs: &mut Vec<Problem>
         block_size: block_size.clamp(16, 65_536) as u32,
         quantum: quantum.clamp(1, 1 << 24) as u32,
         on_exhausted: if exhausted == "shared" { Exhausted::SharedQueue } else { Exhausted::Drop },
+        queue_limit,
         ..Default::default()
     }
 }
@@ -82,5 +98,8 @@ pub(crate) fn write(cfg: &DqsConfig, keys: TableKeys, t: &mut toml::Table) {
         t.insert("quantum".into(), fmt_size(u64::from(cfg.quantum)).into());
         let ex = if cfg.on_exhausted == Exhausted::SharedQueue { "shared" } else { "drop" };
         t.insert("on_exhausted".into(), ex.into());
+    }
+    if let Some(l) = cfg.queue_limit.filter(|_| keys.queue_limit) {
+        t.insert("queue_limit".into(), fmt_size(l).into());
     }
 }

@@ -78,6 +78,30 @@ pub fn decode(rec: &Record<'_>) -> Result<PacketMeta, NonIp> {
     })
 }
 
+/// What follows a record's link-layer header when it is not Ethernet: the EtherType of the
+/// packet (from SLL's protocol field, or from the IP version of a raw-IP or BSD null record)
+/// and the packet's bytes; `None` for Ethernet records (already frames), records too short to
+/// hold their header, and link types we do not decode. What `npqos trace ethernet` puts an
+/// Ethernet header in front of.
+pub fn link_payload<'a>(rec: &Record<'a>) -> Option<(u16, &'a [u8])> {
+    let d = rec.data;
+    let by_version = |p: &'a [u8]| match p.first()? >> 4 {
+        4 => Some((0x0800, p)),
+        6 => Some((0x86dd, p)),
+        _ => None,
+    };
+    let sll = |proto_at: usize, hdr: usize| {
+        Some((u16::from_be_bytes([*d.get(proto_at)?, *d.get(proto_at + 1)?]), d.get(hdr..)?))
+    };
+    match rec.link {
+        linktype::RAW | 12 | 14 | linktype::IPV4 | linktype::IPV6 => by_version(d),
+        linktype::NULL | linktype::LOOP => by_version(d.get(4..)?),
+        linktype::LINUX_SLL => sll(14, 16),
+        linktype::LINUX_SLL2 => sll(0, 20),
+        _ => None,
+    }
+}
+
 /// SLL / SLL2: the protocol (an EtherType) at `proto_at`, the payload after `hdr_len` bytes.
 fn ether_after(d: &[u8], proto_at: usize, hdr_len: usize) -> Option<LaxSlicedPacket<'_>> {
     let et = u16::from_be_bytes([*d.get(proto_at)?, *d.get(proto_at + 1)?]);

@@ -133,6 +133,14 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let mut g = Reader::new(root, "ingress", probs);
     let ingress = g.named("kind", IngressKind::Dqs, probs);
     let table = flowtable::read(&mut g, TableKeys::ROUTER, probs);
+    if let Some(l) = table.queue_limit.filter(|_| ingress != IngressKind::Dqs) {
+        problem(
+            probs,
+            "ingress.queue_limit",
+            Some(format!("\"{}\"", fmt_size(l))),
+            "only the dqs ingress has a per-queue limit (ingress.kind = \"dqs\")",
+        );
+    }
     g.finish(probs);
 
     let mut p = Reader::new(root, "processing", probs);

@@ -207,7 +207,7 @@ fn alpha_above_the_cap_is_refused_by_the_run() {
 }
 
 /// `shaping_state_bytes` is what the shaper holds (asked of it, not a per-queue constant): with
-/// one rate, 33 B per output queue (flag, hot and cold records) and one 16 B profile, plus 8 B
+/// one rate, 33 B per output queue (flag, hot and cold records) and one 24 B profile (CIR, cap, alpha), plus 8 B
 /// per heap node at the peak.
 #[test]
 fn shaping_state_is_the_shapers_own() {
@@ -226,7 +226,7 @@ fn shaping_state_is_the_shapers_own() {
     let queues = 1.0 + p.shaping.flow_queues as f64;
     let heap_nodes = get("shaper_heap_max_per_core") * 4.0;
     assert!(heap_nodes > 0.0, "some flows were throttled");
-    assert_eq!(get("shaping_state_bytes"), queues * 33.0 + 16.0 + heap_nodes * 8.0);
+    assert_eq!(get("shaping_state_bytes"), queues * 33.0 + 24.0 + heap_nodes * 8.0);
 }
 
 #[allow(clippy::too_many_arguments)]
