@@ -269,6 +269,22 @@ impl QueueBuffer {
         Some(Popped { len, tag, blocks: n, emptied: b == NONE })
     }
 
+    /// Gives the blocks' storage back (their lists and payload): a buffer that holds nothing and
+    /// will take nothing (a push finds no free block), kept for its counters. `npqos live`
+    /// retires a configuration's buffer so once a reload's old configuration has sent what it
+    /// held, so that a run with many reloads does not keep every old buffer's touched pages.
+    ///
+    /// Errors (no effect): a queue still holds packets ([`Error::NotAllowed`]).
+    pub fn release_storage(&mut self) -> Result<(), Error> {
+        if self.packets.iter().any(|&p| p != 0) {
+            return Err(Error::NotAllowed("buffer: storage released while queues hold packets"));
+        }
+        (self.next, self.pkt_len, self.pkt_tag, self.free_blocks) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        self.payload = self.payload.as_ref().map(|_| Vec::new());
+        self.fresh = 0;
+        Ok(())
+    }
+
     /// Checks block accounting: every block is either free or on exactly one queue's list,
     /// and each queue's packet and byte counts match its list; and the pool: every pooled queue
     /// is either taken or on the free list (once, and empty), and the taken ones are counted as
@@ -351,6 +367,22 @@ impl QueueBuffer {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    /// Released storage: refused while a queue holds packets (nothing changes), then the
+    /// buffer holds nothing and takes nothing, its counters kept and its accounting whole.
+    #[test]
+    fn released_storage_takes_nothing_and_keeps_its_counters() {
+        let mut b = QueueBuffer::new(64, 64, 4, 0, true).unwrap();
+        let q = b.take_queue().unwrap();
+        assert!(b.push(q, 200, 7, Some(&[1u8; 200])).unwrap());
+        assert!(b.release_storage().is_err());
+        assert_eq!((b.total_blocks(), b.packets(q)), (64, 1), "a refused release changed nothing");
+        assert_eq!(b.pop(q, None).map(|p| p.len), Some(200));
+        b.release_storage().unwrap();
+        assert_eq!((b.total_blocks(), b.free_blocks(), b.max_queues_in_use()), (0, 0, 1));
+        assert!(!b.push(q, 100, 7, Some(&[1u8; 100])).unwrap(), "no block to take");
+        b.check().unwrap();
+    }
 
     #[test]
     fn packets_round_trip_with_payload_and_blocks_come_back() {

@@ -228,6 +228,12 @@ impl Dqs {
     pub fn buffer(&self) -> &QueueBuffer {
         &self.buf
     }
+    /// [`QueueBuffer::release_storage`] of the table's buffer (the table then takes no packet).
+    ///
+    /// Errors (no effect): packets still queued.
+    pub fn release_storage(&mut self) -> Result<(), Error> {
+        self.buf.release_storage()
+    }
     /// Flows with packets in the buffer (`l` of eq 5).
     pub fn active_flows(&self) -> usize {
         self.afm.len()

@@ -279,6 +279,17 @@ impl Ingress {
         }
     }
 
+    /// Gives a dqs ingress's buffer storage back ([`Dqs::release_storage`]): for an element
+    /// that holds nothing and will take nothing more (a retired configuration of npqos live).
+    ///
+    /// Errors (no effect): packets still held.
+    pub fn release_storage(&mut self) -> Result<(), Error> {
+        match &mut self.kind {
+            Kinds::Dqs(d, _) => d.release_storage(),
+            Kinds::Table(_) => Ok(()),
+        }
+    }
+
     /// The dqs table behind a dqs ingress, for its counters and buffer (read only: packets go
     /// in and out through the element, which counts them at its ports).
     pub fn dqs(&self) -> Option<&Dqs> {

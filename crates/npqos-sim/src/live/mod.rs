@@ -379,6 +379,15 @@ impl Forwarder {
     pub fn queued(&self) -> u64 {
         self.pipe.ingress_held()
     }
+    /// A configuration that holds nothing and takes nothing more (a reload's old one, once it
+    /// has sent what it held): its buffer's storage (the frames' blocks and their lists) given
+    /// back, its counters, flow rows and series kept for the results. Nothing if it still
+    /// holds frames.
+    pub fn retire(&mut self) {
+        if self.queued() == 0 {
+            let _ = self.pipe.release_storage();
+        }
+    }
     /// The mechanism's refusal that stopped the pipeline, if one did.
     pub fn error(&self) -> Option<&PipelineError> {
         self.pipe.error()

@@ -92,10 +92,11 @@ impl Reloading {
     /// Takes the forwarder `next` (of [`Self::build`]) from now on; the one before sends what
     /// it holds.
     pub fn take(&mut self, next: Forwarder) {
-        let old = std::mem::replace(&mut self.current, next);
+        let mut old = std::mem::replace(&mut self.current, next);
         if old.queued() > 0 {
             self.draining.push(old);
         } else {
+            old.retire();
             self.done.push(old);
         }
         self.counts.reloads += 1;
@@ -227,7 +228,10 @@ impl Reloading {
         }
         let (empty, busy): (Vec<Forwarder>, Vec<Forwarder>) =
             std::mem::take(&mut self.draining).into_iter().partition(|d| d.queued() == 0);
-        self.done.extend(empty);
+        self.done.extend(empty.into_iter().map(|mut d| {
+            d.retire();
+            d
+        }));
         self.draining = busy;
         moved
     }

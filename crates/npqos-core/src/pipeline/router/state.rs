@@ -16,6 +16,13 @@ impl Pipeline {
     pub fn take_trace(&mut self) -> Option<Vec<Trace>> {
         self.trace.take()
     }
+    /// Gives the ingress's buffer storage back (`Ingress::release_storage`): the pipeline then
+    /// takes no packet; its counters stay.
+    ///
+    /// Errors (no effect): packets still held.
+    pub fn release_storage(&mut self) -> Result<(), crate::error::Error> {
+        self.ingress.release_storage()
+    }
     /// The ingress's dqs table, if it is dqs (its counters and buffer).
     pub fn dqs(&self) -> Option<&crate::flowmap::Dqs> {
         self.ingress.dqs()
