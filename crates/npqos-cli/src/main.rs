@@ -178,6 +178,37 @@ enum TraceCmd {
         #[arg(long)]
         lenient: bool,
     },
+    /// Run the two packet functions of Everest's prototype over captures: a port-scan detector
+    /// (a source probing more than N distinct ports or hosts in a window) and a TCP SYN-flood
+    /// detector (a destination with more than N half-open connections in a window)
+    #[command(
+        after_help = "Examples:\n  npqos trace detect capture.pcap\n  npqos trace detect ../shared/traces/ndpi/*.pcap --scan-threshold 50 --json\n\nEach file is examined on its own (its own time axis). See docs/everest.md, \"The prototype's services\"."
+    )]
+    Detect {
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// Port scan: the window, from a source's first packet
+        #[arg(long, default_value = "1s")]
+        scan_window: String,
+        /// Port scan: more than this many distinct destination ports (or hosts) in a window
+        #[arg(long, default_value_t = 100)]
+        scan_threshold: u32,
+        /// SYN flood: the window, from a destination's first SYN
+        #[arg(long, default_value = "1s")]
+        syn_window: String,
+        /// SYN flood: more than this many half-open connections to one destination in a window
+        #[arg(long, default_value_t = 100)]
+        syn_threshold: u32,
+        /// Sources (port scan) and half-open connections (SYN flood) each detector may track
+        #[arg(long, default_value_t = 65_536)]
+        max_tracked: usize,
+        /// One JSON array: an object per file with its detections
+        #[arg(long)]
+        json: bool,
+        /// Skip and count corrupt records instead of failing
+        #[arg(long)]
+        lenient: bool,
+    },
     /// Write a capture as Ethernet frames (for tcpreplay on an Ethernet interface): Linux SLL /
     /// SLL2, raw IP and BSD null records get an Ethernet header, Ethernet ones are copied;
     /// packets cut by the snap length are padded with zeros to their length on the wire
@@ -233,6 +264,19 @@ fn main() -> ExitCode {
         Cmd::Live { config, out, duration, quiet, .. } => commands::live::live(&config, out, duration, quiet),
         Cmd::Report { dirs, quiet } => npqos_cli::report::report(&dirs, quiet),
         Cmd::Trace(TraceCmd::Stats { files, json, lenient }) => commands::trace::stats(&files, json, lenient),
+        Cmd::Trace(TraceCmd::Detect {
+            files,
+            scan_window,
+            scan_threshold,
+            syn_window,
+            syn_threshold,
+            max_tracked,
+            json,
+            lenient,
+        }) => {
+            let d = commands::trace::Detect { scan_window, scan_threshold, syn_window, syn_threshold, max_tracked };
+            commands::trace::detect(&files, &d, json, lenient)
+        }
         Cmd::Trace(TraceCmd::Ethernet { input, output, src_mac, dst_mac, no_pad }) => {
             commands::trace::ethernet(&input, &output, [&src_mac, &dst_mac], !no_pad)
         }

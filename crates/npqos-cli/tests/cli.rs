@@ -903,3 +903,57 @@ fn trace_ethernet_writes_every_record_as_an_ethernet_frame() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("record 1 has link type 147"), "{}", stderr(&o));
 }
+
+/// `npqos trace detect` on crafted captures whose answer is known: a SYN scan of 300 ports from
+/// one source in 0.3 s (reported once, at its 101st port; its victim's 101st half-open
+/// connection is reported by the flood detector), a flood of 400 SYNs to one server never
+/// completed (reported once, at its 101st half-open connection), and benign traffic in
+/// the same file (complete handshakes to another server, a client using 10 ports of it, the
+/// server's SYN-ACKs) that triggers nothing; TCP flags read from the captured headers.
+#[test]
+fn trace_detect_finds_a_scan_and_a_flood_and_nothing_in_benign_traffic() {
+    use npqos_sim::trace::writer::{tcp4_frame, PcapWriter};
+    let d = tempfile::tempdir().unwrap();
+    let p = d.path().join("attacks.pcap");
+    let mut w = PcapWriter::new(std::fs::File::create(&p).unwrap(), 1, 65535, true, false).unwrap();
+    let (scanner, victim, client, server, flooded) =
+        ([198, 18, 1, 1], [198, 18, 2, 2], [198, 18, 3, 3], [198, 18, 4, 4], [198, 18, 5, 5]);
+    let t0 = 1_700_000_000_000_000_000u64;
+    for i in 0..400u16 {
+        let t = t0 + i as u64 * 1_000_000;
+        let mut put = |dt: u64, f: Vec<u8>| w.write(t + dt, &f, f.len() as u32).unwrap();
+        if i < 300 {
+            put(0, tcp4_frame(scanner, victim, 40000, 1 + i, true, false, 0));
+        }
+        put(1, tcp4_frame([198, 18, 6, (i % 200) as u8], flooded, 10000 + i, 80, true, false, 0));
+        put(2, tcp4_frame(client, server, 20000 + i, 443 + i % 10, true, false, 0));
+        put(3, tcp4_frame(server, client, 443 + i % 10, 20000 + i, true, true, 0));
+        put(4, tcp4_frame(client, server, 20000 + i, 443 + i % 10, false, true, 100));
+    }
+    drop(w);
+    let o = run(&["trace", "detect", p.to_str().unwrap(), "--json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let found = v[0]["detections"].as_array().unwrap();
+    let got: Vec<(String, String, u64)> = found
+        .iter()
+        .map(|h| (h["what"].as_str().unwrap().into(), h["who"].as_str().unwrap().into(), h["count"].as_u64().unwrap()))
+        .collect();
+    assert_eq!(
+        got,
+        // The scan's SYNs are never answered either: its victim holds 101 half-open
+        // connections at the same packet, which the flood detector reports too.
+        vec![
+            ("port_scan".into(), "198.18.1.1".into(), 101),
+            ("syn_flood".into(), "198.18.2.2".into(), 101),
+            ("syn_flood".into(), "198.18.5.5".into(), 101)
+        ],
+        "{}",
+        stdout(&o)
+    );
+    assert!((found[0]["at_s"].as_f64().unwrap() - 0.1).abs() < 1e-6, "the 101st port at 100 ms");
+    assert_eq!(v[0]["ip_packets"], 300 + 4 * 400);
+    // Thresholds above what the file holds: nothing.
+    let o = run(&["trace", "detect", p.to_str().unwrap(), "--scan-threshold", "300", "--syn-threshold", "400"]);
+    assert!(stdout(&o).contains("0 detections"), "{}", stdout(&o));
+}

@@ -49,6 +49,8 @@
 //! * [`pipeline`]: the composed router as elements that the simulator and a real data plane
 //!   both drive (ingress and queue memory so far), with conservation at every element's ports.
 //!
+//! * [`detect`]: the two packet functions of Everest's prototype, a port-scan and a TCP
+//!   SYN-flood detector, with bounded state.
 //! * [`cache`]: a set-associative cache model with a locked region (kim Tables VI-VII).
 //! * [`model`]: analytical models as sizing tools (kim's stochastic model, eqs 8-13).
 //! * [`hint`]: a software prefetch hint for callers that drive millions of queues (no
@@ -57,6 +59,7 @@
 pub mod alloc;
 pub mod cache;
 pub mod classify;
+pub mod detect;
 pub mod error;
 pub mod flow;
 pub mod flowmap;

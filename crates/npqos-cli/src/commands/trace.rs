@@ -1,4 +1,4 @@
-//! `npqos trace stats` and `npqos trace ethernet`.
+//! `npqos trace stats`, `npqos trace detect` and `npqos trace ethernet`.
 
 use crate::error::from_trace;
 use crate::output::num;
@@ -139,5 +139,88 @@ pub fn ethernet(input: &std::path::Path, output: &std::path::Path, macs: [&str; 
         "{n} records to {}: {framed} given an Ethernet header, {padded} padded to their length",
         output.display()
     );
+    Ok(())
+}
+
+/// `npqos trace detect`'s settings.
+pub struct Detect {
+    pub scan_window: String,
+    pub scan_threshold: u32,
+    pub syn_window: String,
+    pub syn_threshold: u32,
+    pub max_tracked: usize,
+}
+
+/// An address of a flow key (IPv4 mapped or IPv6) as text.
+fn address(a: &[u8; 16], v6: bool) -> String {
+    match v6 {
+        true => std::net::Ipv6Addr::from(*a).to_string(),
+        false => std::net::Ipv4Addr::new(a[12], a[13], a[14], a[15]).to_string(),
+    }
+}
+
+/// `npqos trace detect FILES`: the port-scan and SYN-flood detectors (`npqos_core::detect`)
+/// over each file on its own; per file its packets and what was detected (what, who, when
+/// from the file's first packet, how many).
+pub fn detect(files: &[PathBuf], d: &Detect, json: bool, lenient: bool) -> Result<()> {
+    use npqos_core::detect::{PortScan, SynFlood};
+    use npqos_sim::trace::decode::decode;
+    use npqos_sim::trace::reader::TraceReader;
+    let dur = |k: &str, v: &str| {
+        npqos_sim::units::parse_duration(v)
+            .ok()
+            .filter(|d| !d.is_zero())
+            .ok_or_else(|| crate::error::bad(format!("--{k} {v}: expected a positive duration such as 1s")))
+    };
+    let (scan_w, syn_w) = (dur("scan-window", &d.scan_window)?, dur("syn-window", &d.syn_window)?);
+    if d.scan_threshold == 0 || d.syn_threshold == 0 || d.max_tracked == 0 {
+        return Err(crate::error::bad("--scan-threshold, --syn-threshold and --max-tracked: expected at least 1"));
+    }
+    let mut out = Vec::new();
+    for f in files {
+        let mut r = TraceReader::open(f, lenient).map_err(from_trace)?;
+        let mut scan = PortScan::new(scan_w.as_nanos(), d.scan_threshold, d.max_tracked);
+        let mut syn = SynFlood::new(syn_w.as_nanos(), d.syn_threshold, d.max_tracked);
+        let (mut packets, mut first, mut found) = (0u64, None::<u64>, Vec::new());
+        while let Some(rec) = r.next().map_err(from_trace)? {
+            let Ok(m) = decode(&rec) else { continue };
+            packets += 1;
+            let t0 = *first.get_or_insert(rec.ts_ns);
+            let ts = rec.ts_ns.saturating_sub(t0);
+            let hits = [scan.packet(ts, &m.flow, m.tcp_flags), syn.packet(ts, &m.flow, m.tcp_flags)];
+            for h in hits.into_iter().flatten() {
+                found.push(serde_json::json!({
+                    "what": h.what,
+                    "who": address(&h.who, m.flow.is_v6),
+                    "at_s": h.at_ns as f64 / 1e9,
+                    "window_start_s": h.window_start_ns as f64 / 1e9,
+                    "count": h.count,
+                }));
+            }
+        }
+        out.push(serde_json::json!({
+            "file": f.display().to_string(),
+            "ip_packets": packets,
+            "detections": found,
+            "untracked_packets": scan.untracked + syn.untracked,
+        }));
+    }
+    if json {
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(());
+    }
+    for o in &out {
+        let found = o["detections"].as_array().map_or(&[][..], |v| v.as_slice());
+        println!("{}: {} IP packets, {} detections", o["file"].as_str().unwrap_or(""), o["ip_packets"], found.len());
+        for h in found {
+            println!(
+                "  {:<9} {:<39} at {:>10.6} s  count {}",
+                h["what"].as_str().unwrap_or(""),
+                h["who"].as_str().unwrap_or(""),
+                h["at_s"].as_f64().unwrap_or(0.0),
+                h["count"]
+            );
+        }
+    }
     Ok(())
 }

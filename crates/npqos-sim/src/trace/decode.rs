@@ -25,6 +25,8 @@ pub struct PacketMeta {
     pub flow: FlowKey,
     /// The IP header's DSCP (0-63).
     pub dscp: u8,
+    /// A TCP segment's flags (its header's 14th byte), if the header was captured that far.
+    pub tcp_flags: Option<u8>,
 }
 
 /// Why a record carried no IP packet.
@@ -69,12 +71,14 @@ pub fn decode(rec: &Record<'_>) -> Result<PacketMeta, NonIp> {
     } else {
         (0, 0)
     };
+    let tcp_flags = (proto == PROTO_TCP && !payload.fragmented).then(|| payload.payload.get(13).copied()).flatten();
     let is_v6 = matches!(p.net, Some(LaxNetSlice::Ipv6(_)));
     Ok(PacketMeta {
         ts: Instant::from_nanos(rec.ts_ns),
         wire_len: rec.orig_len,
         flow: FlowKey { src, dst, src_port: sp, dst_port: dp, proto, is_v6, zone: 0 },
         dscp,
+        tcp_flags,
     })
 }
 

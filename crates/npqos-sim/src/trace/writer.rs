@@ -110,6 +110,31 @@ pub fn udp4_frame(src: [u8; 4], dst: [u8; 4], sport: u16, dport: u16, payload_le
     out
 }
 
+/// Builds an Ethernet + IPv4 + TCP frame with `payload_len` zero bytes of payload, its SYN
+/// and ACK flags as `syn` and `ack` say (a handshake's first, second or third segment).
+pub fn tcp4_frame(
+    src: [u8; 4],
+    dst: [u8; 4],
+    sport: u16,
+    dport: u16,
+    syn: bool,
+    ack: bool,
+    payload_len: usize,
+) -> Vec<u8> {
+    let mut b =
+        PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2]).ipv4(src, dst, 64).tcp(sport, dport, 1, 1024);
+    if syn {
+        b = b.syn();
+    }
+    if ack {
+        b = b.ack(1);
+    }
+    let payload = vec![0u8; payload_len];
+    let mut out = Vec::with_capacity(b.size(payload_len));
+    b.write(&mut out, &payload).expect("writing to a Vec cannot fail");
+    out
+}
+
 /// Builds a raw (no link layer) IPv6 + TCP packet.
 pub fn tcp6_packet(src: [u8; 16], dst: [u8; 16], sport: u16, dport: u16, payload_len: usize) -> Vec<u8> {
     let b = PacketBuilder::ipv6(src, dst, 64).tcp(sport, dport, 1, 1024);
