@@ -957,3 +957,33 @@ fn trace_detect_finds_a_scan_and_a_flood_and_nothing_in_benign_traffic() {
     let o = run(&["trace", "detect", p.to_str().unwrap(), "--scan-threshold", "300", "--syn-threshold", "400"]);
     assert!(stdout(&o).contains("0 detections"), "{}", stdout(&o));
 }
+
+/// The commands of the simulator-against-the-wire and the detectors refuse bad input with what
+/// was wrong (exit 2): a capture that is not there, a capture that is not Ethernet for
+/// `live --as-scenario` (with the command that rewrites it), a bad drain, zero windows and
+/// thresholds for `trace detect`, a bad MAC for `trace ethernet`.
+#[test]
+fn wire_and_detector_commands_refuse_bad_input() {
+    use npqos_sim::trace::writer::{udp4_frame, PcapWriter};
+    let d = tempfile::tempdir().unwrap();
+    let live = d.path().join("live.toml");
+    std::fs::write(&live, "[live]\ninput = \"a\"\noutput = \"b\"\n[shaper]\nflow_rate = \"1Mbps\"\n").unwrap();
+    let raw = d.path().join("raw.pcap");
+    let mut w = PcapWriter::new(std::fs::File::create(&raw).unwrap(), 101, 65535, true, false).unwrap();
+    let f = udp4_frame([198, 18, 0, 1], [198, 18, 0, 2], 5000, 10000, 100);
+    w.write(1, &f[14..], f.len() as u32 - 14).unwrap();
+    drop(w);
+    let (l, r) = (live.to_str().unwrap(), raw.to_str().unwrap());
+    for (args, says) in [
+        (vec!["live", l, "--as-scenario", "/nonexistent.pcap"], "/nonexistent.pcap"),
+        (vec!["live", l, "--as-scenario", r], "npqos trace ethernet"),
+        (vec!["live", l, "--as-scenario", r, "--drain", "soon"], "--drain soon"),
+        (vec!["trace", "detect", r, "--scan-window", "0s"], "--scan-window 0s"),
+        (vec!["trace", "detect", r, "--syn-threshold", "0"], "--syn-threshold"),
+        (vec!["trace", "ethernet", r, "/tmp/x.pcap", "--dst-mac", "02:00"], "\"02:00\": expected a MAC address"),
+    ] {
+        let o = run(&args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}

@@ -8,7 +8,7 @@
 //! are counted in the trace's `non_ip_packets`; npqos live passes them unshaped). The run lasts
 //! the capture, and `router.drain` lets the shaper send what it holds, as npqos live does after
 //! the replay ends. The capture must be Ethernet (what tcpreplay puts on a veth): others are
-//! refused with the tcprewrite command that makes them so.
+//! refused with the `npqos trace ethernet` command that makes them so.
 
 use super::LiveSpec;
 use crate::models::router::scenario::{RouterSpec, TrafficSpec};
@@ -28,8 +28,8 @@ pub fn capture_span(capture: &Path) -> Result<(Duration, u64), String> {
         if rec.link != ETHERNET {
             return Err(format!(
                 "{}: link type {} is not Ethernet, which tcpreplay cannot put on an Ethernet \
-                 interface: rewrite it first (tcprewrite --dlt=enet --enet-dmac=<mac> \
-                 --enet-smac=<mac> --fixlen=pad -i {} -o <out.pcap>)",
+                 interface: write it as Ethernet first (npqos trace ethernet {} <out.pcap> \
+                 --dst-mac <the receiver's MAC>)",
                 capture.display(),
                 rec.link,
                 capture.display()
@@ -135,7 +135,7 @@ mod tests {
     }
 
     #[test]
-    fn a_capture_that_is_not_ethernet_is_refused_with_the_rewrite() {
+    fn a_capture_that_is_not_ethernet_is_refused_with_the_command_that_rewrites_it() {
         let d = tempfile::tempdir().unwrap();
         let p = d.path().join("raw.pcap");
         let mut w = PcapWriter::new(std::fs::File::create(&p).unwrap(), 101, 65535, true, false).unwrap();
@@ -144,6 +144,6 @@ mod tests {
         drop(w);
         let spec = live("[live]\ninput = \"a\"\noutput = \"b\"\n[shaper]\nflow_rate = \"1Mbps\"\n");
         let e = router_scenario(&spec, &p, Duration::ZERO, 1).unwrap_err();
-        assert!(e.contains("tcprewrite --dlt=enet"), "{e}");
+        assert!(e.contains("npqos trace ethernet"), "{e}");
     }
 }
