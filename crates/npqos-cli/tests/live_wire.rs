@@ -16,12 +16,8 @@ use std::path::Path;
 /// percentiles (within 10%, or 2 ms).
 #[test]
 fn the_simulator_and_the_wire_agree_on_a_capture() {
-    if let Some(why) = netns::unavailable() {
+    if let Some(why) = wire::unavailable() {
         println!("SKIPPED the simulator against the wire: {why}");
-        return;
-    }
-    if std::process::Command::new("tcpreplay").arg("-V").output().is_err() {
-        println!("SKIPPED the simulator against the wire: no tcpreplay (apt-get install tcpreplay)");
         return;
     }
     let d = tempfile::tempdir().unwrap();

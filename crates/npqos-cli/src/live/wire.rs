@@ -11,6 +11,18 @@ use npqos_core::Duration;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+/// Why the comparison cannot run here, if it cannot: no namespace bed (not root, no `ip`), or no
+/// tcpreplay.
+pub fn unavailable() -> Option<String> {
+    if let Some(why) = super::netns::unavailable() {
+        return Some(why);
+    }
+    match Command::new("tcpreplay").arg("-V").output() {
+        Ok(_) => None,
+        Err(_) => Some("no tcpreplay (apt-get install tcpreplay)".into()),
+    }
+}
+
 /// One side's classes.csv: per class, its columns by name.
 pub type Classes = Vec<(String, Vec<(String, f64)>)>;
 
