@@ -159,6 +159,9 @@ pub fn create_schema(db: &Connection) -> Result<()> {
                                sent_bytes INTEGER NOT NULL, dropped_packets INTEGER NOT NULL, dropped_by_reason TEXT NOT NULL,
                                overlimits INTEGER NOT NULL, backlog_packets INTEGER NOT NULL, backlog_bytes INTEGER NOT NULL,
                                delay_mean_ns REAL, delay_max_ns REAL, delay_p50_ns REAL, delay_p99_ns REAL);
+         CREATE TABLE detections (run_id INTEGER NOT NULL REFERENCES runs(run_id), class TEXT NOT NULL, what TEXT NOT NULL,
+                                  who TEXT NOT NULL, at_ns INTEGER NOT NULL, window_start_ns INTEGER NOT NULL,
+                                  count INTEGER NOT NULL);
          CREATE INDEX scalars_by_name ON scalars(name);",
     )?;
     Ok(())
@@ -255,6 +258,10 @@ fn insert_tables(db: &Connection, id: i64, r: &RunResult) -> Result<()> {
             SqlValue::Real(k.delay_p99_ns),
         ];
         st.execute(params_from_iter(head.into_iter().chain(count_values(r, &k.counts))))?;
+    }
+    let mut st = db.prepare_cached("INSERT INTO detections VALUES (?1,?2,?3,?4,?5,?6,?7)")?;
+    for d in &r.detections {
+        st.execute(params![id, d.class, d.what, d.who, d.at_ns as i64, d.window_start_ns as i64, d.count])?;
     }
     Ok(())
 }
@@ -386,6 +393,27 @@ fn read_tables(db: &Connection, id: i64, run: &mut RunResult) -> Result<()> {
         });
     }
     run.drop_reasons = reasons;
+    // Databases written before packet functions have no such table.
+    let has: i64 =
+        db.query_row("SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = 'detections'", [], |r| {
+            r.get(0)
+        })?;
+    if has > 0 {
+        let mut st = db.prepare_cached(
+            "SELECT class, what, who, at_ns, window_start_ns, count FROM detections WHERE run_id = ?1 ORDER BY rowid",
+        )?;
+        let mut rows = st.query([id])?;
+        while let Some(r) = rows.next()? {
+            run.detections.push(npqos_sim::results::DetectionRecord {
+                class: r.get(0)?,
+                what: r.get(1)?,
+                who: r.get(2)?,
+                at_ns: r.get::<_, i64>(3)? as u64,
+                window_start_ns: r.get::<_, i64>(4)? as u64,
+                count: r.get(5)?,
+            });
+        }
+    }
     Ok(())
 }
 
@@ -441,9 +469,12 @@ fn write_csvs(dir: &Path, out: &Output) -> Result<()> {
 }
 
 /// `flows.csv` and `classes.csv` when a run kept flow or class counters: one row per flow or
-/// class and run, the drops by reason as `dropped_<reason>` columns (the first run's reasons).
+/// class and run, the drops by reason as `dropped_<reason>` columns (the first run's reasons);
+/// `detections.csv` when a packet function reported.
 fn write_tables_csv(dir: &Path, out: &Output) -> Result<()> {
-    let Some(first) = out.runs.iter().find(|r| !r.flows.is_empty() || !r.classes.is_empty()) else { return Ok(()) };
+    let Some(first) = out.runs.iter().find(|r| !r.flows.is_empty() || !r.classes.is_empty()) else {
+        return write_detections_csv(dir, out);
+    };
     let reasons: String = first.drop_reasons.iter().map(|r| format!(",dropped_{r}")).collect();
     let counts = |c: &CountRow| {
         let drops: String = c.dropped.iter().map(|d| format!(",{d}")).collect();
@@ -494,7 +525,31 @@ fn write_tables_csv(dir: &Path, out: &Output) -> Result<()> {
     if out.runs.iter().any(|r| !r.classes.is_empty()) {
         write_atomic(dir, "classes.csv", cl.as_bytes())?;
     }
-    Ok(())
+    write_detections_csv(dir, out)
+}
+
+/// `detections.csv` when a run's packet functions reported anything: one row per report.
+fn write_detections_csv(dir: &Path, out: &Output) -> Result<()> {
+    if out.runs.iter().all(|r| r.detections.is_empty()) {
+        return Ok(());
+    }
+    let mut d = String::from("run,label,class,what,who,at_ns,window_start_ns,count\n");
+    for (i, r) in out.runs.iter().enumerate() {
+        for x in &r.detections {
+            let _ = writeln!(
+                d,
+                "{i},{},{},{},{},{},{},{}",
+                csv_field(&r.label),
+                csv_field(&x.class),
+                x.what,
+                x.who,
+                x.at_ns,
+                x.window_start_ns,
+                x.count
+            );
+        }
+    }
+    write_atomic(dir, "detections.csv", d.as_bytes())
 }
 
 /// Draws the experiment's own plots, one per time series and one per histogram (up to eight

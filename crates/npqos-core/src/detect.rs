@@ -240,6 +240,83 @@ impl SynFlood {
     }
 }
 
+/// Which detector a service's packet function is (`[services.function] kind`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FunctionKind {
+    PortScan,
+    SynFlood,
+}
+
+crate::named!(FunctionKind, "packet function", {
+    PortScan => "port-scan",
+    SynFlood => "syn-flood",
+});
+
+/// A service's packet function and its keys (`[services.function]`, docs/everest.md "The
+/// prototype's services"): the detector its processors run on each of its packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FunctionParams {
+    pub kind: FunctionKind,
+    /// The detector's window, ns.
+    pub window_ns: u64,
+    /// Distinct ports or hosts (port-scan) or half-open connections (syn-flood) above which a
+    /// window is reported.
+    pub threshold: u32,
+    /// Sources (port-scan) or half-open connections (syn-flood) it tracks at most.
+    pub max_tracked: u32,
+}
+
+impl FunctionParams {
+    /// The defaults of `npqos trace detect`: a 1 s window, a threshold of 100, 65,536 tracked.
+    pub const fn default_for(kind: FunctionKind) -> Self {
+        FunctionParams { kind, window_ns: 1_000_000_000, threshold: 100, max_tracked: 65_536 }
+    }
+}
+
+/// A packet function's state: one of the two detectors.
+pub enum Function {
+    PortScan(PortScan),
+    SynFlood(SynFlood),
+}
+
+impl Function {
+    pub fn new(p: &FunctionParams) -> Self {
+        let (w, t, m) = (p.window_ns, p.threshold, p.max_tracked as usize);
+        match p.kind {
+            FunctionKind::PortScan => Function::PortScan(PortScan::new(w, t, m)),
+            FunctionKind::SynFlood => Function::SynFlood(SynFlood::new(w, t, m)),
+        }
+    }
+
+    /// One packet (see [`PortScan::packet`], [`SynFlood::packet`]).
+    #[inline]
+    pub fn packet(&mut self, ts_ns: u64, flow: &FlowKey, tcp_flags: Option<u8>) -> Option<Detection> {
+        match self {
+            Function::PortScan(d) => d.packet(ts_ns, flow, tcp_flags),
+            Function::SynFlood(d) => d.packet(ts_ns, flow, tcp_flags),
+        }
+    }
+
+    /// Packets it could not examine because its table was full.
+    pub fn untracked(&self) -> u64 {
+        match self {
+            Function::PortScan(d) => d.untracked,
+            Function::SynFlood(d) => d.untracked,
+        }
+    }
+}
+
+impl Detection {
+    /// `who` as text: dotted IPv4 for a mapped address, IPv6 otherwise.
+    pub fn who_text(&self) -> String {
+        let a = std::net::Ipv6Addr::from(self.who);
+        match a.to_ipv4_mapped() {
+            Some(v4) => v4.to_string(),
+            None => a.to_string(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -52,6 +52,41 @@ pub struct RunResult {
     /// Per-class counters (`classes.csv`, table `classes`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub classes: Vec<ClassRecord>,
+    /// What the services' packet functions detected (`detections.csv`, table `detections`;
+    /// docs/everest.md, "The prototype's services"), in the order found.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub detections: Vec<DetectionRecord>,
+}
+
+/// One report of a service's packet function: the class (service) whose processor found it,
+/// what (`port_scan`, `syn_flood`), who (the scanning source or the flooded destination), when
+/// (the packet that crossed the threshold, ns from the run's start), the window it counted
+/// from, and the count at that packet (distinct ports or hosts, or half-open connections).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct DetectionRecord {
+    pub class: String,
+    pub what: String,
+    pub who: String,
+    pub at_ns: u64,
+    pub window_start_ns: u64,
+    pub count: u32,
+}
+
+impl DetectionRecord {
+    /// The pipeline's reports as records, classes named from `services`.
+    pub fn from_found(found: &[npqos_core::pipeline::router::Found], services: &[String]) -> Vec<Self> {
+        found
+            .iter()
+            .map(|f| DetectionRecord {
+                class: services[f.service as usize].clone(),
+                what: f.detection.what.into(),
+                who: f.detection.who_text(),
+                at_ns: f.detection.at_ns,
+                window_start_ns: f.detection.window_start_ns,
+                count: f.detection.count,
+            })
+            .collect()
+    }
 }
 
 /// Counters of one flow or class, in tc's vocabulary (sent, dropped, overlimits, backlog).

@@ -27,6 +27,7 @@
 
 pub mod csum;
 pub mod gso;
+mod processing;
 pub mod reload;
 pub mod simulate;
 pub mod snapshot;
@@ -267,14 +268,20 @@ pub struct Forwarder {
     spec: LiveSpec,
     /// The router's pipeline with processing none and the caller's ring as its link.
     pipe: Pipeline,
-    /// Its timed effects: none without processors, a queue memory or samples (checked).
+    /// Its timed effects as the last call gave them, and those waiting for their time (none
+    /// without processors: processing none has no timed effects).
     fx: Effects,
+    pending: processing::Pending,
+    /// With processors, the per-service time series.
+    svc: processing::ServiceSeries,
     /// The services' match rules (stage 2).
     classifier: npqos_core::classify::Classifier,
     /// Per service its arrivals' `eq`: the output queue of its first flow bucket, or its own.
     eq: Vec<u32>,
     /// Per service the rate each of its flows is shaped to (`None`: unshaped).
     rates: Vec<Option<npqos_core::Rate>>,
+    /// Per service its processing cost, alpha (ns) and beta (ns per byte).
+    costs: Vec<(f64, f64)>,
     /// Flows to rows of the counters, with the memory bound of `[stats]`: the first
     /// `stats.flows` flows each a row, the rest together in `other`.
     index: FlowIndex,
@@ -300,13 +307,17 @@ impl Forwarder {
         };
         let classifier = npqos_core::pipeline::router::classifier(&p)?;
         let rates = p.services.iter().map(|s| s.rate).collect();
+        let costs = p.services.iter().map(|s| (s.cost_alpha_ns, s.cost_beta_ns)).collect();
         let pipe = Pipeline::new(p, 0.0, seed, false)?.with_ring_link(max_frame)?;
         Ok(Forwarder {
             eq: pipe.eq_base().iter().enumerate().map(|(s, &b)| if b != 0 { b } else { s as u32 }).collect(),
             classifier,
             rates,
+            costs,
             pipe,
             fx: Effects::default(),
+            pending: Default::default(),
+            svc: Default::default(),
             index: FlowIndex::new(spec.stats.flows as usize, spec.stats.heavy_flows as usize),
             times: Vec::new(),
             other: FlowTimes::new(NON_IP, false, 0),
@@ -377,7 +388,11 @@ impl Forwarder {
     }
     /// Frames in the buffer.
     pub fn queued(&self) -> u64 {
-        self.pipe.ingress_held()
+        match self.pipe.has_processors() {
+            // In the ingress, on or waiting for a processor, or in an output queue.
+            true => self.pipe.in_flight(),
+            false => self.pipe.ingress_held(),
+        }
     }
     /// A configuration that holds nothing and takes nothing more (a reload's old one, once it
     /// has sent what it held): its buffer's storage (the frames' blocks and their lists) given
@@ -412,12 +427,12 @@ impl Forwarder {
         }
     }
 
-    /// The frame's flow, whether it carries no IP packet, and its DSCP.
-    fn key_of(frame: &[u8]) -> (FlowKey, bool, u8) {
+    /// The frame's flow, whether it carries no IP packet, its DSCP and its TCP flags.
+    fn key_of(frame: &[u8]) -> (FlowKey, bool, u8, Option<u8>) {
         let rec = Record { ts_ns: 0, orig_len: frame.len() as u32, link: linktype::ETHERNET, data: frame, offset: 0 };
         match decode(&rec) {
-            Ok(m) => (m.flow, false, m.dscp),
-            Err(_) => (NON_IP, true, 0),
+            Ok(m) => (m.flow, false, m.dscp, m.tcp_flags),
+            Err(_) => (NON_IP, true, 0, None),
         }
     }
 
@@ -425,7 +440,7 @@ impl Forwarder {
     pub fn receive(&mut self, frame: &[u8], now: Instant) -> Arrival {
         let now_ns = now.as_nanos();
         self.start.get_or_insert(now);
-        let (mut key, non_ip, dscp) = Self::key_of(frame);
+        let (mut key, non_ip, dscp, tcp_flags) = Self::key_of(frame);
         let len = frame.len() as u32;
         // The last service takes what the others do not (router_params adds one if needed);
         // non-IP frames live.non_ip refuses are the pipeline's unclassified ones.
@@ -448,9 +463,18 @@ impl Forwarder {
         self.totals.frames_in += 1;
         self.totals.bytes_in += len as u64;
         let eq = self.eq.get(service as usize).copied().unwrap_or(0);
-        let a = Classified { t: now_ns, len, service, eq, hint: NO_HINT, actual: 0.0, key, row };
+        // With processors: what is due first, and the frame's processing time is its
+        // service's configured cost (its `variation` is 0 in a live file).
+        let mut actual = 0.0;
+        if self.pipe.has_processors() {
+            self.run_due(now);
+            if let Some(svc) = self.costs.get(service as usize) {
+                actual = svc.0 + svc.1 * len as f64;
+            }
+        }
+        let a = Classified { t: now_ns, len, service, eq, hint: NO_HINT, actual, key, row, tcp_flags };
         let got = self.pipe.receive_frame(a, frame, &mut self.fx);
-        debug_assert!(self.fx.0.is_empty(), "no timed effects without processors, queue memory or samples");
+        self.absorb();
         match got {
             Received::Queued { new_flow } => {
                 self.times(row).activations += new_flow as u64;
@@ -469,7 +493,11 @@ impl Forwarder {
     /// as its link and no processors, the shaper's). It changes only in [`Self::transmit`] (a
     /// queue throttled) and [`Self::wake`].
     pub fn next_wakeup(&self) -> Option<Instant> {
-        self.pipe.next_wakeup().map(|(t, _)| t)
+        let effect = self.pending.peek().map(|e| Instant::from_nanos(e.0));
+        match (self.pipe.next_wakeup().map(|(t, _)| t), effect) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
     }
 
     /// The shaper's timer call: queues whose reschedule time has come are enabled again and
@@ -477,10 +505,7 @@ impl Forwarder {
     ///
     /// Errors: the pipeline stopped on a mechanism's refusal.
     pub fn wake(&mut self, now: Instant) -> Result<(), PipelineError> {
-        while self.pipe.error().is_none() && self.pipe.next_wakeup().is_some_and(|(t, _)| t <= now) {
-            self.pipe.wake(now, &mut self.fx);
-        }
-        debug_assert!(self.fx.0.is_empty());
+        self.run_due(now);
         self.pipe.error().map_or(Ok(()), |e| Err(e.clone()))
     }
 
@@ -493,6 +518,9 @@ impl Forwarder {
             return Err(e.clone());
         }
         let now_ns = now.as_nanos();
+        if self.pipe.has_processors() {
+            self.run_due(now);
+        }
         let (times, other, totals) = (&mut self.times, &mut self.other, &mut self.totals);
         let sent = self.pipe.transmit(now, room, &mut self.fx, |frame, row| {
             emit(frame);
@@ -509,6 +537,7 @@ impl Forwarder {
             totals.frames_out += 1;
             totals.bytes_out += frame.len() as u64;
         });
+        self.absorb();
         self.totals.heap_max = self.totals.heap_max.max(self.shaper().waiting(CORE));
         self.pipe.error().map_or(Ok(sent), |e| Err(e.clone()))
     }
@@ -532,6 +561,7 @@ impl Forwarder {
         let (active, used) = (d.active_flows(), d.buffer().total_blocks() - d.buffer().free_blocks());
         self.series[2].push((t, active as f64));
         self.series[3].push((t, used as f64));
+        self.sample_services(t);
         self.last_sample = (now.as_nanos(), self.totals.bytes_out);
     }
 
@@ -647,6 +677,7 @@ impl Forwarder {
         // router's vocabulary, a class per service (`all` without [[services]]).
         r.drop_reasons = self.pipe.reasons().iter().map(|&i| DROPS[i].to_string()).collect();
         (r.flows, r.classes) = crate::models::router::records(&self.pipe.tables(), &self.index);
+        self.processing_result(&mut r);
         // Per-flow achieved rates relative to each flow's configured rate, 1% bins.
         let rates: Vec<f64> =
             flows.iter().filter_map(|f| Some(100.0 * f.rate_out_bps()? / f.rate?.bits_per_sec() as f64)).collect();
@@ -709,5 +740,7 @@ impl Forwarder {
     }
 }
 
+#[cfg(test)]
+mod processing_tests;
 #[cfg(test)]
 mod tests;

@@ -69,6 +69,8 @@ pub fn router_scenario(spec: &LiveSpec, capture: &Path, drain: Duration, seed: u
     // The corpus lasts to 1 ns after its last packet.
     run.insert("duration".into(), (span + Duration::from_nanos(1)).to_string().into());
     run.insert("replications".into(), 1.into());
+    // The live run's time series, at its interval.
+    run.insert("sample_interval".into(), spec.sample_every.to_string().into());
     root.insert("run".into(), run.into());
     router.to_toml(&mut root);
     // Read back and written again: every default filled in as `npqos run` resolves it.

@@ -107,6 +107,9 @@ pub struct LiveSpec {
     /// `rate_per = "class"` one bucket for all its flows; frames that match no service go
     /// through unshaped, in a service `unmatched` of their own.
     pub services: Vec<ServiceParams>,
+    /// The way in's `[processing]`: processors among the services between the ingress and
+    /// the egress (Everest's prototype on real frames); `None`: processing none.
+    pub processing: Option<ProcessingParams>,
 }
 
 /// Where `npqos live` serves its statistics while it runs (docs/live.md, "Statistics while
@@ -188,12 +191,12 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     for (k, v) in root {
         // `[meta]` is what npqos writes into a run's scenario.resolved.toml (commit, version):
         // that file runs again as it is.
-        if !["live", "shaper", "table", "stats", "reverse", "services", "meta"].contains(&k.as_str()) {
+        if !["live", "shaper", "table", "stats", "reverse", "services", "processing", "meta"].contains(&k.as_str()) {
             probs.push(Problem {
                 key: k.clone(),
                 value: Some(crate::scenario::show(v)),
-                message: "unknown table (an npqos live file has [live], [shaper], [table], [stats], [reverse] and \
-                          [[services]])"
+                message: "unknown table (an npqos live file has [live], [shaper], [table], [stats], [reverse], \
+                          [processing] and [[services]])"
                     .into(),
             });
         }
@@ -243,6 +246,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     l.finish(&mut probs);
 
     let forward = read_direction(root, None, &mut probs);
+    let processing = read_processing(root, &forward.services, &mut probs);
     let reverse = match (reverse.as_str(), reverse_table) {
         ("shape", Some(t)) => {
             for k in t.keys().filter(|k| !["shaper", "table", "stats", "services"].contains(&k.as_str())) {
@@ -304,7 +308,43 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         table: forward.table,
         stats: forward.stats,
         services: forward.services,
+        processing,
     })
+}
+
+/// `[processing]` (the router's keys, `policy` "none" by default): processors between the
+/// ingress and the egress of the way in (docs/live.md, "Processors on real frames"), or
+/// `None`. A packet function needs them; a processor's time is its service's configured cost
+/// (`variation` is the simulator's).
+fn read_processing(
+    root: &toml::Table,
+    services: &[ServiceParams],
+    probs: &mut Vec<Problem>,
+) -> Option<ProcessingParams> {
+    let p = root
+        .contains_key("processing")
+        .then(|| crate::models::router::scenario::read_processing(root, "none", probs))
+        .filter(|p| p.policy != Allocation::None);
+    for (i, s) in services.iter().enumerate() {
+        if s.function.is_some() && p.is_none() {
+            probs.push(Problem {
+                key: format!("services[{i}].function"),
+                value: None,
+                message: "a packet function runs on the processors: give [processing] a policy (everest, static, ...)"
+                    .into(),
+            });
+        }
+        if s.variation > 0.0 && p.is_some() {
+            probs.push(Problem {
+                key: format!("services[{i}].variation"),
+                value: Some(s.variation.to_string()),
+                message: "expected 0 in npqos live: a processor's time is its service's cost (variation is the \
+                          simulator's)"
+                    .into(),
+            });
+        }
+    }
+    p
 }
 
 /// EtherTypes `live.non_ip` knows by name ("llc": an 802.3 frame, a length in that field).
@@ -490,6 +530,9 @@ impl LiveSpec {
         let mut root = toml::Table::new();
         root.insert("live".into(), l.into());
         self.direction().write(&mut root);
+        if let Some(p) = &self.processing {
+            root.insert("processing".into(), crate::models::router::scenario::write_processing(p).into());
+        }
         if let Reverse::Shape(d) = &self.reverse {
             let mut r = toml::Table::new();
             d.write(&mut r);
@@ -517,6 +560,7 @@ impl LiveSpec {
             input: self.output.clone(),
             output: self.input.clone(),
             reverse: Reverse::Off,
+            processing: None,
             flow_rate: d.flow_rate,
             bucket: d.bucket.clone(),
             table: d.table,
@@ -546,6 +590,7 @@ impl LiveSpec {
             rate,
             per_flow: true,
             host: None,
+            function: None,
         };
         let mut services = self.services.clone();
         if services.is_empty() {
@@ -562,14 +607,14 @@ impl LiveSpec {
             inside: Vec::new(),
             ingress: IngressKind::Dqs,
             table: self.table,
-            processing: ProcessingParams {
+            processing: self.processing.clone().unwrap_or(ProcessingParams {
                 processors: 1,
                 policy: Allocation::None,
                 t_sw: Duration::ZERO,
                 delta: Duration::from_millis(1),
                 scheduler: Scheduler::Fcfs,
                 late_drop: false,
-            },
+            }),
             qmem: QmemParams::ideal(),
             shaping: ShapingParams {
                 kind: ShaperKind::Event {

@@ -35,6 +35,8 @@ pub struct CorpusPacket {
     pub flow: FlowKey,
     /// Its IP header's DSCP (0-63).
     pub dscp: u8,
+    /// Its TCP flags (`None`: not TCP, or the header not captured).
+    pub tcp_flags: Option<u8>,
 }
 
 /// An aligned, gap-capped, merged set of captures in memory.
@@ -66,7 +68,13 @@ impl Corpus {
                 match decode(&rec) {
                     Ok(m) => {
                         order.push((out, fi as u32, idx));
-                        packets.push(CorpusPacket { ts: out, len: rec.orig_len, flow: m.flow, dscp: m.dscp });
+                        packets.push(CorpusPacket {
+                            ts: out,
+                            len: rec.orig_len,
+                            flow: m.flow,
+                            dscp: m.dscp,
+                            tcp_flags: m.tcp_flags,
+                        });
                         idx += 1;
                     }
                     Err(_) => non_ip += 1,
@@ -181,6 +189,7 @@ mod tests {
                 len: 100,
                 flow: FlowKey { src_port: i as u16, ..Default::default() },
                 dscp: 0,
+                tcp_flags: None,
             })
             .collect::<Vec<_>>();
         Corpus {

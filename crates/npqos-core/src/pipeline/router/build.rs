@@ -100,6 +100,7 @@ impl Pipeline {
             egress_bytes: 0,
             link: Link::new(p.link_rate, p.link_ahead)?,
             pkts: Vec::new(),
+            held: Vec::new(),
             free: Vec::new(),
             offered: vec![0; s_count],
             delivered: vec![0; s_count],
@@ -111,7 +112,12 @@ impl Pipeline {
             other_flows: Counts::default(),
             classes: vec![Counts::default(); s_count],
             hist: (0..s_count).map(|_| hist()).collect(),
-            samples: Samples { processors: vec![Vec::new(); s_count], ..Default::default() },
+            samples: Samples {
+                processors: vec![Vec::new(); s_count],
+                offered: vec![Vec::new(); s_count],
+                late: vec![Vec::new(); s_count],
+                ..Default::default()
+            },
             error: None,
             trace: trace.then(Vec::new),
             trace_of: Vec::new(),
@@ -120,12 +126,20 @@ impl Pipeline {
     }
 
     /// The link as the caller's transmit ring ([`Pipeline::transmit`]) whose slots hold frames
-    /// of at most `max_frame` bytes: processing none only.
+    /// of at most `max_frame` bytes. With processing none a frame waits in its ingress queue
+    /// until the ring takes it; with processors (Everest's prototype on real frames), a
+    /// processor that takes a packet takes its frame out of the ingress buffer, and the frame
+    /// waits with the packet's record (processing, then its output queue) until the ring takes it.
     ///
-    /// Errors: processing is not none.
+    /// Errors: processors with a queue memory other than ideal (its operations' times are a
+    /// simulated chip's, not this machine's).
     pub fn with_ring_link(mut self, max_frame: u32) -> Result<Self, PipelineError> {
-        if !self.direct {
-            return Err(cfg("a transmit ring as the link needs processing.policy = \"none\"".into()));
+        if !self.direct && self.p.qmem.subsystem.is_some() {
+            return Err(cfg(
+                "a transmit ring as the link with processors is modelled with an ideal queue memory: set \
+                 queue_memory.subsystem = \"ideal\""
+                    .into(),
+            ));
         }
         self.link.use_ring(max_frame);
         Ok(self)

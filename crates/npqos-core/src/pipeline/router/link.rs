@@ -207,9 +207,9 @@ impl Pipeline {
         }
     }
 
-    /// The link as the caller's transmit ring (processing none): up to `room` frames at `now`,
-    /// each handed to `emit` as it leaves its queue, by the same pick as the serializer's link
-    /// (the shaper and the DRR round over the ingress queues); a frame is delivered when it is
+    /// The link as the caller's transmit ring: up to `room` frames at `now`, each handed to
+    /// `emit` as it leaves its queue, by the same pick as the serializer's link (the shaper
+    /// and the DRR round over the ingress queues, or with processors the output queues); a frame is delivered when it is
     /// handed over, with its flow's row of the flow counters. Returns how many. Nothing when
     /// the pipeline has stopped.
     pub fn transmit(&mut self, now: Instant, room: usize, fx: &mut Effects, mut emit: impl FnMut(&[u8], u32)) -> usize {
@@ -221,6 +221,11 @@ impl Pipeline {
             let id = self.fifo[q.index()].head;
             let pk = self.pkts[id as usize];
             self.fifo_pop(q.0);
+            if !self.direct {
+                self.ring_processed(t, pick, id, &mut emit);
+                sent += 1;
+                continue;
+            }
             let mut frame = self.link.take_frame();
             match self.ingress.dequeue_with(q, Some(&mut frame)) {
                 Ok(Some(l)) if l.len == pk.len => {}
@@ -256,6 +261,26 @@ impl Pipeline {
         }
         self.debug_check(t);
         sent
+    }
+
+    /// With processors: packet `id`, picked for the ring at `now` from output queue
+    /// `pick.queue` (popped), leaves with the frame a processor took out of its ingress queue.
+    fn ring_processed(&mut self, now: u64, pick: Pick, id: u32, emit: &mut impl FnMut(&[u8], u32)) {
+        let q = pick.queue;
+        let pk = self.pkts[id as usize];
+        let empty = self.fifo[q.index()].head == NIL;
+        self.release_bucket(now, id);
+        if let Err(e) = self.egress.sent(pick, empty) {
+            return self.fail(now, EGRESS, e);
+        }
+        if empty {
+            self.egress.emptied(q, QueueId(pk.eq));
+        }
+        self.egress_bytes -= pk.len as u64;
+        self.hist[pk.service as usize][2].saturating_record((now - pk.done).max(1));
+        self.delivered(now, id);
+        self.link.handed();
+        emit(&self.held[id as usize], pk.row);
     }
 
     /// Processing none: packet `id`, picked for the link at `now`, leaves its ingress queue

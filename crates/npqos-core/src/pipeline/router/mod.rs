@@ -2,7 +2,7 @@
 //! stages 3 to 7 over the pipeline's elements (ingress, processing, queue memory, egress, link),
 //! told `now` by whoever drives it and never reading a clock or scheduling anything itself.
 //! Two drivers run it: `npqos-sim`'s router model on its discrete-event engine (simulated
-//! time) and `npqos live`'s forwarder (CLOCK_MONOTONIC, real frames, processing none, the
+//! time) and `npqos live`'s forwarder (CLOCK_MONOTONIC, real frames, processing none or virtual processors, the
 //! transmit ring as the link: [`Pipeline::with_ring_link`], [`Pipeline::receive_frame`],
 //! [`Pipeline::transmit`]).
 //!
@@ -38,7 +38,7 @@ use crate::sched::lap::{LapPacket, LapScheduler, Policy as LapPolicy};
 use crate::shaper::Conformance;
 use crate::shaper::{BucketParams, EventShaper, PeriodicShaper};
 use crate::{AppId, CoreId, Duration, FlowId, Instant, ProcessorId, QueueId, ServiceId};
-pub use outcome::{ClassRow, Line, Outcome, Tables};
+pub use outcome::{per_interval, ClassRow, Line, Outcome, Tables};
 pub use params::{
     bucket_key, wire_len, Allocation, Host, ProcessingParams, RouterParams, Scheduler, ServiceParams, ShaperKind,
     ShapingParams,
@@ -54,6 +54,7 @@ mod outcome;
 mod params;
 mod processing;
 mod state;
+pub use processing::{Found, MAX_DETECTIONS};
 use processing::{Processing, Step};
 
 /// No service matched the packet ([`Arrival::service`]).
@@ -82,6 +83,8 @@ pub struct Arrival {
     pub key: FlowKey,
     /// Its flow's row of the flow counters (the driver's [`FlowIndex`]).
     pub row: u32,
+    /// Its TCP flags (`None`: not TCP, or not captured), for a service's packet function.
+    pub tcp_flags: Option<u8>,
 }
 
 /// Why the pipeline could not be built, or stopped.
@@ -296,6 +299,9 @@ pub struct Pipeline {
     /// Stage 7, the link element: the serializer, or the caller's transmit ring.
     link: Link,
     pkts: Vec<Pkt>,
+    /// With the caller's ring as the link and processors: per packet slot its frame's bytes,
+    /// from the moment a processor takes it out of its ingress queue (the allocations kept).
+    held: Vec<Vec<u8>>,
     free: Vec<u32>,
     // Measurements.
     offered: Vec<u64>,
@@ -321,6 +327,9 @@ struct Samples {
     t: Vec<f64>,
     ingress_in_use: Vec<f64>,
     processors: Vec<Vec<f64>>,
+    /// Per service, packets offered and packets done late so far, at each sample.
+    offered: Vec<Vec<f64>>,
+    late: Vec<Vec<f64>>,
     heap_total: Vec<f64>,
     heap_max_core: u64,
     egress_backlog: Vec<f64>,
@@ -471,6 +480,9 @@ impl Pipeline {
         let pkt =
             Pkt { arrival: now, len, service: s as u16, eq: held, actual, next: NIL, row: a.row, ..Default::default() };
         let id = self.new_pkt(pkt);
+        if let Some(f) = self.processing.as_mut().map(Processing::functions_mut).filter(|f| f.any()) {
+            f.note(id, &a.key, a.tcp_flags);
+        }
         if let Some(t) = &mut self.trace {
             if self.trace_of.len() <= id as usize {
                 self.trace_of.resize(id as usize + 1, 0);
@@ -594,7 +606,7 @@ impl Pipeline {
     }
 
     /// One arrival with its frame's bytes, kept by the ingress until [`Self::transmit`] hands
-    /// them to the caller's ring (processing none, a table with `store_payload`): live's
+    /// them to the caller's ring (a table with `store_payload`): live's
     /// forwarder. Says what became of it.
     pub fn receive_frame(&mut self, a: Arrival, frame: &[u8], fx: &mut Effects) -> Received {
         if self.error.is_some() {

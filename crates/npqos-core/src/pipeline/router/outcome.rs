@@ -63,6 +63,25 @@ pub struct Outcome {
     /// Conservation at every element's ports ([`Pipeline::check_elements`]).
     pub elements: Result<(), ConservationError>,
     pub trace: Option<Vec<Trace>>,
+    /// The packet functions' reports (the first [`MAX_DETECTIONS`]), in the order found.
+    pub detections: Vec<Found>,
+}
+
+/// Counts so far at sample times `t` (s) as the count over each sample's interval (the first:
+/// since 0), divided by the interval's length with `rate`.
+pub fn per_interval(t: &[f64], cum: &[f64], rate: bool) -> Vec<f64> {
+    let mut prev = (0.0, 0.0);
+    (t.iter().zip(cum))
+        .map(|(&t, &c)| {
+            let (d, dt) = (c - prev.1, t - prev.0);
+            prev = (t, c);
+            match rate {
+                true if dt > 0.0 => d / dt,
+                true => 0.0,
+                false => d,
+            }
+        })
+        .collect()
 }
 
 impl Pipeline {
@@ -70,8 +89,11 @@ impl Pipeline {
         let sm = &mut self.samples;
         sm.t.push(now as f64 * 1e-9);
         sm.ingress_in_use.push(self.ingress.in_use().0 as f64);
-        for (s, v) in sm.processors.iter_mut().enumerate() {
-            v.push(self.processing.as_ref().map_or(0, |pr| pr.allocated(s)) as f64);
+        for s in 0..sm.processors.len() {
+            let pr = self.processing.as_ref();
+            sm.processors[s].push(pr.map_or(0, |pr| pr.allocated(s)) as f64);
+            sm.offered[s].push(self.offered[s] as f64);
+            sm.late[s].push(pr.map_or(0, |pr| pr.late()[s]) as f64);
         }
         let (mut total, mut max) = (0u64, 0u64);
         if let Shaping::Event(e) = self.egress.shaping() {
@@ -96,7 +118,7 @@ impl Pipeline {
     /// the histograms' least value, as the serializer's link records a transmission starting
     /// at once).
     fn ring_stages(&mut self) {
-        if !self.link.is_ring() {
+        if !self.link.is_ring() || !self.direct {
             return;
         }
         for h in &mut self.hist {
@@ -129,8 +151,12 @@ impl Pipeline {
     /// the caller's ring as the link (live's forwarder), the ingress's, the bucket's and the
     /// ring's.
     pub fn reasons(&self) -> Vec<usize> {
-        if self.link.is_ring() {
+        if self.link.is_ring() && self.direct {
             return vec![D_UNCLASSIFIED, D_BUFFER, D_NO_QUEUE, D_QUEUE_FULL, D_BUCKET, D_OVERSIZE];
+        }
+        if self.link.is_ring() {
+            // With processors: late packets and a full egress buffer too.
+            return vec![D_UNCLASSIFIED, D_BUFFER, D_NO_QUEUE, D_QUEUE_FULL, D_LATE, D_BUCKET, D_EGRESS, D_OVERSIZE];
         }
         let mut r: Vec<usize> = (0..=D_EGRESS).collect();
         if self.p.table.queue_limit.is_some() {
@@ -158,6 +184,15 @@ impl Pipeline {
         let pr = self.processing.as_ref();
         put("context_switches", pr.map_or(0, Processing::switches) as f64, "switches");
         put("processing_state_bytes", pr.map_or(0, |pr| pr.state_bytes(self.nqi)) as f64, "B");
+        // The packet functions (scalars only for the services that have one).
+        if let Some(f) = pr.map(Processing::functions).filter(|f| f.any()) {
+            for (s, svc) in self.p.services.iter().enumerate() {
+                if let Some(u) = f.untracked(s) {
+                    put(&format!("detections.{}", svc.name), f.found[s] as f64, "detections");
+                    put(&format!("function_untracked.{}", svc.name), u as f64, "packets");
+                }
+            }
+        }
         // Stage 5.
         let c = self.qmem.counters;
         put("qmem_ops", c.ops as f64, "ops");
@@ -207,7 +242,12 @@ impl Pipeline {
         ];
         // Processing none has no processors to plot.
         for (s, v) in sm.processors.iter().enumerate().filter(|_| !self.direct) {
-            series.push(line(format!("processors.{}", self.p.services[s].name), "processors", v));
+            let name = &self.p.services[s].name;
+            series.push(line(format!("processors.{name}"), "processors", v));
+            // Offered packets/s and late packets over each sample's interval (late when done).
+            let (offered, late) = (per_interval(&sm.t, &sm.offered[s], true), per_interval(&sm.t, &sm.late[s], false));
+            series.push(line(format!("offered_rate.{name}"), "packets/s", &offered));
+            series.push(line(format!("late_packets.{name}"), "packets", &late));
         }
         Outcome {
             names: self.p.services.iter().map(|s| s.name.clone()).collect(),
@@ -231,6 +271,10 @@ impl Pipeline {
             elements,
             tables,
             trace: self.trace,
+            detections: self
+                .processing
+                .as_mut()
+                .map_or_else(Vec::new, |pr| std::mem::take(&mut pr.functions_mut().kept)),
         }
     }
 }

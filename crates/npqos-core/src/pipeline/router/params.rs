@@ -32,6 +32,9 @@ pub struct ServiceParams {
     /// source (or destination) address sharing one (`rate_per = "src"` / `"dst"`: a
     /// subscriber's rate).
     pub host: Option<Host>,
+    /// The packet function its processors run on each of its packets (`[services.function]`:
+    /// Everest's prototype's detectors); `None`: processing is its cost alone.
+    pub function: Option<crate::detect::FunctionParams>,
 }
 
 /// Which address of a flow names its subscriber ([`ServiceParams::host`]).

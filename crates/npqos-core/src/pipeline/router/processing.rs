@@ -8,6 +8,7 @@
 //! processing none (live's pipeline) the element is not built.
 
 use super::*;
+use crate::detect::{Detection, Function};
 
 pub(super) enum Within {
     Fifo(Vec<VecDeque<u32>>),
@@ -65,7 +66,75 @@ pub(super) struct Processing {
     actions: Vec<Action>,
     /// Per service the packets done over its tolerance.
     late: Vec<u64>,
+    /// The services' packet functions, which a processor runs on each packet it finishes.
+    functions: Functions,
     ports: Ports<1>,
+}
+
+/// The most detections a run keeps (each one's service, what, who, when and count); past it
+/// they are counted ([`Functions::found`]) and not kept.
+pub const MAX_DETECTIONS: usize = 100_000;
+
+/// One packet function's report: the service whose processor found it, and what it found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Found {
+    pub service: u16,
+    pub detection: Detection,
+}
+
+/// The services' packet functions (`[services.function]`: Everest's prototype's detectors).
+#[derive(Default)]
+pub(super) struct Functions {
+    /// Per service its function, if it has one.
+    each: Vec<Option<Function>>,
+    /// With any function: per packet slot its flow and TCP flags, noted at its arrival (the
+    /// packet's record holds neither).
+    meta: Vec<(FlowKey, Option<u8>)>,
+    /// The first [`MAX_DETECTIONS`] reports, in the order found.
+    pub kept: Vec<Found>,
+    /// Per service its reports.
+    pub found: Vec<u64>,
+}
+
+impl Functions {
+    fn new(p: &RouterParams) -> Self {
+        let each: Vec<Option<Function>> = p.services.iter().map(|s| s.function.as_ref().map(Function::new)).collect();
+        Functions { found: vec![0; each.len()], each, ..Default::default() }
+    }
+
+    /// Whether a service has one.
+    #[inline]
+    pub fn any(&self) -> bool {
+        self.each.iter().any(Option::is_some)
+    }
+
+    /// Packet slot `id` holds a packet of flow `key` with `flags`.
+    #[inline]
+    pub fn note(&mut self, id: u32, key: &FlowKey, flags: Option<u8>) {
+        let i = id as usize;
+        if self.meta.len() <= i {
+            self.meta.resize(i + 1, (FlowKey::default(), None));
+        }
+        self.meta[i] = (*key, flags);
+    }
+
+    /// Service `s`'s processor finished packet `id` at `now`: its function looks at it.
+    #[inline]
+    fn run(&mut self, now: u64, s: usize, id: u32) {
+        let Some(f) = self.each[s].as_mut() else { return };
+        let (key, flags) = &self.meta[id as usize];
+        if let Some(d) = f.packet(now, key, *flags) {
+            self.found[s] += 1;
+            if self.kept.len() < MAX_DETECTIONS {
+                self.kept.push(Found { service: s as u16, detection: d });
+            }
+        }
+    }
+
+    /// Per service the packets its function could not examine (its table was full).
+    pub fn untracked(&self, s: usize) -> Option<u64> {
+        self.each[s].as_ref().map(Function::untracked)
+    }
 }
 
 impl Processing {
@@ -129,6 +198,7 @@ impl Processing {
             current: vec![NIL; p.processing.processors as usize],
             actions: Vec::new(),
             late: vec![0; s_count],
+            functions: Functions::new(p),
             ports: Ports::default(),
         })
     }
@@ -232,6 +302,7 @@ impl Processing {
         let id = std::mem::replace(&mut self.current[proc as usize], NIL);
         let pk = &pkts[id as usize];
         let s = pk.service as usize;
+        self.functions.run(now, s, id);
         if let (None, Within::Fair(f)) = (&self.lap, &mut self.within) {
             f[s].completed(&fq_packet(id, pk, self.p.services[s].est_ns(pk.len)))
                 .map_err(refused("processing (fair queue)"))?;
@@ -305,6 +376,14 @@ impl Processing {
         }
     }
 
+    /// The services' packet functions.
+    pub(super) fn functions(&self) -> &Functions {
+        &self.functions
+    }
+    pub(super) fn functions_mut(&mut self) -> &mut Functions {
+        &mut self.functions
+    }
+
     /// Per service the packets done over its tolerance.
     pub(super) fn late(&self) -> &[u64] {
         &self.late
@@ -373,8 +452,19 @@ impl Pipeline {
         pk.dispatch = now;
         pk.core = (proc % u16::MAX as u32) as u16;
         let (iq, len, actual) = (pk.iq, pk.len, pk.actual);
-        match self.ingress.dequeue(QueueId(iq)) {
-            Ok(Some(l)) if l == len => {}
+        // With the caller's ring as the link, the frame leaves the ingress buffer with the packet.
+        let mut frame = self.link.is_ring().then(|| {
+            if self.held.len() <= id as usize {
+                self.held.resize_with(id as usize + 1, Vec::new);
+            }
+            std::mem::take(&mut self.held[id as usize])
+        });
+        let got = self.ingress.dequeue_with(QueueId(iq), frame.as_mut());
+        if let Some(f) = frame {
+            self.held[id as usize] = f;
+        }
+        match got {
+            Ok(Some(l)) if l.len == len => {}
             Ok(_) => return self.fail(now, "ingress", "the served packet is not its queue's head"),
             Err(e) => return self.fail(now, "ingress", e),
         }

@@ -39,6 +39,28 @@ impl Pipeline {
     pub fn flow_buckets(&self) -> Option<&FlowBuckets> {
         self.buckets.as_ref()
     }
+    /// Whether the pipeline has processors (processing is not none).
+    pub fn has_processors(&self) -> bool {
+        self.processing.is_some()
+    }
+    /// Service `s` now: packets offered, packets done over its tolerance, and processors
+    /// allocated to it (what both drivers' time series sample).
+    pub fn service_now(&self, s: usize) -> (u64, u64, u32) {
+        let pr = self.processing.as_ref();
+        (self.offered[s], pr.map_or(0, |p| p.late()[s]), pr.map_or(0, |p| p.allocated(s)))
+    }
+    /// The packet functions' reports so far (the first [`MAX_DETECTIONS`]), in the order found,
+    /// and per service how many there were.
+    pub fn detections(&self) -> (&[Found], &[u64]) {
+        match self.processing.as_ref().map(Processing::functions) {
+            Some(f) => (&f.kept, &f.found),
+            None => (&[], &[]),
+        }
+    }
+    /// Per service the packets its function could not examine (`None`: it has none).
+    pub fn function_untracked(&self, s: usize) -> Option<u64> {
+        self.processing.as_ref().and_then(|p| p.functions().untracked(s))
+    }
     /// Shaper wake-ups that re-enabled at least one queue.
     pub fn wakeups(&self) -> u64 {
         self.wakeups

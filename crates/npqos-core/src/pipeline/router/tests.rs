@@ -24,6 +24,7 @@ fn per_flow_shaped() -> RouterParams {
             rate: Some(Rate::from_bits_per_sec(100_000_000)),
             per_flow: true,
             host: None,
+            function: None,
         }],
         inside: Vec::new(),
         ingress: IngressKind::PerFlow,

@@ -180,7 +180,7 @@ fn corpus_classification_by_initiator_and_protocol() {
     let packets = [fwd, rev, udp, icmp, fwd]
         .iter()
         .enumerate()
-        .map(|(i, &flow)| CorpusPacket { ts: i as u64, len: 100, flow, dscp: 0 })
+        .map(|(i, &flow)| CorpusPacket { ts: i as u64, len: 100, flow, dscp: 0, tcp_flags: None })
         .collect();
     let corpus = Corpus {
         packets,

@@ -23,8 +23,8 @@ enum Stream<'a> {
 }
 
 impl Iterator for Stream<'_> {
-    /// Time, length, flow, DSCP (synthetic packets: 0).
-    type Item = (u64, u32, FlowKey, u8);
+    /// Time, length, flow, DSCP (synthetic packets: 0), TCP flags (synthetic packets: none).
+    type Item = (u64, u32, FlowKey, u8, Option<u8>);
     fn next(&mut self) -> Option<Self::Item> {
         match self {
             Stream::Synthetic(g, mix) => {
@@ -34,9 +34,9 @@ impl Iterator for Stream<'_> {
                     k.proto = m.protocol;
                     k.dst_port = m.port;
                 }
-                Some((a.ts, a.len, k, 0))
+                Some((a.ts, a.len, k, 0, None))
             }
-            Stream::Corpus(o) => o.next().map(|c| (c.ts, c.len, c.flow, c.dscp)),
+            Stream::Corpus(o) => o.next().map(|c| (c.ts, c.len, c.flow, c.dscp, c.tcp_flags)),
         }
     }
 }
@@ -116,13 +116,23 @@ impl Iterator for Prep<'_> {
         if self.done {
             return None;
         }
-        let Some((t, len, key, dscp)) = self.stream.next().filter(|a| a.0 < self.end) else {
+        let Some((t, len, key, dscp, tcp_flags)) = self.stream.next().filter(|a| a.0 < self.end) else {
             self.done = true;
             return None;
         };
         let Some(s) = self.classifier.classify_packet(&key, dscp).map(|s| s.index()) else {
             let row = self.index.row(&key, UNCLASSIFIED, len);
-            return Some(Arrival { t, len, service: UNCLASSIFIED, eq: 0, hint: NO_HINT, actual: 0.0, key, row });
+            return Some(Arrival {
+                t,
+                len,
+                service: UNCLASSIFIED,
+                eq: 0,
+                hint: NO_HINT,
+                actual: 0.0,
+                key,
+                row,
+                tcp_flags,
+            });
         };
         let svc = &self.p.services[s];
         let est = svc.est_ns(len);
@@ -143,6 +153,6 @@ impl Iterator for Prep<'_> {
             s as u32
         };
         let row = self.index.row(&key, s as u32, len);
-        Some(Arrival { t, len, service: s as u32, eq, hint, actual, key, row })
+        Some(Arrival { t, len, service: s as u32, eq, hint, actual, key, row, tcp_flags })
     }
 }

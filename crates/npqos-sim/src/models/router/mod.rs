@@ -24,6 +24,8 @@ pub(crate) use npqos_core::pipeline::router as pipeline;
 #[cfg(test)]
 mod element_tests;
 #[cfg(test)]
+mod function_tests;
+#[cfg(test)]
 mod pipeline_tests;
 pub mod scenario;
 #[cfg(test)]

@@ -42,10 +42,12 @@ pub(super) fn finish(o: Outcome, index: &FlowIndex, stop: StopReason) -> Result<
     }
     o.elements.clone()?;
     let (flows, classes) = records(&o.tables, index);
+    let detections = crate::results::DetectionRecord::from_found(&o.detections, &o.names);
     let mut run = RunResult {
         drop_reasons: o.reasons.iter().map(|&r| DROPS[r].to_string()).collect(),
         flows,
         classes,
+        detections,
         complete: matches!(stop, StopReason::Drained | StopReason::EndTime),
         stop_reason: format!("{stop:?}").to_lowercase(),
         sim_time_ns: o.sim_ns,

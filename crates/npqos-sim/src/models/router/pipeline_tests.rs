@@ -166,7 +166,17 @@ fn processing_none_sends_what_live_sends() {
                 })
                 .expect("an IP frame");
                 let key: FlowKey = m.flow;
-                Arrival { t, len: fr.len() as u32, service: 0, eq: 1, hint: NO_HINT, actual: 0.0, key, row: f as u32 }
+                Arrival {
+                    t,
+                    len: fr.len() as u32,
+                    service: 0,
+                    eq: 1,
+                    hint: NO_HINT,
+                    actual: 0.0,
+                    key,
+                    row: f as u32,
+                    tcp_flags: None,
+                }
             })
             .collect();
         let trace = drive(pipe, &rs);

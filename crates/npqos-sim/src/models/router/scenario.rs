@@ -60,6 +60,11 @@
 //! guarantee = 0.5             # G (everest eq 7; default 1 / services)
 //! rate = "100Mbps"            # shaped output rate (absent: not shaped)
 //! rate_per = "flow"           # or "class", or "src" / "dst": per subscriber (address)
+//! [services.function]         # a packet function its processors run on each packet (absent: none;
+//! kind = "port-scan"          # docs/everest.md): "port-scan" or "syn-flood"
+//! window = "1s"
+//! threshold = 100             # distinct ports or hosts / half-open connections above which it reports
+//! max_tracked = 65536         # sources / half-open connections it tracks at most
 //! ```
 //!
 //! Keys of an alternative a stage does not use (dqs's `slots` with `kind = "per-flow"`, the
@@ -84,6 +89,7 @@ use crate::scenario::{
 use crate::trace::corpus::Corpus;
 use crate::units::{fmt_fine_duration, fmt_size};
 use npqos_core::alloc::{Policy, PolicyKind};
+use npqos_core::detect::{FunctionKind, FunctionParams};
 use npqos_core::id::ServiceId;
 use npqos_core::names::Named;
 use npqos_core::queues::timing::{Subsystem, TABLE1};
@@ -143,29 +149,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     }
     g.finish(probs);
 
-    let mut p = Reader::new(root, "processing", probs);
-    let processors = p.int("processors", 16, 1, 1 << 16, probs) as u32;
-    let policies: Vec<&str> = PolicyKind::ALL.iter().map(|k| k.name()).chain(["lap", "none"]).collect();
-    let policy = p.choice("policy", "everest", &policies, probs);
-    let t_sw = p.duration("t_sw", Duration::from_micros(10), probs);
-    let delta = p.duration("delta", t_sw, probs);
-    if delta.is_zero() {
-        problem(
-            probs,
-            "processing.delta",
-            Some(format!("\"{delta}\"")),
-            "expected a positive duration (it defaults to t_sw)",
-        );
-    }
-    let quantum = p.positive_duration("quantum", Duration::from_micros(100), probs);
-    let scheduler = p.named("scheduler", Scheduler::Fair(Discipline::Efq), probs);
-    let late_drop = p.boolean("late_drop", false, probs);
-    p.finish(probs);
-    let policy = match PolicyKind::named(&policy) {
-        Ok(kind) => Allocation::Policy(kind.with_quantum(quantum)),
-        Err(_) if policy == "none" => Allocation::None,
-        Err(_) => Allocation::Lap,
-    };
+    let processing = read_processing(root, "everest", probs);
 
     let mut q = Reader::new(root, "queue_memory", probs);
     let subsystem = q.choice("subsystem", "qc", &SUBSYSTEMS, probs);
@@ -224,13 +208,23 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     st.finish(probs);
 
     let services = read_services(root, Some(&inside), probs);
+    if processing.policy == Allocation::None {
+        for (i, _) in services.iter().enumerate().filter(|(_, s)| s.function.is_some()) {
+            problem(
+                probs,
+                &format!("services[{i}].function"),
+                None,
+                "a packet function runs on the processors: not with processing.policy = \"none\"",
+            );
+        }
+    }
     RouterSpec {
         params: RouterParams {
             services,
             inside,
             ingress,
             table,
-            processing: ProcessingParams { processors, policy, t_sw, delta, scheduler, late_drop },
+            processing,
             qmem: QmemParams { subsystem, timing: TABLE1, entries, dc_lines, dc_ways, memory_refs_per_ns: refs },
             shaping,
             link_rate: if link_rate.is_zero() { Rate::gbps(10) } else { link_rate },
@@ -244,6 +238,50 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
         traffic,
         bucket,
     }
+}
+
+/// `[processing]` of `root` (the router's keys, and `npqos live`'s), `policy` defaulting to
+/// `default_policy` ("everest" in a scenario, "none" in a live file).
+pub(crate) fn read_processing(root: &toml::Table, default_policy: &str, probs: &mut Vec<Problem>) -> ProcessingParams {
+    let mut p = Reader::new(root, "processing", probs);
+    let processors = p.int("processors", 16, 1, 1 << 16, probs) as u32;
+    let policies: Vec<&str> = PolicyKind::ALL.iter().map(|k| k.name()).chain(["lap", "none"]).collect();
+    let policy = p.choice("policy", default_policy, &policies, probs);
+    let t_sw = p.duration("t_sw", Duration::from_micros(10), probs);
+    let delta = p.duration("delta", t_sw, probs);
+    if delta.is_zero() {
+        problem(
+            probs,
+            "processing.delta",
+            Some(format!("\"{delta}\"")),
+            "expected a positive duration (it defaults to t_sw)",
+        );
+    }
+    let quantum = p.positive_duration("quantum", Duration::from_micros(100), probs);
+    let scheduler = p.named("scheduler", Scheduler::Fair(Discipline::Efq), probs);
+    let late_drop = p.boolean("late_drop", false, probs);
+    p.finish(probs);
+    let policy = match PolicyKind::named(&policy) {
+        Ok(kind) => Allocation::Policy(kind.with_quantum(quantum)),
+        Err(_) if policy == "none" => Allocation::None,
+        Err(_) => Allocation::Lap,
+    };
+    ProcessingParams { processors, policy, t_sw, delta, scheduler, late_drop }
+}
+
+/// `[processing]` written back, every default filled in.
+pub(crate) fn write_processing(pr: &ProcessingParams) -> toml::Table {
+    let mut x = toml::Table::new();
+    x.insert("processors".into(), (pr.processors as i64).into());
+    x.insert("policy".into(), pr.policy.name().into());
+    if let Allocation::Policy(Policy::Quantum { quantum }) = pr.policy {
+        x.insert("quantum".into(), quantum.to_string().into());
+    }
+    x.insert("t_sw".into(), pr.t_sw.to_string().into());
+    x.insert("delta".into(), pr.delta.to_string().into());
+    x.insert("scheduler".into(), pr.scheduler.label().into());
+    x.insert("late_drop".into(), pr.late_drop.into());
+    x
 }
 
 fn read_traffic(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> TrafficSpec {
@@ -342,6 +380,8 @@ pub(crate) fn read_services(
         }
         let per = r.choice("rate_per", "flow", &["flow", "class", "src", "dst"], probs);
         let rule = read_rule(&mut r, ServiceId::from_index(i), probs);
+        r.consume("function");
+        let function = tb.contains_key("function").then(|| read_function(tb, &prefix, probs));
         if !has_criteria(&rule) && i + 1 < n {
             problem(
                 probs,
@@ -377,6 +417,7 @@ pub(crate) fn read_services(
                 "dst" => Some(Host::Dst),
                 _ => None,
             },
+            function,
         });
     }
     if !out.is_empty() && out.iter().map(|s| s.guarantee).sum::<f64>() > 1.0 + 1e-9 {
@@ -384,6 +425,19 @@ pub(crate) fn read_services(
     }
     unique_service_names(out.iter().map(|s| s.name.as_str()), probs);
     out
+}
+
+/// `[services.function]` of service table `tb` (named `prefix` in problems): the packet
+/// function its processors run (docs/everest.md, "The prototype's services").
+fn read_function(tb: &toml::Table, prefix: &str, probs: &mut Vec<Problem>) -> FunctionParams {
+    let mut f = Reader::new_in(tb, Some(prefix), "function", probs);
+    let kind = f.named("kind", FunctionKind::PortScan, probs);
+    let d = FunctionParams::default_for(kind);
+    let window = f.positive_duration("window", Duration::from_nanos(d.window_ns), probs);
+    let threshold = f.int("threshold", d.threshold as i64, 1, u32::MAX as i64, probs) as u32;
+    let max_tracked = f.int("max_tracked", d.max_tracked as i64, 1, 1 << 24, probs) as u32;
+    f.finish(probs);
+    FunctionParams { kind, window_ns: window.as_nanos().max(1), threshold, max_tracked }
 }
 
 impl RouterSpec {
@@ -459,18 +513,7 @@ impl RouterSpec {
         g.insert("kind".into(), p.ingress.name().into());
         flowtable::write(&p.table, TableKeys::ROUTER, &mut g);
         root.insert("ingress".into(), g.into());
-        let pr = &p.processing;
-        let mut x = toml::Table::new();
-        x.insert("processors".into(), (pr.processors as i64).into());
-        x.insert("policy".into(), pr.policy.name().into());
-        if let Allocation::Policy(Policy::Quantum { quantum }) = pr.policy {
-            x.insert("quantum".into(), quantum.to_string().into());
-        }
-        x.insert("t_sw".into(), pr.t_sw.to_string().into());
-        x.insert("delta".into(), pr.delta.to_string().into());
-        x.insert("scheduler".into(), pr.scheduler.label().into());
-        x.insert("late_drop".into(), pr.late_drop.into());
-        root.insert("processing".into(), x.into());
+        root.insert("processing".into(), write_processing(&p.processing).into());
         let mut q = toml::Table::new();
         q.insert("subsystem".into(), p.qmem.subsystem.map_or("ideal", |s| s.label()).into());
         q.insert("entries".into(), (p.qmem.entries as i64).into());
@@ -532,6 +575,14 @@ pub(crate) fn write_services(services: &[ServiceParams]) -> toml::Value {
                     (true, Some(Host::Dst)) => "dst",
                 };
                 t.insert("rate_per".into(), per.into());
+            }
+            if let Some(f) = &s.function {
+                let mut x = toml::Table::new();
+                x.insert("kind".into(), f.kind.to_string().into());
+                x.insert("window".into(), Duration::from_nanos(f.window_ns).to_string().into());
+                x.insert("threshold".into(), (f.threshold as i64).into());
+                x.insert("max_tracked".into(), (f.max_tracked as i64).into());
+                t.insert("function".into(), x.into());
             }
             toml::Value::Table(t)
         })

@@ -134,6 +134,7 @@ pub(super) fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterPa
             rate: None,
             per_flow: false,
             host: None,
+            function: None,
         }],
         inside: Vec::new(),
         ingress: IngressKind::PerFlow,
