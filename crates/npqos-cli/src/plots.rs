@@ -179,7 +179,6 @@ fn err<E: std::fmt::Display>(spec: &PlotSpec) -> impl Fn(E) -> anyhow::Error + '
 }
 
 /// Renders `spec` alone (its own colours, no paper values) to an SVG document.
-#[cfg(test)]
 pub fn render(spec: &PlotSpec) -> Result<String> {
     render_styled(spec, &Style::new(std::slice::from_ref(spec), &[]))
 }

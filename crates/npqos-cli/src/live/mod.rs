@@ -11,6 +11,7 @@
 //!   through npqos live beside `npqos run` of the same configuration's router scenario).
 
 pub mod netns;
+pub mod prototype;
 pub mod reloader;
 pub mod ring;
 pub mod stats;

@@ -30,7 +30,7 @@ use serde_json::json;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-mod fig6;
+pub mod fig6;
 mod scale;
 mod tsw;
 pub use fig6::{fig6, fig6_grid, PAPER_FIG6};
