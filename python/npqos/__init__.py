@@ -120,7 +120,7 @@ def _params_columns(df: pd.DataFrame) -> pd.DataFrame:
 class Result:
     """The results of one run or reproduction.
 
-    ``scalars``, ``series``, ``histograms``, ``flows``, ``classes``, ``comparisons`` and ``aggregate`` are tidy pandas
+    ``scalars``, ``series``, ``histograms``, ``flows``, ``classes``, ``detections``, ``comparisons`` and ``aggregate`` are tidy pandas
     DataFrames (one row per value, with its name, unit and the run's parameters); ``summary``
     is summary.json as a dict; ``write(dir)`` writes the standard results directory.
     """
@@ -184,6 +184,13 @@ class Result:
         """The class counters (classes.csv; the router's services): one row per run and class,
         the same counts as ``flows`` plus the delay's p50 and p99 (ns)."""
         return self._get("classes", lambda: _object_frame(self._n.classes(), ["class"]))
+
+    @property
+    def detections(self) -> pd.DataFrame:
+        """What the services' packet functions reported (detections.csv; the router with
+        ``[services.function]``, docs/everest.md): one row per report and run: class, what
+        (``port_scan``, ``syn_flood``), who, at_ns, window_start_ns, count."""
+        return self._get("detections", lambda: _object_frame(self._n.detections(), ["class", "what", "who"]))
 
     @property
     def comparisons(self) -> pd.DataFrame:

@@ -176,3 +176,44 @@ def test_router_flows_and_classes_frames(root):
     # A model without counters gives empty frames with the columns named.
     d = npqos.run(root / "scenarios" / "demo.toml")
     assert d.flows.empty and "flow" in d.flows.columns
+
+
+def _udp_capture(path, src, dst, ports):
+    """A pcap of one UDP datagram from ``src`` to each of ``ports`` of ``dst``, 1 ms apart."""
+    import struct
+
+    def csum(b):
+        s = sum(struct.unpack("!%dH" % (len(b) // 2), b))
+        s = (s >> 16) + (s & 0xFFFF)
+        return ~(s + (s >> 16)) & 0xFFFF
+
+    out = [struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1)]
+    for i, port in enumerate(ports):
+        udp = struct.pack("!HHHH", 40000, port, 8, 0)
+        ip = struct.pack("!BBHHHBBH4s4s", 0x45, 0, 28, 0, 0, 64, 17, 0, bytes(src), bytes(dst))
+        ip = ip[:10] + struct.pack("!H", csum(ip)) + ip[12:]
+        frame = b"\x02\x00\x00\x00\x00\x02\x02\x00\x00\x00\x00\x01\x08\x00" + ip + udp
+        out.append(struct.pack("<IIII", 1_700_000_000, i * 1000, len(frame), len(frame)) + frame)
+    path.write_bytes(b"".join(out))
+
+
+def test_router_detections_frame(tmp_path):
+    cap = tmp_path / "scan.pcap"
+    _udp_capture(cap, [198, 18, 1, 1], [198, 18, 2, 2], range(1, 6))
+    text = f"""model = "router"
+[run]
+duration = "1s"
+[traffic]
+source = "trace"
+files = ["{cap}"]
+[[services]]
+name = "scan"
+[services.function]
+kind = "port-scan"
+threshold = 2
+"""
+    r = npqos.run(text)
+    d = r.detections
+    assert list(d.columns[:6]) == ["run", "replication", "seed", "class", "what", "who"]
+    assert len(d) == 1 and d.iloc[0].who == "198.18.1.1" and d.iloc[0]["count"] == 3
+    assert r.scalars.set_index("name").loc["detections.scan", "value"] == 1

@@ -285,6 +285,11 @@ impl RunOutput {
                 .collect()
         })
     }
+    /// Rows of the packet functions' reports (detections.csv): (run key, the row as a JSON
+    /// object: class, what, who, at_ns, window_start_ns, count).
+    fn detections(&self) -> Vec<(RunKey, String)> {
+        self.rows(|r| r.detections.iter().map(|d| serde_json::to_value(d).unwrap_or_default().to_string()).collect())
+    }
     /// Rows of the comparison with the paper: (metric, params JSON, ours, paper, unit, source).
     fn comparisons(&self) -> Vec<(String, String, f64, Option<f64>, String, String)> {
         self.out

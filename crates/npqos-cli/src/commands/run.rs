@@ -201,6 +201,8 @@ pub fn run(path: &Path, out: Option<PathBuf>, seed: Option<u64>, threads: Option
     let threads = threads_for(&sc, threads, &path.display().to_string())?;
     let name = name_of(path, &table);
     let dir = out.unwrap_or_else(|| output::default_dir("run", &name));
+    // A run writes its packet captures (the router's [output] pcap) into the results as it goes.
+    sc.capture_dir = Some(dir.join("pcap"));
     let flag = interrupt_flag();
     let progress = Progress::new(&name, quiet);
     let (result, meta) = run_named(&sc, &name, threads, &flag, &progress)?;

@@ -140,6 +140,10 @@ pub struct Scenario {
     /// The `model = ` name ([`ScenarioModel::name`] of the model that read `spec`).
     model: &'static str,
     pub spec: Box<dyn ModelSpec>,
+    /// Where a run writes files as it goes (the router's packet captures, `[output] pcap`):
+    /// `npqos run` sets it to its results directory's `pcap/`. Not a parameter: never written
+    /// back, not compared.
+    pub capture_dir: Option<std::path::PathBuf>,
 }
 
 impl PartialEq for Scenario {
@@ -266,6 +270,7 @@ impl Scenario {
             max_events,
             model: model.name(),
             spec,
+            capture_dir: None,
         };
         if probs.is_empty() {
             let need = sc.estimate_memory(1);

@@ -5,6 +5,7 @@
 //! rebasing to time zero, speeding up by a factor, and flow multiplication. [`stats`] summarises traces for `npqos trace stats`;
 //! [`writer`] writes pcap files (test corpora, generated workloads).
 
+pub mod capture;
 pub mod corpus;
 pub mod decode;
 pub mod reader;

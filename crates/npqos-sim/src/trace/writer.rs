@@ -76,7 +76,18 @@ impl<W: Write> PcapNgWriter<W> {
     }
     /// An Enhanced Packet Block; `ts` in the interface's units.
     pub fn packet(&mut self, iface: u32, ts: u64, data: &[u8], orig_len: u32) -> io::Result<()> {
-        let mut b = Vec::with_capacity(20 + data.len() + 3);
+        self.packet_with_comment(iface, ts, data, orig_len, None)
+    }
+    /// [`Self::packet`] with an `opt_comment` option (a drop's reason).
+    pub fn packet_with_comment(
+        &mut self,
+        iface: u32,
+        ts: u64,
+        data: &[u8],
+        orig_len: u32,
+        comment: Option<&str>,
+    ) -> io::Result<()> {
+        let mut b = Vec::with_capacity(20 + data.len() + 3 + comment.map_or(0, |c| c.len() + 12));
         b.extend_from_slice(&iface.to_le_bytes());
         b.extend_from_slice(&((ts >> 32) as u32).to_le_bytes());
         b.extend_from_slice(&(ts as u32).to_le_bytes());
@@ -85,6 +96,15 @@ impl<W: Write> PcapNgWriter<W> {
         b.extend_from_slice(data);
         while b.len() % 4 != 0 {
             b.push(0);
+        }
+        if let Some(c) = comment {
+            b.extend_from_slice(&1u16.to_le_bytes()); // opt_comment
+            b.extend_from_slice(&(c.len() as u16).to_le_bytes());
+            b.extend_from_slice(c.as_bytes());
+            while b.len() % 4 != 0 {
+                b.push(0);
+            }
+            b.extend_from_slice(&[0, 0, 0, 0]); // opt_endofopt
         }
         write_block(&mut self.w, 6, &b)
     }

@@ -121,6 +121,7 @@ impl Pipeline {
             error: None,
             trace: trace.then(Vec::new),
             trace_of: Vec::new(),
+            taps: None,
             p,
         })
     }

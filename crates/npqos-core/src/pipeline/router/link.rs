@@ -253,6 +253,7 @@ impl Pipeline {
                 self.egress.emptied(q, QueueId(pk.eq));
             }
             self.egress_bytes -= pk.len as u64;
+            self.tap_egress(t, id);
             self.delivered(t, id);
             self.link.handed();
             emit(&frame, pk.row);
@@ -278,6 +279,7 @@ impl Pipeline {
         }
         self.egress_bytes -= pk.len as u64;
         self.hist[pk.service as usize][2].saturating_record((now - pk.done).max(1));
+        self.tap_egress(now, id);
         self.delivered(now, id);
         self.link.handed();
         emit(&self.held[id as usize], pk.row);
@@ -332,6 +334,7 @@ impl Pipeline {
         // Delivered when its last bit leaves, if that is within the run; otherwise it stays
         // in flight. (An interrupted run counts the packet on the wire as delivered.)
         if pk.left <= self.until {
+            self.tap_egress(now, id);
             self.delivered(pk.left, id);
         }
         self.link_try(now, fx);

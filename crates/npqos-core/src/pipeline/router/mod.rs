@@ -54,8 +54,10 @@ mod outcome;
 mod params;
 mod processing;
 mod state;
+mod tap;
 pub use processing::{Found, MAX_DETECTIONS};
 use processing::{Processing, Step};
+pub use tap::{Port, Tapped};
 
 /// No service matched the packet ([`Arrival::service`]).
 pub const UNCLASSIFIED: u32 = u32::MAX;
@@ -320,6 +322,9 @@ pub struct Pipeline {
     error: Option<PipelineError>,
     trace: Option<Vec<Trace>>,
     trace_of: Vec<u32>,
+    /// The taps on its ports ([`Pipeline::set_taps`]); `None`: none (boxed: one pointer
+    /// when off).
+    taps: Option<Box<tap::Taps>>,
 }
 
 #[derive(Default)]
@@ -404,6 +409,7 @@ impl Pipeline {
     /// `now`.
     fn drop_pkt(&mut self, now: u64, id: Option<u32>, service: Option<usize>, reason: usize, row: u32, len: u32) {
         self.drops[reason] += 1;
+        self.tap_drop(now, id, reason, len);
         // The router's reasons are the indices of DROPS, which RowCounts is sized by.
         self.flow_counts(row).drop(reason, len).expect("a reason of DROPS");
         if let Some(s) = service {
@@ -421,6 +427,7 @@ impl Pipeline {
 
     fn arrival(&mut self, a: Arrival, frame: Option<&[u8]>, fx: &mut Effects) -> Received {
         let (now, len) = (a.t, a.len);
+        self.tap_arrival(&a);
         if a.service == UNCLASSIFIED {
             if let Some(t) = &mut self.trace {
                 t.push(Trace {
@@ -480,6 +487,7 @@ impl Pipeline {
         let pkt =
             Pkt { arrival: now, len, service: s as u16, eq: held, actual, next: NIL, row: a.row, ..Default::default() };
         let id = self.new_pkt(pkt);
+        self.tap_kept(id);
         if let Some(f) = self.processing.as_mut().map(Processing::functions_mut).filter(|f| f.any()) {
             f.note(id, &a.key, a.tcp_flags);
         }

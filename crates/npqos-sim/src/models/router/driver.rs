@@ -20,8 +20,22 @@ use std::sync::Arc;
 /// Arrivals ahead of the current one whose per-flow bucket record is prefetched.
 const BUCKET_AHEAD: usize = 4;
 
+/// Where a run's packet captures go (`[output] pcap`; docs/router.md, "Packet captures"): the
+/// directory, the files' prefix, the ports, the packets per file and the snap length.
+#[derive(Clone, Debug)]
+pub struct CaptureTo {
+    pub dir: std::path::PathBuf,
+    pub prefix: String,
+    pub ports: Vec<pipeline::Port>,
+    pub limit: u64,
+    pub snaplen: u32,
+}
+
 struct Driver<'a> {
     pipe: Pipeline,
+    /// The captures of the tapped ports, written after each call to the pipeline.
+    capture: Option<crate::trace::capture::PortCaptures>,
+    capture_error: Option<String>,
     /// Stages 1 and 2: the classified arrivals, made inline or on a helper thread.
     feed: Feed<Prep<'a>, Arrival>,
     fx: Effects,
@@ -50,6 +64,8 @@ impl<'a> Driver<'a> {
         let expected = (traffic.mean_rate_bps() / 8.0 / traffic.mean_len().max(1.0) * p.duration.as_secs_f64()) as u64;
         Ok(Driver {
             pipe,
+            capture: None,
+            capture_error: None,
             feed: Feed::new(prep),
             fx: Effects::default(),
             next: (Instant::ZERO, C_ARRIVAL),
@@ -65,6 +81,12 @@ impl<'a> Driver<'a> {
     fn flush(&mut self, engine: &mut Engine<Ev>) {
         for t in self.fx.0.drain(..) {
             engine.schedule_class(t.at, t.class, t.ev);
+        }
+        if let (Some(c), Some(t)) = (self.capture.as_mut(), self.pipe.tapped()) {
+            if let Err(e) = c.write(t) {
+                self.capture_error.get_or_insert(e.to_string());
+                engine.halt();
+            }
         }
         if self.pipe.error().is_some() {
             engine.halt();
@@ -132,7 +154,29 @@ pub fn run(
     interrupt: Option<Arc<AtomicBool>>,
     progress: &mut dyn FnMut(f64),
 ) -> Result<RunResult, RouterError> {
+    run_captured(p, traffic, seed, threads, interrupt, progress, None)
+}
+
+/// [`run`] with the packets of the ports of `capture` written to pcapng files as the run goes
+/// (docs/router.md, "Packet captures"); the result says what each file holds
+/// (`pcap_packets.<port>`, `pcap_not_written.<port>`, `pcap_cut_at.<port>`).
+pub fn run_captured(
+    p: &RouterParams,
+    traffic: &RouterTraffic,
+    seed: u64,
+    threads: usize,
+    interrupt: Option<Arc<AtomicBool>>,
+    progress: &mut dyn FnMut(f64),
+    capture: Option<&CaptureTo>,
+) -> Result<RunResult, RouterError> {
     let mut d = Driver::new(p, traffic, seed, false, progress)?;
+    if let Some(c) = capture.filter(|c| !c.ports.is_empty()) {
+        let to = |e: std::io::Error| RouterError::Capture(format!("{}: {e}", c.dir.display()));
+        d.capture = Some(
+            crate::trace::capture::PortCaptures::create(&c.dir, &c.prefix, &c.ports, c.limit, c.snaplen).map_err(to)?,
+        );
+        d.pipe.set_taps(&c.ports);
+    }
     let (stop, events, end) = if threads >= 2 {
         std::thread::scope(|s| {
             d.feed.spawn(s);
@@ -147,8 +191,24 @@ pub fn run(
     if let Some(e) = d.pipe.take_error() {
         return Err(e.into());
     }
+    if let Some(e) = d.capture_error.take() {
+        return Err(RouterError::Capture(e));
+    }
+    let captured = match d.capture.take() {
+        Some(c) => c.finish().map_err(|e| RouterError::Capture(e.to_string()))?,
+        None => Vec::new(),
+    };
     let index = d.index();
-    super::output::finish(d.pipe.into_outcome(events, end), &index, stop)
+    let mut r = super::output::finish(d.pipe.into_outcome(events, end), &index, stop)?;
+    for c in captured {
+        let port = c.port.name();
+        r.scalar(&format!("pcap_packets.{port}"), c.written as f64, "packets");
+        r.scalar(&format!("pcap_not_written.{port}"), c.not_written as f64, "packets");
+        if let Some(t) = c.cut_at_ns {
+            r.scalar(&format!("pcap_cut_at.{port}"), t as f64 * 1e-9, "s");
+        }
+    }
+    Ok(r)
 }
 
 #[cfg(test)]

@@ -22,6 +22,8 @@ mod driver;
 mod output;
 pub(crate) use npqos_core::pipeline::router as pipeline;
 #[cfg(test)]
+mod capture_tests;
+#[cfg(test)]
 mod element_tests;
 #[cfg(test)]
 mod function_tests;
@@ -113,6 +115,9 @@ pub enum RouterError {
     Element(#[from] npqos_core::pipeline::ConservationError),
     #[error(transparent)]
     Trace(#[from] crate::trace::TraceError),
+    /// Writing a packet capture failed (`[output] pcap`).
+    #[error("writing the packet captures: {0}")]
+    Capture(String),
 }
 
 impl From<PipelineError> for RouterError {
@@ -124,5 +129,5 @@ impl From<PipelineError> for RouterError {
     }
 }
 
-pub use driver::run;
+pub use driver::{run, run_captured, CaptureTo};
 pub(crate) use output::records;

@@ -50,6 +50,10 @@
 //! [stats]                     # the flow and class counters (flows.csv, classes.csv)
 //! flows = 4096                # flows counted exactly, the first seen
 //! heavy_flows = 0             # past them, the heaviest by offered bytes (a sketch; 0: none)
+//! [output]                    # packet captures of the pipeline's ports (docs/router.md "Packet captures")
+//! pcap = ["ingress", "egress", "drops"]   # any of them; default none: pcap/<port>.pcapng in the results
+//! pcap_limit = 1000000        # packets per file (past it counted, not written)
+//! pcap_snaplen = "128B"       # bytes of each packet written (64B-65535B)
 //! [[services]]                # default: one service "all"; the last without match keys takes the rest
 //! name = "web"
 //! ports = [80, 443]           # match keys as everest's: protocols, src_ports, dst_ports, ports, direction, src_prefixes, dst_prefixes, dscp
@@ -108,6 +112,56 @@ pub struct RouterSpec {
     /// `[shaping]`'s bucket keys as read (the shared reader's; `params.shaping` holds what the
     /// chosen shaper uses of them).
     pub bucket: BucketConfig,
+    /// `[output]`: the packet captures of the pipeline's ports.
+    pub output: OutputSpec,
+}
+
+/// `[output]` (docs/router.md, "Packet captures"): which ports' packets go to pcapng files in
+/// the results directory (`pcap/<port>.pcapng`), at most `pcap_limit` packets per file, cut
+/// at `pcap_snaplen` bytes.
+#[derive(Clone, Debug, PartialEq)]
+pub struct OutputSpec {
+    pub pcap: Vec<super::pipeline::Port>,
+    pub pcap_limit: u64,
+    pub pcap_snaplen: u32,
+}
+
+/// Packets per capture file by default: 1,000,000 (about 130 MB at the default snap length;
+/// router-100g's 3e8 packets would be some 20 GB a port).
+pub const PCAP_LIMIT: u64 = 1_000_000;
+
+impl Default for OutputSpec {
+    fn default() -> Self {
+        OutputSpec { pcap: Vec::new(), pcap_limit: PCAP_LIMIT, pcap_snaplen: 128 }
+    }
+}
+
+impl OutputSpec {
+    /// Reads `[output]` of `root`.
+    pub(crate) fn read(root: &toml::Table, probs: &mut Vec<Problem>) -> Self {
+        use super::pipeline::Port;
+        let mut o = Reader::new(root, "output", probs);
+        let names: Vec<&str> = Port::ALL.iter().map(|p| p.name()).collect();
+        let pcap = o.choices("pcap", &[], &names, probs);
+        let pcap_limit = o.int("pcap_limit", PCAP_LIMIT as i64, 1, 1 << 40, probs) as u64;
+        let snap = o.size("pcap_snaplen", 128, probs);
+        if !(64..=65_535).contains(&snap) {
+            problem(probs, "output.pcap_snaplen", Some(format!("\"{}\"", fmt_size(snap))), "expected 64B to 65535B");
+        }
+        o.finish(probs);
+        let mut ports: Vec<Port> = Port::ALL.into_iter().filter(|p| pcap.iter().any(|x| x == p.name())).collect();
+        ports.dedup();
+        OutputSpec { pcap: ports, pcap_limit, pcap_snaplen: snap.clamp(64, 65_535) as u32 }
+    }
+
+    /// `[output]` written back.
+    pub(crate) fn write(&self, root: &mut toml::Table) {
+        let mut o = toml::Table::new();
+        o.insert("pcap".into(), toml::Value::Array(self.pcap.iter().map(|p| p.name().into()).collect()));
+        o.insert("pcap_limit".into(), (self.pcap_limit as i64).into());
+        o.insert("pcap_snaplen".into(), fmt_size(self.pcap_snaplen as u64).into());
+        root.insert("output".into(), o.into());
+    }
 }
 
 /// `[traffic]`: the shared flow-traffic reader's keys (`scenario::flows`) and, for synthetic
@@ -237,6 +291,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
         },
         traffic,
         bucket,
+        output: OutputSpec::read(root, probs),
     }
 }
 
@@ -550,6 +605,7 @@ impl RouterSpec {
         crate::scenario::stats::write(&p.stats, &mut st);
         root.insert("stats".into(), st.into());
         root.insert("services".into(), write_services(&p.services));
+        self.output.write(root);
     }
 }
 
@@ -613,6 +669,7 @@ impl ScenarioModel for RouterScenario {
             "link",
             "stats",
             "services",
+            "output",
         ]
     }
     fn read(&self, root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> Box<dyn ModelSpec> {
@@ -666,5 +723,27 @@ pub fn run_scenario(
     params.sample_every = sc.sample_every();
     let traffic = r.traffic(sc.duration)?;
     let end = sc.duration.as_nanos() as f64;
-    super::run(&params, &traffic, seed, threads, interrupt, &mut |f| progress(Instant::from_nanos((f * end) as u64)))
+    let capture = match (&r.output.pcap, &sc.capture_dir) {
+        (ports, _) if ports.is_empty() => None,
+        (_, None) => {
+            return Err(super::RouterError::Config(
+                "output.pcap writes into the results directory: run the scenario with npqos run (or give the \
+                 scenario a capture directory)"
+                    .into(),
+            ))
+        }
+        (ports, Some(dir)) => Some(super::CaptureTo {
+            dir: dir.clone(),
+            // One replication: pcap/<port>.pcapng; several: pcap/rep<i>.<port>.pcapng.
+            prefix: match sc.replications {
+                1 => String::new(),
+                _ => format!("rep{}.", seed.wrapping_sub(sc.seed)),
+            },
+            ports: ports.clone(),
+            limit: r.output.pcap_limit,
+            snaplen: r.output.pcap_snaplen,
+        }),
+    };
+    let mut prog = |f: f64| progress(Instant::from_nanos((f * end) as u64));
+    super::run_captured(&params, &traffic, seed, threads, interrupt, &mut prog, capture.as_ref())
 }
