@@ -20,7 +20,8 @@ pub fn load(path: &Path, duration: Option<&str>) -> Result<npqos_sim::live::Live
 }
 
 /// The file read again at SIGHUP: its problems, or the first key that changed and needs a
-/// restart (the interfaces, rings, modes, `live.reverse`, the statistics' address); rates,
+/// restart (the interfaces, rings, modes, `live.reverse`, the statistics' address, the packet
+/// captures' `[output]`); rates,
 /// services, match rules, subscribers, the flow tables and `live.non_ip` may change, both ways.
 #[cfg(target_os = "linux")]
 fn reread(
@@ -39,6 +40,7 @@ fn reread(
         ("live.sample_every", next.sample_every != running.sample_every),
         ("live.stats", next.stats_listen != running.stats_listen),
         ("live.reverse", std::mem::discriminant(&next.reverse) != std::mem::discriminant(&running.reverse)),
+        ("output", next.capture != running.capture),
     ] {
         if changed {
             return Err(format!("{}: {key} changed, which needs a restart", config.display()));
@@ -47,12 +49,32 @@ fn reread(
     Ok(next)
 }
 
+/// What a port's capture file holds, as scalars (docs/live.md, "Packet captures").
+#[cfg(target_os = "linux")]
+fn capture_scalars(c: &npqos_sim::trace::capture::Captured) -> Vec<(&'static str, f64, &'static str)> {
+    use npqos_core::pipeline::router::Port;
+    let [written, not, cut] = match c.port {
+        Port::Ingress => ["pcap_packets.ingress", "pcap_not_written.ingress", "pcap_cut_at.ingress"],
+        Port::Egress => ["pcap_packets.egress", "pcap_not_written.egress", "pcap_cut_at.egress"],
+        Port::Drops => ["pcap_packets.drops", "pcap_not_written.drops", "pcap_cut_at.drops"],
+    };
+    let mut v = vec![(written, c.written as f64, "packets"), (not, c.not_written as f64, "packets")];
+    if let Some(t) = c.cut_at_ns {
+        v.push((cut, t as f64 * 1e-9, "s"));
+    }
+    v
+}
+
 /// The runs of the results: the way in's first configuration (`live`, with the I/O layer's and
 /// the reloads' counts), the shaped way back (`reverse`), then each later configuration of the
 /// way in (`live-reload-1`, ...).
 #[cfg(target_os = "linux")]
 fn results(run: &crate::live::LiveRun, stop_reason: &str) -> Vec<npqos_sim::results::RunResult> {
     let mut extra = run.io_scalars();
+    match &run.captured {
+        Ok(files) => extra.extend(files.iter().flat_map(capture_scalars)),
+        Err(e) => tracing::error!("writing the packet captures: {e}"),
+    }
     if let Some(r) = &run.reloads {
         extra.extend([
             ("reloads", r.counts.reloads as f64, "reloads"),
@@ -158,23 +180,25 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
     let (path, d, running) = (config.to_path_buf(), duration.clone(), spec.clone());
     let read = Box::new(move || reread(&path, d.as_deref(), &running));
     let reload = crate::live::Reload { signals, read };
-    let run = crate::live::forward(&spec, &stop, Some(reload), stats.as_mut().map(|(p, _)| p), |fw, frac| {
-        let t = fw.totals();
-        let drops: u64 = t.drops.iter().sum();
-        progress.set(frac);
-        progress.message(format!(
-            "{} flows  in {}  out {}  dropped {}  heap {}  ({rate})",
-            fw.flow_count(),
-            t.frames_in,
-            t.frames_out,
-            drops,
-            fw.shaper().waiting(npqos_core::id::CoreId(0)),
-        ));
-    })
-    .map_err(|e| match e {
-        OpenError::NoInterface(_) | OpenError::Permission(_) => bad(format!("{}: {e}", config.display())),
-        other => anyhow::Error::new(other),
-    })?;
+    let pcap = dir.join("pcap");
+    let run =
+        crate::live::forward(&spec, &stop, Some(reload), stats.as_mut().map(|(p, _)| p), Some(&pcap), |fw, frac| {
+            let t = fw.totals();
+            let drops: u64 = t.drops.iter().sum();
+            progress.set(frac);
+            progress.message(format!(
+                "{} flows  in {}  out {}  dropped {}  heap {}  ({rate})",
+                fw.flow_count(),
+                t.frames_in,
+                t.frames_out,
+                drops,
+                fw.shaper().waiting(npqos_core::id::CoreId(0)),
+            ));
+        })
+        .map_err(|e| match e {
+            OpenError::NoInterface(_) | OpenError::Permission(_) => bad(format!("{}: {e}", config.display())),
+            other => anyhow::Error::new(other),
+        })?;
     progress.finish();
     let fw = &run.forwarders[0];
     let lost_reason = (run.lost.as_ref().map(|i| format!("interface {i} removed")))

@@ -70,6 +70,9 @@ pub struct LiveRun {
     /// `live.mode = "pass"`: the way in passed on as it comes, no pipeline (the do-nothing
     /// forwarder on the same rings, to measure what the path itself costs).
     pub passed: Option<WayCounts>,
+    /// The way in's packet captures (`[output] pcap`): what each file holds, or why writing
+    /// them failed.
+    pub captured: Result<Vec<npqos_sim::trace::capture::Captured>, String>,
 }
 
 /// The reloads of a run (docs/live.md, "Reload"): the pipeline's counts, how long the
@@ -338,11 +341,15 @@ fn lost_interface(spec: &LiveSpec, rx: &RxRing, tx: &TxRing) -> Option<String> {
 /// and the receive ring takes frames again once the input is up. `status` is called about
 /// every 200 ms with the forwarder and the fraction of the duration done (0 without a
 /// duration); `publisher`, if any, gets the statistics every `live.sample_every`.
+///
+/// With `capture` (the results' `pcap/` directory) and `[output] pcap`, the way in's ports'
+/// packets are written there as it runs (docs/live.md, "Packet captures").
 pub fn forward(
     spec: &LiveSpec,
     stop: &AtomicBool,
     reload: Option<Reload>,
     mut publisher: Option<&mut stats::Publisher>,
+    capture: Option<&std::path::Path>,
     mut status: impl FnMut(&Forwarder, f64),
 ) -> Result<LiveRun, OpenError> {
     let mut rx = RxRing::open(&spec.input, spec.rx_ring)?;
@@ -354,6 +361,7 @@ pub fn forward(
     let mtu = tx.mtu() as usize;
     let (mut scratch, mut super_frames, mut segments) = (Vec::with_capacity(mtu + 64), 0u64, 0u64);
     let (mut fw, mut record) = (built(spec, Reloading::new(spec, tx.max_frame()))?, ReloadRecord::default());
+    capture.map(|dir| open_capture(&mut fw, spec, dir)).transpose()?;
     let reloader = start_reloader(reload, spec, &tx, rev.as_ref())?;
     // Timer slack of 1 ns: ppoll wakes when the shaper asked, not up to 50 us later.
     // SAFETY: prctl with an integer argument.
@@ -465,9 +473,11 @@ pub fn forward(
     fw.sample(Instant::from_nanos(stop_ns));
     let reverse_forwarder = rev.as_mut().and_then(|r| r.finish(stop_ns, &mut record));
     record.counts = fw.counts();
+    let captured = fw.finish_capture();
     Ok(LiveRun {
         rx: rx.counters(),
         tx: tx.counters(),
+        captured,
         forwarders: fw.into_all(),
         reloads: (record.counts.reloads + record.refused > 0).then_some(record.clone()),
         elapsed_ns: stop_ns - t0,
@@ -493,6 +503,12 @@ fn sample(fw: &mut Reloading, mut back: Option<&mut Reloading>, publisher: Optio
     if let Some(p) = publisher {
         p.publish(fw.current(), back.map(|b| b.current()), t);
     }
+}
+
+/// The way in's packet captures into `dir` (`[output] pcap`; nothing without it).
+fn open_capture(fw: &mut Reloading, spec: &LiveSpec, dir: &std::path::Path) -> Result<(), OpenError> {
+    let what = "creating the packet captures";
+    fw.capture_to(dir, &spec.capture).map_err(|err| OpenError::Io { iface: spec.input.clone(), what, err })
 }
 
 /// The reload thread, if the command asked for reloads (its pipelines built for the

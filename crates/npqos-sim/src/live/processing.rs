@@ -72,6 +72,15 @@ pub(super) struct ServiceSeries {
 }
 
 impl Forwarder {
+    /// Taps the pipeline's `ports` (packet captures: [`super::reload::Reloading::capture_to`]).
+    pub fn set_taps(&mut self, ports: &[npqos_core::pipeline::router::Port]) {
+        self.pipe.set_taps(ports);
+    }
+    /// The tapped ports' records since they were last taken ([`Self::set_taps`]).
+    pub fn tapped(&mut self) -> Option<&mut Vec<npqos_core::pipeline::router::Tapped>> {
+        self.pipe.tapped()
+    }
+
     /// The effects the last call gave, to the waiting ones.
     #[inline]
     pub(super) fn absorb(&mut self) {

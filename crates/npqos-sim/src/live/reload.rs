@@ -16,8 +16,10 @@
 //! loss the change itself can cause).
 
 use super::{Arrival, Forwarder, LiveSpec, Reason};
+use crate::models::router::scenario::OutputSpec;
+use crate::trace::capture::{Captured, PortCaptures};
 use npqos_core::flow::FlowKey;
-use npqos_core::pipeline::router::PipelineError;
+use npqos_core::pipeline::router::{PipelineError, Port, Tapped};
 use npqos_core::Instant;
 use std::collections::{HashMap, VecDeque};
 
@@ -54,6 +56,17 @@ pub struct Reloading {
     waiting_bytes: u64,
     counts: ReloadCounts,
     max_frame: u32,
+    /// The way's packet captures (`[output] pcap`), across its configurations.
+    capture: Option<Capture>,
+}
+
+/// Packet captures of the way in's ports over every configuration: the files, the ports each
+/// forwarder taps, and the time of the first record (the captures' 0).
+struct Capture {
+    files: PortCaptures,
+    ports: Vec<Port>,
+    start: Option<u64>,
+    error: Option<String>,
 }
 
 impl Reloading {
@@ -69,7 +82,62 @@ impl Reloading {
             waiting_bytes: 0,
             counts: ReloadCounts::default(),
             max_frame,
+            capture: None,
         })
+    }
+
+    /// Writes the packets of the ports of `output` (`[output] pcap`) to `dir` as pcapng files
+    /// (docs/live.md, "Packet captures"), every configuration's, times from the first packet.
+    pub fn capture_to(&mut self, dir: &std::path::Path, output: &OutputSpec) -> std::io::Result<()> {
+        if output.pcap.is_empty() {
+            return Ok(());
+        }
+        let files = PortCaptures::create(dir, "", &output.pcap, output.pcap_limit, output.pcap_snaplen)?;
+        self.current.set_taps(&output.pcap);
+        self.capture = Some(Capture { files, ports: output.pcap.clone(), start: None, error: None });
+        Ok(())
+    }
+
+    /// The records every configuration's taps gave, written.
+    fn drain_taps(&mut self) {
+        let Some(c) = self.capture.as_mut() else { return };
+        for f in self.draining.iter_mut().chain(std::iter::once(&mut self.current)) {
+            let Some(t) = f.tapped() else { continue };
+            if let Some(first) = t.first() {
+                let start = *c.start.get_or_insert(first.t);
+                for r in t.iter_mut() {
+                    r.t = r.t.saturating_sub(start);
+                }
+            }
+            if let Err(e) = c.files.write(t) {
+                c.error.get_or_insert(e.to_string());
+                t.clear();
+            }
+        }
+    }
+
+    /// A frame of flow `key` taken or dropped here (waiting for an older configuration) at `now`.
+    fn tap_here(&mut self, now: Instant, key: FlowKey, len: u32, reason: Option<&'static str>) {
+        let Some(c) = self.capture.as_mut() else { return };
+        let t = now.as_nanos().saturating_sub(*c.start.get_or_insert(now.as_nanos()));
+        let mut recs = vec![Tapped { port: Port::Ingress, t, len, key, reason: None }];
+        if reason.is_some() {
+            recs.push(Tapped { port: Port::Drops, t, len, key, reason });
+        }
+        if let Err(e) = c.files.write(&mut recs) {
+            c.error.get_or_insert(e.to_string());
+        }
+    }
+
+    /// Closes the captures: what each file holds. Errors: writing one failed during the run or
+    /// now.
+    pub fn finish_capture(&mut self) -> Result<Vec<Captured>, String> {
+        self.drain_taps();
+        let Some(c) = self.capture.take() else { return Ok(Vec::new()) };
+        if let Some(e) = c.error {
+            return Err(e);
+        }
+        c.files.finish().map_err(|e| e.to_string())
     }
 
     /// Takes `spec` from now on; the configuration before sends what it holds.
@@ -91,7 +159,11 @@ impl Reloading {
 
     /// Takes the forwarder `next` (of [`Self::build`]) from now on; the one before sends what
     /// it holds.
-    pub fn take(&mut self, next: Forwarder) {
+    pub fn take(&mut self, mut next: Forwarder) {
+        self.drain_taps();
+        if let Some(c) = &self.capture {
+            next.set_taps(&c.ports);
+        }
         let mut old = std::mem::replace(&mut self.current, next);
         if old.queued() > 0 {
             self.draining.push(old);
@@ -147,10 +219,12 @@ impl Reloading {
                 // configuration's limit applies to them together, as it would without a change.
                 if spec.table.queue_limit.is_some_and(|l| flow_bytes + len > l) {
                     self.counts.dropped_queue_full += 1;
+                    self.tap_here(now, key, len as u32, Some(Reason::QueueFull.name()));
                     return Arrival::Dropped(Reason::QueueFull);
                 }
                 if self.waiting_bytes + len > buffer {
                     self.counts.dropped_waiting += 1;
+                    self.tap_here(now, key, len as u32, Some(Reason::BufferFull.name()));
                     return Arrival::Dropped(Reason::BufferFull);
                 }
                 q.push_back(frame.to_vec());
@@ -160,7 +234,9 @@ impl Reloading {
                 return Arrival::Queued;
             }
         }
-        self.current.receive(frame, now)
+        let got = self.current.receive(frame, now);
+        self.drain_taps();
+        got
     }
 
     /// The mechanism's refusal that stopped a pipeline, if one did.
@@ -191,7 +267,9 @@ impl Reloading {
         for d in &mut self.draining {
             d.wake(now)?;
         }
-        self.current.wake(now)
+        let r = self.current.wake(now);
+        self.drain_taps();
+        r
     }
 
     /// Up to `room` frames for the wire: the older configurations' first (what they held),
@@ -210,6 +288,7 @@ impl Reloading {
         if !self.draining.is_empty() && self.release(now) {
             sent += self.current.transmit(now, room - sent, &mut emit)?;
         }
+        self.drain_taps();
         Ok(sent)
     }
 

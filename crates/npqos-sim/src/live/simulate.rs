@@ -61,7 +61,7 @@ pub fn router_scenario(spec: &LiveSpec, capture: &Path, drain: Duration, seed: u
         },
         mix: Vec::new(),
     };
-    let router = RouterSpec { params, traffic, bucket: spec.bucket.clone(), output: Default::default() };
+    let router = RouterSpec { params, traffic, bucket: spec.bucket.clone(), output: spec.capture.clone() };
     let mut root = toml::Table::new();
     root.insert("model".into(), "router".into());
     let mut run = toml::Table::new();

@@ -110,6 +110,9 @@ pub struct LiveSpec {
     /// The way in's `[processing]`: processors among the services between the ingress and
     /// the egress (Everest's prototype on real frames); `None`: processing none.
     pub processing: Option<ProcessingParams>,
+    /// `[output]`: the packet captures of the way in's ports (the router's keys), written to
+    /// the results' `pcap/` as the run goes.
+    pub capture: crate::models::router::scenario::OutputSpec,
 }
 
 /// Where `npqos live` serves its statistics while it runs (docs/live.md, "Statistics while
@@ -191,12 +194,14 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
     for (k, v) in root {
         // `[meta]` is what npqos writes into a run's scenario.resolved.toml (commit, version):
         // that file runs again as it is.
-        if !["live", "shaper", "table", "stats", "reverse", "services", "processing", "meta"].contains(&k.as_str()) {
+        if !["live", "shaper", "table", "stats", "reverse", "services", "processing", "output", "meta"]
+            .contains(&k.as_str())
+        {
             probs.push(Problem {
                 key: k.clone(),
                 value: Some(crate::scenario::show(v)),
                 message: "unknown table (an npqos live file has [live], [shaper], [table], [stats], [reverse], \
-                          [processing] and [[services]])"
+                          [processing], [output] and [[services]])"
                     .into(),
             });
         }
@@ -247,6 +252,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
 
     let forward = read_direction(root, None, &mut probs);
     let processing = read_processing(root, &forward.services, &mut probs);
+    let capture = crate::models::router::scenario::OutputSpec::read(root, &mut probs);
     let reverse = match (reverse.as_str(), reverse_table) {
         ("shape", Some(t)) => {
             for k in t.keys().filter(|k| !["shaper", "table", "stats", "services"].contains(&k.as_str())) {
@@ -309,6 +315,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         stats: forward.stats,
         services: forward.services,
         processing,
+        capture,
     })
 }
 
@@ -533,6 +540,7 @@ impl LiveSpec {
         if let Some(p) = &self.processing {
             root.insert("processing".into(), crate::models::router::scenario::write_processing(p).into());
         }
+        self.capture.write(&mut root);
         if let Reverse::Shape(d) = &self.reverse {
             let mut r = toml::Table::new();
             d.write(&mut r);
@@ -561,6 +569,7 @@ impl LiveSpec {
             output: self.input.clone(),
             reverse: Reverse::Off,
             processing: None,
+            capture: Default::default(),
             flow_rate: d.flow_rate,
             bucket: d.bucket.clone(),
             table: d.table,
