@@ -553,7 +553,7 @@ fn write_detections_csv(dir: &Path, out: &Output) -> Result<()> {
 }
 
 /// Draws the experiment's own plots, one per time series and one per histogram (up to eight
-/// runs each). Returns (file, title).
+/// runs each). Returns (file, title); a plot of zeros only has no file (its title says so).
 fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
     let mut specs: Vec<PlotSpec> = out.plots.clone();
     let shown: Vec<_> = out.runs.iter().take(8).collect();
@@ -596,13 +596,25 @@ fn write_plots(dir: &Path, out: &Output) -> Result<Vec<(String, String)>> {
             });
         }
     }
+    let (mut specs, mut order, panels) = plots::arrange(specs);
     let mut style = plots::Style::new(&specs, &out.comparisons);
+    for (name, span) in panels {
+        style.set_span(&name, span);
+    }
     if let Some(spec) = plots::agreement(&out.id, &out.comparisons) {
         style.set_guides(&spec.name, &plots::AGREEMENT_GUIDES);
+        order.push(Ok(specs.len()));
         specs.push(spec);
     }
     let mut files = Vec::new();
-    for spec in &specs {
+    for entry in order {
+        let spec = match entry {
+            Ok(i) => &specs[i],
+            Err(line) => {
+                files.push((String::new(), line));
+                continue;
+            }
+        };
         let name = format!("{}.svg", spec.name);
         let svg = plots::render_styled(spec, &style)?;
         write_atomic(dir, &name, svg.as_bytes())?;
@@ -678,7 +690,15 @@ fn report_md(out: &Output, meta: &Meta, plots: &[(String, String)]) -> String {
     if !plots.is_empty() {
         let _ = writeln!(s, "## Plots\n");
         for (f, t) in plots {
-            let _ = writeln!(s, "### {t}\n\n![{t}]({f})\n");
+            match f.is_empty() {
+                // A plot of zeros only: one line instead of an empty frame.
+                true => {
+                    let _ = writeln!(s, "{t}\n");
+                }
+                false => {
+                    let _ = writeln!(s, "### {t}\n\n![{t}]({f})\n");
+                }
+            }
         }
     }
     if !out.timings.is_empty() {

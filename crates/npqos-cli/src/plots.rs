@@ -37,6 +37,9 @@ pub struct Style {
     whiskers: std::collections::HashMap<String, Vec<Whiskers>>,
     /// Horizontal guide lines (y values) per plot name.
     guides: std::collections::HashMap<String, Vec<f64>>,
+    /// Points the axes must include though nothing is drawn there, per plot name: the other
+    /// panels' extremes, so that small multiples share their scales.
+    spans: std::collections::HashMap<String, Vec<(f64, f64)>>,
 }
 
 /// A curve's label and its (x, low, high) intervals.
@@ -87,12 +90,18 @@ impl Style {
                 paper.insert(spec.name.clone(), marks);
             }
         }
-        Style { labels, paper, whiskers: Default::default(), guides: Default::default() }
+        Style { labels, paper, whiskers: Default::default(), guides: Default::default(), spans: Default::default() }
     }
 
     /// Draws horizontal guide lines at `ys` across plot `name` (the first darker).
     pub fn set_guides(&mut self, name: &str, ys: &[f64]) {
         self.guides.insert(name.to_string(), ys.to_vec());
+    }
+
+    /// Makes plot `name`'s axes include `points` (nothing drawn there): panels of one plot
+    /// share their scales.
+    pub fn set_span(&mut self, name: &str, points: Vec<(f64, f64)>) {
+        self.spans.insert(name.to_string(), points);
     }
 
     /// Draws intervals (a vertical whisker from low to high at x) on the curves of plot `name`.
@@ -178,6 +187,55 @@ fn err<E: std::fmt::Display>(spec: &PlotSpec) -> impl Fn(E) -> anyhow::Error + '
     move |e| anyhow!("plot {}: {e}", spec.name)
 }
 
+/// The most curves one plot draws; more become small multiples.
+pub const MAX_LINES: usize = 6;
+
+/// A report's plots, arranged: the plots to draw, the report's order (an index into them, or
+/// the one line that stands for a plot of zeros only: no frame is drawn for it), and for small
+/// multiples the points each panel's axes must include ([`Style::set_span`]). A plot of more
+/// than [`MAX_LINES`] curves (bars aside) becomes panels of at most that many on one scale,
+/// each with the paper's values of its own curves.
+pub type Arranged = (Vec<PlotSpec>, Vec<std::result::Result<usize, String>>, Vec<(String, Vec<(f64, f64)>)>);
+
+pub fn arrange(specs: Vec<PlotSpec>) -> Arranged {
+    let mut panels: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+    let mut kept = Vec::new();
+    let mut order = Vec::new();
+    for spec in specs {
+        let points = || spec.lines.iter().flat_map(|(_, p)| p.iter()).filter(|p| p.0.is_finite() && p.1.is_finite());
+        if spec.lines.iter().all(|(_, p)| p.is_empty()) || points().all(|p| p.1 == 0.0) {
+            order.push(Err(format!("{}: every value is 0, so no plot is drawn.", spec.title)));
+            continue;
+        }
+        if spec.lines.len() <= MAX_LINES || spec.kind == PlotKind::Bars {
+            order.push(Ok(kept.len()));
+            kept.push(spec);
+            continue;
+        }
+        let (lo, hi) = points().fold(((f64::MAX, f64::MAX), (f64::MIN, f64::MIN)), |(a, b), p| {
+            ((a.0.min(p.0), a.1.min(p.1)), (b.0.max(p.0), b.1.max(p.1)))
+        });
+        let positive = points().filter(|p| p.1 > 0.0).map(|p| p.1).fold(f64::MAX, f64::min);
+        let span = vec![lo, hi, (lo.0, positive.min(hi.1))];
+        let n = spec.lines.len().div_ceil(MAX_LINES);
+        let per = spec.lines.len().div_ceil(n);
+        for (k, chunk) in spec.lines.chunks(per).enumerate() {
+            let mut p = spec.clone();
+            p.name = format!("{}-{}", spec.name, k + 1);
+            p.title = format!("{} ({} of {n}, one scale)", spec.title, k + 1);
+            p.lines = chunk.to_vec();
+            // The paper's values go on the panel of their curve.
+            let here = |label: &str| chunk.iter().any(|(l, _)| l == label);
+            p.paper.retain(|(label, _)| here(label));
+            p.marks.retain(|m| here(&m.curve));
+            panels.push((p.name.clone(), span.clone()));
+            order.push(Ok(kept.len()));
+            kept.push(p);
+        }
+    }
+    (kept, order, panels)
+}
+
 /// Renders `spec` alone (its own colours, no paper values) to an SVG document.
 pub fn render(spec: &PlotSpec) -> Result<String> {
     render_styled(spec, &Style::new(std::slice::from_ref(spec), &[]))
@@ -201,6 +259,7 @@ pub fn render_styled(spec: &PlotSpec, style: &Style) -> Result<String> {
                 // Only the y of a guide matters to the range; any plotted x will do.
                 .filter_map(|&g| spec.lines.iter().flat_map(|(_, p)| p.first()).next().map(|p| (p.0, g))),
         )
+        .chain(style.spans.get(&spec.name).into_iter().flatten().copied())
         .collect();
     let all = || {
         spec.lines.iter().flat_map(|(_, p)| p.iter()).chain(marks.iter().flat_map(|(_, p)| p.iter())).chain(ends.iter())
@@ -498,6 +557,34 @@ where
 mod tests {
     use super::*;
     use npqos_sim::results::Comparison;
+
+    /// A plot of zeros is one line in the report, in its place; eight curves become two panels
+    /// of four on one scale, each with the paper's values of its own curves; six stay one plot.
+    #[test]
+    fn arrange_says_zero_plots_in_a_line_and_splits_many_curves() {
+        let curve = |i: usize, y: f64| (format!("c{i}"), vec![(0.0, y), (1.0, y * (i + 1) as f64)]);
+        let zero = PlotSpec { name: "z".into(), title: "Z".into(), lines: vec![curve(0, 0.0)], ..Default::default() };
+        let mut many = PlotSpec {
+            name: "m".into(),
+            title: "M".into(),
+            lines: (0..8).map(|i| curve(i, 1.0)).collect(),
+            ..Default::default()
+        };
+        many.paper = vec![("c6".into(), vec![(1.0, 5.0)])];
+        let six = PlotSpec { name: "s".into(), lines: (0..6).map(|i| curve(i, 1.0)).collect(), ..Default::default() };
+        let (kept, order, spans) = arrange(vec![zero, many, six]);
+        assert_eq!(order[0], Err("Z: every value is 0, so no plot is drawn.".into()));
+        assert_eq!(order[1..], [Ok(0), Ok(1), Ok(2)]);
+        let names: Vec<&str> = kept.iter().map(|k| k.name.as_str()).collect();
+        assert_eq!(names, ["m-1", "m-2", "s"]);
+        assert_eq!((kept[0].lines.len(), kept[1].lines.len()), (4, 4));
+        assert!(kept[0].paper.is_empty() && kept[1].paper.len() == 1, "c6's paper value on the second panel");
+        assert_eq!(spans.len(), 2);
+        // Both panels span the whole plot's values: y from 1 to 8.
+        for (_, s) in &spans {
+            assert!(s.iter().any(|p| p.1 == 1.0) && s.iter().any(|p| p.1 == 8.0), "{s:?}");
+        }
+    }
 
     fn spec(name: &str, lines: Vec<(&str, Vec<(f64, f64)>)>) -> PlotSpec {
         PlotSpec {

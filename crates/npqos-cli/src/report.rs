@@ -283,14 +283,22 @@ pub fn write_index(root: &Path) -> Result<usize> {
         let report = if d.join("report.html").is_file() { "report.html" } else { "report.md" };
         let status =
             if complete { "<span class=\"ok\">complete</span>" } else { "<span class=\"bad\">incomplete</span>" };
+        // No quantity with a paper number: say why instead of three zeros (the experiment
+        // declares the paper's numbers it compares at full scale).
+        let declared = npqos_sim::experiments::find(id).is_some_and(|e| !e.paper.is_empty());
+        let counts = match (a.within_10pct + a.within_2x + a.further, !quick.is_empty() && declared) {
+            (0, true) => "<td colspan=\"3\" class=\"meta\">compared with the paper at full scale only (run it without --quick)</td>".to_string(),
+            (0, false) => "<td colspan=\"3\" class=\"meta\">no number of the paper compared here</td>".to_string(),
+            _ => format!(
+                "<td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td>",
+                a.within_10pct, a.within_2x, a.further
+            ),
+        };
         let _ = writeln!(
             rows,
-            "<tr><td><a href=\"{0}/{report}\"><code>{0}</code></a>{quick}</td><td>{1}</td><td>{status}</td><td class=\"num\">{2}</td><td class=\"num\">{3}</td><td class=\"num\">{4}</td><td>{thumb}</td></tr>",
+            "<tr><td><a href=\"{0}/{report}\"><code>{0}</code></a>{quick}</td><td>{1}</td><td>{status}</td>{counts}<td>{thumb}</td></tr>",
             escape(id),
             escape(title),
-            a.within_10pct,
-            a.within_2x,
-            a.further
         );
     }
     let body = format!(

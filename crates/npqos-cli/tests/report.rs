@@ -102,6 +102,9 @@ fn reports_are_self_contained_well_formed_and_remade_identically() {
     assert_eq!(rows, 3, "a header and one row per reproduction");
     assert!(html.contains("kim-fig7/report.html") && html.contains("src=\"everest-fig3b/"), "{html}");
     assert!(html.contains("2 reproductions, 2 complete"), "{html}");
+    // A row with no paper number compared says why, never 0 / 0 / 0.
+    assert!(!html.contains("<td class=\"num\">0</td><td class=\"num\">0</td><td class=\"num\">0</td>"), "{html}");
+    assert!(html.contains("no number of the paper compared here") || html.contains("at full scale only"), "{html}");
 
     // `npqos report` makes the same pages again from the directories' files.
     let before: Vec<Vec<u8>> = pages.iter().chain([&index]).map(|p| std::fs::read(p).unwrap()).collect();
@@ -243,7 +246,7 @@ fn plots_show_the_papers_values_beside_ours() {
     if ndpi_dir().is_none() {
         skip("plots_show_the_papers_values_beside_ours (qcache-fig10's edge trace)", "no ../shared/traces/ndpi");
     }
-    let shown = |id: &str, plot: &str| -> usize {
+    let shown_one = |id: &str, plot: &str| -> usize {
         let svg = std::fs::read_to_string(d.path().join(id).join(format!("{plot}.svg"))).unwrap();
         // A diamond is a white four-point polygon; the legend draws one per curve with paper values.
         let diamonds = svg.matches("<polygon opacity=\"1\" fill=\"#FFFFFF\"").count();
@@ -257,6 +260,18 @@ fn plots_show_the_papers_values_beside_ours() {
         let legend = ["\npaper: ", "\npaper, ", "\npaper\n"].iter().map(|m| svg.matches(m).count()).sum::<usize>();
         assert_eq!(diamonds, stated + legend, "{id}/{plot}: drawn vs stated");
         stated
+    };
+    // A plot of more than six curves is drawn as small multiples (`<plot>-1.svg`, ...): each
+    // panel states and draws its own.
+    let shown = |id: &str, plot: &str| -> usize {
+        let dir = d.path().join(id);
+        if !dir.join(format!("{plot}.svg")).is_file() {
+            let panels: Vec<String> =
+                (1..).map(|k| format!("{plot}-{k}")).take_while(|p| dir.join(format!("{p}.svg")).is_file()).collect();
+            assert!(panels.len() >= 2, "{id}/{plot}: neither one plot nor panels");
+            return panels.iter().map(|p| shown_one(id, p)).sum();
+        }
+        shown_one(id, plot)
     };
     for (id, plot, n) in [
         ("kim-table10", "table10-error", 4),

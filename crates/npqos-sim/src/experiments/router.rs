@@ -172,8 +172,11 @@ pub fn ablation(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
         let mut p99_lines: Vec<(String, Vec<(f64, f64)>)> = names.iter().map(|n| (n.clone(), Vec::new())).collect();
         let mut cost_lines: Vec<(String, Vec<(f64, f64)>)> =
             ["state in all (KB)", "off-chip (M/s)"].iter().map(|n| (n.to_string(), Vec::new())).collect();
+        let mut variants = Vec::new();
         for (vi, (rw, v, r)) in results.iter().filter(|x| &x.0 == w).enumerate() {
-            let x = (vi + 1) as f64;
+            // The plots' x axis names the variants (categories 0, 1, ...: the table's rows).
+            let x = vi as f64;
+            variants.push(v.clone());
             let mut run = match r {
                 Ok(run) => run.clone(),
                 Err(e) => {
@@ -215,9 +218,9 @@ pub fn ablation(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
             run.flows.clear();
             out.runs.push(run);
         }
-        out.notes.push(Note::from(format!("**{w}** (x in the plots: the variant's row, 1 = full)")));
+        out.notes.push(Note::from(format!("**{w}**")));
         out.notes.push(t.into());
-        let x_label = "variant (row of the table, 1 = full pipeline)".to_string();
+        let x_label = "variant (the table's rows, the full pipeline first)".to_string();
         out.plots.push(PlotSpec {
             name: format!("ablation-p99-{w}"),
             title: format!("router ablation ({w}): end-to-end p99 per service"),
@@ -227,6 +230,7 @@ pub fn ablation(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
             kind: PlotKind::Points,
             log_x: false,
             log_y: true,
+            x_categories: variants.clone(),
             ..Default::default()
         });
         out.plots.push(PlotSpec {
@@ -238,6 +242,7 @@ pub fn ablation(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
             kind: PlotKind::Points,
             log_x: false,
             log_y: true,
+            x_categories: variants,
             ..Default::default()
         });
     }
