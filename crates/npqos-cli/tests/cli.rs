@@ -912,25 +912,9 @@ fn trace_ethernet_writes_every_record_as_an_ethernet_frame() {
 /// server's SYN-ACKs) that triggers nothing; TCP flags read from the captured headers.
 #[test]
 fn trace_detect_finds_a_scan_and_a_flood_and_nothing_in_benign_traffic() {
-    use npqos_sim::trace::writer::{tcp4_frame, PcapWriter};
     let d = tempfile::tempdir().unwrap();
     let p = d.path().join("attacks.pcap");
-    let mut w = PcapWriter::new(std::fs::File::create(&p).unwrap(), 1, 65535, true, false).unwrap();
-    let (scanner, victim, client, server, flooded) =
-        ([198, 18, 1, 1], [198, 18, 2, 2], [198, 18, 3, 3], [198, 18, 4, 4], [198, 18, 5, 5]);
-    let t0 = 1_700_000_000_000_000_000u64;
-    for i in 0..400u16 {
-        let t = t0 + i as u64 * 1_000_000;
-        let mut put = |dt: u64, f: Vec<u8>| w.write(t + dt, &f, f.len() as u32).unwrap();
-        if i < 300 {
-            put(0, tcp4_frame(scanner, victim, 40000, 1 + i, true, false, 0));
-        }
-        put(1, tcp4_frame([198, 18, 6, (i % 200) as u8], flooded, 10000 + i, 80, true, false, 0));
-        put(2, tcp4_frame(client, server, 20000 + i, 443 + i % 10, true, false, 0));
-        put(3, tcp4_frame(server, client, 443 + i % 10, 20000 + i, true, true, 0));
-        put(4, tcp4_frame(client, server, 20000 + i, 443 + i % 10, false, true, 100));
-    }
-    drop(w);
+    npqos_sim::trace::writer::attacks_capture(&p).unwrap();
     let o = run(&["trace", "detect", p.to_str().unwrap(), "--json"]);
     assert!(o.status.success(), "{}", stderr(&o));
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();

@@ -1,42 +1,11 @@
 //! Packet captures of simulated ports read by Wireshark's tools (docs/router.md, "Packet
-//! captures"): `npqos run` of a router scenario with `[output] pcap`, then `capinfos` counts
+//! captures"): `npqos run scenarios/router-pcap.toml` (a router scenario with `[output] pcap`), then `capinfos` counts
 //! each file and `tshark` reads the drops' reasons and the ingress records' times and flows.
 //! Skipped, with the reason printed, without tshark.
 
 mod common;
 use common::*;
 use std::process::Command;
-
-const SCENARIO: &str = r#"model = "router"
-[run]
-duration = "20ms"
-sample_interval = "1ms"
-[traffic]
-flows = 200
-mean_gap = "200us"
-mix = [{ protocol = "tcp", port = 443, share = 0.6 }, { protocol = "udp", port = 53, share = 0.4 }]
-[ingress]
-blocks = 2000
-[processing]
-processors = 2
-policy = "static"
-[queue_memory]
-subsystem = "ideal"
-[shaping]
-conformance = "wait-for-tokens"
-cap = "1000B"
-alpha = "1000B"
-[link]
-rate = "1Gbps"
-[output]
-pcap = ["ingress", "egress", "drops"]
-[[services]]
-name = "udp"
-protocols = ["udp"]
-rate = "2Mbps"
-[[services]]
-name = "rest"
-"#;
 
 fn tool(name: &str, args: &[&str], file: &std::path::Path) -> String {
     let o = Command::new(name).args(args).arg(file).output().unwrap_or_else(|e| panic!("{name}: {e}"));
@@ -55,8 +24,7 @@ fn wireshark_reads_the_captures_of_a_run() {
         return;
     }
     let d = tempfile::tempdir().unwrap();
-    let sc = d.path().join("cap.toml");
-    std::fs::write(&sc, SCENARIO).unwrap();
+    let sc = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/router-pcap.toml");
     let out = d.path().join("out");
     let o = run(&["run", sc.to_str().unwrap(), "--out", out.to_str().unwrap(), "--quiet"]);
     assert!(o.status.success(), "{}", stderr(&o));

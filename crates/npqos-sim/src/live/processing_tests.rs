@@ -148,3 +148,31 @@ fn the_simulator_gives_what_the_forwarder_gives() {
     assert_eq!(sim.get("late_packets"), live.get("late_packets"));
     assert_eq!(sim.get("delivered_packets"), Some(input.len() as f64));
 }
+
+/// A live file's `[processing]` and `[output]`: a packet function without processors, a
+/// processing time that varies, an unknown port and a zero limit are refused with their keys;
+/// the keys are written back.
+#[test]
+fn live_processing_and_output_keys_are_checked() {
+    let read = |t: &str| spec::read(&toml::from_str(t).unwrap(), "t.toml");
+    let base = "[live]\ninput = \"a\"\noutput = \"b\"\n[[services]]\nname = \"s\"\n[services.function]\nkind = \"syn-flood\"\n";
+    let e = read(base).unwrap_err().to_string();
+    assert!(e.contains("services[0].function") && e.contains("[processing]"), "{e}");
+    // With processors it is a live file like any other.
+    read(&format!("{base}[processing]\npolicy = \"static\"\n")).unwrap_or_else(|e| panic!("{e}"));
+    let varied =
+        base.replace("name = \"s\"\n", "name = \"s\"\nvariation = 0.2\n") + "[processing]\npolicy = \"everest\"\n";
+    let e = read(&varied).unwrap_err().to_string();
+    assert!(e.contains("services[0].variation"), "{e}");
+    let e = read(&format!("{base}[processing]\npolicy = \"everest\"\n[output]\npcap = [\"wire\"]\npcap_limit = 0\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("output.pcap") && e.contains("output.pcap_limit"), "{e}");
+    let good =
+        read(&format!("{base}[processing]\npolicy = \"everest\"\nprocessors = 4\n[output]\npcap = [\"drops\"]\n"))
+            .unwrap();
+    let again = spec::read(&good.to_toml(), "resolved.toml").unwrap();
+    assert_eq!(again, good);
+    assert_eq!(good.processing.as_ref().unwrap().processors, 4);
+    assert_eq!(good.capture.pcap, [npqos_core::pipeline::router::Port::Drops]);
+}

@@ -155,6 +155,31 @@ pub fn tcp4_frame(
     out
 }
 
+/// The detectors' crafted capture (`npqos trace detect`'s and the router's packet-function
+/// tests), whose answer is known: 400 ms from 2023-11-14, one round a millisecond of a SYN scan of
+/// 300 ports of 198.18.2.2 by 198.18.1.1 (the first 300 rounds), a SYN from one of 200 spoofed
+/// sources to 198.18.5.5:80 never completed, and benign traffic: a handshake from
+/// 198.18.3.3 to one of 10 ports of 198.18.4.4 (SYN, the server's SYN-ACK, the third segment
+/// with 100 bytes), each packet of a round 1 ns after the one before.
+pub fn attacks_capture(path: &std::path::Path) -> io::Result<()> {
+    let mut w = PcapWriter::new(io::BufWriter::new(std::fs::File::create(path)?), 1, 65535, true, false)?;
+    let (scanner, victim, client, server, flooded) =
+        ([198, 18, 1, 1], [198, 18, 2, 2], [198, 18, 3, 3], [198, 18, 4, 4], [198, 18, 5, 5]);
+    let t0 = 1_700_000_000_000_000_000u64;
+    for i in 0..400u16 {
+        let t = t0 + i as u64 * 1_000_000;
+        let mut put = |dt: u64, f: Vec<u8>| w.write(t + dt, &f, f.len() as u32);
+        if i < 300 {
+            put(0, tcp4_frame(scanner, victim, 40000, 1 + i, true, false, 0))?;
+        }
+        put(1, tcp4_frame([198, 18, 6, (i % 200) as u8], flooded, 10000 + i, 80, true, false, 0))?;
+        put(2, tcp4_frame(client, server, 20000 + i, 443 + i % 10, true, false, 0))?;
+        put(3, tcp4_frame(server, client, 443 + i % 10, 20000 + i, true, true, 0))?;
+        put(4, tcp4_frame(client, server, 20000 + i, 443 + i % 10, false, true, 100))?;
+    }
+    io::Write::flush(&mut w.into_inner())
+}
+
 /// Builds a raw (no link layer) IPv6 + TCP packet.
 pub fn tcp6_packet(src: [u8; 16], dst: [u8; 16], sport: u16, dport: u16, payload_len: usize) -> Vec<u8> {
     let b = PacketBuilder::ipv6(src, dst, 64).tcp(sport, dport, 1, 1024);

@@ -4,43 +4,20 @@
 
 use super::driver::run_traced;
 use super::scenario::{run_scenario, RouterSpec};
-use crate::scenario::testing::{assert_round_trips, parse};
+use crate::scenario::testing::{assert_round_trips, example, parse};
 use crate::scenario::Scenario;
 use crate::trace::reader::TraceReader;
 use std::path::Path;
 
-/// Synthetic flows through a small buffer and a tight shaper, so that every port sees packets:
-/// arrivals, deliveries, and drops for more than one reason.
-const SCENARIO: &str = r#"model = "router"
-[run]
-duration = "20ms"
-[traffic]
-flows = 200
-mean_gap = "200us"
-mix = [{ protocol = "tcp", port = 443, share = 0.6 }, { protocol = "udp", port = 53, share = 0.4 }]
-[ingress]
-blocks = 2000
-[processing]
-processors = 2
-policy = "static"
-[queue_memory]
-subsystem = "ideal"
-[shaping]
-conformance = "wait-for-tokens"
-cap = "1000B"
-alpha = "1000B"
-[link]
-rate = "1Gbps"
-[[services]]
-name = "udp"
-protocols = ["udp"]
-rate = "2Mbps"
-[[services]]
-name = "rest"
-"#;
-
-fn scenario(dir: &Path, extra: &str) -> Scenario {
-    let mut sc = parse(&format!("{SCENARIO}{extra}")).unwrap();
+/// `scenarios/router-pcap.toml` (synthetic flows through a small buffer and a tight shaper, so
+/// that every port sees packets: arrivals, deliveries, drops for more than one reason; its last
+/// table is `[output]`) with `extra` keys of `[output]`, or another `pcap` list, and the
+/// capture directory `dir`.
+fn scenario(dir: &Path, pcap: &str, extra: &str) -> Scenario {
+    let text = example("router-pcap");
+    let all = "pcap = [\"ingress\", \"egress\", \"drops\"]";
+    assert!(text.trim_end().ends_with(all), "router-pcap.toml ends with its [output] table");
+    let mut sc = parse(&format!("{}{pcap}\n{extra}", text.trim_end().strip_suffix(all).unwrap())).unwrap();
     sc.capture_dir = Some(dir.to_path_buf());
     sc
 }
@@ -61,7 +38,7 @@ fn records(path: &Path) -> Vec<(u64, u32)> {
 #[test]
 fn captures_hold_every_packet_at_the_models_time() {
     let d = tempfile::tempdir().unwrap();
-    let sc = scenario(d.path(), "[output]\npcap = [\"ingress\", \"egress\", \"drops\"]\n");
+    let sc = scenario(d.path(), "pcap = [\"ingress\", \"egress\", \"drops\"]", "");
     let r = run_scenario(&sc, 3, 1, None, &mut |_| {}).unwrap();
     let (ing, eg, dr) = (
         records(&d.path().join("ingress.pcapng")),
@@ -97,7 +74,7 @@ fn captures_hold_every_packet_at_the_models_time() {
 #[test]
 fn captures_stop_at_the_limit_and_say_where() {
     let d = tempfile::tempdir().unwrap();
-    let sc = scenario(d.path(), "[output]\npcap = [\"ingress\"]\npcap_limit = 100\npcap_snaplen = \"64B\"\n");
+    let sc = scenario(d.path(), "pcap = [\"ingress\"]", "pcap_limit = 100\npcap_snaplen = \"64B\"\n");
     let r = run_scenario(&sc, 3, 1, None, &mut |_| {}).unwrap();
     let ing = records(&d.path().join("ingress.pcapng"));
     assert_eq!(ing.len(), 100);
@@ -105,7 +82,7 @@ fn captures_stop_at_the_limit_and_say_where() {
     assert_eq!(r.get("pcap_not_written.ingress"), Some(offered - 100.0));
     let full = tempfile::tempdir().unwrap();
     let all = records(&{
-        let sc = scenario(full.path(), "[output]\npcap = [\"ingress\"]\n");
+        let sc = scenario(full.path(), "pcap = [\"ingress\"]", "");
         run_scenario(&sc, 3, 1, None, &mut |_| {}).unwrap();
         full.path().join("ingress.pcapng")
     });

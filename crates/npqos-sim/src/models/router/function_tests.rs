@@ -5,32 +5,10 @@
 use super::scenario::run_scenario;
 use crate::results::RunResult;
 use crate::scenario::testing::{assert_round_trips, parse};
-use crate::trace::writer::{tcp4_frame, PcapWriter};
 use std::path::Path;
 
-/// A capture whose answer is known (as `npqos trace detect`'s test): a SYN scan of 300 ports
-/// of 198.18.2.2 from 198.18.1.1 in 0.3 s, a flood of 400 SYNs to 198.18.5.5 never completed,
-/// and benign traffic (complete handshakes from 198.18.3.3 to 10 ports of 198.18.4.4, the
-/// server's SYN-ACKs), 1 ms apart.
-fn attacks(path: &Path) {
-    let mut w = PcapWriter::new(std::fs::File::create(path).unwrap(), 1, 65535, true, false).unwrap();
-    let (scanner, victim, client, server, flooded) =
-        ([198, 18, 1, 1], [198, 18, 2, 2], [198, 18, 3, 3], [198, 18, 4, 4], [198, 18, 5, 5]);
-    let t0 = 1_700_000_000_000_000_000u64;
-    for i in 0..400u16 {
-        let t = t0 + i as u64 * 1_000_000;
-        let mut put = |dt: u64, f: Vec<u8>| w.write(t + dt * 1000, &f, f.len() as u32).unwrap();
-        if i < 300 {
-            put(0, tcp4_frame(scanner, victim, 40000, 1 + i, true, false, 0));
-        }
-        put(1, tcp4_frame([198, 18, 6, (i % 200) as u8], flooded, 10000 + i, 80, true, false, 0));
-        put(2, tcp4_frame(client, server, 20000 + i, 443 + i % 10, true, false, 0));
-        put(3, tcp4_frame(server, client, 443 + i % 10, 20000 + i, true, true, 0));
-        put(4, tcp4_frame(client, server, 20000 + i, 443 + i % 10, false, true, 100));
-    }
-}
-
-/// Two services as the prototype's: "scan" (the port-scan detector) takes the traffic to the
+/// Two services as the prototype's, over the detectors' crafted capture
+/// (`trace::writer::attacks_capture`): "scan" (the port-scan detector) takes the traffic to the
 /// scan's victim and the benign server, "syn" (the SYN-flood detector) the rest; four
 /// processors under `policy`.
 fn scenario(capture: &Path, policy: &str, threshold: u32) -> String {
@@ -84,7 +62,7 @@ fn run(text: &str) -> RunResult {
 fn the_processors_detectors_find_the_scan_and_the_flood() {
     let d = tempfile::tempdir().unwrap();
     let cap = d.path().join("attacks.pcap");
-    attacks(&cap);
+    crate::trace::writer::attacks_capture(&cap).unwrap();
     for policy in ["static", "everest"] {
         let r = run(&scenario(&cap, policy, 100));
         let got: Vec<_> =
