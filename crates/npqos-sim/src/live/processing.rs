@@ -151,6 +151,13 @@ impl Forwarder {
             }
         }
         r.scalar("late_packets", late_all as f64, "packets");
+        // The drops only processors give (live's own reasons are written with the totals).
+        let d = self.pipe.drops();
+        for (i, name) in npqos_core::pipeline::router::DROPS.iter().enumerate() {
+            if matches!(*name, "late" | "egress_buffer_full") {
+                r.scalar(&format!("dropped_{name}"), d[i] as f64, "frames");
+            }
+        }
         let start = self.start.map_or(0, Instant::as_nanos);
         r.detections = DetectionRecord::from_found(found, &names);
         for d in &mut r.detections {

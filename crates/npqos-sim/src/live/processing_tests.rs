@@ -113,6 +113,7 @@ fn the_forwarder_runs_the_detectors_on_its_processors() {
     assert_eq!(r.detections[1].at_ns, 100_500_000);
     assert_eq!(r.get("detections.scan"), Some(1.0));
     assert_eq!(r.get("late_packets"), Some(0.0));
+    assert_eq!((r.get("dropped_late"), r.get("dropped_egress_buffer_full")), (Some(0.0), Some(0.0)));
     assert_eq!(r.get("frames_out"), Some(input.len() as f64));
     let procs = r.series.iter().find(|s| s.name == "processors.syn").expect("processors.syn");
     assert!(procs.points.iter().all(|p| p.1 >= 1.0), "each service holds a processor: {:?}", procs.points);
