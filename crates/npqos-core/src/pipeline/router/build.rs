@@ -50,6 +50,8 @@ impl Pipeline {
             true => None,
             false => Some(Processing::new(&p, nqi, mean_len)?),
         };
+        // A packet function looks at the packet's flow when a processor finishes it.
+        let keep_flows = processing.as_ref().is_some_and(|pr| pr.functions().any());
         let qmem = Qmem::new(p.qmem, nqi + nqe as u32).map_err(|e| cfg(e.to_string()))?;
         let buckets = match eq_base.iter().any(|&b| b != 0) {
             true => Some(FlowBuckets::new(p.shaping.flow_queues).map_err(|e| cfg(e.to_string()))?),
@@ -100,6 +102,8 @@ impl Pipeline {
             egress_bytes: 0,
             link: Link::new(p.link_rate, p.link_ahead)?,
             pkts: Vec::new(),
+            slot_flows: Vec::new(),
+            keep_flows,
             held: Vec::new(),
             free: Vec::new(),
             offered: vec![0; s_count],

@@ -301,6 +301,10 @@ pub struct Pipeline {
     /// Stage 7, the link element: the serializer, or the caller's transmit ring.
     link: Link,
     pkts: Vec<Pkt>,
+    /// Per packet slot its flow and TCP flags (the packet's record holds neither), kept when
+    /// a packet function or a tap needs them after the arrival ([`Self::keep_flows`]).
+    slot_flows: Vec<(FlowKey, Option<u8>)>,
+    keep_flows: bool,
     /// With the caller's ring as the link and processors: per packet slot its frame's bytes,
     /// from the moment a processor takes it out of its ingress queue (the allocations kept).
     held: Vec<Vec<u8>>,
@@ -487,9 +491,12 @@ impl Pipeline {
         let pkt =
             Pkt { arrival: now, len, service: s as u16, eq: held, actual, next: NIL, row: a.row, ..Default::default() };
         let id = self.new_pkt(pkt);
-        self.tap_kept(id);
-        if let Some(f) = self.processing.as_mut().map(Processing::functions_mut).filter(|f| f.any()) {
-            f.note(id, &a.key, a.tcp_flags);
+        if self.keep_flows {
+            let i = id as usize;
+            if self.slot_flows.len() <= i {
+                self.slot_flows.resize(i + 1, (FlowKey::default(), None));
+            }
+            self.slot_flows[i] = (a.key, a.tcp_flags);
         }
         if let Some(t) = &mut self.trace {
             if self.trace_of.len() <= id as usize {

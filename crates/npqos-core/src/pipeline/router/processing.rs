@@ -87,9 +87,6 @@ pub struct Found {
 pub(super) struct Functions {
     /// Per service its function, if it has one.
     each: Vec<Option<Function>>,
-    /// With any function: per packet slot its flow and TCP flags, noted at its arrival (the
-    /// packet's record holds neither).
-    meta: Vec<(FlowKey, Option<u8>)>,
     /// The first [`MAX_DETECTIONS`] reports, in the order found.
     pub kept: Vec<Found>,
     /// Per service its reports.
@@ -108,22 +105,12 @@ impl Functions {
         self.each.iter().any(Option::is_some)
     }
 
-    /// Packet slot `id` holds a packet of flow `key` with `flags`.
+    /// Service `s`'s processor finished a packet of flow `key` with TCP flags `flags` at `now`:
+    /// its function looks at it.
     #[inline]
-    pub fn note(&mut self, id: u32, key: &FlowKey, flags: Option<u8>) {
-        let i = id as usize;
-        if self.meta.len() <= i {
-            self.meta.resize(i + 1, (FlowKey::default(), None));
-        }
-        self.meta[i] = (*key, flags);
-    }
-
-    /// Service `s`'s processor finished packet `id` at `now`: its function looks at it.
-    #[inline]
-    fn run(&mut self, now: u64, s: usize, id: u32) {
+    fn run(&mut self, now: u64, s: usize, key: &FlowKey, flags: Option<u8>) {
         let Some(f) = self.each[s].as_mut() else { return };
-        let (key, flags) = &self.meta[id as usize];
-        if let Some(d) = f.packet(now, key, *flags) {
+        if let Some(d) = f.packet(now, key, flags) {
             self.found[s] += 1;
             if self.kept.len() < MAX_DETECTIONS {
                 self.kept.push(Found { service: s as u16, detection: d });
@@ -291,18 +278,22 @@ impl Processing {
     }
 
     /// Processor `proc` finished its packet at `now`: which packet, and whether it is dropped
-    /// as late; the processor's next packet is in `steps`.
+    /// as late; the processor's next packet is in `steps`. `flows` holds each packet slot's
+    /// flow and TCP flags when a service has a packet function.
     pub(super) fn completed(
         &mut self,
         now: u64,
         proc: u32,
         pkts: &[Pkt],
+        flows: &[(FlowKey, Option<u8>)],
         steps: &mut Vec<Step>,
     ) -> Result<Done, Refused> {
         let id = std::mem::replace(&mut self.current[proc as usize], NIL);
         let pk = &pkts[id as usize];
         let s = pk.service as usize;
-        self.functions.run(now, s, id);
+        if let Some((key, flags)) = flows.get(id as usize) {
+            self.functions.run(now, s, key, *flags);
+        }
         if let (None, Within::Fair(f)) = (&self.lap, &mut self.within) {
             f[s].completed(&fq_packet(id, pk, self.p.services[s].est_ns(pk.len)))
                 .map_err(refused("processing (fair queue)"))?;
@@ -477,7 +468,7 @@ impl Pipeline {
 
     pub(super) fn proc_done(&mut self, now: u64, pr: u32, fx: &mut Effects) {
         let Some(proc) = self.processing.as_mut() else { return };
-        let done = proc.completed(now, pr, &self.pkts, &mut self.steps);
+        let done = proc.completed(now, pr, &self.pkts, &self.slot_flows, &mut self.steps);
         let Done { id, drop_late } = match done {
             Ok(d) => d,
             Err(r) => return self.carry_out(now, Err(r), fx),

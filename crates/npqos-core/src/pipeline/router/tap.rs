@@ -40,12 +40,11 @@ pub struct Tapped {
     pub reason: Option<&'static str>,
 }
 
-/// The taps' state: which ports, each packet slot's flow (the packet record holds none), the
-/// arrival being handled (drops before it has a record), and the records not yet taken.
+/// The taps' state: which ports, the arrival being handled (drops before it has a record;
+/// later, a packet's flow is the pipeline's per-slot table), and the records not yet taken.
 #[derive(Default)]
 pub(super) struct Taps {
     on: [bool; 3],
-    keys: Vec<FlowKey>,
     current: FlowKey,
     out: Vec<Tapped>,
 }
@@ -58,6 +57,7 @@ impl Pipeline {
             t.on[*p as usize] = true;
         }
         self.taps = t.on.iter().any(|&x| x).then_some(Box::new(t));
+        self.keep_flows |= self.taps.is_some();
     }
 
     /// The records of the tapped ports since the last time they were taken, in the order the
@@ -77,22 +77,11 @@ impl Pipeline {
         }
     }
 
-    /// Packet slot `id` holds the arrival being handled.
-    #[inline]
-    pub(super) fn tap_kept(&mut self, id: u32) {
-        let Some(t) = self.taps.as_mut() else { return };
-        let i = id as usize;
-        if t.keys.len() <= i {
-            t.keys.resize(i + 1, FlowKey::default());
-        }
-        t.keys[i] = t.current;
-    }
-
     /// A packet of `len` bytes (slot `id`, or the arrival being handled) dropped at `now`.
     #[inline]
     pub(super) fn tap_drop(&mut self, now: u64, id: Option<u32>, reason: usize, len: u32) {
         let Some(t) = self.taps.as_mut().filter(|t| t.on[Port::Drops as usize]) else { return };
-        let key = id.map_or(t.current, |i| t.keys[i as usize]);
+        let key = id.map_or(t.current, |i| self.slot_flows[i as usize].0);
         t.out.push(Tapped { port: Port::Drops, t: now, len, key, reason: Some(DROPS[reason]) });
     }
 
@@ -101,6 +90,6 @@ impl Pipeline {
     pub(super) fn tap_egress(&mut self, now: u64, id: u32) {
         let Some(t) = self.taps.as_mut().filter(|t| t.on[Port::Egress as usize]) else { return };
         let len = self.pkts[id as usize].len;
-        t.out.push(Tapped { port: Port::Egress, t: now, len, key: t.keys[id as usize], reason: None });
+        t.out.push(Tapped { port: Port::Egress, t: now, len, key: self.slot_flows[id as usize].0, reason: None });
     }
 }
