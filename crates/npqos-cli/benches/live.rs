@@ -4,9 +4,10 @@
 //!
 //! `cargo bench -p npqos-cli --bench live`; `NPQOS_BIN=path` runs another `npqos` binary as the
 //! middle box (to time two builds against each other on one machine); `NPQOS_LIVE_BENCH` =
-//! `rates`, `flows`, `latency`, `tcp` (iperf3 with 8 and 64 TCP flows beside htb) or
-//! `reload` (SIGHUP with 1e3 and 1e5 flows beside `tc` changing htb's classes) runs one part
-//! (default: all); `NPQOS_LIVE_EXTRA` adds keys to
+//! `rates`, `flows`, `latency`, `tcp` (iperf3 with 8 and 64 TCP flows beside htb),
+//! `reload` (SIGHUP with 1e3 and 1e5 flows beside `tc` changing htb's classes) or `threads`
+//! (1 and 2 forwarding threads fed by a transmit-ring sender, beside the do-nothing forwarder
+//! and htb) runs one part (default: all); `NPQOS_LIVE_EXTRA` adds keys to
 //! every configuration's `[live]` (`reverse = "off"`: no way back, as before issue #41).
 
 #[cfg(target_os = "linux")]
@@ -58,6 +59,116 @@ fn main() {
     if on("reload") {
         reload(&tag, mid_cpu);
     }
+    if on("threads") {
+        threads(&tag);
+    }
+}
+
+/// `r0`'s received frames in the receiver's namespace (what crossed the middle box).
+#[cfg(target_os = "linux")]
+fn r0_frames(bed: &Bed) -> u64 {
+    let at = ["ip", "netns", "exec", &bed.rcv, "cat", "/sys/class/net/r0/statistics/rx_packets"];
+    netns::sh(&at).ok().and_then(|s| s.trim().parse().ok()).unwrap_or(0)
+}
+
+/// npqos live on every core (issue #44): 1 and 2 forwarding threads, 1e3, 1e5 and 1e6 flows of
+/// 106 B frames from the transmit-ring sender ([`netns::send_ring`], on CPU 0, 3 s), not
+/// throttled (10 Gbps per flow) and throttled (the many-flows part's rates); beside the
+/// do-nothing forwarder (`mode = "pass"`) on the same rings and htb with 1e3 classes (its 16-bit
+/// class ids hold no more than 65,534). npqos live is not pinned with 2 threads (one per CPU)
+/// and pinned to CPU 1 with one. Per run: frames the sender offered per second, frames the
+/// middle took from its receive rings (and those the kernel dropped at a full ring), frames
+/// that reached the receiver per second, the forwarding threads' CPU per frame taken, and the
+/// machine's CPU per frame forwarded. `NPQOS_THREADS_FLOWS` narrows the flow counts (for
+/// example `1000`).
+#[cfg(target_os = "linux")]
+fn threads(tag: &str) {
+    println!("\n| middle | threads | flows | rate per flow | offered (frames/s) | taken (frames/s) | dropped at the receive ring (in the pipeline) | forwarded (frames/s) | forwarding CPU per frame taken | per thread | machine CPU per frame forwarded |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let only: Option<u32> = std::env::var("NPQOS_THREADS_FLOWS").ok().and_then(|v| v.parse().ok());
+    let table = |flows: u32| {
+        let queues = if flows > 131_072 { 1_048_576 } else { 131_072 };
+        format!("[table]\nqueues = {queues}\nblocks = 1048576\nqueue_limit = \"4KiB\"\n")
+    };
+    let mut runs: Vec<(String, u32, u32, String)> = Vec::new();
+    for t in [1u32, 2] {
+        runs.push(("pass".into(), t, 1000, String::new()));
+    }
+    for flows in [1_000u32, 100_000, 1_000_000].into_iter().filter(|f| only.is_none_or(|o| o == *f)) {
+        let slow = if flows <= 1000 { "20kbps\"" } else { "500bps\"\ncap = \"128B\"\nalpha = \"64B\"" };
+        for rate in ["10Gbps\"", slow] {
+            for t in [1u32, 2] {
+                runs.push(("npqos".into(), t, flows, rate.to_string()));
+            }
+        }
+    }
+    for (i, (what, t, flows, rate)) in runs.into_iter().enumerate() {
+        let bed = Bed::new(&format!("{tag}t{i}")).unwrap();
+        let d = tempfile::tempdir().unwrap();
+        let cfg = match what.as_str() {
+            "pass" => format!("{}threads = {t}\nmode = \"pass\"\n[shaper]\nflow_rate = \"10Gbps\"\n", base()),
+            _ => format!("{}threads = {t}\n[shaper]\nflow_rate = \"{rate}\n{}", base(), table(flows)),
+        };
+        let c = npqos_on(&bed, if t == 1 { Some(1) } else { None }, d.path(), &cfg, 3);
+        let shown = rate.split('"').next().unwrap_or("").to_string();
+        let label = if what == "pass" { "do-nothing (mode = pass)".to_string() } else { "npqos live".to_string() };
+        threads_run(&bed, &label, t, flows, &shown, Some((c, d.path())));
+    }
+    for (rate, shown) in [(10_000_000_000u64, "10Gbps"), (20_000, "20kbps")] {
+        let bed = Bed::new(&format!("{tag}th{}", &shown[..2])).unwrap();
+        bed.kernel_htb(1000, rate, 4096).unwrap();
+        threads_run(&bed, "htb (kernel, softirq)", 0, 1000, shown, None);
+    }
+}
+
+/// One run of the threads part: the ring sender for 3 s, then the row.
+#[cfg(target_os = "linux")]
+fn threads_run(bed: &Bed, label: &str, t: u32, flows: u32, rate: &str, npqos: Option<(Child, &Path)>) {
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (got0, busy0) = (r0_frames(bed), netns::machine_busy_ns());
+    let mac = bed.rcv_mac.clone();
+    let snd = netns::in_ns(&bed.snd, move || {
+        netns::pin(0);
+        netns::send_ring("s0", &mac, flows, 64, 3_000_000_000)
+    });
+    let off = snd.join().unwrap().unwrap().unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let (got, busy) = (r0_frames(bed) - got0, netns::machine_busy_ns() - busy0);
+    let secs = off.elapsed_ns as f64 / 1e9;
+    let sent: u64 = off.sent.iter().sum();
+    let (mut taken, mut ring, mut cpu, mut per) = ("-".to_string(), "-".to_string(), "-".to_string(), "-".to_string());
+    if let Some((mut c, dir)) = npqos {
+        let _ = c.wait();
+        let text = std::fs::read_to_string(dir.join("out/summary.json")).unwrap_or_default();
+        let j: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+        let sc = &j["runs"][0]["scalars"];
+        let rx = sc["rx_frames"].as_f64().unwrap_or(0.0);
+        let dropped: f64 = (sc.as_object().into_iter().flatten())
+            .filter(|(k, _)| k.starts_with("dropped_") && !k.contains("rx_ring"))
+            .filter_map(|(_, v)| v.as_f64())
+            .sum();
+        let threads: Vec<f64> = (0..t).filter_map(|i| sc[format!("thread_cpu.{i}")].as_f64()).collect();
+        let info: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.join("out/run.json")).unwrap_or_default())
+                .unwrap_or_default();
+        let cpu_s = info["cpu_s"].as_f64().unwrap_or(0.0);
+        taken = format!("{:.0}", rx / secs);
+        ring = format!("{:.0} ({dropped:.0} in the pipeline)", sc["dropped_rx_ring"].as_f64().unwrap_or(0.0));
+        cpu = format!("{:.0} ns", cpu_s * 1e9 / rx.max(1.0));
+        let rxs: Vec<f64> = (0..t).filter_map(|i| sc[format!("thread_rx_frames.{i}")].as_f64()).collect();
+        if threads.len() == rxs.len() && !threads.is_empty() {
+            let v: Vec<String> =
+                threads.iter().zip(&rxs).map(|(c, r)| format!("{:.0} ns of {:.0}", c * 1e9 / r.max(1.0), r)).collect();
+            per = v.join(", ");
+        }
+    }
+    println!(
+        "| {label} | {} | {flows} | {rate} | {:.0} | {taken} | {ring} | {:.0} | {cpu} | {per} | {:.0} ns |",
+        if t == 0 { "-".to_string() } else { t.to_string() },
+        sent as f64 / secs,
+        got as f64 / secs,
+        busy as f64 / got.max(1) as f64
+    );
 }
 
 /// A reload beside tc (issue #42): npqos live forwarding 1e3 or 1e5 throttled flows (the
@@ -311,10 +422,20 @@ fn run(
 /// Starts `npqos live` in the bed's middle namespace on core `mid_cpu`, its config `cfg` in `dir`.
 #[cfg(target_os = "linux")]
 fn npqos(bed: &Bed, mid_cpu: usize, dir: &Path, cfg: &str, secs: u64) -> Child {
+    npqos_on(bed, Some(mid_cpu), dir, cfg, secs)
+}
+
+/// [`npqos`] on core `cpu`, or on every core with `None`.
+#[cfg(target_os = "linux")]
+fn npqos_on(bed: &Bed, cpu: Option<usize>, dir: &Path, cfg: &str, secs: u64) -> Child {
     let p = dir.join("live.toml");
     std::fs::write(&p, cfg).unwrap();
+    let cpus = cpu.map_or_else(
+        || format!("0-{}", std::thread::available_parallelism().map_or(1, |n| n.get()) - 1),
+        |c| c.to_string(),
+    );
     Command::new("ip")
-        .args(["netns", "exec", &bed.mid, "taskset", "-c", &mid_cpu.to_string()])
+        .args(["netns", "exec", &bed.mid, "taskset", "-c", &cpus])
         .arg(std::env::var_os("NPQOS_BIN").unwrap_or_else(|| env!("CARGO_BIN_EXE_npqos").into()))
         .arg("live")
         .arg(&p)

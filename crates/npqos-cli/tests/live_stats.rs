@@ -61,7 +61,8 @@ fn hostile_clients_do_not_grow_the_statistics_server() {
     for i in 0..FLOWS {
         fw.receive(&udp(i, 100), Instant::from_nanos(1_000 + i as u64));
     }
-    let (mut publisher, server) = stats::start(&at, sp.service_info(), None).unwrap();
+    let (mut publishers, server) = stats::start(&at, sp.service_info(), None, 1).unwrap();
+    let publisher = &mut publishers[0];
     publisher.publish(&fw, None, Instant::from_nanos(10_000_000));
     let body = stats::fetch(&at, "/metrics").unwrap();
     let rows = body.lines().filter(|l| l.starts_with("npqos_flow_sent_packets_total{")).count();

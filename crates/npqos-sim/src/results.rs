@@ -106,6 +106,31 @@ pub struct CountRow {
     pub delay_max_ns: f64,
 }
 
+impl CountRow {
+    /// Adds `o`'s counts to these (the mean delay weighted by the packets sent, the largest
+    /// delay the larger).
+    pub fn add(&mut self, o: &CountRow) {
+        let sent = self.sent_packets + o.sent_packets;
+        if sent > 0 {
+            self.delay_mean_ns =
+                (self.delay_mean_ns * self.sent_packets as f64 + o.delay_mean_ns * o.sent_packets as f64) / sent as f64;
+        }
+        self.offered_packets += o.offered_packets;
+        self.offered_bytes += o.offered_bytes;
+        self.sent_packets = sent;
+        self.sent_bytes += o.sent_bytes;
+        self.dropped_packets += o.dropped_packets;
+        self.dropped.resize(self.dropped.len().max(o.dropped.len()), 0);
+        for (a, b) in self.dropped.iter_mut().zip(&o.dropped) {
+            *a += b;
+        }
+        self.overlimits += o.overlimits;
+        self.backlog_packets += o.backlog_packets;
+        self.backlog_bytes += o.backlog_bytes;
+        self.delay_max_ns = self.delay_max_ns.max(o.delay_max_ns);
+    }
+}
+
 impl<const R: usize> From<&npqos_core::pipeline::Counts<R>> for CountRow {
     fn from(c: &npqos_core::pipeline::Counts<R>) -> Self {
         CountRow {

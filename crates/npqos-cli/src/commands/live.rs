@@ -5,6 +5,7 @@ use crate::error::{bad, Interrupted};
 use crate::output::{self, Meta};
 use crate::progress::Progress;
 use anyhow::Result;
+use npqos_sim::live::Forwarder;
 use npqos_sim::results::Output;
 use serde_json::json;
 use std::path::{Path, PathBuf};
@@ -37,6 +38,7 @@ fn reread(
         ("live.mode", next.mode != running.mode),
         ("live.rx_ring", next.rx_ring != running.rx_ring),
         ("live.tx_frames", next.tx_frames != running.tx_frames),
+        ("live.threads", next.forwarding_threads() != running.forwarding_threads()),
         ("live.sample_every", next.sample_every != running.sample_every),
         ("live.stats", next.stats_listen != running.stats_listen),
         ("live.reverse", std::mem::discriminant(&next.reverse) != std::mem::discriminant(&running.reverse)),
@@ -51,16 +53,16 @@ fn reread(
 
 /// What a port's capture file holds, as scalars (docs/live.md, "Packet captures").
 #[cfg(target_os = "linux")]
-fn capture_scalars(c: &npqos_sim::trace::capture::Captured) -> Vec<(&'static str, f64, &'static str)> {
+fn capture_scalars(c: &npqos_sim::trace::capture::Captured) -> Vec<(String, f64, &'static str)> {
     use npqos_core::pipeline::router::Port;
     let [written, not, cut] = match c.port {
         Port::Ingress => ["pcap_packets.ingress", "pcap_not_written.ingress", "pcap_cut_at.ingress"],
         Port::Egress => ["pcap_packets.egress", "pcap_not_written.egress", "pcap_cut_at.egress"],
         Port::Drops => ["pcap_packets.drops", "pcap_not_written.drops", "pcap_cut_at.drops"],
     };
-    let mut v = vec![(written, c.written as f64, "packets"), (not, c.not_written as f64, "packets")];
+    let mut v = vec![(written.into(), c.written as f64, "packets"), (not.into(), c.not_written as f64, "packets")];
     if let Some(t) = c.cut_at_ns {
-        v.push((cut, t as f64 * 1e-9, "s"));
+        v.push((cut.into(), t as f64 * 1e-9, "s"));
     }
     v
 }
@@ -76,18 +78,26 @@ fn results(run: &crate::live::LiveRun, stop_reason: &str) -> Vec<npqos_sim::resu
         Err(e) => tracing::error!("writing the packet captures: {e}"),
     }
     if let Some(r) = &run.reloads {
-        extra.extend([
-            ("reloads", r.counts.reloads as f64, "reloads"),
-            ("reloads_refused", r.refused as f64, "reloads"),
-            ("reload_time_max", r.time_ns_max as f64 / 1e3, "us"),
-            ("reload_build_time_max", r.build_ns_max as f64 / 1e3, "us"),
-            ("reload_swap_time_max", r.swap_ns_max as f64 / 1e3, "us"),
-            ("reload_waited", r.counts.waited as f64, "frames"),
-            ("reload_dropped_queue_full", r.counts.dropped_queue_full as f64, "frames"),
-            ("reload_dropped_waiting", r.counts.dropped_waiting as f64, "frames"),
-        ]);
+        extra.extend(
+            [
+                ("reloads", r.counts.reloads as f64, "reloads"),
+                ("reloads_refused", r.refused as f64, "reloads"),
+                ("reload_time_max", r.time_ns_max as f64 / 1e3, "us"),
+                ("reload_build_time_max", r.build_ns_max as f64 / 1e3, "us"),
+                ("reload_swap_time_max", r.swap_ns_max as f64 / 1e3, "us"),
+                ("reload_waited", r.counts.waited as f64, "frames"),
+                ("reload_dropped_queue_full", r.counts.dropped_queue_full as f64, "frames"),
+                ("reload_dropped_waiting", r.counts.dropped_waiting as f64, "frames"),
+            ]
+            .map(|(k, x, u)| (k.to_string(), x, u)),
+        );
     }
-    let mut runs = vec![run.forwarders[0].result(run.elapsed_ns, run.complete, stop_reason, &extra)];
+    let extra: Vec<(&str, f64, &str)> = extra.iter().map(|(k, x, u)| (k.as_str(), *x, *u)).collect();
+    // Each configuration's forwarders, one per forwarding thread, as one run.
+    let one = |parts: &[Forwarder], extra: &[(&str, f64, &str)]| {
+        Forwarder::result_of(&parts.iter().collect::<Vec<_>>(), run.elapsed_ns, run.complete, stop_reason, extra)
+    };
+    let mut runs = vec![one(&run.forwarders[0], &extra)];
     // The shaped way back: a run of its own (its flows and classes beside the way in's), and
     // one per later configuration of it.
     let back = run.reverse_forwarder.as_deref().unwrap_or_default();
@@ -101,12 +111,12 @@ fn results(run: &crate::live::LiveRun, stop_reason: &str) -> Vec<npqos_sim::resu
             ],
             _ => Vec::new(),
         };
-        let mut r = f.result(run.elapsed_ns, run.complete, stop_reason, &extra);
+        let mut r = one(f, &extra);
         r.label = if i == 0 { "reverse".into() } else { format!("reverse-reload-{i}") };
         runs.push(r);
     }
     for (i, f) in run.forwarders.iter().enumerate().skip(1) {
-        let mut r = f.result(run.elapsed_ns, run.complete, stop_reason, &[]);
+        let mut r = one(f, &[]);
         r.label = format!("live-reload-{i}");
         runs.push(r);
     }
@@ -167,7 +177,7 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
     let mut stats = match &spec.stats_listen {
         Some(at) => {
             let back = spec.reversed().map(|b| b.service_info());
-            let s = crate::live::stats::start(at, spec.service_info(), back)
+            let s = crate::live::stats::start(at, spec.service_info(), back, spec.forwarding_threads())
                 .map_err(|e| bad(format!("{}: live.stats = \"{at}\": {e}", config.display())))?;
             tracing::info!("statistics on {at}: GET /metrics (Prometheus), GET /tc");
             Some(s)
@@ -181,26 +191,26 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
     let read = Box::new(move || reread(&path, d.as_deref(), &running));
     let reload = crate::live::Reload { signals, read };
     let pcap = dir.join("pcap");
-    let run =
-        crate::live::forward(&spec, &stop, Some(reload), stats.as_mut().map(|(p, _)| p), Some(&pcap), |fw, frac| {
-            let t = fw.totals();
-            let drops: u64 = t.drops.iter().sum();
-            progress.set(frac);
-            progress.message(format!(
-                "{} flows  in {}  out {}  dropped {}  heap {}  ({rate})",
-                fw.flow_count(),
-                t.frames_in,
-                t.frames_out,
-                drops,
-                fw.shaper().waiting(npqos_core::id::CoreId(0)),
-            ));
-        })
-        .map_err(|e| match e {
-            OpenError::NoInterface(_) | OpenError::Permission(_) => bad(format!("{}: {e}", config.display())),
-            other => anyhow::Error::new(other),
-        })?;
+    let publishers = stats.as_mut().map(|(p, _)| std::mem::take(p)).unwrap_or_default();
+    let threads = spec.forwarding_threads();
+    let run = crate::live::forward(&spec, &stop, Some(reload), publishers, Some(&pcap), |st, frac| {
+        progress.set(frac);
+        progress.message(format!(
+            "{} flows  in {}  out {}  dropped {}  heap {}  ({rate}, {threads} thread{})",
+            st.flows,
+            st.frames_in,
+            st.frames_out,
+            st.dropped,
+            st.heap,
+            if threads == 1 { "" } else { "s" }
+        ));
+    })
+    .map_err(|e| match e {
+        OpenError::NoInterface(_) | OpenError::Permission(_) => bad(format!("{}: {e}", config.display())),
+        other => anyhow::Error::new(other),
+    })?;
     progress.finish();
-    let fw = &run.forwarders[0];
+    let first: Vec<&Forwarder> = run.forwarders[0].iter().collect();
     let lost_reason = (run.lost.as_ref().map(|i| format!("interface {i} removed")))
         .or(run.refused.as_ref().map(|e| format!("pipeline stopped: {e}")));
     let stop_reason = match (&lost_reason, run.complete) {
@@ -209,13 +219,13 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
         (None, false) => "interrupted",
     };
     let mut outp = Output { id: format!("live/{name}"), runs: results(&run, stop_reason), ..Default::default() };
-    outp.notes = fw.notes(20);
+    outp.notes = Forwarder::notes_of(&first, 20);
     outp.assumptions = vec![
         "Rates are frame bytes (Ethernet header to payload, no FCS, preamble or gap), as htb and tbf count them.".into(),
         "A flow's bucket outlives its dqs physical queue by the pipeline's bucket-lifetime rule: parked when the queue is released, taken back by the flow if no other flow took it, handed on full again or, when every spare one is filling, nearest to full (bucket_evictions; docs/pipeline.md).".into(),
         "flows.csv counts the first [stats] flows exactly (4,096 by default) and every later flow in one row (kind other); delays are from a frame's arrival at npqos to its hand-over to the transmit ring.".into(),
     ];
-    let frames_out: u64 = run.forwarders.iter().map(|f| f.totals().frames_out).sum();
+    let frames_out: u64 = run.forwarders.iter().flatten().map(|f| f.totals().frames_out).sum();
     let per_frame = run.cpu_ns as f64 / frames_out.max(1) as f64;
     let mut run_info = serde_json::Map::new();
     run_info.insert("elapsed_s".into(), json!(run.elapsed_ns as f64 / 1e9));
@@ -223,12 +233,13 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
     run_info.insert("cpu_ns_per_forwarded_frame".into(), json!(per_frame));
     run_info.insert("input".into(), json!(spec.input));
     run_info.insert("output".into(), json!(spec.output));
+    run_info.insert("threads".into(), json!(run.threads.len()));
     let mut extra = serde_json::Map::new();
     extra.insert("scenario".into(), json!(name));
     let meta = Meta { kind: "live", seed: 0, resolved: Some(spec.to_toml()), extra, run_info, seeds: vec![0] };
     output::write_all(&dir, &outp, &meta)?;
     if !quiet {
-        let t = fw.totals();
+        let t = Forwarder::totals_of(&first);
         let get = |k: &str| outp.runs[0].get(k).unwrap_or(f64::NAN);
         println!(
             "npqos live {} -> {}: {:.1} s, {} frames in, {} out, {} dropped ({} in the receive ring), {} flows",
@@ -239,7 +250,7 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
             t.frames_out,
             t.drops.iter().sum::<u64>(),
             run.rx.ring_drops,
-            fw.flow_count()
+            first.iter().map(|f| f.flow_count()).sum::<usize>()
         );
         println!(
             "  backlogged flows: {}, rate mean {:.3} Mbps (configured {rate}), worst error {:.2}%; {:.0} ns CPU per forwarded frame",
@@ -257,8 +268,8 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
             dir.display()
         ));
     }
-    let ways = run.forwarders.iter().chain(run.reverse_forwarder.iter().flatten());
-    if let Some(e) = ways.map(npqos_sim::live::Forwarder::check).find_map(Result::err) {
+    let ways = run.forwarders.iter().chain(run.reverse_forwarder.iter().flatten()).flatten();
+    if let Some(e) = ways.map(Forwarder::check).find_map(Result::err) {
         return Err(anyhow::anyhow!("{e}; the results are in {}", dir.display()));
     }
     if let Some(i) = &run.lost {

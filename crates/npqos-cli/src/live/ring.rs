@@ -190,6 +190,20 @@ pub struct RxCounters {
     pub socket_errors: u64,
 }
 
+impl RxCounters {
+    /// Two rings' counts together.
+    pub fn add(&self, o: &RxCounters) -> RxCounters {
+        RxCounters {
+            frames: self.frames + o.frames,
+            ring_drops: self.ring_drops + o.ring_drops,
+            truncated: self.truncated + o.truncated,
+            checksums_completed: self.checksums_completed + o.checksums_completed,
+            blocks: self.blocks + o.blocks,
+            socket_errors: self.socket_errors + o.socket_errors,
+        }
+    }
+}
+
 /// A TPACKET_V3 receive ring on one interface, in promiscuous mode.
 pub struct RxRing {
     fd: OwnedFd,
@@ -253,6 +267,30 @@ impl RxRing {
 
     pub fn fd(&self) -> RawFd {
         self.fd.as_raw_fd()
+    }
+
+    /// Joins the socket to fanout group `group` (PACKET_FANOUT_HASH, `packet(7)`): the kernel
+    /// hands each frame to one socket of the group by a symmetric hash of its flow (addresses
+    /// and ports), so that a flow's frames, both ways, always reach the same socket. Frames
+    /// that arrive between the socket's bind and this call are its own (seen by the group's
+    /// sockets too): npqos live joins before it forwards. The group ignores frames sent on the
+    /// interface, as a lone socket does with PACKET_IGNORE_OUTGOING (the group's own flag,
+    /// Linux 6.8 and later: without it the frames one way sends would come back the other).
+    pub fn join_fanout(&self, group: u16) -> Result<(), OpenError> {
+        const PACKET_FANOUT: libc::c_int = 18;
+        const PACKET_FANOUT_HASH: u32 = 0;
+        const PACKET_FANOUT_FLAG_IGNORE_OUTGOING: u32 = 0x4000;
+        let arg = (group as u32 | ((PACKET_FANOUT_HASH | PACKET_FANOUT_FLAG_IGNORE_OUTGOING) << 16)) as libc::c_int;
+        setopt(self.fd.as_raw_fd(), libc::SOL_PACKET, PACKET_FANOUT, &arg).map_err(|err| OpenError::Io {
+            iface: format!("ifindex {}", self.index),
+            what: if err.raw_os_error() == Some(libc::EINVAL) {
+                "PACKET_FANOUT with PACKET_FANOUT_FLAG_IGNORE_OUTGOING (more than one forwarding thread needs \
+                 Linux 6.8 or later: set live.threads = 1)"
+            } else {
+                "PACKET_FANOUT"
+            },
+            err,
+        })
     }
 
     /// The index of the interface the ring is bound to.
@@ -346,6 +384,18 @@ pub struct TxCounters {
     /// Flushes refused because the interface was down (the frames stay in their slots and
     /// go when it is up again).
     pub down_flushes: u64,
+}
+
+impl TxCounters {
+    /// Two rings' counts together.
+    pub fn add(&self, o: &TxCounters) -> TxCounters {
+        TxCounters {
+            frames: self.frames + o.frames,
+            flushes: self.flushes + o.flushes,
+            errors: self.errors + o.errors,
+            down_flushes: self.down_flushes + o.down_flushes,
+        }
+    }
 }
 
 /// A TPACKET_V3 transmit ring of fixed slots on one interface.

@@ -121,7 +121,8 @@ pub fn start(
     at: &StatsListen,
     services_in: Vec<ServiceInfo>,
     services_back: Option<Vec<ServiceInfo>>,
-) -> std::io::Result<(Publisher, Server)> {
+    threads: usize,
+) -> std::io::Result<(Vec<Publisher>, Server)> {
     let (listener, unix) = match at {
         StatsListen::Tcp(a) => {
             if !a.ip().is_loopback() {
@@ -140,15 +141,33 @@ pub fn start(
         Listener::Tcp(l) => l.set_nonblocking(true)?,
         Listener::Unix(l) => l.set_nonblocking(true)?,
     }
-    let (input, output) = triple_buffer::triple_buffer(&Published::default());
+    // One triple buffer per forwarding thread; the server adds their snapshots up.
+    let (inputs, outputs): (Vec<_>, Vec<_>) =
+        (0..threads.max(1)).map(|_| triple_buffer::triple_buffer(&Published::default())).unzip();
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
-    let thread = std::thread::Builder::new().name("npqos-stats".into()).spawn(move || serve(listener, output, &s2))?;
+    let thread = std::thread::Builder::new().name("npqos-stats".into()).spawn(move || serve(listener, outputs, &s2))?;
     let services = (Arc::new(services_in), services_back.map(Arc::new));
-    Ok((Publisher { input, mem: Default::default(), services }, Server { stop, thread: Some(thread), unix }))
+    let publishers =
+        inputs.into_iter().map(|input| Publisher { input, mem: Default::default(), services: services.clone() });
+    Ok((publishers.collect(), Server { stop, thread: Some(thread), unix }))
 }
 
-fn serve(listener: Listener, mut output: triple_buffer::Output<Published>, stop: &AtomicBool) {
+/// The latest of every thread's snapshots, added up (the first thread's services).
+fn merged(outputs: &mut [triple_buffer::Output<Published>]) -> Published {
+    let mut all = outputs.iter_mut();
+    let mut p = all.next().map(|o| o.read().clone()).unwrap_or_default();
+    for o in all {
+        let q = o.read();
+        p.way_in.add(&q.way_in);
+        if let (Some(a), Some(b)) = (p.way_back.as_mut(), q.way_back.as_ref()) {
+            a.add(b);
+        }
+    }
+    p
+}
+
+fn serve(listener: Listener, mut outputs: Vec<triple_buffer::Output<Published>>, stop: &AtomicBool) {
     let fd = match &listener {
         Listener::Tcp(l) => std::os::fd::AsRawFd::as_raw_fd(l),
         Listener::Unix(l) => std::os::fd::AsRawFd::as_raw_fd(l),
@@ -170,7 +189,7 @@ fn serve(listener: Listener, mut output: triple_buffer::Output<Published>, stop:
                 Err(_) => continue,
             },
         };
-        let p = output.read();
+        let p = merged(&mut outputs);
         let mut ways = vec![Way { name: "in", snapshot: &p.way_in, services: &p.services_in }];
         if let (Some(s), Some(b)) = (&p.way_back, &p.services_back) {
             ways.push(Way { name: "back", snapshot: s, services: b });

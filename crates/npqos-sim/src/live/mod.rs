@@ -29,20 +29,20 @@ pub mod csum;
 pub mod gso;
 mod processing;
 pub mod reload;
+mod report;
 pub mod simulate;
 pub mod snapshot;
 pub mod spec;
 
 pub use spec::{Direction, LiveSpec, Mode, Reverse, Wait};
 
-use crate::results::{Histogram, Note, RunResult, Series, Table};
 use crate::trace::decode::decode;
 use crate::trace::reader::{linktype, Record};
 use npqos_core::flow::FlowKey;
 use npqos_core::flowmap::Dqs;
 use npqos_core::id::CoreId;
 use npqos_core::pipeline::router::{Arrival as Classified, NO_HINT, UNCLASSIFIED};
-use npqos_core::pipeline::router::{Effects, Pipeline, PipelineError, Received, RowCounts, DROPS};
+use npqos_core::pipeline::router::{Effects, Host, Pipeline, PipelineError, Received, RowCounts, DROPS};
 use npqos_core::pipeline::{FlowBuckets, FlowIndex, Shaping};
 use npqos_core::shaper::EventShaper;
 use npqos_core::Instant;
@@ -280,6 +280,9 @@ pub struct Forwarder {
     eq: Vec<u32>,
     /// Per service the rate each of its flows is shaped to (`None`: unshaped).
     rates: Vec<Option<npqos_core::Rate>>,
+    /// Per service whose bucket several flows share: `Some(None)` one for the class,
+    /// `Some(Some(host))` one per subscriber address; `None`: each flow its own, or unshaped.
+    shares: Vec<Option<Option<Host>>>,
     /// Per service its processing cost, alpha (ns) and beta (ns per byte).
     costs: Vec<(f64, f64)>,
     /// Flows to rows of the counters, with the memory bound of `[stats]`: the first
@@ -307,12 +310,19 @@ impl Forwarder {
         };
         let classifier = npqos_core::pipeline::router::classifier(&p)?;
         let rates = p.services.iter().map(|s| s.rate).collect();
+        let shares = (p.services.iter())
+            .map(|s| match (s.rate, s.per_flow, s.host) {
+                (None, ..) | (Some(_), true, None) => None,
+                (Some(_), _, host) => Some(host),
+            })
+            .collect();
         let costs = p.services.iter().map(|s| (s.cost_alpha_ns, s.cost_beta_ns)).collect();
         let pipe = Pipeline::new(p, 0.0, seed, false)?.with_ring_link(max_frame)?;
         Ok(Forwarder {
             eq: pipe.eq_base().iter().enumerate().map(|(s, &b)| if b != 0 { b } else { s as u32 }).collect(),
             classifier,
             rates,
+            shares,
             costs,
             pipe,
             fx: Effects::default(),
@@ -434,6 +444,33 @@ impl Forwarder {
             Ok(m) => (m.flow, false, m.dscp, m.tcp_flags),
             Err(_) => (NON_IP, true, 0, None),
         }
+    }
+
+    /// The bucket `frame` would be shaped by when several flows share it (its service's rate
+    /// per class, or per subscriber address), as a 64-bit hash of the bucket's key; `None`
+    /// when its flow has a bucket of its own or none. `npqos live` on several threads hands
+    /// such a frame to the thread that owns the bucket (docs/live.md, "Every core").
+    pub fn shared_bucket(&self, frame: &[u8]) -> Option<u64> {
+        let (key, non_ip, dscp, _) = Self::key_of(frame);
+        if non_ip && !self.spec.non_ip_passes(frame) {
+            return None;
+        }
+        let service = self.classifier.classify_packet(&key, dscp).map_or(self.eq.len() - 1, |s| s.index());
+        let host = (*self.shares.get(service)?)?;
+        let k = npqos_core::pipeline::router::bucket_key(&key, host);
+        let a = u128::from_ne_bytes(k.src);
+        let h = (a as u64) ^ ((a >> 64) as u64).rotate_left(29) ^ ((service as u64 + 1) << 48);
+        // A full-avalanche mix (splitmix64's finaliser): any bit of the key moves the owner.
+        let h = (h ^ (h >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        let h = (h ^ (h >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        Some(h ^ (h >> 31))
+    }
+
+    /// Times run from `origin` rather than from the first frame (the series, the snapshots):
+    /// `npqos live` on several threads gives every thread's forwarder the run's start, so
+    /// that their samples line up. Nothing once a frame has come.
+    pub fn set_origin(&mut self, origin: Instant) {
+        self.start.get_or_insert(origin);
     }
 
     /// A frame arrived at `now` (no earlier than any time given before).
@@ -582,161 +619,6 @@ impl Forwarder {
             true => String::new(),
             false => format!(".{}", self.pipe.service_name(class as usize)),
         }
-    }
-
-    /// The run's results: totals, drops by reason, the shaper's counters, per-flow rates (a
-    /// histogram and a table of the largest flows), the time series. `extra` are the I/O
-    /// layer's own counts (ring drops, send errors), added as scalars.
-    pub fn result(&self, elapsed_ns: u64, complete: bool, stop_reason: &str, extra: &[(&str, f64, &str)]) -> RunResult {
-        let mut r = RunResult {
-            label: "live".into(),
-            complete,
-            stop_reason: stop_reason.into(),
-            sim_time_ns: elapsed_ns,
-            ..Default::default()
-        };
-        let t = self.totals();
-        let c = self.shaper().counters();
-        let flows = self.flows();
-        r.scalar("flows", flows.len() as f64, "flows");
-        r.scalar("frames_past_flow_table", self.other_flows().counts.offered_packets as f64, "frames");
-        r.scalar("overlimits", t.overlimits as f64, "frames");
-        r.scalar("frames_in", t.frames_in as f64, "frames");
-        r.scalar("bytes_in", t.bytes_in as f64, "B");
-        r.scalar("frames_out", t.frames_out as f64, "frames");
-        r.scalar("bytes_out", t.bytes_out as f64, "B");
-        for reason in Reason::ALL {
-            r.scalar(&format!("dropped_{}", reason.name()), t.dropped(reason) as f64, "frames");
-        }
-        r.scalar("queued_at_end", self.queued() as f64, "frames");
-        for (name, v, unit) in extra {
-            r.scalar(name, *v, unit);
-        }
-        for (s, rate) in self.rates.iter().enumerate() {
-            if let Some(rate) = rate {
-                r.scalar(
-                    &format!("flow_rate_configured{}", self.suffix(s as u32)),
-                    rate.bits_per_sec() as f64 / 1e6,
-                    "Mbps",
-                );
-            }
-        }
-        // Backlogged flows' output rates (bits/s) and their rates, by service.
-        let back: Vec<(u32, f64, f64)> = self
-            .backlogged()
-            .iter()
-            .filter_map(|f| Some((f.class, f.rate_out_bps()?, f.rate?.bits_per_sec() as f64)))
-            .collect();
-        r.scalar("backlogged_flows", back.len() as f64, "flows");
-        if !back.is_empty() {
-            let mut classes: Vec<u32> = back.iter().map(|b| b.0).collect();
-            classes.sort_unstable();
-            classes.dedup();
-            for c in classes {
-                let v: Vec<f64> = back.iter().filter(|b| b.0 == c).map(|b| b.1).collect();
-                let mean = v.iter().sum::<f64>() / v.len() as f64;
-                let min = v.iter().copied().fold(f64::INFINITY, f64::min);
-                let max = v.iter().copied().fold(0.0, f64::max);
-                let sfx = self.suffix(c);
-                r.scalar(&format!("backlogged_rate_mean{sfx}"), mean / 1e6, "Mbps");
-                r.scalar(&format!("backlogged_rate_min{sfx}"), min / 1e6, "Mbps");
-                r.scalar(&format!("backlogged_rate_max{sfx}"), max / 1e6, "Mbps");
-            }
-            let err = back.iter().map(|&(_, b, rate)| (b / rate - 1.0).abs()).fold(0.0, f64::max);
-            r.scalar("backlogged_rate_error_max", 100.0 * err, "%");
-        }
-        r.scalar("reschedules", c.reschedules as f64, "reschedules");
-        r.scalar("reenabled", c.reenabled as f64, "queues");
-        r.scalar("timer_wakeups", t.wakeups as f64, "wake-ups");
-        r.scalar("heap_max", t.heap_max as f64, "queues");
-        // Services that all share their buckets (rate_per = "class") lend no flow buckets.
-        let bc = self.pipe.flow_buckets().map(|b| *b.counters()).unwrap_or_default();
-        r.scalar("parked_buckets_max", bc.parked_max as f64, "buckets");
-        r.scalar("bucket_evictions", bc.evicted as f64, "buckets");
-        r.scalar("heap_mean", if self.samples > 0 { self.heap_sum / self.samples as f64 } else { 0.0 }, "queues");
-        r.scalar("active_flows_max", t.active_flows_max as f64, "flows");
-        r.scalar("queues_in_use_max", self.dqs().buffer().max_queues_in_use() as f64, "queues");
-        r.scalar("buffer_blocks_in_use_max", t.blocks_in_use_max as f64, "blocks");
-        for (i, (name, unit)) in [
-            ("output_rate", "Mbps"),
-            ("heap_size", "queues"),
-            ("active_flows", "flows"),
-            ("buffer_blocks_in_use", "blocks"),
-        ]
-        .into_iter()
-        .enumerate()
-        {
-            r.series.push(Series {
-                name: name.into(),
-                x_unit: "s".into(),
-                unit: unit.into(),
-                points: self.series[i].clone(),
-            });
-        }
-        // The flow and class counters (docs/pipeline.md): flows.csv and classes.csv in the
-        // router's vocabulary, a class per service (`all` without [[services]]).
-        r.drop_reasons = self.pipe.reasons().iter().map(|&i| DROPS[i].to_string()).collect();
-        (r.flows, r.classes) = crate::models::router::records(&self.pipe.tables(), &self.index);
-        self.processing_result(&mut r);
-        // Per-flow achieved rates relative to each flow's configured rate, 1% bins.
-        let rates: Vec<f64> =
-            flows.iter().filter_map(|f| Some(100.0 * f.rate_out_bps()? / f.rate?.bits_per_sec() as f64)).collect();
-        if !rates.is_empty() {
-            let hi = rates.iter().copied().fold(0.0, f64::max).ceil().max(1.0) as usize;
-            let mut bins = vec![0u64; hi + 1];
-            for x in &rates {
-                bins[(*x as usize).min(hi)] += 1;
-            }
-            r.histograms.push(Histogram {
-                name: "flow_rate_out".into(),
-                unit: if self.spec.services.is_empty() { "% of flow_rate" } else { "% of its service's rate" }.into(),
-                bins: bins
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, &n)| n > 0)
-                    .map(|(i, &n)| (i as f64, i as f64 + 1.0, n))
-                    .collect(),
-            });
-        }
-        r
-    }
-
-    /// The report's notes: a table of the flows with the most bytes in (at most `max_rows`).
-    pub fn notes(&self, max_rows: usize) -> Vec<Note> {
-        let flows = self.flows();
-        let mut idx: Vec<usize> = (0..flows.len()).collect();
-        idx.sort_by_key(|&i| (std::cmp::Reverse(flows[i].counts.offered_bytes), i));
-        let one = self.spec.services.is_empty();
-        let rates = match one {
-            true => format!("flow_rate is {}", self.spec.flow_rate),
-            false => "each flow's rate is its service's".to_string(),
-        };
-        let head = if one { "vs flow_rate" } else { "vs its rate" };
-        let mut t =
-            Table::new(["flow", "frames in", "frames out", "dropped", "Mbps in", "Mbps out", head]).captioned(format!(
-            "The {} flows with the most bytes in, of the {} counted exactly (flows.csv). Rates are measured from each \
-                 flow's first to its last frame; {rates}.",
-            idx.len().min(max_rows),
-            idx.len(),
-        ));
-        for &i in idx.iter().take(max_rows) {
-            let s = &flows[i];
-            let mbps = |v: Option<f64>| v.map_or("-".to_string(), |b| format!("{:.3}", b / 1e6));
-            let rel = match (s.rate_out_bps(), s.rate) {
-                (Some(b), Some(r)) => format!("{:+.2}%", 100.0 * (b / r.bits_per_sec() as f64 - 1.0)),
-                _ => "-".to_string(),
-            };
-            t.row([
-                s.label(),
-                s.counts.offered_packets.to_string(),
-                s.counts.sent_packets.to_string(),
-                s.dropped().to_string(),
-                mbps(s.rate_in_bps()),
-                mbps(s.rate_out_bps()),
-                rel,
-            ]);
-        }
-        vec![Note::Table(t)]
     }
 }
 

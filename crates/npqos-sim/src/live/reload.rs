@@ -43,6 +43,22 @@ pub struct ReloadCounts {
     pub waiting_bytes_max: u64,
 }
 
+impl ReloadCounts {
+    /// Two forwarding threads' counts of the same reloads together (`npqos live` on several
+    /// threads): each thread takes every reload, so the reloads are one thread's; the frames
+    /// are summed, the most bytes waiting the sum of each thread's most.
+    pub fn add(&self, o: &ReloadCounts) -> ReloadCounts {
+        ReloadCounts {
+            reloads: self.reloads.max(o.reloads),
+            given: self.given + o.given,
+            waited: self.waited + o.waited,
+            dropped_queue_full: self.dropped_queue_full + o.dropped_queue_full,
+            dropped_waiting: self.dropped_waiting + o.dropped_waiting,
+            waiting_bytes_max: self.waiting_bytes_max + o.waiting_bytes_max,
+        }
+    }
+}
+
 /// The forwarder of the current configuration, the ones before it still sending what they
 /// held, and the frames waiting between them.
 pub struct Reloading {
@@ -172,6 +188,15 @@ impl Reloading {
             self.done.push(old);
         }
         self.counts.reloads += 1;
+    }
+
+    /// The current configuration's [`Forwarder::shared_bucket`] of `frame`.
+    pub fn shared_bucket(&self, frame: &[u8]) -> Option<u64> {
+        self.current.shared_bucket(frame)
+    }
+    /// The current configuration's times from `origin` ([`Forwarder::set_origin`]).
+    pub fn set_origin(&mut self, origin: Instant) {
+        self.current.set_origin(origin);
     }
 
     /// The transmit slots' size the forwarders are built for.

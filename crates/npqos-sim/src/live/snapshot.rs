@@ -66,6 +66,29 @@ pub struct Snapshot {
     pub other: RowSnapshot,
 }
 
+impl Snapshot {
+    /// Another forwarding thread's snapshot of the same direction added to this one (the
+    /// statistics of `npqos live` on several threads): counts and rates summed, each thread's
+    /// flows (a flow is one thread's), the later time. Classes are added by position while
+    /// both threads run the same configuration (a reload reaches the threads a few
+    /// microseconds apart: a snapshot in between keeps this one's classes).
+    pub fn add(&mut self, o: &Snapshot) {
+        self.seq = self.seq.max(o.seq);
+        self.at_ns = self.at_ns.max(o.at_ns);
+        self.totals = Forwarder::add_totals(self.totals, o.totals);
+        self.queued += o.queued;
+        if self.classes.len() == o.classes.len() {
+            for (a, b) in self.classes.iter_mut().zip(&o.classes) {
+                a.counts.add(&b.counts);
+                a.rate_bps += b.rate_bps;
+            }
+        }
+        self.flows.extend_from_slice(&o.flows);
+        self.other.counts.add(&o.other.counts);
+        self.other.rate_bps += o.other.rate_bps;
+    }
+}
+
 /// What the forwarding thread remembers between snapshots: each row's sent bytes at the last
 /// one, for the rates.
 #[derive(Clone, Debug, Default)]

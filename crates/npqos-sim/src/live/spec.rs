@@ -84,6 +84,9 @@ pub struct LiveSpec {
     pub rx_ring: u64,
     /// Frames of the transmit ring.
     pub tx_frames: u32,
+    /// Forwarding threads (`live.threads`): `None` is `"auto"`, one per CPU
+    /// ([`LiveSpec::forwarding_threads`]).
+    pub threads: Option<u32>,
     /// The interval of the time series (output rate, heap size, active flows).
     pub sample_every: Duration,
     /// Where the statistics are served while it runs (`live.stats`; `None`: nowhere).
@@ -245,6 +248,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         });
     }
     let tx_frames = l.int("tx_frames", 4096, 64, 1 << 20, &mut probs) as u32;
+    let threads = l.int_or_auto("threads", 1, MAX_THREADS as i64, &mut probs).map(|n| n as u32);
     let sample_every = l.positive_duration("sample_every", Duration::from_millis(100), &mut probs);
     let non_ip = read_non_ip(&mut l, &mut probs);
     let stats_listen = read_stats_listen(&mut l, &mut probs);
@@ -287,6 +291,18 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         ("off", None) => Reverse::Off,
         _ => Reverse::Pass,
     };
+    // Processors are one set, virtual on one thread; captures are one set of files.
+    for (what, on) in
+        [("[processing] with a policy", processing.is_some()), ("[output] pcap", !capture.pcap.is_empty())]
+    {
+        if on && threads.is_some_and(|n| n > 1) {
+            probs.push(Problem {
+                key: "live.threads".into(),
+                value: threads.map(|n| n.to_string()),
+                message: format!("expected 1 (or \"auto\", which is 1 here) with {what}: they run on one thread"),
+            });
+        }
+    }
     if mode == Mode::Pass && matches!(reverse, Reverse::Shape(_)) {
         probs.push(Problem {
             key: "live.mode".into(),
@@ -306,6 +322,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         reverse,
         rx_ring,
         tx_frames,
+        threads,
         sample_every,
         non_ip,
         stats_listen,
@@ -352,6 +369,41 @@ fn read_processing(
         }
     }
     p
+}
+
+/// The most forwarding threads `live.threads` takes.
+pub const MAX_THREADS: usize = 64;
+
+impl LiveSpec {
+    /// How many threads forward (docs/live.md, "Every core"): `live.threads`, or with
+    /// `"auto"` one per CPU this process may run on (at most [`MAX_THREADS`]), except that
+    /// processors (`[processing]`) and packet captures (`[output] pcap`) run on one thread.
+    pub fn forwarding_threads(&self) -> usize {
+        if let Some(n) = self.threads {
+            return n as usize;
+        }
+        if self.processing.is_some() || !self.capture.pcap.is_empty() {
+            return 1;
+        }
+        std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS)
+    }
+
+    /// The configuration one of `threads` forwarding threads runs: the same, with the flow
+    /// tables' rows (`[stats] flows` and `heavy_flows`, both ways) shared among the threads
+    /// (rounded up), so that flows.csv holds at most the rows the file asks for whatever the
+    /// number of threads. The `[table]` sizes are each thread's.
+    pub fn for_thread(&self, threads: usize) -> LiveSpec {
+        let share = |s: &mut StatsParams| {
+            s.flows = s.flows.div_ceil(threads.max(1) as u32);
+            s.heavy_flows = s.heavy_flows.div_ceil(threads.max(1) as u32);
+        };
+        let mut spec = self.clone();
+        share(&mut spec.stats);
+        if let Reverse::Shape(d) = &mut spec.reverse {
+            share(&mut d.stats);
+        }
+        spec
+    }
 }
 
 /// EtherTypes `live.non_ip` knows by name ("llc": an 802.3 frame, a length in that field).
@@ -517,6 +569,7 @@ impl LiveSpec {
         l.insert("reverse".into(), way_back.into());
         l.insert("rx_ring".into(), fmt_size(self.rx_ring).into());
         l.insert("tx_frames".into(), (self.tx_frames as i64).into());
+        l.insert("threads".into(), self.threads.map_or("auto".into(), |n| (n as i64).into()));
         l.insert("sample_every".into(), self.sample_every.to_string().into());
         l.insert("stats".into(), self.stats_listen.as_ref().map_or("off".to_string(), |a| a.to_string()).into());
         l.insert(

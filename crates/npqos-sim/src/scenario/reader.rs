@@ -162,6 +162,22 @@ impl<'a> Reader<'a> {
             }
         }
     }
+    /// `"auto"` (`None`, also when absent) or an integer from `min` to `max`.
+    pub(crate) fn int_or_auto(&mut self, key: &str, min: i64, max: i64, probs: &mut Vec<Problem>) -> Option<i64> {
+        match self.raw(key) {
+            None => None,
+            Some(toml::Value::String(s)) if s == "auto" => None,
+            Some(toml::Value::Integer(i)) if (min..=max).contains(i) => Some(*i),
+            Some(v) => {
+                probs.push(Problem {
+                    key: self.path(key),
+                    value: Some(show(v)),
+                    message: format!("expected \"auto\" or an integer from {min} to {max}"),
+                });
+                None
+            }
+        }
+    }
     pub(crate) fn float(
         &mut self,
         key: &str,

@@ -146,6 +146,26 @@ impl Pipeline {
         }
     }
 
+    /// The classes of several pipelines of one configuration together (`npqos live` on several
+    /// threads, each with a pipeline of its own): counters summed, delay percentiles of the
+    /// union of their delays (the histograms added, so exact to the histograms' 3 digits).
+    pub fn classes_of(parts: &[&Pipeline]) -> Vec<ClassRow> {
+        let Some(first) = parts.first() else { return Vec::new() };
+        let mut rows = first.tables().classes;
+        for (s, row) in rows.iter_mut().enumerate() {
+            let mut e2e = first.hist[s][3].clone();
+            for p in &parts[1..] {
+                if let (Some(c), Some(h)) = (p.classes.get(s), p.hist.get(s)) {
+                    row.counts.add(c);
+                    let _ = e2e.add(&h[3]);
+                }
+            }
+            let q = |x: f64| if e2e.is_empty() { 0.0 } else { e2e.value_at_quantile(x) as f64 };
+            (row.delay_p50_ns, row.delay_p99_ns) = (q(0.5), q(0.99));
+        }
+        rows
+    }
+
     /// The drop reasons this configuration can give, as indices of [`DROPS`], in the order its
     /// results list them: the router's six (and `ingress_queue_full` with a queue limit); with
     /// the caller's ring as the link (live's forwarder), the ingress's, the bucket's and the
