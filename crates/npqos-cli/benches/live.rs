@@ -76,54 +76,90 @@ fn r0_frames(bed: &Bed) -> u64 {
 /// throttled (10 Gbps per flow) and throttled (the many-flows part's rates); beside the
 /// do-nothing forwarder (`mode = "pass"`) on the same rings and htb with 1e3 classes (its 16-bit
 /// class ids hold no more than 65,534). npqos live is not pinned with 2 threads (one per CPU)
-/// and pinned to CPU 1 with one. Per run: frames the sender offered per second, frames the
-/// middle took from its receive rings (and those the kernel dropped at a full ring), frames
-/// that reached the receiver per second, the forwarding threads' CPU per frame taken, and the
-/// machine's CPU per frame forwarded. `NPQOS_THREADS_FLOWS` narrows the flow counts (for
-/// example `1000`).
+/// and pinned to CPU 1 with one. Each setup runs `NPQOS_THREADS_RUNS` times (default 3), 1 and
+/// 2 threads alternated, and each column is the median of its runs: frames the sender offered
+/// per second, frames the middle took from its receive rings (and those the kernel dropped at a
+/// full ring, and the pipeline dropped), frames that reached the receiver per second, the
+/// forwarding threads' CPU per frame taken (and each thread's), and the machine's CPU per frame
+/// forwarded. `NPQOS_THREADS_FLOWS` narrows the flow counts (for example `1000`).
 #[cfg(target_os = "linux")]
 fn threads(tag: &str) {
-    println!("\n| middle | threads | flows | rate per flow | offered (frames/s) | taken (frames/s) | dropped at the receive ring (in the pipeline) | forwarded (frames/s) | forwarding CPU per frame taken | per thread | machine CPU per frame forwarded |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|");
+    let runs: usize = std::env::var("NPQOS_THREADS_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
+    println!("\n{runs} runs per row, medians.\n");
+    println!("| middle | threads | flows | rate per flow | offered (frames/s) | taken (frames/s) | dropped at the receive ring | dropped in the pipeline | forwarded (frames/s) | forwarding CPU per frame taken | per thread | machine CPU per frame forwarded |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
     let only: Option<u32> = std::env::var("NPQOS_THREADS_FLOWS").ok().and_then(|v| v.parse().ok());
     let table = |flows: u32| {
         let queues = if flows > 131_072 { 1_048_576 } else { 131_072 };
         format!("[table]\nqueues = {queues}\nblocks = 1048576\nqueue_limit = \"4KiB\"\n")
     };
-    let mut runs: Vec<(String, u32, u32, String)> = Vec::new();
-    for t in [1u32, 2] {
-        runs.push(("pass".into(), t, 1000, String::new()));
-    }
+    let mut setups: Vec<(&str, u32, String)> = vec![("pass", 1000, String::new())];
     for flows in [1_000u32, 100_000, 1_000_000].into_iter().filter(|f| only.is_none_or(|o| o == *f)) {
         let slow = if flows <= 1000 { "20kbps\"" } else { "500bps\"\ncap = \"128B\"\nalpha = \"64B\"" };
         for rate in ["10Gbps\"", slow] {
-            for t in [1u32, 2] {
-                runs.push(("npqos".into(), t, flows, rate.to_string()));
-            }
+            setups.push(("npqos", flows, rate.to_string()));
         }
     }
-    for (i, (what, t, flows, rate)) in runs.into_iter().enumerate() {
-        let bed = Bed::new(&format!("{tag}t{i}")).unwrap();
-        let d = tempfile::tempdir().unwrap();
-        let cfg = match what.as_str() {
-            "pass" => format!("{}threads = {t}\nmode = \"pass\"\n[shaper]\nflow_rate = \"10Gbps\"\n", base()),
-            _ => format!("{}threads = {t}\n[shaper]\nflow_rate = \"{rate}\n{}", base(), table(flows)),
-        };
-        let c = npqos_on(&bed, if t == 1 { Some(1) } else { None }, d.path(), &cfg, 3);
+    let mut n = 0;
+    for (what, flows, rate) in setups {
         let shown = rate.split('"').next().unwrap_or("").to_string();
-        let label = if what == "pass" { "do-nothing (mode = pass)".to_string() } else { "npqos live".to_string() };
-        threads_run(&bed, &label, t, flows, &shown, Some((c, d.path())));
+        let label = if what == "pass" { "do-nothing (mode = pass)" } else { "npqos live" };
+        let mut got: [Vec<Measure>; 2] = Default::default();
+        for _ in 0..runs {
+            for t in [1u32, 2] {
+                n += 1;
+                let bed = Bed::new(&format!("{tag}t{n}")).unwrap();
+                let d = tempfile::tempdir().unwrap();
+                let cfg = match what {
+                    "pass" => format!("{}threads = {t}\nmode = \"pass\"\n[shaper]\nflow_rate = \"10Gbps\"\n", base()),
+                    _ => format!("{}threads = {t}\n[shaper]\nflow_rate = \"{rate}\n{}", base(), table(flows)),
+                };
+                let c = npqos_on(&bed, if t == 1 { Some(1) } else { None }, d.path(), &cfg, 3);
+                got[t as usize - 1].push(measure(&bed, t, flows, Some((c, d.path()))));
+            }
+        }
+        for t in [1u32, 2] {
+            print_measures(label, t, flows, &shown, &got[t as usize - 1]);
+        }
     }
     for (rate, shown) in [(10_000_000_000u64, "10Gbps"), (20_000, "20kbps")] {
-        let bed = Bed::new(&format!("{tag}th{}", &shown[..2])).unwrap();
-        bed.kernel_htb(1000, rate, 4096).unwrap();
-        threads_run(&bed, "htb (kernel, softirq)", 0, 1000, shown, None);
+        let mut got = Vec::new();
+        for r in 0..runs {
+            let bed = Bed::new(&format!("{tag}th{}{r}", &shown[..2])).unwrap();
+            bed.kernel_htb(1000, rate, 4096).unwrap();
+            got.push(measure(&bed, 0, 1000, None));
+        }
+        print_measures("htb (kernel, softirq)", 0, 1000, shown, &got);
     }
 }
 
-/// One run of the threads part: the ring sender for 3 s, then the row.
+/// What one run of the threads part measured.
 #[cfg(target_os = "linux")]
-fn threads_run(bed: &Bed, label: &str, t: u32, flows: u32, rate: &str, npqos: Option<(Child, &Path)>) {
+#[derive(Clone, Debug, Default)]
+struct Measure {
+    offered: f64,
+    forwarded: f64,
+    machine_ns: f64,
+    npqos: Option<Own>,
+}
+
+/// What npqos live's results said of one run of the threads part.
+#[cfg(target_os = "linux")]
+#[derive(Clone, Debug, Default)]
+struct Own {
+    /// Frames/s its receive rings took.
+    taken: f64,
+    /// Frames the kernel dropped at a full receive ring, and the pipeline dropped.
+    ring: f64,
+    dropped: f64,
+    /// The forwarding threads' CPU ns per frame taken, and per thread (ns per frame, frames).
+    cpu_ns: f64,
+    per: Vec<(f64, f64)>,
+}
+
+/// One run of the threads part: the ring sender for 3 s, then what it measured.
+#[cfg(target_os = "linux")]
+fn measure(bed: &Bed, t: u32, flows: u32, npqos: Option<(Child, &Path)>) -> Measure {
     std::thread::sleep(std::time::Duration::from_millis(500));
     let (got0, busy0) = (r0_frames(bed), netns::machine_busy_ns());
     let mac = bed.rcv_mac.clone();
@@ -136,7 +172,12 @@ fn threads_run(bed: &Bed, label: &str, t: u32, flows: u32, rate: &str, npqos: Op
     let (got, busy) = (r0_frames(bed) - got0, netns::machine_busy_ns() - busy0);
     let secs = off.elapsed_ns as f64 / 1e9;
     let sent: u64 = off.sent.iter().sum();
-    let (mut taken, mut ring, mut cpu, mut per) = ("-".to_string(), "-".to_string(), "-".to_string(), "-".to_string());
+    let mut m = Measure {
+        offered: sent as f64 / secs,
+        forwarded: got as f64 / secs,
+        machine_ns: busy as f64 / got.max(1) as f64,
+        npqos: None,
+    };
     if let Some((mut c, dir)) = npqos {
         let _ = c.wait();
         let text = std::fs::read_to_string(dir.join("out/summary.json")).unwrap_or_default();
@@ -147,27 +188,53 @@ fn threads_run(bed: &Bed, label: &str, t: u32, flows: u32, rate: &str, npqos: Op
             .filter(|(k, _)| k.starts_with("dropped_") && !k.contains("rx_ring"))
             .filter_map(|(_, v)| v.as_f64())
             .sum();
-        let threads: Vec<f64> = (0..t).filter_map(|i| sc[format!("thread_cpu.{i}")].as_f64()).collect();
         let info: serde_json::Value =
             serde_json::from_str(&std::fs::read_to_string(dir.join("out/run.json")).unwrap_or_default())
                 .unwrap_or_default();
         let cpu_s = info["cpu_s"].as_f64().unwrap_or(0.0);
-        taken = format!("{:.0}", rx / secs);
-        ring = format!("{:.0} ({dropped:.0} in the pipeline)", sc["dropped_rx_ring"].as_f64().unwrap_or(0.0));
-        cpu = format!("{:.0} ns", cpu_s * 1e9 / rx.max(1.0));
-        let rxs: Vec<f64> = (0..t).filter_map(|i| sc[format!("thread_rx_frames.{i}")].as_f64()).collect();
-        if threads.len() == rxs.len() && !threads.is_empty() {
-            let v: Vec<String> =
-                threads.iter().zip(&rxs).map(|(c, r)| format!("{:.0} ns of {:.0}", c * 1e9 / r.max(1.0), r)).collect();
-            per = v.join(", ");
-        }
+        let per: Vec<(f64, f64)> = (0..t)
+            .filter_map(|i| {
+                let (c, r) = (sc[format!("thread_cpu.{i}")].as_f64()?, sc[format!("thread_rx_frames.{i}")].as_f64()?);
+                Some((c * 1e9 / r.max(1.0), r))
+            })
+            .collect();
+        let ring = sc["dropped_rx_ring"].as_f64().unwrap_or(0.0);
+        m.npqos = Some(Own { taken: rx / secs, ring, dropped, cpu_ns: cpu_s * 1e9 / rx.max(1.0), per });
     }
+    m
+}
+
+/// The median of `v` (0 when empty).
+#[cfg(target_os = "linux")]
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+/// One row of the threads part: the medians of `ms`.
+#[cfg(target_os = "linux")]
+fn print_measures(label: &str, t: u32, flows: u32, rate: &str, ms: &[Measure]) {
+    let col = |f: &dyn Fn(&Measure) -> Option<f64>| median(ms.iter().filter_map(f).collect());
+    let on = ms.iter().any(|m| m.npqos.is_some());
+    let show = |x: f64, unit: &str| if on { format!("{x:.0}{unit}") } else { "-".into() };
+    let per = (0..t as usize)
+        .map(|i| {
+            let c = col(&|m| Some(m.npqos.as_ref()?.per.get(i)?.0));
+            let r = col(&|m| Some(m.npqos.as_ref()?.per.get(i)?.1));
+            format!("{c:.0} ns of {r:.0}")
+        })
+        .collect::<Vec<_>>();
     println!(
-        "| {label} | {} | {flows} | {rate} | {:.0} | {taken} | {ring} | {:.0} | {cpu} | {per} | {:.0} ns |",
+        "| {label} | {} | {flows} | {rate} | {:.0} | {} | {} | {} | {:.0} | {} | {} | {:.0} ns |",
         if t == 0 { "-".to_string() } else { t.to_string() },
-        sent as f64 / secs,
-        got as f64 / secs,
-        busy as f64 / got.max(1) as f64
+        col(&|m| Some(m.offered)),
+        show(col(&|m| Some(m.npqos.as_ref()?.taken)), ""),
+        show(col(&|m| Some(m.npqos.as_ref()?.ring)), ""),
+        show(col(&|m| Some(m.npqos.as_ref()?.dropped)), ""),
+        col(&|m| Some(m.forwarded)),
+        show(col(&|m| Some(m.npqos.as_ref()?.cpu_ns)), " ns"),
+        if t > 1 && on { per.join(", ") } else { "-".into() },
+        col(&|m| Some(m.machine_ns)),
     );
 }
 

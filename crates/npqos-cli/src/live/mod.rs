@@ -193,6 +193,7 @@ impl LiveRun {
                 ("rx_blocks", self.rx.blocks as f64, "blocks"),
                 ("tx_errors", self.tx.errors as f64, "frames"),
                 ("rx_socket_errors", self.rx.socket_errors as f64, "errors"),
+                ("rx_before_fanout_join", self.rx.before_join as f64, "frames"),
                 ("tx_down_flushes", self.tx.down_flushes as f64, "send calls"),
                 ("tx_flushes", self.tx.flushes as f64, "send calls"),
             ]
@@ -258,23 +259,23 @@ pub fn forward(
     let group = (std::process::id() & 0x7fff) as u16;
     let mut workers = Vec::with_capacity(n);
     let mut publishers = publishers.into_iter();
-    for _ in 0..n {
-        let rx = RxRing::open(&spec.input, spec.rx_ring)?;
+    // The receive sockets first, each joined to its way's fanout group right after its bind
+    // (the frames a socket took before it joined are left out: the group had them too).
+    let fanout = |g: u16, i: usize| (n > 1).then_some((g, i > 0));
+    let back = !matches!(spec.reverse, Reverse::Off);
+    let mut rxs = Vec::with_capacity(n);
+    for i in 0..n {
+        let rx = RxRing::open_in(&spec.input, spec.rx_ring, fanout(group, i))?;
+        let back_rx =
+            back.then(|| RxRing::open_in(&spec.output, spec.rx_ring, fanout(group | 0x8000, i))).transpose()?;
+        rxs.push((rx, back_rx));
+    }
+    for (rx, back_rx) in rxs {
         let tx = TxRing::open(&spec.output, spec.tx_frames)?;
-        let rev = match spec.reverse {
-            Reverse::Pass | Reverse::Shape(_) => {
-                let back_rx = RxRing::open(&spec.output, spec.rx_ring)?;
-                let back_tx = TxRing::open(&spec.input, spec.tx_frames)?;
-                if n > 1 {
-                    back_rx.join_fanout(group | 0x8000)?;
-                }
-                Some(ReversePath::open(&own, back_rx, back_tx)?)
-            }
-            Reverse::Off => None,
+        let rev = match back_rx {
+            Some(back_rx) => Some(ReversePath::open(&own, back_rx, TxRing::open(&spec.input, spec.tx_frames)?)?),
+            None => None,
         };
-        if n > 1 {
-            rx.join_fanout(group)?;
-        }
         let mut fw = built(spec, Reloading::new(&own, tx.max_frame()))?;
         capture.map(|dir| open_capture(&mut fw, spec, dir)).transpose()?;
         let publisher = publishers.next();

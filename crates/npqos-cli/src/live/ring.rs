@@ -188,6 +188,9 @@ pub struct RxCounters {
     pub blocks: u64,
     /// Errors the socket reported (ENETDOWN when the interface went down), each taken once.
     pub socket_errors: u64,
+    /// Frames that reached this socket before it joined its fanout group, and so reached the
+    /// group too: left out (not forwarded twice).
+    pub before_join: u64,
 }
 
 impl RxCounters {
@@ -200,6 +203,7 @@ impl RxCounters {
             checksums_completed: self.checksums_completed + o.checksums_completed,
             blocks: self.blocks + o.blocks,
             socket_errors: self.socket_errors + o.socket_errors,
+            before_join: self.before_join + o.before_join,
         }
     }
 }
@@ -213,6 +217,17 @@ pub struct RxRing {
     blocks: usize,
     cur: usize,
     counters: RxCounters,
+    /// Frames stamped before this time (CLOCK_REALTIME, ns) are left out: the ones that
+    /// reached the socket before it joined a fanout group that had them too (0: none).
+    joined_ns: u64,
+}
+
+/// CLOCK_REALTIME in nanoseconds (the clock of the receive ring's frame stamps).
+fn realtime_ns() -> u64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: `ts` is a valid out pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
+    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
 // Offsets in tpacket_block_desc / tpacket_hdr_v1 and tpacket3_hdr.
@@ -231,6 +246,13 @@ impl RxRing {
     /// Opens `iface` for receiving into a ring of about `bytes` (blocks of 256 KiB, handed
     /// over when full or after 1 ms).
     pub fn open(iface: &str, bytes: u64) -> Result<RxRing, OpenError> {
+        Self::open_in(iface, bytes, None)
+    }
+
+    /// [`Self::open`] joined to fanout group `group` right after its bind
+    /// ([`Self::join_fanout`]); with `existing` (the group has a socket already), the frames
+    /// that reached this socket before it joined are left out, since the group had them too.
+    pub fn open_in(iface: &str, bytes: u64, group: Option<(u16, bool)>) -> Result<RxRing, OpenError> {
         let (fd, idx) = open(iface)?;
         let io = |what, err| OpenError::Io { iface: iface.into(), what, err };
         let block_size = 1usize << 18;
@@ -259,7 +281,14 @@ impl RxRing {
         };
         setopt(fd.as_raw_fd(), libc::SOL_PACKET, libc::PACKET_ADD_MEMBERSHIP, &mreq)
             .map_err(|e| io("promiscuous mode", e))?;
-        let mut r = RxRing { fd, index: idx, map, block_size, blocks, cur: 0, counters: RxCounters::default() };
+        let mut r =
+            RxRing { fd, index: idx, map, block_size, blocks, cur: 0, counters: RxCounters::default(), joined_ns: 0 };
+        if let Some((g, existing)) = group {
+            r.join_fanout(g)?;
+            if existing {
+                r.joined_ns = realtime_ns();
+            }
+        }
         r.kernel_stats(); // what arrived before the ring was ready is not ours
         r.counters = RxCounters::default();
         Ok(r)
@@ -324,12 +353,15 @@ impl RxRing {
         let base = self.cur * self.block_size;
         let n = self.map.u32_at(base + BLK_NUM_PKTS) as usize;
         let mut off = base + self.map.u32_at(base + BLK_FIRST) as usize;
+        let mut before = 0;
         for _ in 0..n {
             let snap = self.map.u32_at(off + H3_SNAPLEN) as usize;
             let len = self.map.u32_at(off + H3_LEN) as usize;
             let mac = self.map.u16_at(off + H3_MAC) as usize;
             let ts = self.map.u32_at(off + H3_SEC) as u64 * 1_000_000_000 + self.map.u32_at(off + H3_NSEC) as u64;
-            if snap < len {
+            if self.joined_ns != 0 && ts < self.joined_ns {
+                before += 1;
+            } else if snap < len {
                 self.counters.truncated += 1;
             } else if self.map.u32_at(off + H3_STATUS) & libc::TP_STATUS_CSUMNOTREADY != 0 {
                 let frame = self.map.slice_mut(off + mac, snap);
@@ -340,8 +372,13 @@ impl RxRing {
             }
             off += self.map.u32_at(off + H3_NEXT) as usize;
         }
-        self.counters.frames += n as u64;
+        self.counters.frames += (n - before) as u64;
+        self.counters.before_join += before as u64;
         self.counters.blocks += 1;
+        if self.joined_ns != 0 && self.counters.blocks > self.blocks as u64 {
+            // Every block of the ring has come round since the join: nothing from before it.
+            self.joined_ns = 0;
+        }
         fence(Ordering::Release);
         self.map.status(base + BLK_STATUS).store(libc::TP_STATUS_KERNEL, Ordering::Release);
         self.cur = (self.cur + 1) % self.blocks;
