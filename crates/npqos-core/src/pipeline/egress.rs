@@ -93,6 +93,16 @@ pub trait EgressQueues {
     /// the queue (`sent`, send-then-pay), or it stays and waits (wait-for-tokens). `until`
     /// is what the shaper said: the reschedule time or fill.
     fn throttled(&mut self, _q: QueueId, _until: Instant, _sent: bool) {}
+    /// The queues have active queue management (CoDel, [`crate::pipeline::codel`]): the round
+    /// asks [`Self::aqm_head_len`] rather than [`Self::head_len`].
+    fn has_aqm(&self) -> bool {
+        false
+    }
+    /// Queue `q`'s AQM at `now` on its head (dropping packets as it says), then the surviving
+    /// head's length; `None` when it dropped them all (the queue leaves the round).
+    fn aqm_head_len(&mut self, q: QueueId, _now: Instant) -> Option<u64> {
+        Some(self.head_len(q))
+    }
 }
 
 /// The packet [`Egress::pick`] chose.
@@ -261,7 +271,11 @@ impl Egress {
     #[inline]
     pub fn pick(&mut self, now: Instant, queues: &mut impl EgressQueues) -> Result<Option<Pick>, Error> {
         loop {
-            let Some(q) = self.drr.select(|q| queues.head_len(q)) else { return Ok(None) };
+            let q = match queues.has_aqm() {
+                true => self.drr.select_or_leave(|q| queues.aqm_head_len(q, now)),
+                false => self.drr.select(|q| queues.head_len(q)),
+            };
+            let Some(q) = q else { return Ok(None) };
             let Some(b) = queues.bucket(q) else { return Ok(Some(Pick { queue: q, throttled: false })) };
             if let Some(w) = self.waiting.as_mut().filter(|_| self.shaping.is_disabled(b)) {
                 // Another queue's packet throttled the bucket this queue shares: it waits.

@@ -7,6 +7,8 @@
 //! Here so far:
 //! * [`egress`]: stages 6 and 7, the egress element's shaper and the link's DRR round over the
 //!   caller's output queues ([`egress::Egress`]);
+//! * [`codel`]: CoDel (RFC 8289), the egress element's active queue management per output
+//!   queue ([`codel::Codel`]);
 //! * [`buckets`]: the egress element's per-flow buckets with a memory bound: the one
 //!   bucket-lifetime rule both drivers use ([`buckets::FlowBuckets`]);
 //! * [`ingress`]: stage 3, the ingress queues: dqs, a per-flow table or hashed queues over one
@@ -26,6 +28,7 @@
 //! Classification is [`crate::classify`] (the router's stream calls it before the pipeline).
 
 pub mod buckets;
+pub mod codel;
 pub mod egress;
 pub mod ingress;
 pub mod ports;

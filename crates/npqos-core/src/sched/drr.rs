@@ -129,6 +129,38 @@ impl Drr {
         }
     }
 
+    /// [`Self::select`] where looking at a queue's head may empty it (active queue
+    /// management dropping packets): `head_len(q)` is `None` when `q` has no packet left, and
+    /// the queue leaves the round. Looking comes before the queue's quantum is granted, so a
+    /// queue emptied by its look is given none.
+    #[inline]
+    pub fn select_or_leave(&mut self, mut head_len: impl FnMut(QueueId) -> Option<u64>) -> Option<QueueId> {
+        loop {
+            let &q = self.ring.front()?;
+            let i = q as usize;
+            let Some(len) = head_len(QueueId(q)) else {
+                self.ring.pop_front();
+                self.state[i] = 0;
+                self.granted = false;
+                continue;
+            };
+            if self.per_packet {
+                self.granted = true;
+                return Some(QueueId(q));
+            }
+            if !self.granted {
+                self.state[i] += self.quantum;
+                self.granted = true;
+            }
+            if len <= self.state[i] & !ACTIVE {
+                self.state[i] -= len;
+                return Some(QueueId(q));
+            }
+            self.ring.rotate_left(1);
+            self.granted = false;
+        }
+    }
+
     /// The head packet of `q`, which [`select`](Self::select) just named, was taken;
     /// `now_empty` if `q` holds no more packets (or leaves the round for another reason).
     #[inline]

@@ -64,16 +64,19 @@ pub enum Reason {
     AboveCap,
     /// The frame is larger than a transmit slot (`oversize`).
     Oversize,
+    /// CoDel dropped it from its queue's head (`codel`, `[shaper] aqm = "codel"`).
+    Codel,
 }
 
 impl Reason {
-    pub const ALL: [Reason; 6] = [
+    pub const ALL: [Reason; 7] = [
         Reason::NotLetThrough,
         Reason::BufferFull,
         Reason::NoQueue,
         Reason::QueueFull,
         Reason::AboveCap,
         Reason::Oversize,
+        Reason::Codel,
     ];
     /// Its name in the results (`dropped_<name>`): the pipeline's, the router's too.
     pub fn name(self) -> &'static str {
@@ -88,6 +91,7 @@ impl Reason {
             Reason::AboveCap => 4,
             Reason::QueueFull => 6,
             Reason::Oversize => 7,
+            Reason::Codel => 8,
         }
     }
     fn of(index: usize) -> Option<Reason> {
@@ -622,6 +626,8 @@ impl Forwarder {
     }
 }
 
+#[cfg(test)]
+mod codel_tests;
 #[cfg(test)]
 mod processing_tests;
 #[cfg(test)]

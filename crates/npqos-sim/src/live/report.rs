@@ -74,6 +74,10 @@ impl Forwarder {
             r.scalar(&format!("dropped_{}", reason.name()), t.dropped(reason) as f64, "frames");
         }
         r.scalar("queued_at_end", parts.iter().map(|p| p.queued()).sum::<u64>() as f64, "frames");
+        if first.pipe.ecn_marked().is_some() {
+            let marked: u64 = parts.iter().filter_map(|p| p.pipe.ecn_marked()).sum();
+            r.scalar("ecn_marked", marked as f64, "frames");
+        }
         for (name, v, unit) in extra {
             r.scalar(name, *v, unit);
         }

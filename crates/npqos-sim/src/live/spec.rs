@@ -61,6 +61,8 @@ pub enum Reverse {
 pub struct Direction {
     pub flow_rate: Rate,
     pub bucket: BucketConfig,
+    /// `aqm = "codel"` in `[shaper]`: CoDel over the shaped queues (docs/codel.md).
+    pub aqm: Option<npqos_core::pipeline::codel::CodelParams>,
     pub table: DqsConfig,
     pub stats: StatsParams,
     pub services: Vec<ServiceParams>,
@@ -101,6 +103,8 @@ pub struct LiveSpec {
     /// alpha, cap, conformance and timer: the keys every shaping file shares
     /// (`scenario/shaper.rs`), with live's one override, cap = 2 x alpha by default.
     pub bucket: BucketConfig,
+    /// `[shaper] aqm`: CoDel over the shaped queues (docs/codel.md); `None`: tail drop.
+    pub aqm: Option<npqos_core::pipeline::codel::CodelParams>,
     /// The dqs flow table (AFM slots, physical queues, block buffer, DRR quantum).
     pub table: DqsConfig,
     /// The flow counters' memory bound: flows counted exactly, heavy flows past them.
@@ -328,6 +332,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         stats_listen,
         flow_rate: forward.flow_rate,
         bucket: forward.bucket,
+        aqm: forward.aqm,
         table: forward.table,
         stats: forward.stats,
         services: forward.services,
@@ -350,6 +355,13 @@ fn read_processing(
         .then(|| crate::models::router::scenario::read_processing(root, "none", probs))
         .filter(|p| p.policy != Allocation::None);
     for (i, s) in services.iter().enumerate() {
+        if s.ecn {
+            probs.push(Problem {
+                key: format!("services[{i}].ecn"),
+                value: Some("true".into()),
+                message: "the simulator's key: npqos live reads each frame's own ECN field".into(),
+            });
+        }
         if s.function.is_some() && p.is_none() {
             probs.push(Problem {
                 key: format!("services[{i}].function"),
@@ -523,6 +535,7 @@ fn read_direction(parent: &toml::Table, outer: Option<&str>, probs: &mut Vec<Pro
     // queue is re-enabled when its bucket holds alpha, so with cap = alpha every nanosecond the
     // real clock wakes late is lost to the cap (measured: -1.7% at 10 Mbps, docs/live.md).
     let bucket = BucketConfig::read(&mut s, BucketKeys::LIVE, probs);
+    let aqm = crate::scenario::shaper::read_aqm(&mut s, probs);
     s.finish(probs);
 
     let mut t = Reader::new_in(parent, outer, "table", probs);
@@ -543,6 +556,7 @@ fn read_direction(parent: &toml::Table, outer: Option<&str>, probs: &mut Vec<Pro
     Direction {
         flow_rate,
         bucket,
+        aqm,
         table: DqsConfig { store_payload: true, caller_schedules: true, ..table },
         stats,
         services,
@@ -607,6 +621,7 @@ impl LiveSpec {
         Direction {
             flow_rate: self.flow_rate,
             bucket: self.bucket.clone(),
+            aqm: self.aqm,
             table: self.table,
             stats: self.stats,
             services: self.services.clone(),
@@ -625,6 +640,7 @@ impl LiveSpec {
             capture: Default::default(),
             flow_rate: d.flow_rate,
             bucket: d.bucket.clone(),
+            aqm: d.aqm,
             table: d.table,
             stats: d.stats,
             services: d.services.clone(),
@@ -652,6 +668,7 @@ impl LiveSpec {
             rate,
             per_flow: true,
             host: None,
+            ecn: false,
             function: None,
         };
         let mut services = self.services.clone();
@@ -694,6 +711,7 @@ impl LiveSpec {
                 buffer_bytes: u64::MAX / 2,
                 overhead: self.bucket.overhead,
                 mpu: self.bucket.mpu,
+                aqm: self.aqm,
             },
             link_rate: Rate::from_bits_per_sec(1 << 50),
             quantum: self.table.quantum,
@@ -717,6 +735,7 @@ impl Direction {
             parent.insert("services".into(), crate::models::router::scenario::write_services(&self.services));
         }
         self.bucket.write(BucketKeys::LIVE, &mut s);
+        crate::scenario::shaper::write_aqm(self.aqm.as_ref(), &mut s);
         let t = &self.table;
         let mut g = toml::Table::new();
         flowtable::write(t, TableKeys::LIVE, &mut g);

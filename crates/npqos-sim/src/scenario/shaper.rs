@@ -154,6 +154,59 @@ impl BucketConfig {
 /// The keys of the adaptive threshold (kim eq 14) besides `adaptive` itself.
 const ADAPTIVE_KEYS: [&str; 4] = ["gamma", "delta_th", "alpha_min", "interval"];
 
+/// The active queue management keys of a shaping table (the router's `[shaping]`, npqos live's
+/// `[shaper]`; docs/codel.md): `aqm = "codel"` turns CoDel (RFC 8289) on over the shaped
+/// queues, `codel_target` (5 ms) and `codel_interval` (100 ms) are its two parameters (named
+/// apart from `interval`, the adaptive alpha's), `ecn` marks ECN-capable packets instead of
+/// dropping them. `None`: `aqm = "none"`, the default (tail drop at the buffer and the queue
+/// limits only).
+pub(crate) fn read_aqm(
+    r: &mut Reader<'_>,
+    probs: &mut Vec<Problem>,
+) -> Option<npqos_core::pipeline::codel::CodelParams> {
+    let kind = r.choice("aqm", "none", &["none", "codel"], probs);
+    let target = r.positive_duration("codel_target", Duration::from_millis(5), probs);
+    let interval = r.positive_duration("codel_interval", Duration::from_millis(100), probs);
+    let ecn = r.boolean("ecn", false, probs);
+    if kind == "none" {
+        for k in ["codel_target", "codel_interval", "ecn"] {
+            if r.present(k) {
+                probs.push(Problem {
+                    key: r.path(k),
+                    value: None,
+                    message: "applies to aqm = \"codel\" (aqm is \"none\")".into(),
+                });
+            }
+        }
+        return None;
+    }
+    if target >= interval {
+        probs.push(Problem {
+            key: r.path("codel_target"),
+            value: Some(format!("\"{target}\"")),
+            message: format!("expected less than codel_interval ({interval})"),
+        });
+    }
+    Some(npqos_core::pipeline::codel::CodelParams {
+        target_ns: target.as_nanos(),
+        interval_ns: interval.as_nanos(),
+        mtu: npqos_core::pipeline::codel::CodelParams::default().mtu,
+        ecn,
+    })
+}
+
+/// Writes [`read_aqm`]'s keys (`aqm = "none"` alone without CoDel).
+pub(crate) fn write_aqm(aqm: Option<&npqos_core::pipeline::codel::CodelParams>, t: &mut toml::Table) {
+    let Some(c) = aqm else {
+        t.insert("aqm".into(), "none".into());
+        return;
+    };
+    t.insert("aqm".into(), "codel".into());
+    t.insert("codel_target".into(), Duration::from_nanos(c.target_ns).to_string().into());
+    t.insert("codel_interval".into(), Duration::from_nanos(c.interval_ns).to_string().into());
+    t.insert("ecn".into(), c.ecn.into());
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

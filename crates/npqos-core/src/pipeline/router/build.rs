@@ -96,6 +96,7 @@ impl Pipeline {
             egress_backlog: 0,
             egress_pending: 0,
             egress_ports: Ports::default(),
+            aqm: p.shaping.aqm.map(|c| Box::new(Aqm::new(c, round))),
             eq_base,
             buckets,
             flow_queue_shared: 0,

@@ -11,7 +11,10 @@ use crate::pipeline::{EgressQueues, Pick};
 /// queue's fill is scheduled as an event.
 struct RouterQueues<'s, 'e> {
     pkts: &'s [Pkt],
-    fifo: &'s [Fifo],
+    fifo: &'s mut [Fifo],
+    /// CoDel over the FIFOs (`shaping.aqm`), and whether they are the ingress queues.
+    aqm: Option<&'s mut Aqm>,
+    direct: bool,
     shaped: &'s [bool],
     flow_queues_shaped: bool,
     flows: &'s mut Vec<RowCounts>,
@@ -46,6 +49,19 @@ impl EgressQueues for RouterQueues<'_, '_> {
     #[inline]
     fn core(&self, q: QueueId) -> CoreId {
         CoreId(self.head(q).core as u32)
+    }
+    #[inline]
+    fn has_aqm(&self) -> bool {
+        self.aqm.is_some()
+    }
+    /// CoDel's dequeue on `q`'s FIFO first (docs/codel.md): the packets it drops leave the
+    /// FIFO here and are accounted after the pick.
+    #[inline]
+    fn aqm_head_len(&mut self, q: QueueId, now: Instant) -> Option<u64> {
+        match self.aqm.as_deref_mut() {
+            Some(a) => a.head_len(self.pkts, self.fifo, q, now.as_nanos(), self.direct),
+            None => Some(self.head_len(q)),
+        }
     }
     fn throttled(&mut self, q: QueueId, until: Instant, _sent: bool) {
         let (row, service) = (self.head(q).row, self.head(q).service as usize);
@@ -129,7 +145,9 @@ impl Pipeline {
     fn pick(&mut self, now: Instant, fx: &mut Effects) -> Option<Pick> {
         let mut queues = RouterQueues {
             pkts: &self.pkts,
-            fifo: &self.fifo,
+            fifo: &mut self.fifo,
+            aqm: self.aqm.as_deref_mut(),
+            direct: self.direct,
             shaped: &self.shaped,
             flow_queues_shaped: self.flow_queues_shaped,
             flows: &mut self.flows,
@@ -145,6 +163,7 @@ impl Pipeline {
             // A throttle moved the heaps; an eligible send leaves them as they were.
             self.shaper_wake = self.egress.next_wakeup();
         }
+        self.aqm_dropped(now.as_nanos());
         match pick {
             Ok(p) => p,
             Err(e) => {
@@ -253,6 +272,9 @@ impl Pipeline {
                 self.egress.emptied(q, QueueId(pk.eq));
             }
             self.egress_bytes -= pk.len as u64;
+            if self.aqm_marked(id) {
+                set_ce(&mut frame);
+            }
             self.tap_egress(t, id);
             self.delivered(t, id);
             self.link.handed();
@@ -282,6 +304,9 @@ impl Pipeline {
         self.tap_egress(now, id);
         self.delivered(now, id);
         self.link.handed();
+        if self.aqm_marked(id) {
+            set_ce(&mut self.held[id as usize]);
+        }
         emit(&self.held[id as usize], pk.row);
     }
 

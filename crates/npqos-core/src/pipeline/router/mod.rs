@@ -46,6 +46,9 @@ pub use params::{
 use std::collections::VecDeque;
 use std::sync::Arc;
 
+mod aqm;
+pub use aqm::{ect as frame_ect, set_ce};
+use aqm::{Aqm, D_CODEL};
 mod build;
 pub use build::classifier;
 mod link;
@@ -147,7 +150,7 @@ impl Effects {
 
 /// Drop reasons, in the order of their scalars: one vocabulary for both drivers. A run writes
 /// the ones its configuration can give ([`Pipeline::reasons`]).
-pub const DROPS: [&str; 8] = [
+pub const DROPS: [&str; 9] = [
     "unclassified",
     "ingress_buffer_full",
     "ingress_no_queue",
@@ -156,6 +159,7 @@ pub const DROPS: [&str; 8] = [
     "egress_buffer_full",
     "ingress_queue_full",
     "oversize",
+    "codel",
 ];
 const D_UNCLASSIFIED: usize = 0;
 const D_BUFFER: usize = 1;
@@ -284,10 +288,13 @@ pub struct Pipeline {
     egress_backlog: u64,
     /// Packets admitted to the egress whose queue-memory enqueue has not completed.
     egress_pending: u64,
-    /// Conservation at the ports of the egress (dropped: exceeds_bucket, egress_buffer_full)
+    /// Conservation at the ports of the egress (dropped: exceeds_bucket, egress_buffer_full, codel)
     /// (docs/pipeline.md, "Conservation at the ports"); the ingress, processing, the flow
     /// buckets and the link count their own.
-    egress_ports: Ports<2>,
+    egress_ports: Ports<3>,
+    /// `shaping.aqm = "codel"`: CoDel's state per shaped queue (docs/codel.md); `None`: tail
+    /// drop only.
+    aqm: Option<Box<Aqm>>,
     /// Each service's first flow queue (0: it has none, one queue for the service).
     eq_base: Vec<u32>,
     /// The per-flow buckets' owners (`shaping.flow_queues` buckets, one index space for every
@@ -491,6 +498,10 @@ impl Pipeline {
         let pkt =
             Pkt { arrival: now, len, service: s as u16, eq: held, actual, next: NIL, row: a.row, ..Default::default() };
         let id = self.new_pkt(pkt);
+        if let Some(aq) = &mut self.aqm {
+            // A real frame's own ECN field says; a simulated packet's service.
+            aq.arrived(id, frame.map_or(self.p.services[s].ecn, frame_ect));
+        }
         if self.keep_flows {
             let i = id as usize;
             if self.slot_flows.len() <= i {

@@ -171,16 +171,20 @@ impl Pipeline {
     /// the caller's ring as the link (live's forwarder), the ingress's, the bucket's and the
     /// ring's.
     pub fn reasons(&self) -> Vec<usize> {
-        if self.link.is_ring() && self.direct {
-            return vec![D_UNCLASSIFIED, D_BUFFER, D_NO_QUEUE, D_QUEUE_FULL, D_BUCKET, D_OVERSIZE];
-        }
-        if self.link.is_ring() {
+        let mut r = if self.link.is_ring() && self.direct {
+            vec![D_UNCLASSIFIED, D_BUFFER, D_NO_QUEUE, D_QUEUE_FULL, D_BUCKET, D_OVERSIZE]
+        } else if self.link.is_ring() {
             // With processors: late packets and a full egress buffer too.
-            return vec![D_UNCLASSIFIED, D_BUFFER, D_NO_QUEUE, D_QUEUE_FULL, D_LATE, D_BUCKET, D_EGRESS, D_OVERSIZE];
-        }
-        let mut r: Vec<usize> = (0..=D_EGRESS).collect();
-        if self.p.table.queue_limit.is_some() {
-            r.push(D_QUEUE_FULL);
+            vec![D_UNCLASSIFIED, D_BUFFER, D_NO_QUEUE, D_QUEUE_FULL, D_LATE, D_BUCKET, D_EGRESS, D_OVERSIZE]
+        } else {
+            let mut r: Vec<usize> = (0..=D_EGRESS).collect();
+            if self.p.table.queue_limit.is_some() {
+                r.push(D_QUEUE_FULL);
+            }
+            r
+        };
+        if self.aqm.is_some() {
+            r.push(D_CODEL);
         }
         r
     }
@@ -244,6 +248,9 @@ impl Pipeline {
         put("shaping_state_bytes", bytes, "B");
         put("shaping_offchip_per_s", offchip / span, "accesses/s");
         put("flow_queue_shared_packets", self.flow_queue_shared as f64, "packets");
+        if let Some(a) = &self.aqm {
+            put("ecn_marked", a.marked as f64, "packets");
+        }
         let bc = self.buckets.as_ref().map(|b| *b.counters()).unwrap_or_default();
         put("flow_buckets_reused", bc.reused as f64, "buckets");
         put("flow_buckets_evicted", bc.evicted as f64, "buckets");

@@ -32,6 +32,9 @@ pub struct ServiceParams {
     /// source (or destination) address sharing one (`rate_per = "src"` / `"dst"`: a
     /// subscriber's rate).
     pub host: Option<Host>,
+    /// Its packets are ECN-capable (ECT): with CoDel marking (`shaping.ecn`) they are marked
+    /// CE rather than dropped. `npqos live` reads each frame's own ECN field besides.
+    pub ecn: bool,
     /// The packet function its processors run on each of its packets (`[services.function]`:
     /// Everest's prototype's detectors); `None`: processing is its cost alone.
     pub function: Option<crate::detect::FunctionParams>,
@@ -173,6 +176,9 @@ pub struct ShapingParams {
     /// bytes `max(len + overhead, mpu)` (at least 1); 0 and 0: its length.
     pub overhead: i64,
     pub mpu: u64,
+    /// Active queue management on the shaped queues (`shaping.aqm = "codel"`: CoDel, RFC
+    /// 8289, with its target, interval and ECN marking); `None`: tail drop only.
+    pub aqm: Option<crate::pipeline::codel::CodelParams>,
 }
 
 impl ShapingParams {

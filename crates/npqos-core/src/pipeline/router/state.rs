@@ -66,6 +66,10 @@ impl Pipeline {
         self.wakeups
     }
     /// Packets dropped, by reason of [`DROPS`].
+    /// Packets CoDel marked CE (`None` without `shaping.aqm`).
+    pub fn ecn_marked(&self) -> Option<u64> {
+        self.aqm.as_ref().map(|a| a.marked)
+    }
     pub fn drops(&self) -> &[u64; DROPS.len()] {
         &self.drops
     }

@@ -24,6 +24,8 @@ pub(crate) use npqos_core::pipeline::router as pipeline;
 #[cfg(test)]
 mod capture_tests;
 #[cfg(test)]
+mod codel_tests;
+#[cfg(test)]
 mod element_tests;
 #[cfg(test)]
 mod function_tests;

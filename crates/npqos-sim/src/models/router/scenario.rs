@@ -223,6 +223,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
     let period = s.positive_duration("period", Duration::from_millis(1), probs);
     let flow_queues = s.int("flow_queues", 65_536, 1, 1 << 24, probs) as u32;
     let buffer = s.size("buffer", 64 << 20, probs);
+    let aqm = crate::scenario::shaper::read_aqm(&mut s, probs);
     s.finish(probs);
     let kind = match shaper.as_str() {
         "none" => ShaperKind::None,
@@ -243,6 +244,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
         buffer_bytes: buffer,
         overhead: bucket.overhead,
         mpu: bucket.mpu,
+        aqm,
     };
 
     let mut l = Reader::new(root, "link", probs);
@@ -434,6 +436,7 @@ pub(crate) fn read_services(
             );
         }
         let per = r.choice("rate_per", "flow", &["flow", "class", "src", "dst"], probs);
+        let ecn = r.boolean("ecn", false, probs);
         let rule = read_rule(&mut r, ServiceId::from_index(i), probs);
         r.consume("function");
         let function = tb.contains_key("function").then(|| read_function(tb, &prefix, probs));
@@ -472,6 +475,7 @@ pub(crate) fn read_services(
                 "dst" => Some(Host::Dst),
                 _ => None,
             },
+            ecn,
             function,
         });
     }
@@ -595,6 +599,7 @@ impl RouterSpec {
         }
         s.insert("flow_queues".into(), (sh.flow_queues as i64).into());
         s.insert("buffer".into(), fmt_size(sh.buffer_bytes).into());
+        crate::scenario::shaper::write_aqm(sh.aqm.as_ref(), &mut s);
         root.insert("shaping".into(), s.into());
         let mut l = toml::Table::new();
         l.insert("rate".into(), p.link_rate.to_string().into());
@@ -631,6 +636,9 @@ pub(crate) fn write_services(services: &[ServiceParams]) -> toml::Value {
                     (true, Some(Host::Dst)) => "dst",
                 };
                 t.insert("rate_per".into(), per.into());
+            }
+            if s.ecn {
+                t.insert("ecn".into(), true.into());
             }
             if let Some(f) = &s.function {
                 let mut x = toml::Table::new();
