@@ -42,6 +42,31 @@ use std::sync::Arc;
 /// A trace packet whose arrival event is scheduled: (time ns, queue, bytes).
 type PendingPacket = (u64, u32, u64);
 
+/// One queue of the pool as CoDel sees it: its head's time since its arrival, the bytes
+/// behind it, and dropping it (counted, out of the backlog).
+struct PoolQueue<'a> {
+    pool: &'a mut PacketPool,
+    q: QueueId,
+    dropped: &'a mut (u64, u64),
+    backlog: &'a mut u64,
+}
+
+impl npqos_core::pipeline::codel::CodelQueue for PoolQueue<'_> {
+    fn head(&self, now: u64) -> Option<(u64, bool)> {
+        self.pool.head(self.q).map(|p| (now.saturating_sub(p.arrival.as_nanos()), false))
+    }
+    fn bytes(&self) -> u64 {
+        self.pool.bytes(self.q) - self.pool.head(self.q).map_or(0, |p| p.size as u64)
+    }
+    fn drop_head(&mut self, _now: u64) {
+        if let Some(p) = self.pool.pop(self.q) {
+            *self.dropped = (self.dropped.0 + 1, self.dropped.1 + p.size as u64);
+            *self.backlog -= p.size as u64;
+        }
+    }
+    fn mark_head(&mut self, _now: u64) {}
+}
+
 /// Events of the link model (synthetic arrivals are not events: they come from a [`Feed`]).
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
@@ -137,6 +162,10 @@ pub struct LinkModel {
     offered_bytes: u64,
     dropped_pkts: u64,
     dropped_bytes: u64,
+    /// `queues.aqm = "codel"`: CoDel's state per queue, and its drops (packets, bytes; in the
+    /// totals above too).
+    aqm: Option<(npqos_core::pipeline::codel::CodelParams, Vec<npqos_core::pipeline::codel::Codel>)>,
+    codel_dropped: (u64, u64),
     delivered_pkts: u64,
     delivered_bytes: u64,
     delivered_per_queue: Vec<u64>,
@@ -174,6 +203,8 @@ impl LinkModel {
             offered_bytes: 0,
             dropped_pkts: 0,
             dropped_bytes: 0,
+            aqm: l.aqm.map(|p| (p, vec![Default::default(); n])),
+            codel_dropped: (0, 0),
             delivered_pkts: 0,
             delivered_bytes: 0,
             delivered_per_queue: vec![0; n],
@@ -285,8 +316,22 @@ impl LinkModel {
 
     /// DRR: picks the next packet and starts sending it.
     fn start_next(&mut self, engine: &mut Engine<Ev>) {
-        let pool = &self.pool;
-        let Some(q) = self.drr.select(|q| pool.head(q).map_or(0, |p| p.size as u64)) else {
+        let q = match &mut self.aqm {
+            None => {
+                let pool = &self.pool;
+                self.drr.select(|q| pool.head(q).map_or(0, |p| p.size as u64))
+            }
+            // CoDel on the queue's head first (docs/codel.md); a queue it empties leaves the round.
+            Some((p, states)) => {
+                let (pool, dropped, now) = (&mut self.pool, &mut self.codel_dropped, engine.now().as_nanos());
+                let backlog = &mut self.backlog_bytes;
+                self.drr.select_or_leave(|q| {
+                    let mut h = PoolQueue { pool: &mut *pool, q, dropped: &mut *dropped, backlog: &mut *backlog };
+                    states[q.index()].dequeue(p, now, &mut h).head.then(|| pool.head(q).map_or(0, |p| p.size as u64))
+                })
+            }
+        };
+        let Some(q) = q else {
             return;
         };
         let p = self.pool.pop(q).expect("DRR names only non-empty queues");
@@ -345,19 +390,26 @@ impl LinkModel {
         r.scalar("offered_bytes", self.offered_bytes as f64, "B");
         r.scalar("delivered_packets", self.delivered_pkts as f64, "packets");
         r.scalar("delivered_bytes", self.delivered_bytes as f64, "B");
-        r.scalar("dropped_packets", self.dropped_pkts as f64, "packets");
-        r.scalar("dropped_bytes", self.dropped_bytes as f64, "B");
+        // Tail drops and CoDel's together.
+        let (dropped_pkts, dropped_bytes) =
+            (self.dropped_pkts + self.codel_dropped.0, self.dropped_bytes + self.codel_dropped.1);
+        r.scalar("dropped_packets", dropped_pkts as f64, "packets");
+        r.scalar("dropped_bytes", dropped_bytes as f64, "B");
+        if self.aqm.is_some() {
+            r.scalar("dropped_codel", self.codel_dropped.0 as f64, "packets");
+            r.scalar("dropped_codel_bytes", self.codel_dropped.1 as f64, "B");
+        }
         if self.population {
             r.scalar("flows_started", self.flows_started as f64, "flows");
         }
         r.scalar(
             "drop_fraction",
-            if self.offered_pkts == 0 { 0.0 } else { self.dropped_pkts as f64 / self.offered_pkts as f64 },
+            if self.offered_pkts == 0 { 0.0 } else { dropped_pkts as f64 / self.offered_pkts as f64 },
             "1",
         );
         r.scalar(
             "drop_fraction_bytes",
-            if self.offered_bytes == 0 { 0.0 } else { self.dropped_bytes as f64 / self.offered_bytes as f64 },
+            if self.offered_bytes == 0 { 0.0 } else { dropped_bytes as f64 / self.offered_bytes as f64 },
             "1",
         );
         r.scalar("offered_load", self.offered_bytes as f64 * 8.0 / secs / link_rate.bits_per_sec() as f64, "1");
@@ -564,6 +616,34 @@ mod tests {
         assert!((got / expect - 1.0).abs() < 0.03, "mean sojourn {got:.1} ns vs P-K {expect:.1} ns");
         assert!((r.get("utilization").unwrap() - 0.8).abs() < 0.01);
         assert_eq!(r.get("dropped_packets"), Some(0.0));
+    }
+
+    /// CoDel on every queue (`queues.aqm`, docs/codel.md): under 1.2 times the link in a deep
+    /// buffer, tail drop lets the queue grow and CoDel drops at the heads, shortening it; the
+    /// drops are in the totals; kim and ECN refuse the keys.
+    #[test]
+    fn codel_drops_at_the_heads_and_shortens_the_queues() {
+        let text = |aqm: &str| {
+            format!("[run]\nduration = \"3s\"\n[link]\nrate = \"10Mbps\"\n[queues]\ncount = 2\nbuffer = \"4MiB\"\n{aqm}\n[traffic]\noverload = 1.2\nsizes = \"imix\"\narrivals = \"exponential\"\n")
+        };
+        let tail = run(&scenario(&text("")), 1, 1, None, &mut |_| {}).unwrap();
+        let codel = run(&scenario(&text("aqm = \"codel\"")), 1, 1, None, &mut |_| {}).unwrap();
+        let g = |r: &RunResult, k: &str| r.get(k).unwrap_or(f64::NAN);
+        println!(
+            "tail drop: dropped {}, p50 {:.1} ms; CoDel: dropped {} (CoDel {}), p50 {:.1} ms",
+            g(&tail, "dropped_packets"),
+            g(&tail, "delay_p50") / 1e6,
+            g(&codel, "dropped_packets"),
+            g(&codel, "dropped_codel"),
+            g(&codel, "delay_p50") / 1e6
+        );
+        assert_eq!(tail.get("dropped_codel"), None);
+        assert!(g(&codel, "dropped_codel") > 100.0);
+        assert!(g(&codel, "dropped_packets") >= g(&codel, "dropped_codel"));
+        assert!(g(&codel, "delay_p50") < g(&tail, "delay_p50"));
+        let err = |t: &str| Scenario::parse(t, "t", Path::new(".")).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err(&text("aqm = \"codel\"\necn = true")).contains("queues.ecn"));
+        assert!(err(&format!("model = \"kim\"\n{}", text("aqm = \"codel\""))).contains("queues.aqm"));
     }
 
     /// Overloaded queues under DRR share the link equally and drop the excess.

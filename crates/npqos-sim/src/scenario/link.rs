@@ -78,6 +78,8 @@ pub struct LinkSpec {
     pub quantum: u64,
     pub queues: u32,
     pub buffer: u64,
+    /// `queues.aqm = "codel"` (the link model's): CoDel on every queue (docs/codel.md).
+    pub aqm: Option<npqos_core::pipeline::codel::CodelParams>,
     pub traffic: Traffic,
 }
 
@@ -112,12 +114,24 @@ pub(crate) fn read(
     let mut q = Reader::new(root, "queues", probs);
     let queues = q.int("count", 16, 1, u32::MAX as i64 - 1, probs) as u32;
     let buffer = q.size("buffer", 64 << 10, probs);
+    let aqm = super::shaper::read_aqm(&mut q, probs);
     q.finish(probs);
+    if let Some(a) = aqm {
+        // kim's queues are shaped by its own model, not managed; the link model's packets carry
+        // no ECN field.
+        let (key, message) = match model == "kim" {
+            true => ("queues.aqm", "the link model's key: kim's queues are shaped, not managed"),
+            false => ("queues.ecn", "the link model's packets are not ECN-capable: nothing would be marked"),
+        };
+        if model == "kim" || a.ecn {
+            probs.push(Problem { key: key.into(), value: None, message: message.into() });
+        }
+    }
 
     let traffic = read_traffic(root, model, base_dir, probs);
 
     let shaper = (model == "kim").then(|| super::kim::read(root, queues, &traffic, probs));
-    (LinkSpec { link_rate, scheduler, quantum, queues, buffer, traffic }, shaper)
+    (LinkSpec { link_rate, scheduler, quantum, queues, buffer, aqm, traffic }, shaper)
 }
 
 /// Reads `[traffic]` of a `link` or `kim` scenario, recording every problem: a trace or
@@ -359,6 +373,9 @@ pub(crate) fn to_toml(l: &LinkSpec, shaper: Option<&ShaperSpec>, root: &mut toml
     let mut q = toml::Table::new();
     q.insert("count".into(), (l.queues as i64).into());
     q.insert("buffer".into(), fmt_size(l.buffer).into());
+    if l.aqm.is_some() {
+        super::shaper::write_aqm(l.aqm.as_ref(), &mut q);
+    }
     root.insert("queues".into(), q.into());
     let mut t = toml::Table::new();
     match &l.traffic {
