@@ -130,16 +130,7 @@ fn in_csum_errors(ns: &str, proto: &str) -> String {
 
 /// Runs the sender and the receiver around whatever forwards in the middle.
 fn offer(bed: &Bed) -> (Vec<u64>, u64, Received) {
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = stop.clone();
-    let rcv = netns::in_ns(&bed.rcv, move || netns::receive("r0", &s2));
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let snd = netns::in_ns(&bed.snd, || netns::send_udp(FLOWS, OFFERED, PAYLOAD, SEND_NS));
-    let off = snd.join().unwrap().unwrap().unwrap();
-    // Let the queues drain (32 KiB at 10 Mbps is 26 ms) and the receive ring retire its block.
-    std::thread::sleep(std::time::Duration::from_millis(600));
-    stop.store(true, Ordering::Relaxed);
-    let got = rcv.join().unwrap().unwrap().unwrap();
+    let (off, got) = netns::offer_udp(bed, FLOWS, OFFERED, PAYLOAD, SEND_NS);
     (off.sent, off.send_errors, got)
 }
 

@@ -7,8 +7,6 @@
 
 use npqos_cli::live::netns::{self, Bed, Received};
 use std::process::Command;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 
 const PAYLOAD: usize = 1000;
 const SEND_NS: u64 = 3_000_000_000;
@@ -33,15 +31,7 @@ fn run(tag: &str, threads: u32, shaping: &str, flows: u32, offered_bps: u64) -> 
         .spawn()
         .unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
-    let stop = Arc::new(AtomicBool::new(false));
-    let s2 = stop.clone();
-    let rcv = netns::in_ns(&bed.rcv, move || netns::receive("r0", &s2));
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let snd = netns::in_ns(&bed.snd, move || netns::send_udp(flows, offered_bps, PAYLOAD, SEND_NS));
-    let off = snd.join().unwrap().unwrap().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(600));
-    stop.store(true, Ordering::Relaxed);
-    let got = rcv.join().unwrap().unwrap().unwrap();
+    let (off, got) = netns::offer_udp(&bed, flows, offered_bps, PAYLOAD, SEND_NS);
     let status = child.wait().unwrap();
     assert!(status.success(), "npqos live exited with {status}");
     let text = std::fs::read_to_string(dir.path().join("out/summary.json")).unwrap();

@@ -181,53 +181,45 @@ impl LiveRun {
                 ]);
             }
         }
-        v.extend(
-            [
-                ("threads", self.threads.len() as f64, "threads"),
-                ("rx_frames", self.rx.frames as f64, "frames"),
-                ("dropped_rx_ring", self.rx.ring_drops as f64, "frames"),
-                ("dropped_rx_truncated", self.rx.truncated as f64, "frames"),
-                ("rx_checksums_completed", self.rx.checksums_completed as f64, "frames"),
-                ("rx_super_frames", self.super_frames as f64, "frames"),
-                ("rx_super_frame_segments", self.segments as f64, "frames"),
-                ("rx_blocks", self.rx.blocks as f64, "blocks"),
-                ("tx_errors", self.tx.errors as f64, "frames"),
-                ("rx_socket_errors", self.rx.socket_errors as f64, "errors"),
-                ("rx_before_fanout_join", self.rx.before_join as f64, "frames"),
-                ("tx_down_flushes", self.tx.down_flushes as f64, "send calls"),
-                ("tx_flushes", self.tx.flushes as f64, "send calls"),
-            ]
-            .map(|(k, x, u)| (k.to_string(), x, u)),
-        );
+        let mut st: Vec<(&'static str, f64, &'static str)> = vec![
+            ("threads", self.threads.len() as f64, "threads"),
+            ("rx_frames", self.rx.frames as f64, "frames"),
+            ("dropped_rx_ring", self.rx.ring_drops as f64, "frames"),
+            ("dropped_rx_truncated", self.rx.truncated as f64, "frames"),
+            ("rx_checksums_completed", self.rx.checksums_completed as f64, "frames"),
+            ("rx_super_frames", self.super_frames as f64, "frames"),
+            ("rx_super_frame_segments", self.segments as f64, "frames"),
+            ("rx_blocks", self.rx.blocks as f64, "blocks"),
+            ("tx_errors", self.tx.errors as f64, "frames"),
+            ("rx_socket_errors", self.rx.socket_errors as f64, "errors"),
+            ("rx_before_fanout_join", self.rx.before_join as f64, "frames"),
+            ("tx_down_flushes", self.tx.down_flushes as f64, "send calls"),
+            ("tx_flushes", self.tx.flushes as f64, "send calls"),
+        ];
         if let Some(p) = &self.passed {
-            v.extend(
-                [
-                    ("passed_frames_in", p.frames_in as f64, "frames"),
-                    ("passed_frames_out", p.frames_out as f64, "frames"),
-                    ("passed_dropped_tx_full", p.dropped_tx_full as f64, "frames"),
-                    ("passed_dropped_oversize", p.dropped_oversize as f64, "frames"),
-                    ("passed_super_frames", p.super_frames as f64, "frames"),
-                ]
-                .map(|(k, x, u)| (k.to_string(), x, u)),
-            );
+            st.extend([
+                ("passed_frames_in", p.frames_in as f64, "frames"),
+                ("passed_frames_out", p.frames_out as f64, "frames"),
+                ("passed_dropped_tx_full", p.dropped_tx_full as f64, "frames"),
+                ("passed_dropped_oversize", p.dropped_oversize as f64, "frames"),
+                ("passed_super_frames", p.super_frames as f64, "frames"),
+            ]);
         }
         if let Some(r) = &self.reverse {
-            v.extend(
-                [
-                    ("reverse_frames_in", r.frames_in as f64, "frames"),
-                    ("reverse_frames_out", r.frames_out as f64, "frames"),
-                    ("reverse_dropped_tx_full", r.dropped_tx_full as f64, "frames"),
-                    ("reverse_dropped_oversize", r.dropped_oversize as f64, "frames"),
-                    ("reverse_dropped_unclassified", r.dropped_unclassified as f64, "frames"),
-                    ("reverse_dropped_rx_ring", r.rx.ring_drops as f64, "frames"),
-                    ("reverse_checksums_completed", r.rx.checksums_completed as f64, "frames"),
-                    ("reverse_super_frames", r.super_frames as f64, "frames"),
-                    ("reverse_tx_errors", r.tx.errors as f64, "frames"),
-                    ("reverse_rx_socket_errors", r.rx.socket_errors as f64, "errors"),
-                ]
-                .map(|(k, x, u)| (k.to_string(), x, u)),
-            );
+            st.extend([
+                ("reverse_frames_in", r.frames_in as f64, "frames"),
+                ("reverse_frames_out", r.frames_out as f64, "frames"),
+                ("reverse_dropped_tx_full", r.dropped_tx_full as f64, "frames"),
+                ("reverse_dropped_oversize", r.dropped_oversize as f64, "frames"),
+                ("reverse_dropped_unclassified", r.dropped_unclassified as f64, "frames"),
+                ("reverse_dropped_rx_ring", r.rx.ring_drops as f64, "frames"),
+                ("reverse_checksums_completed", r.rx.checksums_completed as f64, "frames"),
+                ("reverse_super_frames", r.super_frames as f64, "frames"),
+                ("reverse_tx_errors", r.tx.errors as f64, "frames"),
+                ("reverse_rx_socket_errors", r.rx.socket_errors as f64, "errors"),
+            ]);
         }
+        v.extend(st.into_iter().map(|(k, x, u)| (k.to_string(), x, u)));
         v
     }
 }

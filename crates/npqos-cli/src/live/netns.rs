@@ -423,6 +423,23 @@ pub fn send_ring(iface: &str, dst_mac: &str, flows: u32, payload: usize, duratio
     Ok(off)
 }
 
+/// The bed's sender and receiver around whatever forwards in the middle: the receiver counting
+/// on `r0`, then 300 ms later [`send_udp`] of `flows` flows at `rate_bps` each for
+/// `duration_ns`, then 600 ms for the queues to drain and the receive ring to retire its block.
+/// What was offered and what arrived.
+pub fn offer_udp(bed: &Bed, flows: u32, rate_bps: u64, payload: usize, duration_ns: u64) -> (Offered, Received) {
+    let stop = std::sync::Arc::new(AtomicBool::new(false));
+    let s2 = stop.clone();
+    let rcv = in_ns(&bed.rcv, move || receive("r0", &s2));
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    let snd = in_ns(&bed.snd, move || send_udp(flows, rate_bps, payload, duration_ns));
+    let off = snd.join().expect("the sender thread").expect("the sender's namespace").expect("the sender");
+    std::thread::sleep(std::time::Duration::from_millis(600));
+    stop.store(true, Ordering::Relaxed);
+    let got = rcv.join().expect("the receiver thread").expect("the receiver's namespace").expect("the receiver");
+    (off, got)
+}
+
 /// What the receiver counted of one flow.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct FlowSeen {
