@@ -295,6 +295,19 @@ pub fn send_udp_from(
     payload: usize,
     duration_ns: u64,
 ) -> Result<Offered, String> {
+    send_udp_tos(srcs, dst, rate_bps, payload, duration_ns, 0)
+}
+
+/// [`send_udp_from`] with the IPv4 TOS byte `tos` on every datagram (its low two bits the ECN
+/// field: 0x02 is ECT(0)).
+pub fn send_udp_tos(
+    srcs: &[Ipv4Addr],
+    dst: Ipv4Addr,
+    rate_bps: u64,
+    payload: usize,
+    duration_ns: u64,
+    tos: u8,
+) -> Result<Offered, String> {
     let flows = srcs.len() as u32;
     let ports = flows.div_ceil(DST_PORTS);
     let mut addrs: Vec<Ipv4Addr> = srcs.to_vec();
@@ -311,8 +324,8 @@ pub fn send_udp_from(
         &socks[a * ports as usize + (sp - FIRST_PORT) as usize]
     };
     for s in &socks {
-        let big: libc::c_int = 4 << 20;
-        // SAFETY: setsockopt with an int.
+        let (big, tos): (libc::c_int, libc::c_int) = (4 << 20, tos as libc::c_int);
+        // SAFETY: setsockopt with an int, twice.
         unsafe {
             libc::setsockopt(
                 s.as_raw_fd(),
@@ -320,7 +333,8 @@ pub fn send_udp_from(
                 libc::SO_SNDBUF,
                 &big as *const _ as *const libc::c_void,
                 4,
-            )
+            );
+            libc::setsockopt(s.as_raw_fd(), libc::IPPROTO_IP, libc::IP_TOS, &tos as *const _ as *const libc::c_void, 4);
         };
     }
     let frame_bits = ((payload + 42) * 8) as u64;
@@ -451,6 +465,8 @@ pub struct FlowSeen {
     next_seq: u32,
     /// Frames whose sequence number was below one already seen.
     pub reordered: u64,
+    /// Frames whose IPv4 ECN field said Congestion Experienced.
+    pub ce: u64,
 }
 
 impl FlowSeen {
@@ -500,6 +516,7 @@ pub fn receive_for(iface: &str, dst: Ipv4Addr, stop: &AtomicBool) -> Result<Rece
                 s.reordered += 1;
             }
             s.next_seq = s.next_seq.max(seq + 1);
+            s.ce += (f[15] & 3 == 3) as u64;
             s.frames += 1;
             s.bytes += f.len() as u64;
             s.last_ns = ts;
