@@ -322,6 +322,40 @@ fn the_config_reader_reports_every_problem_with_its_key() {
     assert_eq!(spec::read(&sp.to_toml(), "resolved").unwrap(), sp);
 }
 
+/// `live.threads` (docs/live.md, "Every core") and the CoDel keys of `[shaper]`: "auto" or 1 to
+/// 64 threads, one with processors or captures; the problems name their keys; the resolved file
+/// reads back the same; every thread's share of the flow rows is rounded up.
+#[test]
+fn threads_and_codel_keys_are_read_and_checked() {
+    let bad = |extra: &str, shaper: &str| {
+        let text =
+            format!("[live]\ninput = \"in0\"\noutput = \"out0\"\n{extra}\n[shaper]\nflow_rate = \"1Mbps\"\n{shaper}\n");
+        match spec::read(&toml::from_str(&text).unwrap(), "t.toml") {
+            Ok(_) => String::new(),
+            Err(p) => p.to_string(),
+        }
+    };
+    for v in ["0", "65", "\"many\"", "1.5"] {
+        let text = bad(&format!("threads = {v}"), "");
+        assert!(text.contains("live.threads") && text.contains("\"auto\" or an integer from 1 to 64"), "{v}: {text}");
+    }
+    let text = bad("threads = 2\n[processing]\npolicy = \"everest\"\nprocessors = 2", "");
+    assert!(text.contains("live.threads") && text.contains("[processing]"), "{text}");
+    let text = bad("threads = 2\n[output]\npcap = [\"ingress\"]", "");
+    assert!(text.contains("live.threads") && text.contains("[output] pcap"), "{text}");
+    let text = bad("", "codel_target = \"2ms\"");
+    assert!(text.contains("shaper.codel_target") && text.contains("aqm = \"codel\""), "{text}");
+    let text = bad("", "aqm = \"codel\"\ncodel_target = \"1s\"");
+    assert!(text.contains("shaper.codel_target") && text.contains("less than codel_interval"), "{text}");
+    assert_eq!(bad("threads = \"auto\"", "aqm = \"codel\"\necn = true"), "");
+    let sp = spec(&format!("{MINIMAL}aqm = \"codel\"\necn = true\n[stats]\nflows = 5\n"));
+    assert_eq!((sp.threads, sp.aqm.map(|a| a.ecn)), (None, Some(true)));
+    assert_eq!(spec::read(&sp.to_toml(), "resolved").unwrap(), sp);
+    let two = spec("[live]\ninput = \"in0\"\noutput = \"out0\"\nthreads = 2\n[shaper]\nflow_rate = \"1Mbps\"\n[stats]\nflows = 5\n");
+    assert_eq!((two.forwarding_threads(), two.for_thread(2).stats.flows, two.for_thread(3).stats.flows), (2, 3, 2));
+    assert_eq!(spec::read(&two.to_toml(), "resolved").unwrap(), two);
+}
+
 /// The way back's own shaping: a `[reverse]` table with the way in's keys under `reverse.`,
 /// shaping by default once it is there; its problems name `reverse.` keys; the way back as a
 /// spec of its own swaps the interfaces; the resolved file reads back the same.
