@@ -42,6 +42,13 @@ use std::sync::Arc;
 /// A trace packet whose arrival event is scheduled: (time ns, queue, bytes).
 type PendingPacket = (u64, u32, u64);
 
+/// The link model's CoDel: its parameters, a state per queue, its drops (packets, bytes).
+struct LinkAqm {
+    p: npqos_core::pipeline::codel::CodelParams,
+    states: Vec<npqos_core::pipeline::codel::Codel>,
+    dropped: (u64, u64),
+}
+
 /// One queue of the pool as CoDel sees it: its head's time since its arrival, the bytes
 /// behind it, and dropping it (counted, out of the backlog).
 struct PoolQueue<'a> {
@@ -162,10 +169,9 @@ pub struct LinkModel {
     offered_bytes: u64,
     dropped_pkts: u64,
     dropped_bytes: u64,
-    /// `queues.aqm = "codel"`: CoDel's state per queue, and its drops (packets, bytes; in the
-    /// totals above too).
-    aqm: Option<(npqos_core::pipeline::codel::CodelParams, Vec<npqos_core::pipeline::codel::Codel>)>,
-    codel_dropped: (u64, u64),
+    /// `queues.aqm = "codel"`: CoDel's state per queue and its drops (boxed: one word on the
+    /// path without it).
+    aqm: Option<Box<LinkAqm>>,
     delivered_pkts: u64,
     delivered_bytes: u64,
     delivered_per_queue: Vec<u64>,
@@ -203,8 +209,7 @@ impl LinkModel {
             offered_bytes: 0,
             dropped_pkts: 0,
             dropped_bytes: 0,
-            aqm: l.aqm.map(|p| (p, vec![Default::default(); n])),
-            codel_dropped: (0, 0),
+            aqm: l.aqm.map(|p| Box::new(LinkAqm { p, states: vec![Default::default(); n], dropped: (0, 0) })),
             delivered_pkts: 0,
             delivered_bytes: 0,
             delivered_per_queue: vec![0; n],
@@ -316,20 +321,12 @@ impl LinkModel {
 
     /// DRR: picks the next packet and starts sending it.
     fn start_next(&mut self, engine: &mut Engine<Ev>) {
-        let q = match &mut self.aqm {
-            None => {
+        let q = match self.aqm.is_none() {
+            true => {
                 let pool = &self.pool;
                 self.drr.select(|q| pool.head(q).map_or(0, |p| p.size as u64))
             }
-            // CoDel on the queue's head first (docs/codel.md); a queue it empties leaves the round.
-            Some((p, states)) => {
-                let (pool, dropped, now) = (&mut self.pool, &mut self.codel_dropped, engine.now().as_nanos());
-                let backlog = &mut self.backlog_bytes;
-                self.drr.select_or_leave(|q| {
-                    let mut h = PoolQueue { pool: &mut *pool, q, dropped: &mut *dropped, backlog: &mut *backlog };
-                    states[q.index()].dequeue(p, now, &mut h).head.then(|| pool.head(q).map_or(0, |p| p.size as u64))
-                })
-            }
+            false => self.codel_select(engine.now().as_nanos()),
         };
         let Some(q) = q else {
             return;
@@ -363,6 +360,19 @@ impl LinkModel {
         }
     }
 
+    /// The round's pick with CoDel on each queue's head first (docs/codel.md); a queue it
+    /// empties leaves the round.
+    #[cold]
+    #[inline(never)]
+    fn codel_select(&mut self, now: u64) -> Option<QueueId> {
+        let a = self.aqm.as_deref_mut()?;
+        let (pool, backlog) = (&mut self.pool, &mut self.backlog_bytes);
+        self.drr.select_or_leave(|q| {
+            let mut h = PoolQueue { pool: &mut *pool, q, dropped: &mut a.dropped, backlog: &mut *backlog };
+            a.states[q.index()].dequeue(&a.p, now, &mut h).head.then(|| pool.head(q).map_or(0, |p| p.size as u64))
+        })
+    }
+
     fn sample(&mut self, now: Instant) {
         let t = now.as_secs_f64();
         self.series_backlog.push((t, self.backlog_bytes as f64));
@@ -391,13 +401,13 @@ impl LinkModel {
         r.scalar("delivered_packets", self.delivered_pkts as f64, "packets");
         r.scalar("delivered_bytes", self.delivered_bytes as f64, "B");
         // Tail drops and CoDel's together.
-        let (dropped_pkts, dropped_bytes) =
-            (self.dropped_pkts + self.codel_dropped.0, self.dropped_bytes + self.codel_dropped.1);
+        let codel = self.aqm.as_ref().map_or((0, 0), |a| a.dropped);
+        let (dropped_pkts, dropped_bytes) = (self.dropped_pkts + codel.0, self.dropped_bytes + codel.1);
         r.scalar("dropped_packets", dropped_pkts as f64, "packets");
         r.scalar("dropped_bytes", dropped_bytes as f64, "B");
         if self.aqm.is_some() {
-            r.scalar("dropped_codel", self.codel_dropped.0 as f64, "packets");
-            r.scalar("dropped_codel_bytes", self.codel_dropped.1 as f64, "B");
+            r.scalar("dropped_codel", codel.0 as f64, "packets");
+            r.scalar("dropped_codel_bytes", codel.1 as f64, "B");
         }
         if self.population {
             r.scalar("flows_started", self.flows_started as f64, "flows");
