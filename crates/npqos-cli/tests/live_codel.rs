@@ -6,8 +6,9 @@
 
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use npqos_cli::live::netns::{self, Bed, FlowSeen};
-use std::process::Command;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
@@ -15,20 +16,10 @@ use std::sync::Arc;
 /// flow (frames, CE frames, rate, reordering), and npqos live's scalars.
 fn run(tag: &str, tos: u8) -> (u64, Vec<FlowSeen>, serde_json::Value) {
     let bed = Bed::new(&format!("{tag}{}", std::process::id() % 10_000)).unwrap();
-    let dir = tempfile::tempdir().unwrap();
     let cfg = "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"5s\"\n\
                [shaper]\nflow_rate = \"10Mbps\"\naqm = \"codel\"\necn = true\n\
                [table]\nblocks = 262144\nqueue_limit = \"256KiB\"\n";
-    std::fs::write(dir.path().join("live.toml"), cfg).unwrap();
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
-        .arg(dir.path().join("live.toml"))
-        .arg("--out")
-        .arg(dir.path().join("out"))
-        .arg("--quiet")
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (dir, mut child) = common::live_in_bed(&bed, cfg);
     let stop = Arc::new(AtomicBool::new(false));
     let s2 = stop.clone();
     let rcv = netns::in_ns(&bed.rcv, move || netns::receive("r0", &s2));

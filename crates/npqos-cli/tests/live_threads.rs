@@ -5,8 +5,9 @@
 
 #![cfg(target_os = "linux")]
 
+mod common;
+
 use npqos_cli::live::netns::{self, Bed, Received};
-use std::process::Command;
 
 const PAYLOAD: usize = 1000;
 const SEND_NS: u64 = 3_000_000_000;
@@ -16,21 +17,11 @@ const SEND_NS: u64 = 3_000_000_000;
 /// and the run's scalars.
 fn run(tag: &str, threads: u32, shaping: &str, flows: u32, offered_bps: u64) -> (u64, Received, serde_json::Value) {
     let bed = Bed::new(&format!("{tag}{threads}{}", std::process::id() % 10_000)).unwrap();
-    let dir = tempfile::tempdir().unwrap();
     let cfg = format!(
         "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"5s\"\nthreads = {threads}\n\
          [table]\nblocks = 65536\nqueue_limit = \"32KiB\"\n{shaping}"
     );
-    std::fs::write(dir.path().join("live.toml"), cfg).unwrap();
-    let mut child = Command::new("ip")
-        .args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
-        .arg(dir.path().join("live.toml"))
-        .arg("--out")
-        .arg(dir.path().join("out"))
-        .arg("--quiet")
-        .spawn()
-        .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    let (dir, mut child) = common::live_in_bed(&bed, &cfg);
     let (off, got) = netns::offer_udp(&bed, flows, offered_bps, PAYLOAD, SEND_NS);
     let status = child.wait().unwrap();
     assert!(status.success(), "npqos live exited with {status}");

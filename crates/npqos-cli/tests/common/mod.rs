@@ -35,3 +35,21 @@ pub fn ndpi_dir() -> Option<PathBuf> {
 pub fn skip(test: &str, reason: &str) {
     npqos_sim::testkit::skip(test, reason);
 }
+
+/// `npqos live` started in the namespace bed's middle with the configuration `cfg` (its file
+/// and its results, `out/`, in the returned directory), given half a second to open its rings.
+#[cfg(target_os = "linux")]
+pub fn live_in_bed(bed: &npqos_cli::live::netns::Bed, cfg: &str) -> (tempfile::TempDir, std::process::Child) {
+    let dir = tempfile::tempdir().expect("a temporary directory");
+    std::fs::write(dir.path().join("live.toml"), cfg).expect("the configuration written");
+    let child = Command::new("ip")
+        .args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
+        .arg(dir.path().join("live.toml"))
+        .arg("--out")
+        .arg(dir.path().join("out"))
+        .arg("--quiet")
+        .spawn()
+        .expect("npqos live starts");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    (dir, child)
+}
