@@ -566,6 +566,36 @@ impl Allocator {
         }
     }
 
+    /// `n` waiting packets of service `s` left its queue at `now` without a processor (an
+    /// active queue manager dropped them, FQ-CoDel's round in the router): the service's queue
+    /// shrinks as if they had been served, and a queue left empty is marked as a serve that
+    /// empties it is (the everest policies' bookkeeping of idle processors).
+    ///
+    /// Errors (no effect): an unknown service, more packets than wait, `now` before a time
+    /// already given.
+    pub fn withdrawn(&mut self, now: Instant, s: ServiceId, n: u64, out: &mut Vec<Action>) -> Result<(), Error> {
+        let s = id::check(ServiceId::KIND, s.0, self.svcs.len())?;
+        if n > self.svcs[s].q {
+            return Err(Error::NotAllowed("withdrawn(): more packets than the service has waiting"));
+        }
+        self.clock.advance(now)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let now = now.as_nanos();
+        let svc = &mut self.svcs[s];
+        svc.q -= n;
+        for _ in 0..n {
+            svc.waiting.pop_front();
+        }
+        if svc.q == 0 && self.policy.marks() && !self.eager(s) {
+            self.mark(s, now);
+            self.beneficiaries(now, out);
+        }
+        self.ld_refresh();
+        Ok(())
+    }
+
     /// Processor `p` finished a packet at `now` that had arrived `delay` earlier.
     ///
     /// Errors (no effect): an unknown processor, one that is not busy with a packet, `now`

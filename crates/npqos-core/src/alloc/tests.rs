@@ -449,3 +449,30 @@ mod contract {
         assert_eq!(a.owner(ProcessorId(7)), None);
     }
 }
+
+#[test]
+fn withdrawn_packets_leave_the_queue_and_an_emptied_queue_is_marked() {
+    // One processor, busy: three packets wait. Two are withdrawn (an AQM dropped them): one
+    // waits, and the processor's completion serves exactly it.
+    let mut a = Allocator::new(&cfg(Policy::Everest, 1, &[(10, 1000, 1.0)], 100)).unwrap();
+    let mut out = Vec::new();
+    for i in 0..4 {
+        a.arrival(at(1 + i), sv(0), &mut out).unwrap();
+    }
+    assert_eq!((serves(&out).len(), a.queue_len(sv(0))), (1, 3));
+    assert!(a.withdrawn(at(5), sv(0), 4, &mut out).is_err(), "more than wait");
+    a.withdrawn(at(5), sv(0), 2, &mut out).unwrap();
+    assert_eq!(a.queue_len(sv(0)), 1);
+    out.clear();
+    a.completed(at(6), pr(0), Duration::ZERO, &mut out).unwrap();
+    assert_eq!(serves(&out), vec![(0, 0)]);
+    assert_eq!(a.queue_len(sv(0)), 0);
+    // The last one withdrawn while the processor is busy: the queue is empty, and the
+    // completion serves nothing.
+    a.arrival(at(7), sv(0), &mut out).unwrap();
+    a.withdrawn(at(8), sv(0), 1, &mut out).unwrap();
+    out.clear();
+    a.completed(at(9), pr(0), Duration::ZERO, &mut out).unwrap();
+    assert!(serves(&out).is_empty());
+    a.check_invariants().unwrap();
+}

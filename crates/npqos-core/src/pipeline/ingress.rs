@@ -26,9 +26,27 @@ pub enum IngressKind {
     /// `queues` queues per service, a flow's queue chosen by a hash of its 5-tuple; flows that
     /// collide share a queue (as fq_codel's buckets).
     Hashed,
+    /// FQ-CoDel (RFC 8290): the hashed queues (`queues` per service, 1,024 by default), served
+    /// within a service by FQ-CoDel's round ([`crate::pipeline::fq_codel`]: new flows first,
+    /// an MTU of credit per round, CoDel per queue), and a full buffer makes room by dropping
+    /// from the head of the fattest queue ([`Ingress::fattest`]). The round is the processing
+    /// element's (it needs processors).
+    FqCodel,
 }
 
-crate::named!(IngressKind, "ingress kind", { Dqs => "dqs", PerFlow => "per-flow", Hashed => "hashed" });
+crate::named!(IngressKind, "ingress kind", {
+    Dqs => "dqs",
+    PerFlow => "per-flow",
+    Hashed => "hashed",
+    FqCodel => "fq-codel",
+});
+
+impl IngressKind {
+    /// Hashed queues per service (hashed, fq-codel).
+    pub fn hashed(self) -> bool {
+        matches!(self, IngressKind::Hashed | IngressKind::FqCodel)
+    }
+}
 
 /// Why the ingress refused a packet, in the order of [`Ingress::ports`]' drop counts.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -90,6 +108,8 @@ struct Table {
     hash: SlotHash,
     /// Per queue: the lengths of its packets (FIFO, for dequeue).
     lens: Vec<VecDeque<u32>>,
+    /// Per queue: its bytes (for the fattest queue).
+    bytes: Vec<u64>,
     /// Packets in `lens` together.
     held: u64,
     blocks_free: u64,
@@ -123,7 +143,7 @@ impl Ingress {
                 let cfg = DqsConfig { hash, caller_schedules: true, check_invariants: false, ..*table };
                 Kinds::Dqs(Box::new(Dqs::new(cfg)?), 0)
             }
-            IngressKind::PerFlow | IngressKind::Hashed
+            IngressKind::PerFlow | IngressKind::Hashed | IngressKind::FqCodel
                 if table.store_payload || table.queue_limit.is_some() || table.on_exhausted != Exhausted::Drop =>
             {
                 return Err(Error::BadParameter {
@@ -132,7 +152,7 @@ impl Ingress {
                     expected: "the dqs ingress for those",
                 });
             }
-            IngressKind::PerFlow | IngressKind::Hashed => {
+            IngressKind::PerFlow | IngressKind::Hashed | IngressKind::FqCodel => {
                 let per_flow = kind == IngressKind::PerFlow;
                 let total = if per_flow { queues as usize } else { queues as usize * services };
                 if total == 0 || total >= u32::MAX as usize {
@@ -157,6 +177,7 @@ impl Ingress {
                     per_service: queues,
                     hash: SlotHash::new(HashKind::Fast { seed }, queues)?,
                     lens: vec![VecDeque::new(); total],
+                    bytes: vec![0; total],
                     held: 0,
                     blocks_free: blocks as u64,
                     block_size,
@@ -279,6 +300,35 @@ impl Ingress {
         }
     }
 
+    /// The queue holding the most bytes and its bytes (hashed queues and the per-flow table;
+    /// `None` for dqs or when every queue is empty): the queue FQ-CoDel drops from when its
+    /// buffer is full. A scan over the queues, as Linux's `fq_codel_drop` makes.
+    pub fn fattest(&self) -> Option<(QueueId, u64)> {
+        let Kinds::Table(t) = &self.kind else { return None };
+        let (q, &b) = t.bytes.iter().enumerate().max_by_key(|&(i, b)| (*b, std::cmp::Reverse(i)))?;
+        (b > 0).then_some((QueueId(q as u32), b))
+    }
+
+    /// The lengths of queue `q`'s packets, head first (hashed queues and the per-flow table;
+    /// none for dqs).
+    pub fn lens(&self, q: QueueId) -> impl Iterator<Item = u32> + '_ {
+        let l = match &self.kind {
+            Kinds::Table(t) => t.lens.get(q.index()),
+            Kinds::Dqs(..) => None,
+        };
+        l.into_iter().flat_map(|l| l.iter().copied())
+    }
+
+    /// Whether a packet of `len` bytes fits the block buffer now.
+    pub fn fits(&self, len: u32) -> bool {
+        match &self.kind {
+            Kinds::Table(t) => t.blocks_for(len) <= t.blocks_free,
+            Kinds::Dqs(d, _) => {
+                d.buffer().free_blocks() as u64 >= (len.max(1) as u64).div_ceil(d.config().block_size as u64)
+            }
+        }
+    }
+
     /// Gives a dqs ingress's buffer storage back ([`Dqs::release_storage`]): for an element
     /// that holds nothing and will take nothing more (a retired configuration of npqos live).
     ///
@@ -398,12 +448,14 @@ impl Table {
             self.max_in_use = self.max_in_use.max(self.in_use);
         }
         l.push_back(len);
+        self.bytes[q as usize] += len as u64;
         self.held += 1;
         self.blocks_free -= blocks;
     }
 
     fn dequeue(&mut self, q: QueueId) -> Option<Left> {
         let len = self.lens[q.index()].pop_front()?;
+        self.bytes[q.index()] -= len as u64;
         self.held -= 1;
         self.blocks_free += self.blocks_for(len);
         let released = self.lens[q.index()].is_empty();

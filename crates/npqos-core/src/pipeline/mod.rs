@@ -9,6 +9,8 @@
 //!   caller's output queues ([`egress::Egress`]);
 //! * [`codel`]: CoDel (RFC 8289), the egress element's active queue management per output
 //!   queue ([`codel::Codel`]);
+//! * [`fq_codel`]: FQ-CoDel's round (RFC 8290), the fq-codel ingress's scheduler
+//!   ([`fq_codel::FqCodel`]);
 //! * [`buckets`]: the egress element's per-flow buckets with a memory bound: the one
 //!   bucket-lifetime rule both drivers use ([`buckets::FlowBuckets`]);
 //! * [`ingress`]: stage 3, the ingress queues: dqs, a per-flow table or hashed queues over one
@@ -30,6 +32,7 @@
 pub mod buckets;
 pub mod codel;
 pub mod egress;
+pub mod fq_codel;
 pub mod ingress;
 pub mod ports;
 pub mod qmem;
@@ -38,6 +41,7 @@ pub mod stats;
 
 pub use buckets::{BucketCounters, FlowBuckets, Taken};
 pub use egress::{Egress, EgressQueues, Pick, Shaping};
+pub use fq_codel::{FqCodel, FqCodelParams};
 pub use ingress::{Admit, Ingress, IngressDrop, IngressKind};
 pub use ports::{ConservationError, Ports};
 pub use qmem::{Qmem, QmemCounters, QmemParams};

@@ -11,6 +11,8 @@ use crate::models::router::{self, Allocation, IngressKind, RouterParams, RouterT
 use crate::results::{Note, Output, PlotKind, PlotSpec, Table};
 use crate::scenario::Scenario;
 use npqos_core::alloc::Policy;
+use npqos_core::pipeline::codel::CodelParams;
+use npqos_core::pipeline::FqCodelParams;
 use npqos_core::queues::timing::Subsystem;
 use npqos_core::Duration;
 use serde_json::json;
@@ -22,7 +24,7 @@ const SYNTHETIC: &str = include_str!("../../../../scenarios/router-synthetic.tom
 const NDPI: &str = include_str!("../../../../scenarios/router.toml");
 
 /// The full pipeline, then each mechanism replaced by its baseline (one key each).
-pub const VARIANTS: [(&str, &str); 10] = [
+pub const VARIANTS: [(&str, &str); 11] = [
     ("full", "the example scenario as it is: dqs, Everest, EFQ, qc, event-driven fill"),
     ("dqs->per-flow", "ingress.kind = per-flow (a table entry and a queue per flow)"),
     ("dqs->hashed", "ingress.kind = hashed (K = ingress.queues queues per service, by hash)"),
@@ -33,6 +35,10 @@ pub const VARIANTS: [(&str, &str); 10] = [
     ("qc->nc", "queue_memory.subsystem = nc (descriptors in external memory, no cache)"),
     ("event->periodic-1ms", "shaping.shaper = periodic, period 1 ms (kim's comparison)"),
     ("event->periodic-100us", "shaping.shaper = periodic, period 100 us"),
+    (
+        "linux",
+        "what Linux does, three keys at once: ingress.kind = fq-codel (1,024 hashed queues per service served by FQ-CoDel's round in place of dqs and EFQ, CoDel per queue, the fattest queue dropped from when the buffer is full) and shaping.aqm = codel (CoDel on the shaped output queues in place of tail drop)",
+    ),
 ];
 
 /// The workloads: synthetic always, the nDPI corpus when present.
@@ -95,6 +101,12 @@ pub fn variant(p: &RouterParams, variant: &str) -> RouterParams {
         "qc->nc" => p.qmem.subsystem = Some(Subsystem::Nc),
         "event->periodic-1ms" => p.shaping.kind = ShaperKind::Periodic { period: Duration::from_millis(1) },
         "event->periodic-100us" => p.shaping.kind = ShaperKind::Periodic { period: Duration::from_micros(100) },
+        "linux" => {
+            p.ingress = IngressKind::FqCodel;
+            p.table.queues = 1024;
+            p.fq_codel = FqCodelParams::default();
+            p.shaping.aqm = Some(CodelParams::default());
+        }
         "full" => {}
         other => unreachable!("variant {other:?} is not in VARIANTS"),
     }

@@ -686,6 +686,7 @@ impl LiveSpec {
             inside: Vec::new(),
             ingress: IngressKind::Dqs,
             table: self.table,
+            fq_codel: Default::default(),
             processing: self.processing.clone().unwrap_or(ProcessingParams {
                 processors: 1,
                 policy: Allocation::None,

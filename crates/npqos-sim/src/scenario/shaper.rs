@@ -18,6 +18,8 @@
 use super::{Problem, Reader};
 use crate::units::fmt_size;
 use npqos_core::names::Named;
+use npqos_core::pipeline::codel::CodelParams;
+use npqos_core::pipeline::{FqCodelParams, IngressKind};
 use npqos_core::shaper::{Adaptive, Conformance, Timer, MAX_BUCKET_BYTES};
 use npqos_core::Duration;
 
@@ -205,6 +207,60 @@ pub(crate) fn write_aqm(aqm: Option<&npqos_core::pipeline::codel::CodelParams>, 
     t.insert("codel_target".into(), Duration::from_nanos(c.target_ns).to_string().into());
     t.insert("codel_interval".into(), Duration::from_nanos(c.interval_ns).to_string().into());
     t.insert("ecn".into(), c.ecn.into());
+}
+
+/// FQ-CoDel's keys of `[ingress]` (docs/codel.md, "fq_codel"): CoDel's target and interval per
+/// queue, ECN marking (on, as in Linux), the round's quantum and the overflow's drop batch;
+/// each a problem with another ingress kind.
+pub(crate) fn read_fq_codel(g: &mut Reader<'_>, kind: IngressKind, probs: &mut Vec<Problem>) -> FqCodelParams {
+    let d = FqCodelParams::default();
+    let target = g.positive_duration("codel_target", Duration::from_nanos(d.codel.target_ns), probs);
+    let interval = g.positive_duration("codel_interval", Duration::from_nanos(d.codel.interval_ns), probs);
+    let ecn = g.boolean("ecn", d.codel.ecn, probs);
+    let quantum = g.size("quantum", d.quantum as u64, probs);
+    let drop_batch = g.int("drop_batch", d.drop_batch as i64, 1, 1 << 20, probs) as u32;
+    if kind != IngressKind::FqCodel {
+        for k in ["codel_target", "codel_interval", "ecn", "quantum", "drop_batch"] {
+            if g.present(k) {
+                problem(
+                    probs,
+                    &g.path(k),
+                    None,
+                    &format!("applies to ingress.kind = \"fq-codel\" (kind is \"{kind}\")"),
+                );
+            }
+        }
+        return d;
+    }
+    if !(64..=1 << 24).contains(&quantum) {
+        problem(probs, &g.path("quantum"), Some(format!("\"{quantum}B\"")), "expected a size from 64B to 16MB");
+    }
+    if target >= interval {
+        problem(
+            probs,
+            &g.path("codel_target"),
+            Some(format!("\"{target}\"")),
+            &format!("expected less than codel_interval ({interval})"),
+        );
+    }
+    FqCodelParams {
+        codel: CodelParams { target_ns: target.as_nanos(), interval_ns: interval.as_nanos(), ecn, ..d.codel },
+        quantum: quantum.clamp(64, 1 << 24) as u32,
+        drop_batch,
+    }
+}
+
+/// Writes [`read_fq_codel`]'s keys.
+pub(crate) fn write_fq_codel(f: &FqCodelParams, g: &mut toml::Table) {
+    g.insert("codel_target".into(), Duration::from_nanos(f.codel.target_ns).to_string().into());
+    g.insert("codel_interval".into(), Duration::from_nanos(f.codel.interval_ns).to_string().into());
+    g.insert("ecn".into(), f.codel.ecn.into());
+    g.insert("quantum".into(), format!("{}B", f.quantum).into());
+    g.insert("drop_batch".into(), (f.drop_batch as i64).into());
+}
+
+fn problem(probs: &mut Vec<Problem>, key: &str, value: Option<String>, message: &str) {
+    probs.push(Problem { key: key.into(), value, message: message.into() });
 }
 
 #[cfg(test)]

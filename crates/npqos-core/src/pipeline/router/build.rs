@@ -233,6 +233,13 @@ fn egress(
 /// What processing none asks of the rest (docs/router.md, "Processing none"): a shaped queue
 /// holds one flow, so an ingress queue has one bucket at a time.
 fn direct_checks(p: &RouterParams, nqi: u32) -> Result<(), PipelineError> {
+    if p.ingress == IngressKind::FqCodel {
+        return Err(cfg(
+            "ingress.kind = \"fq-codel\" is served by the processors (its round is the scheduler within a service): \
+             not with processing.policy = \"none\"; for CoDel on the shaped ingress queues use shaping.aqm = \"codel\""
+                .into(),
+        ));
+    }
     if p.ingress == IngressKind::Hashed {
         return Err(cfg(
             "processing.policy = \"none\" shapes the ingress queues, so a queue must hold one flow: ingress.kind = \"hashed\" \

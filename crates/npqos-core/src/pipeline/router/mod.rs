@@ -28,7 +28,8 @@ use crate::alloc::{Action, AllocConfig, Allocator, ServiceSpec};
 use crate::classify::Classifier;
 use crate::flow::FlowKey;
 use crate::pipeline::{
-    Admit, ConservationError, Counts, Egress, FlowBuckets, FlowIndex, Ingress, IngressDrop, Ports, Qmem, Shaping, Taken,
+    Admit, ConservationError, Counts, Egress, FlowBuckets, FlowIndex, Ingress, IngressDrop, IngressKind, Ports, Qmem,
+    Shaping, Taken,
 };
 use crate::queues::timing::Op;
 use crate::rate::Serializer;
@@ -476,6 +477,9 @@ impl Pipeline {
             && self.shaped(eq)
             && self.p.shaping.wire_len(len) > self.p.shaping.cap_bytes;
         let oversize = self.link.oversize(len);
+        if self.p.ingress == IngressKind::FqCodel && !above_cap && !oversize && !self.ingress.fits(len) {
+            self.fq_overflow(now, fx);
+        }
         let iq = (!above_cap && !oversize).then(|| self.ingress.enqueue_with(&a.key, s, len, frame)).transpose();
         self.flow_counts(a.row).offer(len);
         self.classes[s].offer(len);

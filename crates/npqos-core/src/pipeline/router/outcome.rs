@@ -183,7 +183,7 @@ impl Pipeline {
             }
             r
         };
-        if self.aqm.is_some() {
+        if self.aqm.is_some() || self.p.ingress == IngressKind::FqCodel {
             r.push(D_CODEL);
         }
         r
@@ -248,8 +248,12 @@ impl Pipeline {
         put("shaping_state_bytes", bytes, "B");
         put("shaping_offchip_per_s", offchip / span, "accesses/s");
         put("flow_queue_shared_packets", self.flow_queue_shared as f64, "packets");
-        if let Some(a) = &self.aqm {
-            put("ecn_marked", a.marked as f64, "packets");
+        if let Some(m) = self.ecn_marked() {
+            put("ecn_marked", m as f64, "packets");
+        }
+        if let Some(c) = self.processing.as_ref().and_then(|p| p.fq_counters()) {
+            put("fq_codel_dropped", c.codel_dropped as f64, "packets");
+            put("fq_codel_new_flows", c.new_flows as f64, "queues");
         }
         let bc = self.buckets.as_ref().map(|b| *b.counters()).unwrap_or_default();
         put("flow_buckets_reused", bc.reused as f64, "buckets");

@@ -206,6 +206,8 @@ pub struct RouterParams {
     /// The ingress queues and their block buffer (the flow table keys; `quantum` and
     /// `on_exhausted` unused: see [`Ingress::new`](crate::pipeline::Ingress::new)).
     pub table: DqsConfig,
+    /// FQ-CoDel's parameters (`ingress.kind = "fq-codel"`; unused otherwise).
+    pub fq_codel: crate::pipeline::FqCodelParams,
     pub processing: ProcessingParams,
     pub qmem: QmemParams,
     pub shaping: ShapingParams,

@@ -9,13 +9,26 @@
 
 use super::*;
 use crate::detect::{Detection, Function};
+use crate::pipeline::codel::{Codel, CodelParams, CodelQueue, Dequeued};
+use crate::pipeline::fq_codel::FqQueues;
+use crate::pipeline::FqCodel;
 
 pub(super) enum Within {
     Fifo(Vec<VecDeque<u32>>),
     Fair(Vec<FairQueue>),
     /// Per service a DRR over the ingress queues; per ingress queue its packets.
     Drr(Vec<Drr>, Vec<VecDeque<u32>>),
+    /// `ingress.kind = "fq-codel"`: per service FQ-CoDel's round over the ingress queues; per
+    /// ingress queue its packets (docs/codel.md, "fq_codel").
+    FqCodel(Vec<FqCodel>, Vec<VecDeque<u32>>),
 }
+
+/// Drop reasons at the element's ports, in order.
+const P_LATE: usize = 0;
+/// FQ-CoDel: CoDel dropped the packet at its queue's head when a processor dequeued.
+const P_CODEL: usize = 1;
+/// FQ-CoDel: the buffer was full and the packet was at the head of the fattest queue.
+const P_OVERFLOW: usize = 2;
 
 /// LAP over the services (`Allocation::Lap`).
 pub(super) struct Lap {
@@ -35,6 +48,9 @@ pub(super) enum Step {
     Start { proc: u32, id: u32, extra_ns: u64 },
     /// Processor `proc` switches service: it is free again after `t_sw`.
     Switch { proc: u32 },
+    /// Packet `id` (the head of its ingress queue) is dropped for the reason of [`DROPS`] at
+    /// `reason` (FQ-CoDel: CoDel at the dequeue, or the fattest queue on overflow).
+    Drop { id: u32, reason: usize },
 }
 
 /// A mechanism of the element refused a call: the stage and what it said.
@@ -68,7 +84,11 @@ pub(super) struct Processing {
     late: Vec<u64>,
     /// The services' packet functions, which a processor runs on each packet it finishes.
     functions: Functions,
-    ports: Ports<1>,
+    /// FQ-CoDel: per service the packets CoDel dropped during the serves of one batch of the
+    /// allocator's actions, and the processors that found nothing to take.
+    fq_dropped: Vec<i64>,
+    fq_idle: Vec<u32>,
+    ports: Ports<3>,
 }
 
 /// The most detections a run keeps (each one's service, what, who, when and count); past it
@@ -165,7 +185,19 @@ impl Processing {
         };
         // Under LAP the scheduler holds the packets (oldest first within a service).
         let scheduler = if lap.is_some() { Scheduler::Fcfs } else { p.processing.scheduler };
+        let fq = p.ingress == IngressKind::FqCodel;
+        if fq && lap.is_some() {
+            return Err(cfg(
+                "ingress.kind = \"fq-codel\" schedules within a service, and processing.policy = \"lap\" \
+                            schedules the packets itself: choose one",
+            ));
+        }
         let within = match scheduler {
+            _ if fq => {
+                // A service's K queues are `s * K .. (s + 1) * K` (hashed per service).
+                let round = FqCodel::new(p.fq_codel, p.table.queues).map_err(cfg)?;
+                Within::FqCodel(vec![round; s_count], vec![VecDeque::new(); nqi as usize])
+            }
             Scheduler::Fcfs => Within::Fifo(vec![VecDeque::new(); s_count]),
             Scheduler::Drr => {
                 let drr = Drr::new(nqi, p.quantum as u64).map_err(cfg)?;
@@ -186,6 +218,8 @@ impl Processing {
             actions: Vec::new(),
             late: vec![0; s_count],
             functions: Functions::new(p),
+            fq_dropped: vec![0; s_count],
+            fq_idle: Vec::new(),
             ports: Ports::default(),
         })
     }
@@ -216,6 +250,10 @@ impl Processing {
                 q[pk.iq as usize].push_back(id);
                 d[s].enqueued(QueueId(pk.iq)).map_err(refused("processing (drr)"))?;
             }
+            Within::FqCodel(f, q) => {
+                q[pk.iq as usize].push_back(id);
+                f[s].enqueued(pk.iq - s as u32 * self.p.table.queues).map_err(refused("processing (fq-codel)"))?;
+            }
             Within::Fair(f) => f[s]
                 .enqueue(Instant::from_nanos(now), fq_packet(id, pk, self.p.services[s].est_ns(pk.len)))
                 .map_err(refused("processing (fair queue)"))?,
@@ -227,36 +265,113 @@ impl Processing {
     }
 
     /// The allocator's actions as steps: a processor served takes its service scheduler's pick.
+    /// Under FQ-CoDel a serve may drop packets first (CoDel at their queues' heads) and may find
+    /// nothing left: the allocator is then told of the packets gone ([`Allocator::withdrawn`])
+    /// and the processor is free again at once, which may bring more actions.
     fn apply(&mut self, now: u64, pkts: &[Pkt], steps: &mut Vec<Step>) -> Result<(), Refused> {
-        for a in self.actions.drain(..) {
-            match a {
-                Action::Serve { proc, service } => {
-                    let s = service.index();
-                    let id = match &mut self.within {
-                        Within::Fifo(q) => q[s].pop_front(),
-                        Within::Drr(d, q) => match d[s].select(|x| pkts[q[x.index()][0] as usize].len as u64) {
-                            None => None,
-                            Some(x) => {
-                                let id = q[x.index()].pop_front().expect("a queue in the round holds packets");
-                                d[s].dequeued(x, q[x.index()].is_empty()).map_err(refused("processing (DRR)"))?;
-                                Some(id)
-                            }
-                        },
-                        Within::Fair(f) => f[s]
-                            .dequeue(Instant::from_nanos(now))
-                            .map_err(refused("processing (fair queue)"))?
-                            .map(|d| d.packet.id as u32),
-                    };
-                    let Some(id) = id else {
-                        return Err(("processing", "the allocator served an empty service".into()));
-                    };
-                    self.current[proc.index()] = id;
-                    steps.push(Step::Start { proc: proc.0, id, extra_ns: 0 });
+        loop {
+            let mut actions = std::mem::take(&mut self.actions);
+            for a in actions.drain(..) {
+                match a {
+                    Action::Serve { proc, service } => self.serve(now, proc.0, service.index(), pkts, steps)?,
+                    Action::Switch { proc, .. } => steps.push(Step::Switch { proc: proc.0 }),
                 }
-                Action::Switch { proc, .. } => steps.push(Step::Switch { proc: proc.0 }),
+            }
+            self.actions = actions;
+            if self.fq_idle.is_empty() && self.fq_dropped.iter().all(|&d| d == 0) {
+                return Ok(());
+            }
+            // Per service, the packets the allocator still counts that are gone: those CoDel
+            // dropped, less the serves that found nothing (each counted one packet served).
+            let at = Instant::from_nanos(now);
+            for (s, d) in self.fq_dropped.iter_mut().enumerate() {
+                let n = u64::try_from(std::mem::take(d)).map_err(|_| {
+                    ("processing (fq-codel)", "more serves found nothing than CoDel dropped".to_string())
+                })?;
+                self.alloc
+                    .withdrawn(at, ServiceId(s as u32), n, &mut self.actions)
+                    .map_err(refused("processing (allocator)"))?;
+            }
+            for p in std::mem::take(&mut self.fq_idle) {
+                self.alloc
+                    .completed(at, ProcessorId(p), Duration::ZERO, &mut self.actions)
+                    .map_err(refused("processing (allocator)"))?;
+            }
+            if self.actions.is_empty() {
+                return Ok(());
             }
         }
+    }
+
+    /// Processor `proc` serves service `s`: its scheduler's pick.
+    fn serve(&mut self, now: u64, proc: u32, s: usize, pkts: &[Pkt], steps: &mut Vec<Step>) -> Result<(), Refused> {
+        let id = match &mut self.within {
+            Within::Fifo(q) => q[s].pop_front(),
+            Within::Drr(d, q) => match d[s].select(|x| pkts[q[x.index()][0] as usize].len as u64) {
+                None => None,
+                Some(x) => {
+                    let id = q[x.index()].pop_front().expect("a queue in the round holds packets");
+                    d[s].dequeued(x, q[x.index()].is_empty()).map_err(refused("processing (DRR)"))?;
+                    Some(id)
+                }
+            },
+            Within::Fair(f) => f[s]
+                .dequeue(Instant::from_nanos(now))
+                .map_err(refused("processing (fair queue)"))?
+                .map(|d| d.packet.id as u32),
+            Within::FqCodel(f, q) => {
+                let ect = self.p.services[s].ecn;
+                let base = s * self.p.table.queues as usize;
+                let mtu = f[s].params().codel.mtu;
+                let mut lists = Lists { q: &mut q[base..], pkts, ect, mtu, dropped: Vec::new() };
+                let pick = f[s].dequeue(now, &mut lists);
+                let dropped = lists.dropped;
+                self.ports.dropped[P_CODEL] += dropped.len() as u64;
+                self.fq_dropped[s] += dropped.len() as i64;
+                steps.extend(dropped.into_iter().map(|id| Step::Drop { id, reason: D_CODEL }));
+                match pick.queue {
+                    Some(x) => Some(q[base + x as usize].pop_front().expect("the picked queue has a head")),
+                    None => {
+                        // The serve counted one packet that CoDel dropped instead.
+                        self.fq_dropped[s] -= 1;
+                        self.fq_idle.push(proc);
+                        return Ok(());
+                    }
+                }
+            }
+        };
+        let Some(id) = id else {
+            return Err(("processing", "the allocator served an empty service".into()));
+        };
+        self.current[proc as usize] = id;
+        steps.push(Step::Start { proc, id, extra_ns: 0 });
         Ok(())
+    }
+
+    /// FQ-CoDel with a full buffer at `now`: up to `n` packets from the head of ingress queue
+    /// `iq` (the fattest) of service `s` are dropped, as far as they are in the element (a
+    /// packet whose ingress enqueue is still in flight is not yet); their drops are in `steps`.
+    pub(super) fn overflow(
+        &mut self,
+        now: u64,
+        s: usize,
+        iq: u32,
+        n: u32,
+        pkts: &[Pkt],
+        steps: &mut Vec<Step>,
+    ) -> Result<u32, Refused> {
+        let Within::FqCodel(_, q) = &mut self.within else { return Ok(0) };
+        let k = (n as usize).min(q[iq as usize].len());
+        for id in q[iq as usize].drain(..k) {
+            steps.push(Step::Drop { id, reason: D_BUFFER });
+        }
+        self.ports.dropped[P_OVERFLOW] += k as u64;
+        let at = Instant::from_nanos(now);
+        self.alloc
+            .withdrawn(at, ServiceId(s as u32), k as u64, &mut self.actions)
+            .map_err(refused("processing (allocator)"))?;
+        self.apply(now, pkts, steps)?;
+        Ok(k as u32)
     }
 
     /// LAP: free processor `p` takes the packet LAP picks, paying t_sw on a cold cache; it
@@ -312,7 +427,7 @@ impl Processing {
         self.late[s] += late as u64;
         let drop_late = late && self.p.processing.late_drop;
         match drop_late {
-            true => self.ports.dropped[0] += 1,
+            true => self.ports.dropped[P_LATE] += 1,
             false => self.ports.output += 1,
         }
         Ok(Done { id, drop_late })
@@ -357,14 +472,28 @@ impl Processing {
 
     /// The schedulers' state, B: under LAP per service its work, count and queue ends (32 B)
     /// and per processor its cache; per service and ingress queue a DRR deficit and flag (12
-    /// B) and the ring's id (4 B), or a fair queue's 24 B.
+    /// B) and the ring's id (4 B), or a fair queue's 24 B; FQ-CoDel per service and each of its
+    /// own K queues its credit, list and CoDel state (36 B).
     pub(super) fn state_bytes(&self, nqi: u32) -> u64 {
         match &self.within {
             Within::Fifo(_) if self.lap.is_some() => self.p.services.len() as u64 * 32 + self.current.len() as u64 * 4,
             Within::Fifo(_) => 0,
             Within::Drr(d, _) => d.len() as u64 * nqi as u64 * 16,
             Within::Fair(f) => f.len() as u64 * nqi as u64 * 24,
+            Within::FqCodel(f, _) => f.iter().map(FqCodel::state_bytes).sum(),
         }
+    }
+
+    /// FQ-CoDel's counters over the services (`None` without it).
+    pub(super) fn fq_counters(&self) -> Option<crate::pipeline::fq_codel::FqCounters> {
+        let Within::FqCodel(f, _) = &self.within else { return None };
+        Some(f.iter().fold(Default::default(), |mut a, r| {
+            let c = r.counters();
+            a.codel_dropped += c.codel_dropped;
+            a.marked += c.marked;
+            a.new_flows += c.new_flows;
+            a
+        }))
     }
 
     /// The services' packet functions.
@@ -389,10 +518,63 @@ impl Processing {
             (None, Within::Fifo(q)) => q.iter().map(|x| x.len() as u64).sum(),
             (None, Within::Drr(_, q)) if walk => q.iter().map(|x| x.len() as u64).sum(),
             (None, Within::Drr(..)) => return Ok(()),
+            (None, Within::FqCodel(_, q)) if walk => q.iter().map(|x| x.len() as u64).sum(),
+            (None, Within::FqCodel(..)) => return Ok(()),
             (None, Within::Fair(f)) => f.iter().map(|x| x.len() as u64).sum(),
         };
         let busy = self.current.iter().filter(|&&c| c != NIL).count() as u64;
         self.ports.check("processing", waiting + busy)
+    }
+}
+
+/// The ingress queues' packet lists of one service as FQ-CoDel's round sees them (its own
+/// queues first: the round's queue ids are the service's).
+struct Lists<'a> {
+    q: &'a mut [VecDeque<u32>],
+    pkts: &'a [Pkt],
+    /// The service's packets are ECN-capable (`services.ecn`).
+    ect: bool,
+    mtu: u64,
+    /// The packets CoDel dropped, in order.
+    dropped: Vec<u32>,
+}
+
+/// One ingress queue as CoDel sees it: a packet's sojourn time runs from its arrival.
+struct Head<'a, 'b>(&'b mut Lists<'a>, usize);
+
+impl CodelQueue for Head<'_, '_> {
+    #[inline]
+    fn head(&self, now: u64) -> Option<(u64, bool)> {
+        let id = *self.0.q[self.1].front()?;
+        Some((now.saturating_sub(self.0.pkts[id as usize].arrival), self.0.ect))
+    }
+    /// The bytes behind the head, counted only as far as CoDel looks (past one MTU).
+    fn bytes(&self) -> u64 {
+        let mut b = 0;
+        for &id in self.0.q[self.1].iter().skip(1) {
+            if b > self.0.mtu {
+                break;
+            }
+            b += self.0.pkts[id as usize].len as u64;
+        }
+        b
+    }
+    fn drop_head(&mut self, _now: u64) {
+        let id = self.0.q[self.1].pop_front().expect("CoDel drops a head it was shown");
+        self.0.dropped.push(id);
+    }
+    /// A simulated packet's mark is counted (the round's `marked`); it carries no bytes.
+    fn mark_head(&mut self, _now: u64) {}
+}
+
+impl FqQueues for Lists<'_> {
+    #[inline]
+    fn codel(&mut self, q: u32, codel: &mut Codel, p: &CodelParams, now: u64) -> Dequeued {
+        codel.dequeue(p, now, &mut Head(self, q as usize))
+    }
+    #[inline]
+    fn head_len(&self, q: u32) -> u32 {
+        self.pkts[self.q[q as usize][0] as usize].len
     }
 }
 
@@ -409,6 +591,31 @@ fn fq_packet(id: u32, pk: &Pkt, est: f64) -> FqPacket {
 
 /// The pipeline's side of processing: carrying out the element's steps, and a packet done.
 impl Pipeline {
+    /// FQ-CoDel's buffer is full at `now`: one batch of packets goes from the head of the
+    /// fattest queue (half its bytes, at most `drop_batch`), reason `ingress_buffer_full`.
+    pub(super) fn fq_overflow(&mut self, now: u64, fx: &mut Effects) {
+        let (Some((q, backlog)), Some(pr)) = (self.ingress.fattest(), self.processing.as_mut()) else { return };
+        let n = self.p.fq_codel.fattest_drop(backlog, self.ingress.lens(q));
+        let s = (q.0 / self.p.table.queues) as usize;
+        let r = pr.overflow(now, s, q.0, n, &self.pkts, &mut self.steps);
+        self.carry_out(now, r.map(|_| ()), fx);
+    }
+
+    /// Packet `id`, the head of its ingress queue, dropped at `now` by FQ-CoDel (reason
+    /// `reason`): out of the ingress (its descriptor read, as a dequeue reads it) and gone.
+    pub(super) fn drop_head(&mut self, now: u64, id: u32, reason: usize) {
+        let pk = self.pkts[id as usize];
+        match self.ingress.dequeue(QueueId(pk.iq)) {
+            Ok(Some(l)) if l == pk.len => {}
+            Ok(_) => return self.fail(now, "ingress", "the packet FQ-CoDel dropped is not its queue's head"),
+            Err(e) => return self.fail(now, "ingress", e),
+        }
+        if self.qmem_op(now, pk.iq, Op::Dequeue).is_none() {
+            return;
+        }
+        self.drop_pkt(now, Some(id), Some(pk.service as usize), reason, pk.row, pk.len);
+    }
+
     pub(super) fn visible(&mut self, now: u64, id: u32, fx: &mut Effects) {
         let Some(pr) = self.processing.as_mut() else { return };
         let r = pr.offer(now, id, &self.pkts, &mut self.steps);
@@ -431,6 +638,7 @@ impl Pipeline {
                 Step::Switch { proc } => {
                     fx.at(Instant::from_nanos(now) + self.p.processing.t_sw, C_PROC, Ev::SwitchDone(proc))
                 }
+                Step::Drop { id, reason } => self.drop_head(now, id, reason),
             }
         }
         self.steps = steps;

@@ -65,11 +65,16 @@ impl Pipeline {
     pub fn wakeups(&self) -> u64 {
         self.wakeups
     }
-    /// Packets dropped, by reason of [`DROPS`].
-    /// Packets CoDel marked CE (`None` without `shaping.aqm`).
+    /// Packets CoDel marked CE, on the shaped queues and FQ-CoDel's ingress queues together
+    /// (`None` with neither `shaping.aqm` nor `ingress.kind = "fq-codel"`).
     pub fn ecn_marked(&self) -> Option<u64> {
-        self.aqm.as_ref().map(|a| a.marked)
+        let fq = self.processing.as_ref().and_then(|p| p.fq_counters()).map(|c| c.marked);
+        match (self.aqm.as_ref().map(|a| a.marked), fq) {
+            (None, None) => None,
+            (a, f) => Some(a.unwrap_or(0) + f.unwrap_or(0)),
+        }
     }
+    /// Packets dropped, by reason of [`DROPS`].
     pub fn drops(&self) -> &[u64; DROPS.len()] {
         &self.drops
     }

@@ -30,6 +30,7 @@ fn per_flow_shaped() -> RouterParams {
         inside: Vec::new(),
         ingress: IngressKind::PerFlow,
         table: DqsConfig { queues: 1 << 10, blocks: 1 << 16, block_size: 64, ..Default::default() },
+        fq_codel: Default::default(),
         processing: ProcessingParams {
             processors: 4,
             policy: Allocation::Policy(Policy::Static),
@@ -100,4 +101,47 @@ fn a_packet_lost_in_the_egress_is_named_there() {
     pipe.fifo[0] = Fifo::EMPTY;
     let e = pipe.check_elements().expect_err("the FIFO lost its packet");
     assert_eq!((e.element, e.input, e.held), ("egress", 1, 0), "{e}");
+}
+
+/// FQ-CoDel's overflow (RFC 8290 section 4.1): with the buffer full, a packet of a new flow is
+/// admitted and the fattest queue (the heavy flow's) loses packets from its head; hashed
+/// queues with tail drop drop the newcomer instead.
+#[test]
+fn a_full_fq_codel_buffer_drops_from_the_fattest_queue() {
+    let run = |kind: IngressKind| {
+        let mut p = per_flow_shaped();
+        p.services[0].rate = None;
+        p.ingress = kind;
+        // 100 blocks of 64 B: twelve 500 B packets fill it. One processor, 1 ms per packet.
+        p.table = DqsConfig { queues: 1024, blocks: 100, block_size: 64, ..Default::default() };
+        p.processing.processors = 1;
+        let mut pipe = Pipeline::new(Arc::new(p), 500.0, 1, false).expect("a valid router");
+        let flow = |i: u8| FlowKey::new([198, 18, 0, i].into(), [198, 18, 1, 1].into(), 17, 1000, 2000);
+        let arrival = |t: u64, i: u8| Arrival {
+            t,
+            len: 500,
+            service: 0,
+            eq: 0,
+            hint: NO_HINT,
+            actual: 1e6,
+            key: flow(i),
+            row: i as u32,
+            tcp_flags: None,
+        };
+        let mut fx = Effects::default();
+        let batch: Vec<Arrival> = (0..20).map(|t| arrival(t * 1000, 0)).chain([arrival(20_000, 1)]).collect();
+        pipe.receive(&batch, &mut fx);
+        assert_eq!(pipe.error(), None);
+        assert_eq!(pipe.check_elements(), Ok(()));
+        (pipe.flow_row(0), pipe.flow_row(1))
+    };
+    let (heavy, sparse) = run(IngressKind::FqCodel);
+    assert_eq!(sparse.dropped_packets(), 0, "the new flow's packet is admitted");
+    assert_eq!(heavy.dropped[D_BUFFER], heavy.dropped_packets());
+    // The first packet is on the processor and 12 fit; the 14th finds the buffer full and the
+    // fattest queue (12 packets, 6,000 B) loses half its bytes from its head (6 packets); the
+    // 20th does the same again.
+    assert_eq!(heavy.dropped_packets(), 12, "{heavy:?}");
+    let (heavy, sparse) = run(IngressKind::Hashed);
+    assert_eq!((heavy.dropped[D_BUFFER], sparse.dropped[D_BUFFER]), (7, 1), "tail drop");
 }

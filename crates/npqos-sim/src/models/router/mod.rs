@@ -28,6 +28,8 @@ mod codel_tests;
 #[cfg(test)]
 mod element_tests;
 #[cfg(test)]
+mod fq_codel_tests;
+#[cfg(test)]
 mod function_tests;
 #[cfg(test)]
 mod pipeline_tests;

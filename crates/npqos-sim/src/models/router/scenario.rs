@@ -11,8 +11,10 @@
 //! mix = [{ protocol = "tcp", port = 443, share = 0.7 }, { protocol = "udp", port = 53, share = 0.3 }]
 //! # source = "trace": files, flow_multiply, time_scale, max_gap, lenient
 //! [ingress]
-//! kind = "dqs"                # "dqs", "per-flow" (a table entry per flow) or "hashed" (K per service)
-//! queues = 65536              # dqs's pool; per-flow: flows with packets at once; hashed: K
+//! kind = "dqs"                # "dqs", "per-flow" (a table entry per flow), "hashed" (K per service)
+//!                             # or "fq-codel" (K hashed, FQ-CoDel's round within a service, docs/codel.md)
+//! queues = 65536              # dqs's pool; per-flow: flows with packets at once; hashed, fq-codel: K (fq-codel: 1024)
+//! # fq-codel only: codel_target = "5ms", codel_interval = "100ms", ecn = true, quantum = "1514B", drop_batch = 64
 //! slots = 256                 # dqs: AFM slots      (these five: the flow table keys,
 //! hash = "h3"                 # dqs: "h3" or "foldhash"     docs/scenarios.md, shared
 //! blocks = 1048576            # the shared block buffer     with the dqs model and live)
@@ -192,7 +194,13 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
 
     let mut g = Reader::new(root, "ingress", probs);
     let ingress = g.named("kind", IngressKind::Dqs, probs);
-    let table = flowtable::read(&mut g, TableKeys::ROUTER, probs);
+    let default_queues = ingress == IngressKind::FqCodel && !g.present("queues");
+    let mut table = flowtable::read(&mut g, TableKeys::ROUTER, probs);
+    if default_queues {
+        // FQ-CoDel's 1,024 queues (RFC 8290, Linux) rather than dqs's pool.
+        table.queues = 1024;
+    }
+    let fq_codel = crate::scenario::shaper::read_fq_codel(&mut g, ingress, probs);
     if let Some(l) = table.queue_limit.filter(|_| ingress != IngressKind::Dqs) {
         problem(
             probs,
@@ -280,6 +288,7 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
             inside,
             ingress,
             table,
+            fq_codel,
             processing,
             qmem: QmemParams { subsystem, timing: TABLE1, entries, dc_lines, dc_ways, memory_refs_per_ns: refs },
             shaping,
@@ -526,7 +535,7 @@ impl RouterSpec {
         let p = &self.params;
         let nqi = match p.ingress {
             IngressKind::Dqs | IngressKind::PerFlow => p.table.queues as u128,
-            IngressKind::Hashed => p.table.queues as u128 * p.services.len() as u128,
+            IngressKind::Hashed | IngressKind::FqCodel => p.table.queues as u128 * p.services.len() as u128,
         };
         let flow_services = p.services.iter().filter(|s| s.per_flow && s.rate.is_some()).count() as u128;
         let nqe = p.services.len() as u128 + flow_services * p.shaping.flow_queues as u128;
@@ -571,6 +580,9 @@ impl RouterSpec {
         let mut g = toml::Table::new();
         g.insert("kind".into(), p.ingress.name().into());
         flowtable::write(&p.table, TableKeys::ROUTER, &mut g);
+        if p.ingress == IngressKind::FqCodel {
+            crate::scenario::shaper::write_fq_codel(&p.fq_codel, &mut g);
+        }
         root.insert("ingress".into(), g.into());
         root.insert("processing".into(), write_processing(&p.processing).into());
         let mut q = toml::Table::new();

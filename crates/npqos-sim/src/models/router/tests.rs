@@ -140,6 +140,7 @@ pub(super) fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterPa
         inside: Vec::new(),
         ingress: IngressKind::PerFlow,
         table: DqsConfig { queues: 1 << 16, blocks: 1 << 24, block_size: 64, ..Default::default() },
+        fq_codel: Default::default(),
         processing: ProcessingParams {
             processors,
             policy: Allocation::Policy(Policy::Static),
