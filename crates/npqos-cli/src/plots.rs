@@ -10,6 +10,7 @@ use anyhow::{anyhow, Result};
 use npqos_sim::results::{PlotKind, PlotSpec};
 use plotters::coord::ranged1d::{AsRangedCoord, ValueFormatter};
 use plotters::prelude::*;
+use plotters::style::text_anchor::{HPos, Pos, VPos};
 
 const COLORS: [RGBColor; 8] = [
     RGBColor(31, 119, 180),
@@ -326,7 +327,7 @@ pub fn render_styled(spec: &PlotSpec, style: &Style) -> Result<String> {
         let entries = legend_entries(spec, marks);
         let longest = entries.iter().map(|e| e.0.chars().count()).max().unwrap_or(0);
         let panel = if entries.is_empty() { 0 } else { (longest as u32 * 7 + 44).clamp(110, 300) };
-        let root = SVGBackend::with_string(&mut svg, (820 + panel, 480)).into_drawing_area();
+        let root = SVGBackend::with_string(&mut svg, (820 + panel, 480 + turned_labels(spec))).into_drawing_area();
         root.fill(&WHITE).map_err(err(spec))?;
         let (plot, legend) = root.split_horizontally(820);
         // Logarithmic axes get their ticks here: plotters' own start at the first power of ten,
@@ -429,6 +430,18 @@ fn draw_legend(
     Ok(())
 }
 
+/// Extra height, px, for a categorical axis whose names would run into each other side by
+/// side (about 7 px a character of the longest against a category's width): the names then
+/// alternate between two rows, and the axis takes a row more. 0 otherwise.
+fn turned_labels(spec: &PlotSpec) -> u32 {
+    let n = spec.x_categories.len() as u32;
+    let longest = spec.x_categories.iter().map(|c| c.chars().count() as u32).max().unwrap_or(0);
+    if n == 0 || longest * 7 < 720 / n {
+        return 0;
+    }
+    16
+}
+
 fn draw<'a, XR, YR>(
     root: &DrawingArea<SVGBackend<'a>, plotters::coord::Shift>,
     spec: &PlotSpec,
@@ -446,7 +459,7 @@ where
     let mut chart = ChartBuilder::on(root)
         .caption(&spec.title, ("sans-serif", 20))
         .margin(14)
-        .x_label_area_size(42)
+        .x_label_area_size(42 + turned_labels(spec))
         .y_label_area_size(64)
         .build_cartesian_2d(x, y)
         .map_err(err(spec))?;
@@ -459,16 +472,32 @@ where
         }
     };
     let n_categories = spec.x_categories.len();
+    let staggered = turned_labels(spec) > 0;
     chart
         .configure_mesh()
         .x_desc(&spec.x_label)
         .y_desc(&spec.y_label)
         .x_labels(if n_categories > 0 { 2 * n_categories + 1 } else { 10 })
-        .x_label_formatter(&|v| if n_categories > 0 { category(v) } else { tick(*v) })
+        .x_label_formatter(&|v| match (n_categories > 0, staggered) {
+            (true, true) => String::new(),
+            (true, false) => category(v),
+            _ => tick(*v),
+        })
         .y_label_formatter(&|v| tick(*v))
         .light_line_style(WHITE.mix(0.0))
         .draw()
         .map_err(err(spec))?;
+    if staggered {
+        // Names too long to stand side by side: every other one a row lower, each centred on
+        // its position.
+        let bottom = chart.plotting_area().get_pixel_range().1.end;
+        let font = TextStyle::from(("sans-serif", 12).into_font()).pos(Pos::new(HPos::Center, VPos::Top));
+        for (i, name) in spec.x_categories.iter().enumerate() {
+            let (px, _) = chart.backend_coord(&(i as f64, chart.y_range().start));
+            let y = bottom + 8 + 15 * (i % 2) as i32;
+            root.draw(&Text::new(name.clone(), (px, y), font.clone())).map_err(err(spec))?;
+        }
+    }
     let finite =
         |&(a, b): &(f64, f64)| a.is_finite() && b.is_finite() && (!spec.log_x || a > 0.0) && (!spec.log_y || b > 0.0);
     for (i, (label, points)) in spec.lines.iter().enumerate() {
@@ -676,6 +705,13 @@ mod tests {
         assert!(svg.contains("\nsfq\n") && svg.contains("\nefq\n"), "category names on the x axis");
         assert!(!svg.contains("\n0.5\n"), "nothing between categories");
         assert!(svg.contains("\npaper\n"), "the legend names the paper's values (\"paper\", for the curve \"ours\")");
+        // The y axis's description is turned in any case (one `rotate(`).
+        assert_eq!(svg.matches("rotate(").count(), 1, "two short names stay level");
+        // Eleven long names (router-ablation's) would run into each other: two rows, each whole.
+        s.x_categories = (0..11).map(|i| format!("event->periodic-{i}00us")).collect();
+        let svg = render_styled(&s, &style).unwrap();
+        assert!((0..11).all(|i| svg.contains(&format!("periodic-{i}00us\n"))), "every name whole");
+        assert_eq!(svg.matches("rotate(").count(), 1, "level");
         // A compared quantity matched on the same point as a placement is drawn once.
         let c = [compared(15.0, Some(7.0))];
         assert_eq!(Style::new(std::slice::from_ref(&s), &c).paper_points("c"), 1);
