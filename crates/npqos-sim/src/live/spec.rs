@@ -400,19 +400,25 @@ impl LiveSpec {
         std::thread::available_parallelism().map_or(1, |n| n.get()).min(MAX_THREADS)
     }
 
-    /// The configuration one of `threads` forwarding threads runs: the same, with the flow
-    /// tables' rows (`[stats] flows` and `heavy_flows`, both ways) shared among the threads
-    /// (rounded up), so that flows.csv holds at most the rows the file asks for whatever the
-    /// number of threads. The `[table]` sizes are each thread's.
+    /// The configuration one of `threads` forwarding threads runs: the same, with what the file
+    /// sizes for the whole forwarder shared among the threads (each rounded up), both ways: the
+    /// flow tables' rows (`[stats] flows` and `heavy_flows`), so that flows.csv holds at most
+    /// the rows the file asks for, and the flow table's physical queues and buffer blocks
+    /// (`[table] queues` and `blocks`), so that the frames held, and the memory, are what the
+    /// file says whatever the number of threads (the fanout spreads the flows evenly; a
+    /// queue's own limit, `queue_limit`, and the AFM's `slots` stay each thread's).
     pub fn for_thread(&self, threads: usize) -> LiveSpec {
-        let share = |s: &mut StatsParams| {
-            s.flows = s.flows.div_ceil(threads.max(1) as u32);
-            s.heavy_flows = s.heavy_flows.div_ceil(threads.max(1) as u32);
+        let n = threads.max(1) as u32;
+        let share = |s: &mut StatsParams, t: &mut DqsConfig| {
+            s.flows = s.flows.div_ceil(n);
+            s.heavy_flows = s.heavy_flows.div_ceil(n);
+            t.queues = t.queues.div_ceil(n);
+            t.blocks = t.blocks.div_ceil(n);
         };
         let mut spec = self.clone();
-        share(&mut spec.stats);
+        share(&mut spec.stats, &mut spec.table);
         if let Reverse::Shape(d) = &mut spec.reverse {
-            share(&mut d.stats);
+            share(&mut d.stats, &mut d.table);
         }
         spec
     }

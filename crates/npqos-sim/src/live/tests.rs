@@ -353,6 +353,10 @@ fn threads_and_codel_keys_are_read_and_checked() {
     assert_eq!(spec::read(&sp.to_toml(), "resolved").unwrap(), sp);
     let two = spec("[live]\ninput = \"in0\"\noutput = \"out0\"\nthreads = 2\n[shaper]\nflow_rate = \"1Mbps\"\n[stats]\nflows = 5\n");
     assert_eq!((two.forwarding_threads(), two.for_thread(2).stats.flows, two.for_thread(3).stats.flows), (2, 3, 2));
+    // The flow table's queues and buffer are the forwarder's, shared among the threads too.
+    let (one, half) = (&two.table, &two.for_thread(2).table);
+    assert_eq!((half.queues, half.blocks), (one.queues.div_ceil(2), one.blocks.div_ceil(2)));
+    assert_eq!((half.slots, half.queue_limit, half.block_size), (one.slots, one.queue_limit, one.block_size));
     assert_eq!(spec::read(&two.to_toml(), "resolved").unwrap(), two);
 }
 
