@@ -91,9 +91,8 @@ def percentiles(v, qs=(0.5, 0.9, 0.99, 0.999)):
     return [v[min(len(v) - 1, int(math.ceil(q * len(v))) - 1)] if v else float("nan") for q in qs]
 
 
-def fq_toml(pcap, seconds, args):
-    """The router as FQ-CoDel on a 10 Mbps bottleneck: the fq-codel ingress served by one
-    processor taking 800 ns per byte."""
+def head_toml(pcap, seconds):
+    """The scenario's start: the router on the pcap's arrivals, run until every packet left."""
     return f"""model = "router"
 [run]
 seed = 1
@@ -103,7 +102,13 @@ drain = "10s"
 [traffic]
 source = "trace"
 files = ["{pcap}"]
-[ingress]
+"""
+
+
+def fq_toml(pcap, seconds, args):
+    """The router as FQ-CoDel on a 10 Mbps bottleneck: the fq-codel ingress served by one
+    processor taking 800 ns per byte."""
+    return head_toml(pcap, seconds) + f"""[ingress]
 kind = "fq-codel"
 codel_target = "{args.target}ms"
 codel_interval = "{args.interval}ms"
@@ -130,16 +135,7 @@ tolerance = "100s"
 def run_npqos(npqos, pcap, seconds, args, out):
     aqm = "aqm = \"codel\"\ncodel_target = \"{}ms\"\ncodel_interval = \"{}ms\"\necn = {}".format(
         args.target, args.interval, "true" if args.ecn else "false")
-    toml = fq_toml(pcap, seconds, args) if args.qdisc == "fq_codel" else f"""model = "router"
-[run]
-seed = 1
-duration = "{seconds}s"
-[router]
-drain = "10s"
-[traffic]
-source = "trace"
-files = ["{pcap}"]
-[processing]
+    toml = fq_toml(pcap, seconds, args) if args.qdisc == "fq_codel" else head_toml(pcap, seconds) + f"""[processing]
 policy = "none"
 [queue_memory]
 subsystem = "ideal"
