@@ -740,7 +740,13 @@ impl Pipeline {
                     let head = fifo[q.index()].head;
                     head != NIL && pkts[head as usize].eq == b.0
                 }),
-                false => self.egress.wake(now, queue_of, |q| fifo[q.index()].head != NIL),
+                // A queue re-enabled with a packet is about to be picked: start loading its head
+                // packet now, so that the heads of the queues one wake-up re-enables load together.
+                false => self.egress.wake(now, queue_of, |q| {
+                    let head = fifo[q.index()].head;
+                    crate::hint::prefetch(pkts, head as usize);
+                    head != NIL
+                }),
             };
             match woken {
                 Ok(woken) => self.wakeups += (woken > 0) as u64,
