@@ -71,11 +71,18 @@ pub struct SlotStats {
     pub worst: u32,
 }
 
+/// One slot: the root of its tree and the flows in it, side by side so that one cache line
+/// brings both (a search reads the root, an insert or delete writes both).
+#[derive(Clone, Copy, Debug)]
+struct Slot {
+    root: u32,
+    len: u32,
+}
+
 /// The AFM table. See the module documentation.
 #[derive(Clone)]
 pub struct AfmTable {
-    roots: Vec<u32>,
-    slot_len: Vec<u32>,
+    slots: Vec<Slot>,
     nodes: Vec<Node>,
     free: Vec<u32>,
     len: usize,
@@ -95,8 +102,7 @@ impl AfmTable {
             });
         }
         Ok(AfmTable {
-            roots: vec![NIL; slots as usize],
-            slot_len: vec![0; slots as usize],
+            slots: vec![Slot { root: NIL, len: 0 }; slots as usize],
             nodes: Vec::with_capacity(capacity),
             free: Vec::new(),
             len: 0,
@@ -107,7 +113,13 @@ impl AfmTable {
     }
 
     pub fn slots(&self) -> u32 {
-        self.roots.len() as u32
+        self.slots.len() as u32
+    }
+    /// A hint: slot `slot` is searched soon, so its root starts loading now (no effect on
+    /// results; an out-of-range slot is ignored).
+    #[inline]
+    pub fn prefetch(&self, slot: u32) {
+        crate::hint::prefetch(&self.slots, slot as usize);
     }
     /// Active flows (`l` of eq 5).
     pub fn len(&self) -> usize {
@@ -117,7 +129,7 @@ impl AfmTable {
         self.len == 0
     }
     pub fn slot_len(&self, slot: u32) -> u32 {
-        self.slot_len[slot as usize]
+        self.slots[slot as usize].len
     }
     pub fn stats(&self) -> SlotStats {
         self.stats
@@ -139,12 +151,12 @@ impl AfmTable {
     /// and every node the arena has handed out (in use or free). Reserved but never used
     /// arena capacity is not counted.
     pub fn memory_bytes(&self) -> usize {
-        self.roots.len() * 8 + self.nodes.len() * (core::mem::size_of::<Node>() + 4)
+        self.slots.len() * 8 + self.nodes.len() * (core::mem::size_of::<Node>() + 4)
     }
 
     /// Searches slot `slot` for `key` (dqs section 4.2 (1)).
     pub fn find(&self, slot: u32, key: &FlowKey) -> Find {
-        let mut cur = self.roots[slot as usize];
+        let mut cur = self.slots[slot as usize].root;
         let mut parent = NIL;
         let mut go_left = false;
         let mut compares = 0;
@@ -185,7 +197,7 @@ impl AfmTable {
             }
         };
         if v.parent == NIL {
-            self.roots[v.slot as usize] = id;
+            self.slots[v.slot as usize].root = id;
         } else if v.go_left {
             self.nodes[v.parent as usize].left = id;
         } else {
@@ -193,7 +205,7 @@ impl AfmTable {
         }
         self.len += 1;
         self.generation += 1;
-        let l = &mut self.slot_len[v.slot as usize];
+        let l = &mut self.slots[v.slot as usize].len;
         *l += 1;
         match *l {
             1 => self.stats.nonempty += 1,
@@ -255,7 +267,7 @@ impl AfmTable {
             self.nodes[replacement as usize].parent = x.parent;
         }
         if x.parent == NIL {
-            self.roots[x.slot as usize] = replacement;
+            self.slots[x.slot as usize].root = replacement;
         } else if self.nodes[x.parent as usize].left == node {
             self.nodes[x.parent as usize].left = replacement;
         } else {
@@ -264,7 +276,7 @@ impl AfmTable {
         self.free.push(node);
         self.len -= 1;
         self.generation += 1;
-        let l = &mut self.slot_len[x.slot as usize];
+        let l = &mut self.slots[x.slot as usize].len;
         *l -= 1;
         match *l {
             0 => self.stats.nonempty -= 1,
@@ -276,7 +288,7 @@ impl AfmTable {
 
     /// Height (nodes on the longest root-leaf path) of slot `slot`'s tree.
     pub fn height(&self, slot: u32) -> u32 {
-        let mut stack = vec![(self.roots[slot as usize], 1u32)];
+        let mut stack = vec![(self.slots[slot as usize].root, 1u32)];
         let mut h = 0;
         while let Some((n, d)) = stack.pop() {
             if n == NIL {
@@ -295,7 +307,7 @@ impl AfmTable {
     pub fn check(&self) -> Result<(), String> {
         let mut total = 0usize;
         let mut stats = SlotStats { worst: self.stats.worst, ..Default::default() };
-        for (s, &root) in self.roots.iter().enumerate() {
+        for (s, &Slot { root, len }) in self.slots.iter().enumerate() {
             let mut count = 0u32;
             if root != NIL && self.nodes[root as usize].parent != NIL {
                 return Err(format!("slot {s}: root {root} has a parent"));
@@ -325,8 +337,8 @@ impl AfmTable {
                 stack.push((nd.left, lo, Some(nd.key)));
                 stack.push((nd.right, Some(nd.key), hi));
             }
-            if count != self.slot_len[s] {
-                return Err(format!("slot {s}: {count} nodes, length says {}", self.slot_len[s]));
+            if count != len {
+                return Err(format!("slot {s}: {count} nodes, length says {len}"));
             }
             stats.nonempty += (count > 0) as u32;
             stats.multi += (count > 1) as u32;

@@ -251,6 +251,13 @@ impl Dqs {
         self.hash.slot(key)
     }
 
+    /// A hint: a packet of `key` is enqueued soon, so its AFM slot starts loading now (no
+    /// effect on results; it costs one hash).
+    #[inline]
+    pub fn prefetch(&self, key: &FlowKey) {
+        self.afm.prefetch(self.hash.slot(key));
+    }
+
     /// Maps the packet's flow to its queue (creating the mapping for a new flow) and appends
     /// the packet (dqs Fig. 1a).
     pub fn enqueue(&mut self, key: &FlowKey, len: u32, payload: Option<&[u8]>) -> Enqueue {

@@ -206,6 +206,15 @@ impl Ingress {
         self.enqueue_with(key, service, len, None).map(|(a, _)| a)
     }
 
+    /// A hint: a packet of `key` arrives soon, so the state its enqueue reads first (dqs's
+    /// AFM slot) starts loading now (no effect on results).
+    #[inline]
+    pub fn prefetch(&self, key: &FlowKey) {
+        if let Kinds::Dqs(d, _) = &self.kind {
+            d.prefetch(key);
+        }
+    }
+
     /// [`Self::enqueue`] with the packet's bytes when the table keeps them (`frame`, dqs with
     /// `store_payload`); also says whether the packet gave its flow a queue (a new flow).
     ///

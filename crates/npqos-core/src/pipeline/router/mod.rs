@@ -647,12 +647,15 @@ impl Pipeline {
         got
     }
 
-    /// A hint: `ahead` arrives soon, so its flow's bucket record is loaded now (no effect on
-    /// results).
+    /// A hint: `ahead` arrives soon, so its flow's bucket record and its ingress slot are
+    /// loaded now (no effect on results).
     #[inline]
     pub fn prefetch_arrival(&self, ahead: &Arrival) {
         if let Some(fb) = self.buckets.as_ref().filter(|_| ahead.hint != NO_HINT) {
             fb.prefetch(ahead.hint);
+        }
+        if ahead.service != UNCLASSIFIED {
+            self.ingress.prefetch(&ahead.key);
         }
     }
 
