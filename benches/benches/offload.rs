@@ -1,6 +1,6 @@
 //! What undoing a sender's offloads costs npqos live per frame (docs/live.md, "Offloads"):
 //!
-//! * completing a partial UDP checksum of a 1,042 B frame and a TCP one of a 1,514 B frame
+//! * completing a partial UDP checksum of a 106 B and a 1,042 B frame and a TCP one of a 1,514 B frame
 //!   (`live::csum::complete_checksum`), beside copying the same frame (what the forwarder does
 //!   with every frame anyway, into dqs's buffer);
 //! * cutting a 64 KB TCP super-frame into 1,500 B-MTU segments (`live::gso::segment_tcp`,
@@ -20,6 +20,8 @@ fn eth() -> etherparse::PacketBuilderStep<etherparse::Ethernet2Header> {
 fn checksums(c: &mut Criterion) {
     let mut udp = Vec::new();
     eth().ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64).udp(5000, 6000).write(&mut udp, &[7u8; 1000]).unwrap();
+    let mut small = Vec::new();
+    eth().ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64).udp(5000, 6000).write(&mut small, &[7u8; 64]).unwrap();
     let mut tcp = Vec::new();
     eth()
         .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
@@ -29,7 +31,7 @@ fn checksums(c: &mut Criterion) {
         .unwrap();
     let mut g = c.benchmark_group("offload_checksum");
     g.throughput(Throughput::Elements(1));
-    for (name, f) in [("udp_1042B", udp), ("tcp_1514B", tcp)] {
+    for (name, f) in [("udp_106B", small), ("udp_1042B", udp), ("tcp_1514B", tcp)] {
         let mut frame = f.clone();
         g.bench_function(name, |b| b.iter(|| complete_checksum(black_box(&mut frame))));
         let mut copy = Vec::with_capacity(f.len());
