@@ -151,7 +151,7 @@ impl AfmTable {
     /// and every node the arena has handed out (in use or free). Reserved but never used
     /// arena capacity is not counted.
     pub fn memory_bytes(&self) -> usize {
-        self.slots.len() * 8 + self.nodes.len() * (core::mem::size_of::<Node>() + 4)
+        self.slots.len() * core::mem::size_of::<Slot>() + self.nodes.len() * (core::mem::size_of::<Node>() + 4)
     }
 
     /// Searches slot `slot` for `key` (dqs section 4.2 (1)).
