@@ -114,11 +114,11 @@ fn quick(f: &[u8]) -> Quick {
         return Quick::Parse;
     }
     let len = end - start;
+    // A TCP header's length, from its data offset (read only when the segment holds 20 B).
+    let tcp_header = || (f[start + 12] >> 4) as usize * 4;
     match proto {
         Some(17) if len >= 8 => Quick::Segment(start, len, 6),
-        Some(6) if len >= 20 && (f[start + 12] >> 4) as usize * 4 >= 20 && (f[start + 12] >> 4) as usize * 4 <= len => {
-            Quick::Segment(start, len, 16)
-        }
+        Some(6) if len >= 20 && (20..=len).contains(&tcp_header()) => Quick::Segment(start, len, 16),
         _ => Quick::Parse,
     }
 }
@@ -249,6 +249,13 @@ mod tests {
         let mut frag = frames[0].clone();
         frag[14 + 6] = 0x20; // more fragments
         assert_eq!(quick(&frag), Quick::Parse);
+        let mut icmp = Vec::new();
+        PacketBuilder::ethernet2([2; 6], [3; 6])
+            .ipv4(s4, d4, 9)
+            .icmpv4_echo_request(1, 1)
+            .write(&mut icmp, &[1, 2, 3])
+            .unwrap();
+        assert_eq!(quick(&icmp), Quick::Parse);
         for n in [0, 13, 14, 20, 33, 40] {
             assert_eq!(quick(&frames[0][..n]), Quick::Parse, "{n} B");
         }
