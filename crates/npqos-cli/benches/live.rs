@@ -7,8 +7,9 @@
 //! `rates`, `flows`, `latency`, `tcp` (iperf3 with 8 and 64 TCP flows beside htb),
 //! `reload` (SIGHUP with 1e3 and 1e5 flows beside `tc` changing htb's classes) or `threads`
 //! (1 and 2 forwarding threads fed by a transmit-ring sender, beside the do-nothing forwarder
-//! and htb) runs one part (default: all); `NPQOS_LIVE_EXTRA` adds keys to
-//! every configuration's `[live]` (`reverse = "off"`: no way back, as before issue #41).
+//! and htb) runs one part (default: all), `NPQOS_FLOWS_ONLY` some rows of `flows`;
+//! `NPQOS_LIVE_EXTRA` adds keys to every configuration's `[live]` (`reverse = "off"`: no way
+//! back, as before issue #41).
 
 #[cfg(target_os = "linux")]
 use npqos_cli::live::netns::{self, Bed};
@@ -690,10 +691,16 @@ fn many_flows(rows: &mut Vec<Row>, tag: &str, mid_cpu: usize) {
     // each of 1e3 flows about 190 kbps and each of 1e5 flows about 1.9 kbps, so the throttled
     // rate is below that: 20 kbps, and 500 bps with a cap of 128 B (one frame, and the next
     // overdraws) so that 3 s are not all burst.
+    // `NPQOS_FLOWS_ONLY`: the npqos rows to run, by label and how (for example `1e3
+    // throttled,1e5 not throttled`), without htb's.
+    let only = std::env::var("NPQOS_FLOWS_ONLY").ok();
     for (flows, label, slow) in
         [(1_000u32, "1e3", "20kbps"), (100_000, "1e5", "500bps\"\ncap = \"128B\"\nalpha = \"64B")]
     {
         for (rate, how) in [("10Gbps", "not throttled"), (slow, "throttled")] {
+            if only.as_ref().is_some_and(|o| !o.split(',').any(|o| format!("{label} {how}") == o.trim())) {
+                continue;
+            }
             let bed = Bed::new(&format!("{tag}{}{}", label.replace('e', ""), &how[..3])).unwrap();
             let d = tempfile::tempdir().unwrap();
             let c = npqos(
@@ -710,6 +717,9 @@ fn many_flows(rows: &mut Vec<Row>, tag: &str, mid_cpu: usize) {
             let what = format!("npqos live, {label} flows at {} ({how})", rate.split('"').next().unwrap_or(rate));
             rows.push(run(&bed, Load(flows, 0, 64, 3), None, Some((c, &out)), &what));
         }
+    }
+    if only.is_some() {
+        return;
     }
     {
         let bed = Bed::new(&format!("{tag}h3")).unwrap();

@@ -17,3 +17,27 @@ pub fn prefetch<T>(s: &[T], i: usize) {
         let _ = x;
     }
 }
+
+/// [`prefetch`] of every cache line `s[i]` touches (a record larger than a line, or one that
+/// straddles two).
+#[inline(always)]
+pub fn prefetch_whole<T>(s: &[T], i: usize) {
+    if let Some(x) = s.get(i) {
+        let p = (x as *const T).cast::<u8>();
+        let end = p.wrapping_add(std::mem::size_of::<T>().max(1) - 1);
+        let mut line = p;
+        while line <= end {
+            // SAFETY: as in `prefetch`: a prefetch never faults and writes nothing.
+            #[cfg(target_arch = "x86_64")]
+            unsafe {
+                std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(line.cast())
+            };
+            line = line.wrapping_add(64);
+        }
+        // The last line, when the record's end is in a line the steps skipped.
+        #[cfg(target_arch = "x86_64")]
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(end.cast())
+        };
+    }
+}

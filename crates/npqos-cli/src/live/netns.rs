@@ -497,7 +497,7 @@ pub fn receive_for(iface: &str, dst: Ipv4Addr, stop: &AtomicBool) -> Result<Rece
     let mut rx = RxRing::open(iface, 64 << 20).map_err(|e| e.to_string())?;
     let mut got = Received::default();
     while !stop.load(Ordering::Relaxed) {
-        let n = rx.next_block(|f, ts| {
+        let n = rx.next_block(|f, ts, _| {
             // Ethernet + IPv4 (no options) + UDP to the receiver.
             if f.len() < 46 || f[12..14] != [8, 0] || f[23] != 17 || f[30..34] != dst.octets() {
                 got.other_frames += 1;
@@ -525,7 +525,7 @@ pub fn receive_for(iface: &str, dst: Ipv4Addr, stop: &AtomicBool) -> Result<Rece
             std::thread::sleep(std::time::Duration::from_micros(200));
         }
     }
-    while rx.next_block(|_, _| {}) > 0 {}
+    while rx.next_block(|_, _, _| {}) > 0 {}
     got.ring_drops = rx.counters().ring_drops;
     Ok(got)
 }

@@ -341,12 +341,13 @@ impl RxRing {
         self.map.status(self.cur * self.block_size + BLK_STATUS).load(Ordering::Acquire) & libc::TP_STATUS_USER != 0
     }
 
-    /// Hands every frame of the next block to `f(frame, kernel timestamp ns)` and gives the
-    /// block back; returns the number of frames, 0 if no block is ready. A frame the kernel
+    /// Hands every frame of the next block to `f(frame, kernel timestamp ns, [next, after])`
+    /// and gives the block back; returns the number of frames, 0 if no block is ready. `next`
+    /// and `after` are the block's next two frames (empty past the last), for prefetch hints. A frame the kernel
     /// marks with a partial checksum (the sender's checksum offload, veth's default) has it
     /// completed first ([`npqos_sim::live::csum::complete_checksum`]), so the frame is one the
     /// next stack accepts.
-    pub fn next_block(&mut self, mut f: impl FnMut(&[u8], u64)) -> usize {
+    pub fn next_block(&mut self, mut f: impl FnMut(&[u8], u64, [&[u8]; 2])) -> usize {
         if !self.ready() {
             return 0;
         }
@@ -354,7 +355,7 @@ impl RxRing {
         let n = self.map.u32_at(base + BLK_NUM_PKTS) as usize;
         let mut off = base + self.map.u32_at(base + BLK_FIRST) as usize;
         let mut before = 0;
-        for _ in 0..n {
+        for i in 0..n {
             let snap = self.map.u32_at(off + H3_SNAPLEN) as usize;
             let len = self.map.u32_at(off + H3_LEN) as usize;
             let mac = self.map.u16_at(off + H3_MAC) as usize;
@@ -363,12 +364,22 @@ impl RxRing {
                 before += 1;
             } else if snap < len {
                 self.counters.truncated += 1;
-            } else if self.map.u32_at(off + H3_STATUS) & libc::TP_STATUS_CSUMNOTREADY != 0 {
-                let frame = self.map.slice_mut(off + mac, snap);
-                self.counters.checksums_completed += complete_checksum(frame) as u64;
-                f(frame, ts);
             } else {
-                f(self.map.slice(off + mac, snap), ts);
+                if self.map.u32_at(off + H3_STATUS) & libc::TP_STATUS_CSUMNOTREADY != 0 {
+                    let frame = self.map.slice_mut(off + mac, snap);
+                    self.counters.checksums_completed += complete_checksum(frame) as u64;
+                }
+                let map = &self.map;
+                let frame_at =
+                    |at: usize| map.slice(at + map.u16_at(at + H3_MAC) as usize, map.u32_at(at + H3_SNAPLEN) as usize);
+                let (mut ahead, mut at) = ([&[][..]; 2], off);
+                for (k, a) in ahead.iter_mut().enumerate() {
+                    if i + 1 + k < n {
+                        at += map.u32_at(at + H3_NEXT) as usize;
+                        *a = frame_at(at);
+                    }
+                }
+                f(map.slice(off + mac, snap), ts, ahead);
             }
             off += self.map.u32_at(off + H3_NEXT) as usize;
         }

@@ -11,7 +11,7 @@ use super::{monotonic_ns, stats, thread_cpu_ns, ReloadRecord, WayCounts};
 use npqos_core::Instant;
 use npqos_sim::live::gso::segment_tcp;
 use npqos_sim::live::reload::Reloading;
-use npqos_sim::live::{Forwarder, LiveSpec, Mode, Wait};
+use npqos_sim::live::{Ahead, Forwarder, LiveSpec, Mode, Wait};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 /// An Ethernet header and one VLAN tag: what a frame carries beyond its IP packet.
@@ -155,7 +155,7 @@ struct Hand<'c, 'a> {
 
 impl Hand<'_, '_> {
     #[inline]
-    fn give(&mut self, fw: &mut Reloading, frame: &[u8], t: Instant, way: Way) {
+    fn give(&mut self, fw: &mut Reloading, frame: &[u8], t: Instant, way: Way, ahead: Option<Ahead>) {
         if let Some(c) = self.crew.filter(|c| if way == Way::In { c.shares.0 } else { c.shares.1 }) {
             if let Some(owner) = fw.shared_bucket(frame).map(|h| c.lanes.owner(h)).filter(|&o| o != self.me) {
                 if c.lanes.push(self.me, owner, frame, way) {
@@ -167,7 +167,7 @@ impl Hand<'_, '_> {
                 return;
             }
         }
-        fw.receive(frame, t);
+        fw.receive_ahead(frame, t, ahead);
     }
 
     /// Wakes the threads handed frames since the last call.
@@ -237,12 +237,16 @@ impl Worker<'_, '_> {
             for _ in 0..shaped_blocks {
                 let t = Instant::from_nanos(now);
                 let fw = &mut self.fw;
-                let n = self.rx.next_block(|frame, _ts| {
+                let mut ahead = [None, None];
+                let n = self.rx.next_block(|frame, _ts, [next, after]| {
+                    // The next frames' flow state loads while this one is worked on.
+                    let mine = ahead[0];
+                    ahead = fw.look_ahead(next, after, ahead[1]);
                     // A TCP sender's offload super-frame, larger than the output's MTU: its
                     // segments, each shaped and counted as a frame (docs/live.md, "Offloads").
                     if frame.len() > mtu + ETH_HEADERS {
                         let cut = segment_tcp(frame, mtu, &mut scratch, |seg| {
-                            hand.give(fw, seg, t, Way::In);
+                            hand.give(fw, seg, t, Way::In, None);
                             segments += 1;
                         });
                         if cut {
@@ -250,7 +254,7 @@ impl Worker<'_, '_> {
                             return;
                         }
                     }
-                    hand.give(fw, frame, t, Way::In);
+                    hand.give(fw, frame, t, Way::In, mine);
                 });
                 if n == 0 {
                     break;
@@ -508,11 +512,14 @@ impl ReversePath {
         let (mtu, t) = (tx.mtu() as usize, Instant::from_nanos(now));
         let mut taken = 0;
         for _ in 0..blocks {
-            let n = rx.next_block(|frame, _ts| {
+            let mut ahead = [None, None];
+            let n = rx.next_block(|frame, _ts, [next, after]| {
+                let mine = ahead[0];
+                ahead = fw.look_ahead(next, after, ahead[1]);
                 if frame.len() > mtu + ETH_HEADERS {
                     let cut = segment_tcp(frame, mtu, scratch, |seg| {
                         counts.frames_in += 1;
-                        hand.give(fw, seg, t, Way::Back);
+                        hand.give(fw, seg, t, Way::Back, None);
                     });
                     if cut {
                         counts.super_frames += 1;
@@ -520,7 +527,7 @@ impl ReversePath {
                     }
                 }
                 counts.frames_in += 1;
-                hand.give(fw, frame, t, Way::Back);
+                hand.give(fw, frame, t, Way::Back, mine);
             });
             if n == 0 {
                 break;
@@ -582,7 +589,7 @@ pub(super) fn pass_frames(
                 counts.frames_out += 1;
             }
         };
-        let n = rx.next_block(|frame, _ts| {
+        let n = rx.next_block(|frame, _ts, _| {
             if frame.len() > mtu + ETH_HEADERS {
                 let cut = segment_tcp(frame, mtu, scratch, |seg| send(seg, counts));
                 if cut {

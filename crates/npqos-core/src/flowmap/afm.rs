@@ -121,6 +121,14 @@ impl AfmTable {
     pub fn prefetch(&self, slot: u32) {
         crate::hint::prefetch(&self.slots, slot as usize);
     }
+    /// A hint one step on from [`Self::prefetch`]: slot `slot` (loaded by then) is searched
+    /// soon, so its tree's root node starts loading now (no effect on results).
+    #[inline]
+    pub fn prefetch_root(&self, slot: u32) {
+        if let Some(s) = self.slots.get(slot as usize) {
+            crate::hint::prefetch_whole(&self.nodes, s.root as usize);
+        }
+    }
     /// Active flows (`l` of eq 5).
     pub fn len(&self) -> usize {
         self.len

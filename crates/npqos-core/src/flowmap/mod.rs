@@ -257,11 +257,29 @@ impl Dqs {
     pub fn prefetch(&self, key: &FlowKey) {
         self.afm.prefetch(self.hash.slot(key));
     }
+    /// [`Self::prefetch`] of the flow whose AFM slot ([`Self::slot_of`]) is `slot`.
+    #[inline]
+    pub fn prefetch_slot(&self, slot: u32) {
+        self.afm.prefetch(slot);
+    }
+    /// The second of two hints ([`Self::prefetch_slot`] first, some work before this): AFM
+    /// slot `slot` is loaded, so the root of its tree starts loading now.
+    #[inline]
+    pub fn prefetch_root(&self, slot: u32) {
+        self.afm.prefetch_root(slot);
+    }
 
     /// Maps the packet's flow to its queue (creating the mapping for a new flow) and appends
     /// the packet (dqs Fig. 1a).
+    #[inline]
     pub fn enqueue(&mut self, key: &FlowKey, len: u32, payload: Option<&[u8]>) -> Enqueue {
-        let slot = self.hash.slot(key);
+        self.enqueue_at(self.hash.slot(key), key, len, payload)
+    }
+
+    /// [`Self::enqueue`] of a key whose AFM slot ([`Self::slot_of`]) the caller worked out
+    /// before (a data plane's look at the next frames); any other slot corrupts the table.
+    pub fn enqueue_at(&mut self, slot: u32, key: &FlowKey, len: u32, payload: Option<&[u8]>) -> Enqueue {
+        debug_assert_eq!(slot, self.hash.slot(key), "the slot of another key");
         let out = match self.afm.find(slot, key) {
             Find::Found { value, compares, .. }
                 if self.cfg.queue_limit.is_some_and(|l| self.buf.bytes(value) + len as u64 > l) =>

@@ -203,7 +203,7 @@ impl Ingress {
     /// Errors: a service outside `0..services`.
     #[inline]
     pub fn enqueue(&mut self, key: &FlowKey, service: usize, len: u32) -> Result<Admit, Error> {
-        self.enqueue_with(key, service, len, None).map(|(a, _)| a)
+        self.enqueue_with(key, service, len, None, None).map(|(a, _)| a)
     }
 
     /// A hint: a packet of `key` arrives soon, so the state its enqueue reads first (dqs's
@@ -214,9 +214,30 @@ impl Ingress {
             d.prefetch(key);
         }
     }
+    /// The table's slot of `key` (dqs's AFM slot), for a driver that works it out ahead
+    /// ([`Self::prefetch_slot`], [`Self::enqueue_with`]); `None` for the other tables.
+    #[inline]
+    pub fn slot_of(&self, key: &FlowKey) -> Option<u32> {
+        match &self.kind {
+            Kinds::Dqs(d, _) => Some(d.slot_of(key)),
+            Kinds::Table(_) => None,
+        }
+    }
+    /// [`Self::prefetch`] by the key's [`Self::slot_of`]; `deeper`: the second of two hints
+    /// (the slot loaded by the first), what the slot leads to.
+    #[inline]
+    pub fn prefetch_slot(&self, slot: u32, deeper: bool) {
+        if let Kinds::Dqs(d, _) = &self.kind {
+            match deeper {
+                false => d.prefetch_slot(slot),
+                true => d.prefetch_root(slot),
+            }
+        }
+    }
 
     /// [`Self::enqueue`] with the packet's bytes when the table keeps them (`frame`, dqs with
     /// `store_payload`); also says whether the packet gave its flow a queue (a new flow).
+    /// `slot`: the key's [`Self::slot_of`], if the caller worked it out.
     ///
     /// Errors: a service outside `0..services`; bytes for a table that keeps none.
     pub fn enqueue_with(
@@ -225,6 +246,7 @@ impl Ingress {
         service: usize,
         len: u32,
         frame: Option<&[u8]>,
+        slot: Option<u32>,
     ) -> Result<(Admit, bool), Error> {
         if service >= self.services {
             return Err(Error::UnknownId { kind: "service", id: service as u32, count: self.services });
@@ -234,7 +256,7 @@ impl Ingress {
         }
         self.ports.input += 1;
         let r = match &mut self.kind {
-            Kinds::Dqs(d, acc) => match d.enqueue(key, len, frame) {
+            Kinds::Dqs(d, acc) => match d.enqueue_at(slot.unwrap_or_else(|| d.slot_of(key)), key, len, frame) {
                 Enqueue::Queued(q) => {
                     *acc += 1 + q.compares as u64;
                     (Admit::Queued(q.queue), q.new_flow)
@@ -552,10 +574,13 @@ mod tests {
         let mut g = Ingress::new(IngressKind::Dqs, &cfg, 1, 3).unwrap();
         assert_eq!(g.queues(), 2, "one queue and the shared one");
         let f = |i: u8| vec![i; 90];
-        assert_eq!(g.enqueue_with(&key(0), 0, 90, Some(&f(1))).unwrap(), (Admit::Queued(QueueId(0)), true));
-        assert_eq!(g.enqueue_with(&key(0), 0, 90, Some(&f(2))).unwrap(), (Admit::Queued(QueueId(0)), false));
-        assert_eq!(g.enqueue_with(&key(0), 0, 90, Some(&f(3))).unwrap().0, Admit::Dropped(IngressDrop::QueueFull));
-        assert_eq!(g.enqueue_with(&key(1), 0, 90, Some(&f(4))).unwrap().0, Admit::Queued(QueueId(1)), "shared");
+        assert_eq!(g.enqueue_with(&key(0), 0, 90, Some(&f(1)), None).unwrap(), (Admit::Queued(QueueId(0)), true));
+        assert_eq!(g.enqueue_with(&key(0), 0, 90, Some(&f(2)), None).unwrap(), (Admit::Queued(QueueId(0)), false));
+        assert_eq!(
+            g.enqueue_with(&key(0), 0, 90, Some(&f(3)), None).unwrap().0,
+            Admit::Dropped(IngressDrop::QueueFull)
+        );
+        assert_eq!(g.enqueue_with(&key(1), 0, 90, Some(&f(4)), None).unwrap().0, Admit::Queued(QueueId(1)), "shared");
         assert_eq!((g.packets(QueueId(0)), g.head_len(QueueId(0))), (2, Some(90)));
         let mut out = Vec::new();
         assert_eq!(g.dequeue_with(QueueId(0), Some(&mut out)).unwrap(), Some(Left { len: 90, released: false }));
@@ -568,7 +593,7 @@ mod tests {
         for kind in [IngressKind::PerFlow, IngressKind::Hashed] {
             assert!(matches!(Ingress::new(kind, &cfg, 1, 3), Err(Error::BadParameter { .. })), "{kind}");
             let mut g = Ingress::new(kind, &table(2, 100), 1, 3).unwrap();
-            assert!(matches!(g.enqueue_with(&key(0), 0, 90, Some(&f(1))), Err(Error::NotAllowed(_))), "{kind}");
+            assert!(matches!(g.enqueue_with(&key(0), 0, 90, Some(&f(1)), None), Err(Error::NotAllowed(_))), "{kind}");
             assert_eq!(g.ports().input, 0);
         }
     }

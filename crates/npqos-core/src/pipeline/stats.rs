@@ -71,6 +71,72 @@ impl Hasher for Premixed {
 
 type ByHash = HashMap<u64, u32, BuildHasherDefault<Premixed>>;
 
+/// The exact table's index: a row by its flow's 64-bit hash, open addressing with linear
+/// probing at a load of at most one half, so that a driver can load a flow's slot ahead of its
+/// packet ([`FlowIndex::prefetch`]), which a `HashMap` does not let it do. At most
+/// [`RowSlots::max_slots`] slots of 16 B.
+struct RowSlots {
+    /// (hash, row + 1); a row field of 0 is an empty slot.
+    slots: Vec<(u64, u32)>,
+    len: usize,
+    /// The table never grows past this many slots (a power of two).
+    max: usize,
+}
+
+impl RowSlots {
+    /// Slots for `exact` rows: twice as many, rounded up to a power of two.
+    fn max_slots(exact: usize) -> usize {
+        (2 * exact).max(8).next_power_of_two()
+    }
+    fn new(exact: usize) -> Self {
+        let max = Self::max_slots(exact);
+        let first = Self::max_slots(exact.min(1 << 16)).min(max);
+        RowSlots { slots: vec![(0, 0); first], len: 0, max }
+    }
+    #[inline]
+    fn home(&self, h: u64) -> usize {
+        // foldhash's high bits are its best mixed.
+        (h >> 32 ^ h) as usize & (self.slots.len() - 1)
+    }
+    #[inline]
+    fn get(&self, h: u64) -> Option<u32> {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(h);
+        loop {
+            match self.slots[i] {
+                (_, 0) => return None,
+                (k, r) if k == h => return Some(r - 1),
+                _ => i = (i + 1) & mask,
+            }
+        }
+    }
+    /// Adds `h` (not in the table) with row `r`: at most half of [`Self::max_slots`] rows.
+    fn insert(&mut self, h: u64, r: u32) {
+        if 2 * (self.len + 1) > self.slots.len() {
+            let n = self.slots.len() * 2;
+            debug_assert!(n <= self.max, "more rows than the table is for");
+            let old = std::mem::replace(&mut self.slots, vec![(0, 0); n]);
+            for (k, r) in old.into_iter().filter(|e| e.1 != 0) {
+                self.put(k, r);
+            }
+        }
+        self.put(h, r + 1);
+        self.len += 1;
+    }
+    fn put(&mut self, h: u64, r1: u32) {
+        let mask = self.slots.len() - 1;
+        let mut i = self.home(h);
+        while self.slots[i].1 != 0 {
+            i = (i + 1) & mask;
+        }
+        self.slots[i] = (h, r1);
+    }
+    #[inline]
+    fn prefetch(&self, h: u64) {
+        crate::hint::prefetch(&self.slots, self.home(h));
+    }
+}
+
 /// What one row counts; `R` drop reasons, in the driver's order of their names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Counts<const R: usize> {
@@ -170,7 +236,7 @@ impl<const R: usize> Counts<R> {
 pub struct FlowIndex {
     exact: usize,
     hasher: foldhash::fast::FixedState,
-    map: ByHash,
+    map: RowSlots,
     /// Per row: the flow and its class.
     rows: Vec<(FlowKey, u32)>,
     heavy: HeavyHitters,
@@ -200,7 +266,7 @@ impl FlowIndex {
         FlowIndex {
             exact,
             hasher: foldhash::fast::FixedState::with_seed(0),
-            map: ByHash::with_capacity_and_hasher(exact.min(1 << 16), Default::default()),
+            map: RowSlots::new(exact),
             rows: Vec::new(),
             heavy: HeavyHitters::new(heavy),
         }
@@ -210,9 +276,20 @@ impl FlowIndex {
     /// before: its exact row, or [`Self::OTHER`] (the packet then counts in the sketch).
     #[inline]
     pub fn row(&mut self, key: &FlowKey, class: u32, len: u32) -> u32 {
-        let h = self.hasher.hash_one(key);
-        match self.map.get(&h) {
-            Some(&r) if self.rows[r as usize].0 == *key => return r,
+        self.row_hashed(self.hash(key), key, class, len)
+    }
+
+    /// The hash [`Self::row_hashed`], [`Self::find_hashed`] and [`Self::prefetch`] take.
+    #[inline]
+    pub fn hash(&self, key: &FlowKey) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// [`Self::row`] of a key whose [`Self::hash`] is `h`.
+    #[inline]
+    pub fn row_hashed(&mut self, h: u64, key: &FlowKey, class: u32, len: u32) -> u32 {
+        match self.map.get(h) {
+            Some(r) if self.rows[r as usize].0 == *key => return r,
             Some(_) => {}
             None if self.rows.len() < self.exact => {
                 let r = self.rows.len() as u32;
@@ -230,10 +307,37 @@ impl FlowIndex {
     /// (for a packet already counted by [`Self::row`], met again where its key is all a
     /// driver has, such as a frame leaving a queue several flows share).
     pub fn find(&self, key: &FlowKey) -> u32 {
-        match self.map.get(&self.hasher.hash_one(key)) {
-            Some(&r) if self.rows[r as usize].0 == *key => r,
+        self.find_hashed(self.hash(key), key)
+    }
+
+    /// [`Self::find`] of a key whose [`Self::hash`] is `h`.
+    #[inline]
+    pub fn find_hashed(&self, h: u64, key: &FlowKey) -> u32 {
+        match self.map.get(h) {
+            Some(r) if self.rows[r as usize].0 == *key => r,
             _ => Self::OTHER,
         }
+    }
+
+    /// A hint: a packet of the flow whose [`Self::hash`] is `h` comes soon, so its index slot
+    /// is loaded now (no effect on results).
+    #[inline]
+    pub fn prefetch(&self, h: u64) {
+        self.map.prefetch(h);
+    }
+
+    /// The row the index slot of hash `h` names, without checking its key: a guess for
+    /// prefetch hints (its slot loaded by [`Self::prefetch`] some work before), [`Self::OTHER`]
+    /// for none. [`Self::row_hashed`] says which row a packet really has.
+    #[inline]
+    pub fn peek(&self, h: u64) -> u32 {
+        self.map.get(h).unwrap_or(Self::OTHER)
+    }
+
+    /// A hint: `row` (an exact row) is looked at soon, so its key is loaded now.
+    #[inline]
+    pub fn prefetch_row(&self, row: u32) {
+        crate::hint::prefetch_whole(&self.rows, row as usize);
     }
 
     /// Flows in the exact table, by row.
@@ -255,9 +359,9 @@ impl FlowIndex {
     /// [`Self::memory_bytes`] of an index of `exact` rows and `heavy` sketch entries.
     pub fn bound_bytes(exact: usize, heavy: usize) -> u64 {
         let key = std::mem::size_of::<FlowKey>() as u64;
-        // A map entry (hash, row, padded to 16 B) plus its control byte, at most twice over for
-        // the load factor.
-        let map = 2 * (8 + 4 + 4 + 1) * exact as u64;
+        // The index's slots: (hash, row) padded to 16 B, twice the rows rounded up to a power
+        // of two.
+        let map = 16 * RowSlots::max_slots(exact) as u64;
         let rows = (key + 4) * exact as u64;
         map + rows + HeavyHitters::bound_bytes(heavy)
     }
@@ -467,10 +571,10 @@ mod tests {
             }
         }
         assert_eq!(ix.rows().len(), exact);
-        assert!(ix.map.len() <= exact && ix.heavy.entries.len() <= k && ix.heavy.index.len() <= k);
+        assert!(ix.map.len <= exact && ix.heavy.entries.len() <= k && ix.heavy.index.len() <= k);
         assert_eq!(ix.memory_bytes(), bound, "the bound does not depend on the flows seen");
         // What the structures hold, at most the bound.
-        let held = (ix.map.capacity() * (16 + 1)
+        let held = (ix.map.slots.capacity() * 16
             + ix.rows.capacity() * std::mem::size_of::<(FlowKey, u32)>()
             + ix.heavy.entries.capacity() * std::mem::size_of::<Heavy>()
             + ix.heavy.hashes.capacity() * 8

@@ -27,6 +27,7 @@
 
 pub mod csum;
 pub mod gso;
+pub mod key;
 mod processing;
 pub mod reload;
 mod report;
@@ -36,8 +37,6 @@ pub mod spec;
 
 pub use spec::{Direction, LiveSpec, Mode, Reverse, Wait};
 
-use crate::trace::decode::decode;
-use crate::trace::reader::{linktype, Record};
 use npqos_core::flow::FlowKey;
 use npqos_core::flowmap::Dqs;
 use npqos_core::id::CoreId;
@@ -46,6 +45,33 @@ use npqos_core::pipeline::router::{Effects, Host, Pipeline, PipelineError, Recei
 use npqos_core::pipeline::{FlowBuckets, FlowIndex, Shaping};
 use npqos_core::shaper::EventShaper;
 use npqos_core::Instant;
+
+/// What [`Forwarder::look_ahead`] read of a frame before it is received: its flow, DSCP and
+/// TCP flags, its flow index hash and its ingress slot (the hashes worked out once), tied to
+/// the frame's bytes by their address and length, and valid for the forwarder that read it.
+#[derive(Clone, Copy, Debug)]
+pub struct Ahead {
+    at: usize,
+    len: usize,
+    meta: key::FrameMeta,
+    hash: u64,
+    slot: Option<u32>,
+}
+
+impl Ahead {
+    /// The quick reading of `frame` ([`key::quick`]), if it answers.
+    #[inline]
+    fn read(frame: &[u8], index: &FlowIndex, pipe: &Pipeline) -> Option<Self> {
+        let meta = key::quick(frame)?;
+        let (hash, slot) = (index.hash(&meta.key), pipe.ingress_slot(&meta.key));
+        Some(Ahead { at: frame.as_ptr() as usize, len: frame.len(), meta, hash, slot })
+    }
+    /// Was this read of `frame`'s bytes?
+    #[inline]
+    fn is(&self, frame: &[u8]) -> bool {
+        (self.at, self.len) == (frame.as_ptr() as usize, frame.len())
+    }
+}
 
 /// Why a frame was not forwarded: the pipeline's reasons a live configuration can give.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -442,12 +468,42 @@ impl Forwarder {
     }
 
     /// The frame's flow, whether it carries no IP packet, its DSCP and its TCP flags.
+    #[inline]
     fn key_of(frame: &[u8]) -> (FlowKey, bool, u8, Option<u8>) {
-        let rec = Record { ts_ns: 0, orig_len: frame.len() as u32, link: linktype::ETHERNET, data: frame, offset: 0 };
-        match decode(&rec) {
-            Ok(m) => (m.flow, false, m.dscp, m.tcp_flags),
-            Err(_) => (NON_IP, true, 0, None),
+        let m = key::meta(frame, NON_IP);
+        (m.key, m.non_ip, m.dscp, m.tcp_flags)
+    }
+
+    /// Hints: `next` and `after` are the next two frames to be given to [`Self::receive`] (a
+    /// ring block's), so their flows' state loads while the frame before them is worked on,
+    /// in two steps so that each step's loads are independent and overlap: for `after`, its
+    /// index slot and its dqs slot; for `next` (whose slots the call before loaded), its rows
+    /// of the flow counters (here and in the pipeline) and its dqs tree root. `known` is what
+    /// the call before returned for `next` (then its `after`). Returns what was read of `next`
+    /// and `after`, for [`Self::receive_ahead`] and the next call. Changes nothing; frames the
+    /// quick reading does not answer for ([`key::quick`]) get no hint.
+    #[inline]
+    pub fn look_ahead(&self, next: &[u8], after: &[u8], known: Option<Ahead>) -> [Option<Ahead>; 2] {
+        let a = Ahead::read(after, &self.index, &self.pipe);
+        if let Some(a) = &a {
+            self.index.prefetch(a.hash);
+            if let Some(s) = a.slot {
+                self.pipe.prefetch_slot(s, false);
+            }
         }
+        let n = known.filter(|k| k.is(next)).or_else(|| Ahead::read(next, &self.index, &self.pipe));
+        if let Some(n) = &n {
+            let row = self.index.peek(n.hash);
+            if row != FlowIndex::OTHER {
+                self.index.prefetch_row(row);
+                npqos_core::hint::prefetch_whole(&self.times, row as usize);
+                self.pipe.prefetch_row(row);
+            }
+            if let Some(s) = n.slot {
+                self.pipe.prefetch_slot(s, true);
+            }
+        }
+        [n, a]
     }
 
     /// The bucket `frame` would be shaped by when several flows share it (its service's rate
@@ -479,9 +535,19 @@ impl Forwarder {
 
     /// A frame arrived at `now` (no earlier than any time given before).
     pub fn receive(&mut self, frame: &[u8], now: Instant) -> Arrival {
+        self.receive_ahead(frame, now, None)
+    }
+
+    /// [`Self::receive`] with what [`Self::look_ahead`] read of the frame, if it did (not read
+    /// again; ignored if it was read of other bytes).
+    pub fn receive_ahead(&mut self, frame: &[u8], now: Instant, ahead: Option<Ahead>) -> Arrival {
         let now_ns = now.as_nanos();
         self.start.get_or_insert(now);
-        let (mut key, non_ip, dscp, tcp_flags) = Self::key_of(frame);
+        let ahead = ahead.filter(|a| a.is(frame));
+        let (mut key, non_ip, dscp, tcp_flags) = match &ahead {
+            Some(a) => (a.meta.key, a.meta.non_ip, a.meta.dscp, a.meta.tcp_flags),
+            None => Self::key_of(frame),
+        };
         let len = frame.len() as u32;
         // The last service takes what the others do not (router_params adds one if needed);
         // non-IP frames live.non_ip refuses are the pipeline's unclassified ones.
@@ -491,7 +557,11 @@ impl Forwarder {
         } else {
             self.classifier.classify_packet(&key, dscp).map_or(self.eq.len() - 1, |s| s.index()) as u32
         };
-        let row = self.index.row(&key, service, len);
+        // (The quick reading, and so `hash`, is only of IP frames, whose key stays.)
+        let row = match &ahead {
+            Some(a) => self.index.row_hashed(a.hash, &key, service, len),
+            None => self.index.row(&key, service, len),
+        };
         if row as usize == self.times.len() {
             self.times.push(FlowTimes::new(key, non_ip, service));
         }
@@ -514,7 +584,7 @@ impl Forwarder {
             }
         }
         let a = Classified { t: now_ns, len, service, eq, hint: NO_HINT, actual, key, row, tcp_flags };
-        let got = self.pipe.receive_frame(a, frame, &mut self.fx);
+        let got = self.pipe.receive_frame_at(a, frame, ahead.and_then(|a| a.slot), &mut self.fx);
         self.absorb();
         match got {
             Received::Queued { new_flow } => {
@@ -626,6 +696,8 @@ impl Forwarder {
     }
 }
 
+#[cfg(test)]
+mod ahead_tests;
 #[cfg(test)]
 mod codel_tests;
 #[cfg(test)]

@@ -15,7 +15,7 @@
 //! change), or because the frames waiting here filled its buffer (`dropped_waiting`, the one
 //! loss the change itself can cause).
 
-use super::{Arrival, Forwarder, LiveSpec, Reason};
+use super::{Ahead, Arrival, Forwarder, LiveSpec, Reason};
 use crate::models::router::scenario::OutputSpec;
 use crate::trace::capture::{Captured, PortCaptures};
 use npqos_core::flow::FlowKey;
@@ -194,6 +194,11 @@ impl Reloading {
     pub fn shared_bucket(&self, frame: &[u8]) -> Option<u64> {
         self.current.shared_bucket(frame)
     }
+    /// The current configuration's [`Forwarder::look_ahead`] at the next two frames to come.
+    #[inline]
+    pub fn look_ahead(&self, next: &[u8], after: &[u8], known: Option<Ahead>) -> [Option<Ahead>; 2] {
+        self.current.look_ahead(next, after, known)
+    }
     /// The current configuration's times from `origin` ([`Forwarder::set_origin`]).
     pub fn set_origin(&mut self, origin: Instant) {
         self.current.set_origin(origin);
@@ -230,6 +235,11 @@ impl Reloading {
     /// A frame arrived at `now`: into the current configuration, or, if an older one still
     /// holds its flow, waiting here behind that flow's frames there.
     pub fn receive(&mut self, frame: &[u8], now: Instant) -> Arrival {
+        self.receive_ahead(frame, now, None)
+    }
+
+    /// [`Self::receive`] with what [`Self::look_ahead`] read of the frame.
+    pub fn receive_ahead(&mut self, frame: &[u8], now: Instant, ahead: Option<Ahead>) -> Arrival {
         self.counts.given += 1;
         if !self.draining.is_empty() {
             let (key, ..) = Forwarder::key_of(frame);
@@ -259,7 +269,7 @@ impl Reloading {
                 return Arrival::Queued;
             }
         }
-        let got = self.current.receive(frame, now);
+        let got = self.current.receive_ahead(frame, now, ahead);
         self.drain_taps();
         got
     }

@@ -51,6 +51,7 @@ mod aqm;
 pub use aqm::{ect as frame_ect, set_ce};
 use aqm::{Aqm, D_CODEL};
 mod build;
+mod hints;
 pub use build::classifier;
 mod link;
 use link::Link;
@@ -437,7 +438,7 @@ impl Pipeline {
         }
     }
 
-    fn arrival(&mut self, a: Arrival, frame: Option<&[u8]>, fx: &mut Effects) -> Received {
+    fn arrival(&mut self, a: Arrival, frame: Option<&[u8]>, slot: Option<u32>, fx: &mut Effects) -> Received {
         let (now, len) = (a.t, a.len);
         self.tap_arrival(&a);
         if a.service == UNCLASSIFIED {
@@ -480,7 +481,7 @@ impl Pipeline {
         if self.p.ingress == IngressKind::FqCodel && !above_cap && !oversize && !self.ingress.fits(len) {
             self.fq_overflow(now, fx);
         }
-        let iq = (!above_cap && !oversize).then(|| self.ingress.enqueue_with(&a.key, s, len, frame)).transpose();
+        let iq = (!above_cap && !oversize).then(|| self.ingress.enqueue_with(&a.key, s, len, frame, slot)).transpose();
         self.flow_counts(a.row).offer(len);
         self.classes[s].offer(len);
         // Without processing, the packet has no bucket until it is admitted.
@@ -628,7 +629,7 @@ impl Pipeline {
             if self.error.is_some() {
                 return;
             }
-            self.arrival(a, None, fx);
+            self.arrival(a, None, None, fx);
         }
         if let Some(a) = batch.last() {
             self.debug_check(a.t);
@@ -639,24 +640,18 @@ impl Pipeline {
     /// them to the caller's ring (a table with `store_payload`): live's
     /// forwarder. Says what became of it.
     pub fn receive_frame(&mut self, a: Arrival, frame: &[u8], fx: &mut Effects) -> Received {
+        self.receive_frame_at(a, frame, None, fx)
+    }
+
+    /// [`Self::receive_frame`] with the key's [`Self::ingress_slot`], if the caller worked it
+    /// out ahead (any other slot corrupts the ingress's table).
+    pub fn receive_frame_at(&mut self, a: Arrival, frame: &[u8], slot: Option<u32>, fx: &mut Effects) -> Received {
         if self.error.is_some() {
             return Received::Refused;
         }
-        let got = self.arrival(a, Some(frame), fx);
+        let got = self.arrival(a, Some(frame), slot, fx);
         self.debug_check(a.t);
         got
-    }
-
-    /// A hint: `ahead` arrives soon, so its flow's bucket record and its ingress slot are
-    /// loaded now (no effect on results).
-    #[inline]
-    pub fn prefetch_arrival(&self, ahead: &Arrival) {
-        if let Some(fb) = self.buckets.as_ref().filter(|_| ahead.hint != NO_HINT) {
-            fb.prefetch(ahead.hint);
-        }
-        if ahead.service != UNCLASSIFIED {
-            self.ingress.prefetch(&ahead.key);
-        }
     }
 
     /// A timed effect given earlier has come: its time is `now`.

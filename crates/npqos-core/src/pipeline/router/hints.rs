@@ -1,0 +1,43 @@
+//! The pipeline's prefetch hints: a driver that knows its next packets (the simulator's
+//! arrival stream, live's next frames in a ring block) asks for their state to be loaded while
+//! it works on the packet before them. No hint changes a result.
+
+use super::{Arrival, Pipeline, NO_HINT, UNCLASSIFIED};
+use crate::flow::FlowKey;
+
+impl Pipeline {
+    /// A hint: `ahead` arrives soon, so its flow's bucket record and its ingress slot are
+    /// loaded now (no effect on results).
+    #[inline]
+    pub fn prefetch_arrival(&self, ahead: &Arrival) {
+        if let Some(fb) = self.buckets.as_ref().filter(|_| ahead.hint != NO_HINT) {
+            fb.prefetch(ahead.hint);
+        }
+        if ahead.service != UNCLASSIFIED {
+            self.ingress.prefetch(&ahead.key);
+        }
+    }
+
+    /// The ingress's slot of flow `key` (dqs's AFM slot; `None` for the other tables), for a
+    /// driver that knows a flow's key before its [`Arrival`] (live's next frames in a ring
+    /// block): for [`Self::prefetch_slot`] and [`Self::receive_frame_at`].
+    #[inline]
+    pub fn ingress_slot(&self, key: &FlowKey) -> Option<u32> {
+        self.ingress.slot_of(key)
+    }
+
+    /// A hint: a packet whose [`Self::ingress_slot`] is `slot` arrives soon, so the slot is
+    /// loaded now; `deeper`, the second of two such hints some work later: what the slot
+    /// leads to (dqs's tree root). No effect on results.
+    #[inline]
+    pub fn prefetch_slot(&self, slot: u32, deeper: bool) {
+        self.ingress.prefetch_slot(slot, deeper);
+    }
+
+    /// A hint: a packet of flow row `row` (the driver's [`FlowIndex`]) arrives soon, so its
+    /// flow counters are loaded now (no effect on results).
+    #[inline]
+    pub fn prefetch_row(&self, row: u32) {
+        crate::hint::prefetch_whole(&self.flows, row as usize);
+    }
+}
