@@ -250,6 +250,10 @@ impl Dqs {
     pub fn slot_of(&self, key: &FlowKey) -> u32 {
         self.hash.slot(key)
     }
+    /// The hash [`Self::slot_of`] is.
+    pub fn slot_hash(&self) -> &SlotHash {
+        &self.hash
+    }
 
     /// A hint: a packet of `key` is enqueued soon, so its AFM slot starts loading now (no
     /// effect on results; it costs one hash).

@@ -40,7 +40,7 @@ pub use spec::{Direction, LiveSpec, Mode, Reverse, Wait};
 use npqos_core::flow::FlowKey;
 use npqos_core::flowmap::Dqs;
 use npqos_core::id::CoreId;
-use npqos_core::pipeline::router::{Arrival as Classified, NO_HINT, UNCLASSIFIED};
+use npqos_core::pipeline::router::{Arrival as Classified, NO_HINT, NO_SLOT, UNCLASSIFIED};
 use npqos_core::pipeline::router::{Effects, Host, Pipeline, PipelineError, Received, RowCounts, DROPS};
 use npqos_core::pipeline::{FlowBuckets, FlowIndex, Shaping};
 use npqos_core::shaper::EventShaper;
@@ -583,8 +583,11 @@ impl Forwarder {
                 actual = svc.0 + svc.1 * len as f64;
             }
         }
-        let a = Classified { t: now_ns, len, service, eq, hint: NO_HINT, actual, key, row, tcp_flags };
-        let got = self.pipe.receive_frame_at(a, frame, ahead.and_then(|a| a.slot), &mut self.fx);
+        // The slot look_ahead worked out, for the key it read (a refused non-IP frame's key is
+        // changed above, but the quick reading reads only IP frames).
+        let slot = ahead.and_then(|a| a.slot).unwrap_or(NO_SLOT);
+        let a = Classified { t: now_ns, len, service, eq, hint: NO_HINT, actual, key, row, tcp_flags, slot };
+        let got = self.pipe.receive_frame(a, frame, &mut self.fx);
         self.absorb();
         match got {
             Received::Queued { new_flow } => {

@@ -2,8 +2,9 @@
 //! arrival stream, live's next frames in a ring block) asks for their state to be loaded while
 //! it works on the packet before them. No hint changes a result.
 
-use super::{Arrival, Pipeline, NO_HINT, UNCLASSIFIED};
+use super::{Arrival, Pipeline, NO_HINT, NO_SLOT, UNCLASSIFIED};
 use crate::flow::FlowKey;
+use crate::flowmap::SlotHash;
 
 impl Pipeline {
     /// A hint: `ahead` arrives soon, so its flow's bucket record and its ingress slot are
@@ -13,14 +14,32 @@ impl Pipeline {
         if let Some(fb) = self.buckets.as_ref().filter(|_| ahead.hint != NO_HINT) {
             fb.prefetch(ahead.hint);
         }
-        if ahead.service != UNCLASSIFIED {
+        if ahead.slot != NO_SLOT {
+            self.ingress.prefetch_slot(ahead.slot, false);
+        } else if ahead.service != UNCLASSIFIED {
             self.ingress.prefetch(&ahead.key);
         }
     }
 
+    /// The second hint for an arrival given [`Self::prefetch_arrival`] some packets before:
+    /// what its ingress slot, loaded by then, leads to (dqs's tree root). Needs
+    /// [`Arrival::slot`]; no effect on results.
+    #[inline]
+    pub fn prefetch_arrival_deeper(&self, ahead: &Arrival) {
+        if ahead.slot != NO_SLOT {
+            self.ingress.prefetch_slot(ahead.slot, true);
+        }
+    }
+
+    /// The hash that gives a flow its ingress slot ([`Arrival::slot`]; dqs's; `None` for the
+    /// other tables), for a driver that works slots out before the pipeline's thread does.
+    pub fn ingress_slot_hash(&self) -> Option<SlotHash> {
+        self.dqs().map(|d| d.slot_hash().clone())
+    }
+
     /// The ingress's slot of flow `key` (dqs's AFM slot; `None` for the other tables), for a
     /// driver that knows a flow's key before its [`Arrival`] (live's next frames in a ring
-    /// block): for [`Self::prefetch_slot`] and [`Self::receive_frame_at`].
+    /// block): for [`Self::prefetch_slot`] and [`Arrival::slot`].
     #[inline]
     pub fn ingress_slot(&self, key: &FlowKey) -> Option<u32> {
         self.ingress.slot_of(key)

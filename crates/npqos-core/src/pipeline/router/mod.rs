@@ -68,6 +68,8 @@ pub use tap::{Port, Tapped};
 pub const UNCLASSIFIED: u32 = u32::MAX;
 /// No bucket hint ([`Arrival::hint`]).
 pub const NO_HINT: u32 = u32::MAX;
+/// No ingress slot worked out ([`Arrival::slot`]).
+pub const NO_SLOT: u32 = u32::MAX;
 
 /// One packet as it reaches the ingress: classified (stages 1 and 2 are the driver's).
 #[derive(Clone, Copy, Debug)]
@@ -92,6 +94,11 @@ pub struct Arrival {
     pub row: u32,
     /// Its TCP flags (`None`: not TCP, or not captured), for a service's packet function.
     pub tcp_flags: Option<u8>,
+    /// Its flow's ingress slot (dqs's AFM slot) if the driver worked it out
+    /// ([`Pipeline::ingress_slot_hash`]: the router's arrival thread, live's look at the next
+    /// frames), else [`NO_SLOT`]: the pipeline hashes the key itself. Any other slot
+    /// corrupts the ingress's table.
+    pub slot: u32,
 }
 
 /// Why the pipeline could not be built, or stopped.
@@ -438,7 +445,7 @@ impl Pipeline {
         }
     }
 
-    fn arrival(&mut self, a: Arrival, frame: Option<&[u8]>, slot: Option<u32>, fx: &mut Effects) -> Received {
+    fn arrival(&mut self, a: Arrival, frame: Option<&[u8]>, fx: &mut Effects) -> Received {
         let (now, len) = (a.t, a.len);
         self.tap_arrival(&a);
         if a.service == UNCLASSIFIED {
@@ -481,6 +488,7 @@ impl Pipeline {
         if self.p.ingress == IngressKind::FqCodel && !above_cap && !oversize && !self.ingress.fits(len) {
             self.fq_overflow(now, fx);
         }
+        let slot = (a.slot != NO_SLOT).then_some(a.slot);
         let iq = (!above_cap && !oversize).then(|| self.ingress.enqueue_with(&a.key, s, len, frame, slot)).transpose();
         self.flow_counts(a.row).offer(len);
         self.classes[s].offer(len);
@@ -629,7 +637,7 @@ impl Pipeline {
             if self.error.is_some() {
                 return;
             }
-            self.arrival(a, None, None, fx);
+            self.arrival(a, None, fx);
         }
         if let Some(a) = batch.last() {
             self.debug_check(a.t);
@@ -640,16 +648,10 @@ impl Pipeline {
     /// them to the caller's ring (a table with `store_payload`): live's
     /// forwarder. Says what became of it.
     pub fn receive_frame(&mut self, a: Arrival, frame: &[u8], fx: &mut Effects) -> Received {
-        self.receive_frame_at(a, frame, None, fx)
-    }
-
-    /// [`Self::receive_frame`] with the key's [`Self::ingress_slot`], if the caller worked it
-    /// out ahead (any other slot corrupts the ingress's table).
-    pub fn receive_frame_at(&mut self, a: Arrival, frame: &[u8], slot: Option<u32>, fx: &mut Effects) -> Received {
         if self.error.is_some() {
             return Received::Refused;
         }
-        let got = self.arrival(a, Some(frame), slot, fx);
+        let got = self.arrival(a, Some(frame), fx);
         self.debug_check(a.t);
         got
     }

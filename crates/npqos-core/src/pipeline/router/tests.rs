@@ -127,6 +127,7 @@ fn a_full_fq_codel_buffer_drops_from_the_fattest_queue() {
             key: flow(i),
             row: i as u32,
             tcp_flags: None,
+            slot: NO_SLOT,
         };
         let mut fx = Effects::default();
         let batch: Vec<Arrival> = (0..20).map(|t| arrival(t * 1000, 0)).chain([arrival(20_000, 1)]).collect();

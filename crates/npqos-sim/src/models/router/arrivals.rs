@@ -14,7 +14,7 @@ use npqos_core::pipeline::router::bucket_key;
 use npqos_core::pipeline::FlowIndex;
 use rand::Rng;
 
-pub(crate) use npqos_core::pipeline::router::{Arrival, NO_HINT, UNCLASSIFIED};
+pub(crate) use npqos_core::pipeline::router::{Arrival, NO_HINT, NO_SLOT, UNCLASSIFIED};
 
 /// The packet stream: (time ns, length, flow key).
 enum Stream<'a> {
@@ -74,6 +74,9 @@ pub(super) struct Prep<'a> {
     /// The flow counters' rows: made here, from the stream alone, so that the pipeline's
     /// thread only adds to a row.
     pub index: FlowIndex,
+    /// The hash of the pipeline's ingress slots (dqs's): each arrival's slot is worked out
+    /// here, off the pipeline's thread ([`Arrival::slot`]).
+    slots: Option<npqos_core::flowmap::SlotHash>,
     /// The stream has ended (or reached `end`): later calls make nothing.
     done: bool,
 }
@@ -85,6 +88,7 @@ impl<'a> Prep<'a> {
         streams: &RngStreams,
         classifier: Classifier,
         eq_base: Vec<u32>,
+        slots: Option<npqos_core::flowmap::SlotHash>,
     ) -> Self {
         let stream = match traffic {
             RouterTraffic::Synthetic { flows, mix } => {
@@ -105,6 +109,7 @@ impl<'a> Prep<'a> {
             // The map's hasher only places entries; results do not depend on it.
             flows: std::collections::HashMap::with_hasher(foldhash::fast::FixedState::with_seed(0)),
             index: FlowIndex::new(p.stats.flows as usize, p.stats.heavy_flows as usize),
+            slots,
             done: false,
         }
     }
@@ -132,6 +137,7 @@ impl Iterator for Prep<'_> {
                 key,
                 row,
                 tcp_flags,
+                slot: NO_SLOT,
             });
         };
         let svc = &self.p.services[s];
@@ -153,6 +159,7 @@ impl Iterator for Prep<'_> {
             s as u32
         };
         let row = self.index.row(&key, s as u32, len);
-        Some(Arrival { t, len, service: s as u32, eq, hint, actual, key, row, tcp_flags })
+        let slot = self.slots.as_ref().map_or(NO_SLOT, |h| h.slot(&key));
+        Some(Arrival { t, len, service: s as u32, eq, hint, actual, key, row, tcp_flags, slot })
     }
 }

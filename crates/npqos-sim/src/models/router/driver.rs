@@ -60,7 +60,14 @@ impl<'a> Driver<'a> {
         let classifier = pipeline::classifier(p)?;
         let hash_seed = RngStreams::new(seed).stream("router.hash", 0).random();
         let pipe = Pipeline::new(Arc::new(p.clone()), traffic.mean_len(), hash_seed, trace)?;
-        let prep = Prep::new(p, traffic, &RngStreams::new(seed), classifier, pipe.eq_base().to_vec());
+        let prep = Prep::new(
+            p,
+            traffic,
+            &RngStreams::new(seed),
+            classifier,
+            pipe.eq_base().to_vec(),
+            pipe.ingress_slot_hash(),
+        );
         let expected = (traffic.mean_rate_bps() / 8.0 / traffic.mean_len().max(1.0) * p.duration.as_secs_f64()) as u64;
         Ok(Driver {
             pipe,
@@ -133,6 +140,10 @@ impl Model for Driver<'_> {
         debug_assert_eq!(a.t, now.as_nanos());
         if let Some(x) = self.feed.ahead(BUCKET_AHEAD) {
             self.pipe.prefetch_arrival(x);
+        }
+        // Half as far ahead, the slot loaded by then: what it leads to (dqs's tree root).
+        if let Some(x) = self.feed.ahead(BUCKET_AHEAD / 2) {
+            self.pipe.prefetch_arrival_deeper(x);
         }
         self.arrivals += 1;
         if self.arrivals.is_multiple_of(self.progress_every) {

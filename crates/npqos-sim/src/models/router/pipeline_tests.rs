@@ -1,7 +1,7 @@
 //! The pipeline without the engine: driven by a test's own loop, as a data plane would drive
 //! it, and with processing none checked against `npqos live`'s forwarder on the same frames.
 
-use super::pipeline::{Arrival, Effects, Ev, Pipeline, Trace, C_ARRIVAL, NO_HINT};
+use super::pipeline::{Arrival, Effects, Ev, Pipeline, Trace, C_ARRIVAL, NO_HINT, NO_SLOT};
 use super::*;
 use crate::live::{spec as live_spec, Forwarder};
 use crate::models::router::tests::{synthetic, transparent};
@@ -176,6 +176,7 @@ fn processing_none_sends_what_live_sends() {
                     key,
                     row: f as u32,
                     tcp_flags: None,
+                    slot: NO_SLOT,
                 }
             })
             .collect();
