@@ -2,10 +2,9 @@
 //! ([`crate::trace::decode::decode`]) reads them, with the frames a data plane mostly sees read
 //! at fixed offsets instead: Ethernet II with up to two VLAN tags, then IPv4 (not a fragment,
 //! its total length inside the frame) or IPv6 (no extension header), then TCP or UDP. Anything
-//! else goes to the decoder's full parse (etherparse). The fixed-offset reading took a third
-//! of the decoder's time on the live benchmark's 106 B frames, and it is cheap enough to run a
-//! second time on the next frame of a ring block as a prefetch hint
-//! ([`super::Forwarder::prefetch`]).
+//! else goes to the decoder's full parse (etherparse). The fixed-offset reading is a handful
+//! of loads and compares, cheap enough for the forwarder to read the frames of a ring block
+//! before their turn ([`super::Forwarder::look_ahead`]) and start loading their flows' state.
 
 use crate::trace::decode::decode;
 use crate::trace::reader::{linktype, Record};
