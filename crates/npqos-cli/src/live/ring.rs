@@ -343,10 +343,10 @@ impl RxRing {
 
     /// Hands every frame of the next block to `f(frame, kernel timestamp ns, [next, after])`
     /// and gives the block back; returns the number of frames, 0 if no block is ready. `next`
-    /// and `after` are the block's next two frames (empty past the last), for prefetch hints. A frame the kernel
-    /// marks with a partial checksum (the sender's checksum offload, veth's default) has it
-    /// completed first ([`npqos_sim::live::csum::complete_checksum`]), so the frame is one the
-    /// next stack accepts.
+    /// and `after` are the block's next two frames (empty past the last), for prefetch hints.
+    /// A frame the kernel marks with a partial checksum (the sender's checksum offload, veth's
+    /// default) has it completed first ([`npqos_sim::live::csum::complete_checksum`]), so the
+    /// frame is one the next stack accepts.
     pub fn next_block(&mut self, mut f: impl FnMut(&[u8], u64, [&[u8]; 2])) -> usize {
         if !self.ready() {
             return 0;
