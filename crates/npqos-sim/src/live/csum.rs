@@ -84,41 +84,15 @@ enum Quick {
 /// frame the full parse would refuse may have its checksum completed: the next stack drops
 /// such a frame either way.
 fn quick(f: &[u8]) -> Quick {
-    let be = |i: usize| f.get(i..i + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
-    let mut at = 12;
-    let mut ty = be(at);
-    for _ in 0..2 {
-        if !matches!(ty, Some(0x8100 | 0x88a8)) {
-            break;
-        }
-        at += 4;
-        ty = be(at);
-    }
-    let ip = at + 2;
-    let (proto, start, end) = match (ty, f.get(ip)) {
-        (Some(0x0800), Some(&b)) if b >> 4 == 4 && b & 0xf >= 5 => {
-            let (ihl, total) = ((b & 0xf) as usize * 4, be(ip + 2).unwrap_or(0) as usize);
-            let frag = be(ip + 6).unwrap_or(u16::MAX);
-            // More fragments, or an offset: a fragment, left alone by the full parse.
-            if frag & 0x3fff != 0 || total < ihl {
-                return Quick::Parse;
-            }
-            (f.get(ip + 9).copied(), ip + ihl, ip + total)
-        }
-        (Some(0x86dd), Some(&b)) if b >> 4 == 6 => {
-            (f.get(ip + 6).copied(), ip + 40, ip + 40 + be(ip + 4).unwrap_or(0) as usize)
-        }
-        _ => return Quick::Parse,
-    };
-    if end > f.len() {
+    let Some(super::key::FixedIp { proto, start, end, .. }) = super::key::fixed_ip(f) else {
         return Quick::Parse;
-    }
+    };
     let len = end - start;
     // A TCP header's length, from its data offset (read only when the segment holds 20 B).
     let tcp_header = || (f[start + 12] >> 4) as usize * 4;
     match proto {
-        Some(17) if len >= 8 => Quick::Segment(start, len, 6),
-        Some(6) if len >= 20 && (20..=len).contains(&tcp_header()) => Quick::Segment(start, len, 16),
+        17 if len >= 8 => Quick::Segment(start, len, 6),
+        6 if len >= 20 && (20..=len).contains(&tcp_header()) => Quick::Segment(start, len, 16),
         _ => Quick::Parse,
     }
 }

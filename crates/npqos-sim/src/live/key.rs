@@ -36,9 +36,23 @@ pub fn parsed(frame: &[u8], non_ip: FlowKey) -> FrameMeta {
     }
 }
 
-/// The fixed-offset reading (see the module documentation); `None` where it does not answer.
+/// Where the IP packet of a frame read at fixed offsets is: Ethernet II with at most two VLAN
+/// tags, then IPv4 (options allowed, not a fragment, a total length from its header's to the
+/// frame's) or IPv6 (a payload length within the frame, not 0). The transport segment is
+/// `start..end` (Ethernet padding left out) and is `proto`'s only when IPv6 has no extension
+/// header. `None`: not such a frame (the full parse decides). Checksum completion
+/// ([`super::csum`]) and the flow reading ([`quick`]) both start here.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct FixedIp {
+    pub ip: usize,
+    pub is_v6: bool,
+    pub proto: u8,
+    pub start: usize,
+    pub end: usize,
+}
+
 #[inline]
-pub fn quick(f: &[u8]) -> Option<FrameMeta> {
+pub(super) fn fixed_ip(f: &[u8]) -> Option<FixedIp> {
     let be = |i: usize| f.get(i..i + 2).map(|b| u16::from_be_bytes([b[0], b[1]]));
     let mut at = 12;
     let mut ty = be(at)?;
@@ -51,33 +65,44 @@ pub fn quick(f: &[u8]) -> Option<FrameMeta> {
     }
     let ip = at + 2;
     let b0 = *f.get(ip)?;
-    let (src, dst, proto, dscp, start, end, is_v6) = match ty {
+    let (is_v6, proto, start, end) = match ty {
         0x0800 if b0 >> 4 == 4 && b0 & 0xf >= 5 => {
             let (ihl, total) = ((b0 & 0xf) as usize * 4, be(ip + 2)? as usize);
-            // More fragments or an offset (a fragment: ports 0), a total length the frame does
-            // not hold or shorter than the header: the full parse's cases.
-            if be(ip + 6)? & 0x3fff != 0 || total < ihl || ip + total > f.len() {
+            // More fragments or an offset (a fragment: ports 0), a total length shorter than
+            // the header: the full parse's cases.
+            if be(ip + 6)? & 0x3fff != 0 || total < ihl {
                 return None;
             }
-            let mut src = [0u8; 16];
-            let mut dst = [0u8; 16];
-            (src[10], src[11], dst[10], dst[11]) = (0xff, 0xff, 0xff, 0xff);
-            src[12..].copy_from_slice(&f[ip + 12..ip + 16]);
-            dst[12..].copy_from_slice(&f[ip + 16..ip + 20]);
-            (src, dst, f[ip + 9], f[ip + 1] >> 2, ip + ihl, ip + total, false)
+            (false, *f.get(ip + 9)?, ip + ihl, ip + total)
         }
         0x86dd if b0 >> 4 == 6 => {
             let len = be(ip + 4)? as usize;
             // A jumbogram's length 0 (a hop-by-hop option): the full parse.
-            if len == 0 || ip + 40 + len > f.len() {
+            if len == 0 {
                 return None;
             }
-            let src: [u8; 16] = f[ip + 8..ip + 24].try_into().ok()?;
-            let dst: [u8; 16] = f[ip + 24..ip + 40].try_into().ok()?;
-            let tc = (b0 & 0xf) << 4 | f[ip + 1] >> 4;
-            (src, dst, f[ip + 6], tc >> 2, ip + 40, ip + 40 + len, true)
+            (true, *f.get(ip + 6)?, ip + 40, ip + 40 + len)
         }
         _ => return None,
+    };
+    (end <= f.len()).then_some(FixedIp { ip, is_v6, proto, start, end })
+}
+
+/// The fixed-offset reading (see the module documentation); `None` where it does not answer.
+#[inline]
+pub fn quick(f: &[u8]) -> Option<FrameMeta> {
+    let FixedIp { ip, is_v6, proto, start, end } = fixed_ip(f)?;
+    let (src, dst, dscp) = if is_v6 {
+        let tc = (f[ip] & 0xf) << 4 | f[ip + 1] >> 4;
+        (f[ip + 8..ip + 24].try_into().ok()?, f[ip + 24..ip + 40].try_into().ok()?, tc >> 2)
+    } else {
+        let mapped = |a: &[u8]| {
+            let mut m = [0u8; 16];
+            (m[10], m[11]) = (0xff, 0xff);
+            m[12..].copy_from_slice(a);
+            m
+        };
+        (mapped(&f[ip + 12..ip + 16]), mapped(&f[ip + 16..ip + 20]), f[ip + 1] >> 2)
     };
     // Other protocols (ICMP, extension headers the parse walks past, ...): the full parse.
     if proto != PROTO_TCP && proto != PROTO_UDP {
