@@ -242,6 +242,10 @@ struct Kim {
     heap_last: Vec<u64>,
     heap_max: u64,
     work: Vec<u32>,
+    /// Whether packets ever wait in `pool` (otherwise every packet is sent or dropped as it
+    /// arrives: an ideal link, send-then-pay, arrivals to a disabled queue dropped; then a
+    /// re-enabled queue is always empty and the work list is not kept).
+    buffers: bool,
     /// The shared link's packet-by-packet round robin over the eligible, non-empty queues
     /// (shared link mode only).
     ring: Option<Drr>,
@@ -416,10 +420,14 @@ impl Kim {
     /// Algorithm 1 lines 16-19 on core `c` (event-driven shaper).
     fn poll(&mut self, c: usize, now: Instant) {
         let Shaping::Event(s) = &mut self.shaper else { return };
-        let work = &mut self.work;
+        let (work, buffers) = (&mut self.work, self.buffers);
         let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
-        s.poll_core(CoreId::from_index(c), now, &mut obs, |r| work.push(r.0))
-            .expect("cores are in range and time does not go back");
+        s.poll_core(CoreId::from_index(c), now, &mut obs, |r| {
+            if buffers {
+                work.push(r.0)
+            }
+        })
+        .expect("cores are in range and time does not go back");
         if c == 0 && self.p.log_core0 {
             self.log.push(HeapOp::PollDue { now });
         }

@@ -204,6 +204,9 @@ fn simulate(
         heap_last: vec![0; cores],
         heap_max: 0,
         work: Vec::new(),
+        buffers: !(p.link_mode == LinkMode::Ideal
+            && p.conformance == Conformance::SendThenPay
+            && p.while_disabled == WhileDisabled::Drop),
         ring: (p.link_mode == LinkMode::Shared).then(|| Drr::round_robin(n as u32)),
         link_busy: false,
         caches: (0..cores)
