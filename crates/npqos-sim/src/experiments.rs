@@ -350,6 +350,23 @@ pub(crate) fn quick() -> RunOptions {
     RunOptions { quick: true, seed: 1, threads: 2 }
 }
 
+/// Experiment `id`'s output with [`quick`] options, run once per test process: the tests of
+/// one experiment share its run, and the check of every experiment's paper numbers
+/// (`every_paper_number_comes_from_a_declaration`) reuses them. Panics on an unknown id.
+#[cfg(test)]
+pub(crate) fn quick_output(id: &str) -> &'static Output {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static RUNS: OnceLock<Mutex<HashMap<String, &'static OnceLock<Output>>>> = OnceLock::new();
+    let cell = *RUNS
+        .get_or_init(Default::default)
+        .lock()
+        .expect("no test panicked holding the map")
+        .entry(id.to_string())
+        .or_insert_with(|| Box::leak(Box::new(OnceLock::new())));
+    cell.get_or_init(|| run(id, quick(), &mut |_| {}).unwrap_or_else(|| panic!("no experiment {id}")))
+}
+
 /// The experiment `id`, if there is one.
 pub fn find(id: &str) -> Option<&'static ExperimentInfo> {
     EXPERIMENTS.iter().find(|e| e.id == id)
@@ -574,7 +591,7 @@ mod tests {
 
     #[test]
     fn kim_table1_quick_agrees_with_the_table() {
-        let out = run("kim-table1", quick(), &mut |_| {}).unwrap();
+        let out = quick_output("kim-table1");
         for c in &out.comparisons {
             if let Some(p) = c.paper {
                 let tol = if c.metric == "imix_percent" { 0.2 } else { 0.02 * p };
@@ -628,6 +645,53 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// Every paper number in every quick reproduction's comparisons is one its experiment
+    /// declares for that quantity and setting, with its source; every value declared for quick
+    /// runs is set wherever its setting occurs; and every declared metric occurs in the quick
+    /// run, except those of the trace workloads when the nDPI corpus is absent. (`npqos
+    /// reproduce` writes these comparisons to comparison.json as they are: the CLI's test
+    /// `reproduce_quick_writes_comparison_json` checks that for one experiment.)
+    #[test]
+    fn every_paper_number_comes_from_a_declaration() {
+        let (mut set, mut declared) = (0, 0);
+        for e in EXPERIMENTS {
+            let rows = &quick_output(e.id).comparisons;
+            for row in rows.iter().filter(|r| r.paper.is_some()) {
+                let p = e
+                    .paper
+                    .iter()
+                    .find(|p| p.compared == declare::Compared::Always && p.matches(&row.metric, &row.params))
+                    .unwrap_or_else(|| panic!("{}: a paper number no declaration gives: {row:?}", e.id));
+                assert_eq!((row.paper, row.source.as_str()), (Some(p.value), p.source), "{}: {row:?}", e.id);
+                set += 1;
+            }
+            for p in e.paper.iter().filter(|p| p.compared != declare::Compared::Reference) {
+                declared += 1;
+                let hits: Vec<&Comparison> = rows.iter().filter(|r| p.matches(&r.metric, &r.params)).collect();
+                if p.compared == declare::Compared::Always {
+                    assert!(hits.iter().all(|r| r.paper == Some(p.value)), "{}: {p:?} not set on {hits:?}", e.id);
+                }
+                let trace = p.at.iter().any(|(k, a)| {
+                    *k == "workload" && matches!(a, declare::At::Text(w) if ["ndpi", "edge", "core"].contains(w))
+                });
+                if !trace || dqs::ndpi_dir().is_some() {
+                    // A quantity of that name with every parameter the declaration names (a
+                    // full-only value's setting may not occur in a quick run, but its parameter
+                    // names do).
+                    assert!(
+                        rows.iter()
+                            .any(|r| r.metric == p.metric && p.at.iter().all(|(k, _)| r.params.contains_key(*k))),
+                        "{}: no quantity {} with parameters {:?}",
+                        e.id,
+                        p.metric,
+                        p.at.iter().map(|(k, _)| k).collect::<Vec<_>>()
+                    );
+                }
+            }
+        }
+        assert!(set > 50 && declared > 150, "{set} paper numbers set, {declared} declared");
     }
 
     #[test]

@@ -457,13 +457,11 @@ pub fn table67(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Out
 mod tests {
     use super::*;
 
-    use crate::experiments::quick;
-
     /// Tables IV-V, qualitatively: deletions cost more comparisons than insertions, and more
     /// with more queues (a taller heap); insertions stay nearly flat.
     #[test]
     fn table45_quick_delete_cost_grows_with_queues() {
-        let o = crate::experiments::run("kim-table4-5", quick(), &mut |_| {}).unwrap();
+        let o = crate::experiments::quick_output("kim-table4-5");
         let get = |n: u32, o_: f64, m: &str| {
             o.runs
                 .iter()
@@ -483,7 +481,7 @@ mod tests {
     /// Tables VI-VII, qualitatively: more locked cache, fewer misses per delete.
     #[test]
     fn table67_quick_locking_reduces_delete_misses() {
-        let o = crate::experiments::run("kim-table6-7", quick(), &mut |_| {}).unwrap();
+        let o = crate::experiments::quick_output("kim-table6-7");
         let m = |kb: u64| o.runs[0].get(&format!("misses_per_delete_{kb}KB")).unwrap();
         assert!(m(2) > m(4) && m(4) > m(8), "{} {} {}", m(2), m(4), m(8));
         assert!(o.runs[0].get("cache_delete_ops").unwrap() > 1000.0);

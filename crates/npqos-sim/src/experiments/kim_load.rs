@@ -481,12 +481,10 @@ fn delay_variant_results(
 #[cfg(test)]
 mod tests {
 
-    use crate::experiments::quick;
-
     /// Fig. 9: reschedules and heap size grow with the overload for every combination.
     #[test]
     fn fig9_quick_grows_with_overload() {
-        let o = crate::experiments::run("kim-fig9", quick(), &mut |_| {}).unwrap();
+        let o = crate::experiments::quick_output("kim-fig9");
         for line in &o.plots[0].lines {
             assert!(line.1.windows(2).all(|w| w[1].1 > w[0].1), "reschedules {}: {:?}", line.0, line.1);
         }
@@ -499,7 +497,7 @@ mod tests {
     /// fewer reschedules overall.
     #[test]
     fn fig11_quick_feedback_bounds_reschedules() {
-        let o = crate::experiments::run("kim-fig11", quick(), &mut |_| {}).unwrap();
+        let o = crate::experiments::quick_output("kim-fig11");
         let get = |i: usize, m: &str| o.runs[i].get(m).unwrap();
         let fixed = get(0, "settled_overload_reschedules_per_interval");
         for (i, th) in [(1, 2.0), (2, 3.0), (3, 4.0)] {
@@ -514,7 +512,7 @@ mod tests {
     /// Delay: every shaper's delay grows with the overload, and the event-driven delay with alpha.
     #[test]
     fn delay_quick_grows_with_overload() {
-        let o = crate::experiments::run("kim-delay", quick(), &mut |_| {}).unwrap();
+        let o = crate::experiments::quick_output("kim-delay");
         let d = |label: &str| o.runs.iter().find(|r| r.label == label).unwrap().get("mean_delay").unwrap();
         for fill in ["event-driven alpha=3000B", "event-driven alpha=500B", "periodic 1 ms"] {
             let (a, b) = (d(&format!("{fill} overload=0.9")), d(&format!("{fill} overload=0.95")));

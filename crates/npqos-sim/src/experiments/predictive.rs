@@ -330,7 +330,6 @@ pub fn fig8(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Output
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::quick;
 
     fn scalar(out: &Output, sched: &str, name: &str) -> f64 {
         out.run_scalar(sched, name).unwrap_or_else(|| panic!("{sched} {name}"))
@@ -338,40 +337,39 @@ mod tests {
 
     #[test]
     fn fig5_7_quick_efq_misorders_far_less_than_sfq_and_tracks_the_oracle() {
-        let out = crate::experiments::run("predictive-fig5-7", quick(), &mut |_| {}).unwrap();
+        let out = crate::experiments::quick_output("predictive-fig5-7");
         let fwd = "ip-forwarding_64B";
         let (s, e) = (
-            scalar(&out, "sfq", &format!("max_vs_oracle_us_{fwd}")),
-            scalar(&out, "efq", &format!("max_vs_oracle_us_{fwd}")),
+            scalar(out, "sfq", &format!("max_vs_oracle_us_{fwd}")),
+            scalar(out, "efq", &format!("max_vs_oracle_us_{fwd}")),
         );
         // Section 4.2.2: SFQ's worst misordering of the forwarding flow is several times EFQ's.
         assert!(s > 3.0 * e, "sfq {s} efq {e}");
         // SFQ's stays within eq 13; the forwarding flow's interarrival is the paper's ~163 us.
         let b = out.comparisons.iter().find(|c| c.metric == "misordering_bound" && c.params["scheduler"] == "sfq");
         assert!(s < b.unwrap().ours, "sfq {s} beyond eq 13");
-        let ia = scalar(&out, "sfq", &format!("interarrival_us_{fwd}"));
+        let ia = scalar(out, "sfq", &format!("interarrival_us_{fwd}"));
         assert!((ia - 163.2).abs() < 0.5, "{ia}");
         // On average EFQ adds nothing to the forwarding and CAST flows against WF2Q+.
         for f in [fwd, "encryption_200B"] {
-            let m = scalar(&out, "efq", &format!("mean_vs_oracle_us_{f}"));
+            let m = scalar(out, "efq", &format!("mean_vs_oracle_us_{f}"));
             assert!(m.abs() < 20.0, "{f}: efq mean vs oracle {m}");
-            let ms = scalar(&out, "sfq", &format!("mean_vs_oracle_us_{f}"));
+            let ms = scalar(out, "sfq", &format!("mean_vs_oracle_us_{f}"));
             assert!(ms > 500.0, "{f}: sfq mean vs oracle {ms}");
         }
         // Figure 6: SFQ's mean CAST delay is above its interarrival... and Figure 7: below it
         // for FEC (a negative misordering delay in the paper's reading).
         let fec = "fec_1024B";
         assert!(
-            scalar(&out, "sfq", &format!("mean_delay_us_{fec}"))
-                < scalar(&out, "sfq", &format!("interarrival_us_{fec}"))
+            scalar(out, "sfq", &format!("mean_delay_us_{fec}")) < scalar(out, "sfq", &format!("interarrival_us_{fec}"))
         );
     }
 
     #[test]
     fn fig8_quick_sfq_is_biased_by_processing_time_efq_is_not() {
-        let out = crate::experiments::run("predictive-fig8", quick(), &mut |_| {}).unwrap();
-        let c = |s: &str| scalar(&out, s, "correlation_with_t_e");
-        let m = |s: &str| scalar(&out, s, "mean_abs_misordering_us");
+        let out = crate::experiments::quick_output("predictive-fig8");
+        let c = |s: &str| scalar(out, s, "correlation_with_t_e");
+        let m = |s: &str| scalar(out, s, "mean_abs_misordering_us");
         assert!(c("sfq") < -0.9, "sfq correlation {}", c("sfq"));
         // EFQ's per-flow means are tiny; their correlation with t_e is noise (0.17 quick, 0.59
         // full), so only their size is asserted.

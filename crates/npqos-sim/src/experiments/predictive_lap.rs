@@ -435,7 +435,6 @@ pub fn switch(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Outp
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::experiments::quick;
 
     fn scalar(out: &Output, label: &str, name: &str) -> f64 {
         out.run_scalar(label, name).unwrap_or_else(|| panic!("{label} {name}"))
@@ -443,8 +442,8 @@ mod tests {
 
     #[test]
     fn fig9_quick_lap_follows_the_load_change_smoothly() {
-        let out = crate::experiments::run("predictive-fig9", quick(), &mut |_| {}).unwrap();
-        let s = |p: &str, n: &str| scalar(&out, p, n);
+        let out = crate::experiments::quick_output("predictive-fig9");
+        let s = |p: &str, n: &str| scalar(out, p, n);
         // Both end up giving application 1 most processors (80 % of the work)...
         for p in ["fcfs", "lap"] {
             assert!((4.0..6.7).contains(&s(p, "app1_group_mean_before")), "{p} {}", s(p, "app1_group_mean_before"));
@@ -460,8 +459,8 @@ mod tests {
 
     #[test]
     fn fig10_12_quick_lap_between_fcfs_and_topt_and_converging() {
-        let out = crate::experiments::run("predictive-fig10-12", quick(), &mut |_| {}).unwrap();
-        let s = |l: &str, n: &str| scalar(&out, l, n);
+        let out = crate::experiments::quick_output("predictive-fig10-12");
+        let s = |l: &str, n: &str| scalar(out, l, n);
         // FCFS: locality-blind, nearly every cache cold (1 in 30 warm), well below T-Opt.
         assert!(s("fcfs-q128", "cold_fraction") > 0.9);
         assert!(s("fcfs-q128", "throughput_vs_topt") < 0.92);
@@ -478,8 +477,8 @@ mod tests {
 
     #[test]
     fn switch_quick_combination_keeps_efq_when_calm_and_drains_overload_faster() {
-        let out = crate::experiments::run("predictive-switch", quick(), &mut |_| {}).unwrap();
-        let s = |l: &str, n: &str| scalar(&out, l, n);
+        let out = crate::experiments::quick_output("predictive-switch");
+        let s = |l: &str, n: &str| scalar(out, l, n);
         // Calm: the combination serves as EFQ does; LAP alone does not isolate the flows.
         let efq = s("efq", "conforming_calm_p99_ms");
         assert!(s("efq+lap", "conforming_calm_p99_ms") < 1.2 * efq, "{efq}");

@@ -167,11 +167,10 @@ pub fn table5(_opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Out
 
 #[cfg(test)]
 mod tests {
-    use crate::experiments::quick;
 
     #[test]
     fn table5_orders_the_subsystems_as_the_paper_and_nc_is_exact() {
-        let out = crate::experiments::run("qcache-table5", quick(), &mut |_| {}).unwrap();
+        let out = crate::experiments::quick_output("qcache-table5");
         let c = |sub: &str, op: &str, case: &str| {
             out.comparisons
                 .iter()

@@ -263,7 +263,6 @@ pub fn ablation(opts: RunOptions, g: &Grid, progress: &mut dyn FnMut(f64)) -> Ou
 
 #[cfg(test)]
 mod tests {
-    use crate::experiments::quick;
 
     /// The quick ablation runs every variant (conservation is checked in each run) and shows
     /// what each mechanism is for on synthetic traffic: dqs holds less state than a per-flow
@@ -272,7 +271,7 @@ mod tests {
     /// fill makes far fewer off-chip accesses than periodic fill.
     #[test]
     fn ablation_quick_shows_what_each_mechanism_buys() {
-        let out = crate::experiments::run("router-ablation", quick(), &mut |_| {}).unwrap();
+        let out = crate::experiments::quick_output("router-ablation");
         let g = |v: &str, k: &str| {
             out.runs
                 .iter()

@@ -2,7 +2,6 @@
 //! (trace parts skip with a printed reason without the nDPI corpus).
 
 use super::*;
-use crate::experiments::quick;
 
 fn has_ndpi(out: &Output) -> bool {
     let present = out.runs.iter().any(|r| r.params.get("workload") == Some(&json!("ndpi")));
@@ -18,10 +17,10 @@ fn get(out: &Output, label: &str, name: &str) -> f64 {
 
 #[test]
 fn table2_quick_more_slots_shorter_subtables() {
-    let out = crate::experiments::run("dqs-table2", quick(), &mut |_| {}).unwrap();
-    let ws: Vec<&str> = if has_ndpi(&out) { vec!["ndpi", "synthetic"] } else { vec!["synthetic"] };
+    let out = crate::experiments::quick_output("dqs-table2");
+    let ws: Vec<&str> = if has_ndpi(out) { vec!["ndpi", "synthetic"] } else { vec!["synthetic"] };
     for w in ws {
-        let v = |m: u32, n: &str| get(&out, &format!("{w} M={m}"), n);
+        let v = |m: u32, n: &str| get(out, &format!("{w} M={m}"), n);
         for n in ["alpha", "p_more_than_1", "mean_subtable_length"] {
             assert!(v(64, n) > v(256, n) && v(256, n) > v(1024, n), "{w} {n}");
         }
@@ -32,7 +31,7 @@ fn table2_quick_more_slots_shorter_subtables() {
 
 #[test]
 fn table3_quick_queues_are_few() {
-    let out = crate::experiments::run("dqs-table3", quick(), &mut |_| {}).unwrap();
+    let out = crate::experiments::quick_output("dqs-table3");
     for r in &out.runs {
         let (maxq, flows) = (r.get("max_queues").unwrap(), r.get("flows_activated").unwrap());
         // Hundreds of queues, not one per flow.
@@ -44,13 +43,13 @@ fn table3_quick_queues_are_few() {
 
 #[test]
 fn fig5_8_quick_cycles_fall_with_slots_and_track_the_exact_model() {
-    let out = crate::experiments::run("dqs-fig5-8", quick(), &mut |_| {}).unwrap();
-    let present = has_ndpi(&out);
+    let out = crate::experiments::quick_output("dqs-fig5-8");
+    let present = has_ndpi(out);
     for w in ["ndpi", "synthetic"] {
         if w == "ndpi" && !present {
             continue;
         }
-        let v = |m: u32, n: &str| get(&out, &format!("{w} M={m}"), n);
+        let v = |m: u32, n: &str| get(out, &format!("{w} M={m}"), n);
         assert!(v(16, "overall_cycles") > v(1024, "overall_cycles"), "{w}");
         assert!(v(16, "search_cycles") > v(1024, "search_cycles"), "{w}");
         assert!(v(1024, "overall_cycles") >= 1.0);
@@ -71,8 +70,8 @@ fn fig5_8_quick_cycles_fall_with_slots_and_track_the_exact_model() {
 
 #[test]
 fn fig9_13_quick_mpmq_beats_spsq() {
-    let out = crate::experiments::run("dqs-fig9-13", quick(), &mut |_| {}).unwrap();
-    let present = has_ndpi(&out);
+    let out = crate::experiments::quick_output("dqs-fig9-13");
+    let present = has_ndpi(out);
     let ratio = |w: &str| {
         out.comparisons
             .iter()
@@ -128,7 +127,7 @@ fn fig9_13_quick_mpmq_beats_spsq() {
 
 #[test]
 fn scale_quick_holds_queues_only_for_active_flows() {
-    let out = crate::experiments::run("dqs-scale", quick(), &mut |_| {}).unwrap();
+    let out = crate::experiments::quick_output("dqs-scale");
     let r = &out.runs[0];
     assert!(r.get("max_queues").unwrap() < 1000.0, "{:?}", r.get("max_queues"));
     assert!(r.get("afm_memory_eq5").unwrap() * 100.0 < r.get("brute_force_pointers").unwrap());

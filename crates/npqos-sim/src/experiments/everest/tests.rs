@@ -2,7 +2,6 @@
 //! model shows at reduced scale; docs/everest.md compares it with the paper's figures).
 
 use super::*;
-use crate::experiments::quick;
 use tsw::ratios;
 
 fn scalar(out: &Output, workload: &str, sched: &str, x: (&str, f64), name: &str) -> f64 {
@@ -36,10 +35,10 @@ const PAPER_SCHEDS: [&str; 7] =
 
 #[test]
 fn fig3a_quick_everest_has_the_fewest_late_packets_at_d_equal_t_sw() {
-    let out = crate::experiments::run("everest-fig3a", quick(), &mut |_| {}).unwrap();
+    let out = crate::experiments::quick_output("everest-fig3a");
     assert!(out.complete());
-    for w in workload_names(&out) {
-        let late = |s: &str| scalar(&out, &w, s, ("d_us", 2000.0), "late_percent");
+    for w in workload_names(out) {
+        let late = |s: &str| scalar(out, &w, s, ("d_us", 2000.0), "late_percent");
         let ev = late("everest");
         for s in PAPER_SCHEDS.iter().filter(|&&s| s != "everest") {
             assert!(ev < late(s), "{w}: everest {ev} vs {s} {}", late(s));
@@ -54,13 +53,13 @@ fn fig3a_quick_everest_has_the_fewest_late_packets_at_d_equal_t_sw() {
     // The ratio plot carries the paper's "more than 10x" at every baseline of every workload.
     let ratios = out.plots.iter().find(|p| p.name == "late-over-everest").expect("the ratio plot");
     let marks: usize = ratios.paper.iter().map(|(_, pts)| pts.len()).sum();
-    assert_eq!(marks, 4 * workload_names(&out).len());
+    assert_eq!(marks, 4 * workload_names(out).len());
 }
 
 #[test]
 fn fig3b_quick_everest_keeps_shorter_queues_than_the_eager_schedulers() {
-    let out = crate::experiments::run("everest-fig3b", quick(), &mut |_| {}).unwrap();
-    for w in workload_names(&out) {
+    let out = crate::experiments::quick_output("everest-fig3b");
+    for w in workload_names(out) {
         let p63 = |s: &str| {
             out.comparisons
                 .iter()
@@ -78,10 +77,10 @@ fn fig3b_quick_everest_keeps_shorter_queues_than_the_eager_schedulers() {
 
 #[test]
 fn fig3c_quick_everest_switches_an_order_of_magnitude_less() {
-    let out = crate::experiments::run("everest-fig3c", quick(), &mut |_| {}).unwrap();
-    for w in workload_names(&out) {
+    let out = crate::experiments::quick_output("everest-fig3c");
+    for w in workload_names(out) {
         for d in d_values(true) {
-            let sw = |s: &str| scalar(&out, &w, s, ("d_us", d * 1000.0), "context_switches_per_s");
+            let sw = |s: &str| scalar(out, &w, s, ("d_us", d * 1000.0), "context_switches_per_s");
             for s in ["quantum-5tsw", "quantum-20tsw", "cohort-e", "everest-ae"] {
                 assert!(sw(s) > 10.0 * sw("everest"), "{w} D={d}: {s} {} vs everest {}", sw(s), sw("everest"));
             }
@@ -92,9 +91,9 @@ fn fig3c_quick_everest_switches_an_order_of_magnitude_less() {
 
 #[test]
 fn fig3d_quick_more_processors_fewer_late_packets() {
-    let out = crate::experiments::run("everest-fig3d", quick(), &mut |_| {}).unwrap();
-    for w in workload_names(&out) {
-        let late = |s: &str, np: f64| scalar(&out, &w, s, ("processors", np), "late_percent");
+    let out = crate::experiments::quick_output("everest-fig3d");
+    for w in workload_names(out) {
+        let late = |s: &str, np: f64| scalar(out, &w, s, ("processors", np), "late_percent");
         assert!(late("everest", 24.0) < late("everest", 16.0) && late("everest", 16.0) < late("everest", 12.0), "{w}");
         for np in [16.0, 24.0] {
             assert!(late("everest", np) < late("cohort-e", np), "{w} Np={np}");
@@ -104,7 +103,7 @@ fn fig3d_quick_more_processors_fewer_late_packets() {
 
 #[test]
 fn fig4_quick_everest_ae_wins_at_small_t_sw_over_d_everest_at_large() {
-    let out = crate::experiments::run("everest-fig4", quick(), &mut |_| {}).unwrap();
+    let out = crate::experiments::quick_output("everest-fig4");
     let late = |w: &str, s: &str, d: f64, x: f64| {
         out.runs
             .iter()
@@ -117,7 +116,7 @@ fn fig4_quick_everest_ae_wins_at_small_t_sw_over_d_everest_at_large() {
             .and_then(|r| r.get("late_percent"))
             .unwrap()
     };
-    for w in workload_names(&out) {
+    for w in workload_names(out) {
         // Large t_sw / D: Everest far ahead of Everest-AE, for both D.
         for d in [500.0, 2000.0] {
             assert!(late(&w, "everest", d, 2.0) * 2.0 < late(&w, "everest-ae", d, 2.0), "{w} D={d}");
@@ -129,8 +128,8 @@ fn fig4_quick_everest_ae_wins_at_small_t_sw_over_d_everest_at_large() {
     // matches Everest where t_sw >= D.
     let rows: Vec<&Comparison> =
         out.comparisons.iter().filter(|c| c.metric == "adaptive_minus_best_late_percent").collect();
-    assert_eq!(rows.len(), workload_names(&out).len() * 2 * ratios(true).len());
-    for w in workload_names(&out) {
+    assert_eq!(rows.len(), workload_names(out).len() * 2 * ratios(true).len());
+    for w in workload_names(out) {
         for d in [500.0, 2000.0] {
             for x in ratios(true) {
                 let (e, a, ad) =
@@ -149,9 +148,9 @@ fn fig4_quick_everest_ae_wins_at_small_t_sw_over_d_everest_at_large() {
 
 #[test]
 fn fig5_quick_eager_schedulers_delay_grows_with_t_sw() {
-    let out = crate::experiments::run("everest-fig5", quick(), &mut |_| {}).unwrap();
-    for w in workload_names(&out) {
-        let delay = |s: &str, x: f64| scalar(&out, &w, s, ("t_sw_us", 2000.0 * x), "mean_delay");
+    let out = crate::experiments::quick_output("everest-fig5");
+    for w in workload_names(out) {
+        let delay = |s: &str, x: f64| scalar(out, &w, s, ("t_sw_us", 2000.0 * x), "mean_delay");
         for s in ["cohort-e", "everest-ae", "quantum-5tsw"] {
             assert!(delay(s, 2.0) > 5.0 * delay(s, 0.05), "{w} {s}");
             assert!(delay(s, 2.0) > 3.0 * delay("everest", 2.0), "{w} {s} vs everest");
@@ -161,7 +160,7 @@ fn fig5_quick_eager_schedulers_delay_grows_with_t_sw() {
 
 #[test]
 fn scale_quick_runs_every_scheduler_on_the_same_packets() {
-    let out = crate::experiments::run("everest-scale", quick(), &mut |_| {}).unwrap();
+    let out = crate::experiments::quick_output("everest-scale");
     assert_eq!(out.runs.len(), SCHEDS.len());
     let n = out.runs[0].get("packets").unwrap();
     assert!((0.8e6..1.2e6).contains(&n), "{n}");
@@ -174,7 +173,7 @@ fn scale_quick_runs_every_scheduler_on_the_same_packets() {
 /// late packets than Static among those that arrived during the overload.
 #[test]
 fn fig6_quick_processors_follow_the_mix_with_equal_shares_in_overload() {
-    let out = crate::experiments::run("everest-fig6", quick(), &mut |_| {}).unwrap();
+    let out = crate::experiments::quick_output("everest-fig6");
     assert!(out.complete());
     let row = |metric: &str, sched: &str, phase: &str, svc: &str| {
         out.comparisons

@@ -2,7 +2,6 @@
 //! qualitative result (peaks, orders, the model against the pure cases).
 
 use super::*;
-use crate::experiments::quick;
 
 fn thr(out: &Output, wl: &str, sub: Subsystem, threads: u32) -> f64 {
     let label = format!("{}/threads={threads}", curve(wl, sub));
@@ -20,14 +19,14 @@ fn cmp(out: &Output, metric: &str, sub: &str) -> f64 {
 /// Figure 5: all subsystems saturate at the same memory bound; qc needs the fewest threads.
 #[test]
 fn fig5_same_peak_qc_fewest_threads() {
-    let out = crate::experiments::run("qcache-fig5", quick(), &mut |_| {}).unwrap();
-    let peaks: Vec<f64> = Subsystem::ALL.iter().map(|s| cmp(&out, "peak_throughput", s.label())).collect();
+    let out = crate::experiments::quick_output("qcache-fig5");
+    let peaks: Vec<f64> = Subsystem::ALL.iter().map(|s| cmp(out, "peak_throughput", s.label())).collect();
     let (lo, hi) = peaks.iter().fold((f64::MAX, 0.0f64), |a, &p| (a.0.min(p), a.1.max(p)));
     assert!(hi / lo < 1.03, "peaks {peaks:?}");
     assert!((lo - 200.0 / 3.0).abs() < 3.0, "memory bound {lo}");
-    let q = cmp(&out, "threads_to_95pct_of_peak", "qc");
+    let q = cmp(out, "threads_to_95pct_of_peak", "qc");
     for s in ["nc", "dc", "sqc"] {
-        assert!(q < cmp(&out, "threads_to_95pct_of_peak", s), "qc {q} vs {s}");
+        assert!(q < cmp(out, "threads_to_95pct_of_peak", s), "qc {q} vs {s}");
     }
     for s in ["dc", "sqc", "qc"] {
         let h = out
@@ -45,15 +44,15 @@ fn fig5_same_peak_qc_fewest_threads() {
 /// order is qc > sqc > dc > nc.
 #[test]
 fn fig6_single_dominating_queue() {
-    let out = crate::experiments::run("qcache-fig6", quick(), &mut |_| {}).unwrap();
-    let t = |s| thr(&out, "SD1_30", s, 32);
+    let out = crate::experiments::quick_output("qcache-fig6");
+    let t = |s| thr(out, "SD1_30", s, 32);
     assert!(
         t(Subsystem::Qc) > t(Subsystem::Sqc)
             && t(Subsystem::Sqc) > t(Subsystem::Dc)
             && t(Subsystem::Dc) > t(Subsystem::Nc)
     );
     assert!(t(Subsystem::Qc) < 200.0 / 3.0, "SD1_30 below the random-traffic level");
-    let keep = |s: &str| cmp(&out, "largest_weight_at_or_above_R_throughput", s);
+    let keep = |s: &str| cmp(out, "largest_weight_at_or_above_R_throughput", s);
     assert!(
         keep("qc") > keep("sqc") && keep("qc") > keep("dc"),
         "qc {} sqc {} dc {}",
@@ -62,7 +61,7 @@ fn fig6_single_dominating_queue() {
         keep("dc")
     );
     assert!(keep("qc") >= 10.0);
-    let w = |s: Subsystem, k: f64| thr(&out, &format!("weight/SD1_{k}"), s, 32);
+    let w = |s: Subsystem, k: f64| thr(out, &format!("weight/SD1_{k}"), s, 32);
     assert!(w(Subsystem::Qc, 100.0) > w(Subsystem::Sqc, 100.0) && w(Subsystem::Sqc, 100.0) > w(Subsystem::Dc, 100.0));
     assert!(w(Subsystem::Dc, 100.0) > w(Subsystem::Nc, 100.0));
 }
@@ -72,36 +71,36 @@ fn fig6_single_dominating_queue() {
 /// all fall back toward the random level at 256.
 #[test]
 fn fig7_dominating_set() {
-    let out = crate::experiments::run("qcache-fig7", quick(), &mut |_| {}).unwrap();
-    let t = |s| thr(&out, "SD16_90", s, 32);
+    let out = crate::experiments::quick_output("qcache-fig7");
+    let t = |s| thr(out, "SD16_90", s, 32);
     assert!(t(Subsystem::Qc) > 1.5 * 200.0 / 3.0, "qc {}", t(Subsystem::Qc));
     assert!(
         t(Subsystem::Qc) > t(Subsystem::Sqc)
             && t(Subsystem::Sqc) > t(Subsystem::Dc)
             && t(Subsystem::Dc) > t(Subsystem::Nc)
     );
-    let at_peak = |s: &str| cmp(&out, "dominating_set_size_at_peak", s);
+    let at_peak = |s: &str| cmp(out, "dominating_set_size_at_peak", s);
     assert!((16.0..=64.0).contains(&at_peak("qc")), "qc peak at {}", at_peak("qc"));
     assert!(at_peak("dc") >= at_peak("qc"), "dc {} qc {}", at_peak("dc"), at_peak("qc"));
-    let s256 = thr(&out, "set/SD256_90", Subsystem::Qc, 32);
+    let s256 = thr(out, "set/SD256_90", Subsystem::Qc, 32);
     assert!(s256 < 0.75 * t(Subsystem::Qc), "qc at 256 {s256}");
 }
 
 /// Figure 8: L1.1 has more locality than L1.01: higher hit rates, and a higher qc peak.
 #[test]
 fn fig8_narrow_beats_wide() {
-    let out = crate::experiments::run("qcache-fig8", quick(), &mut |_| {}).unwrap();
+    let out = crate::experiments::quick_output("qcache-fig8");
     for s in [Subsystem::Dc, Subsystem::Sqc, Subsystem::Qc] {
         let h = |wl: &str| out.run_scalar(&format!("{}/threads=32", curve(wl, s)), "hit_rate").unwrap();
         assert!(h("L1.1") > h("L1.01") + 0.2, "{s:?}: {} vs {}", h("L1.1"), h("L1.01"));
     }
-    assert!(thr(&out, "L1.1", Subsystem::Qc, 32) > thr(&out, "L1.01", Subsystem::Qc, 32));
+    assert!(thr(out, "L1.1", Subsystem::Qc, 32) > thr(out, "L1.01", Subsystem::Qc, 32));
 }
 
 /// Figure 9: the edge stand-in has more locality than the core one; qc is the best on both.
 #[test]
 fn fig9_edge_and_core() {
-    let out = crate::experiments::run("qcache-fig9", quick(), &mut |_| {}).unwrap();
+    let out = crate::experiments::quick_output("qcache-fig9");
     if out.runs.is_empty() {
         crate::testkit::skip("experiments::qcache_sim::tests::fig9_edge_and_core", crate::testkit::NO_NDPI);
         return;
@@ -110,7 +109,7 @@ fn fig9_edge_and_core() {
     assert!(h("edge") > h("core"), "edge {} core {}", h("edge"), h("core"));
     for wl in ["edge", "core"] {
         for s in [Subsystem::Nc, Subsystem::Dc, Subsystem::Sqc] {
-            assert!(thr(&out, wl, Subsystem::Qc, 32) >= 0.98 * thr(&out, wl, s, 32), "{wl} {s:?}");
+            assert!(thr(out, wl, Subsystem::Qc, 32) >= 0.98 * thr(out, wl, s, 32), "{wl} {s:?}");
         }
     }
 }
@@ -118,8 +117,8 @@ fn fig9_edge_and_core() {
 /// Section 4.6: with one queue, qc > sqc > dc > nc and qc is several times nc.
 #[test]
 fn worstcase_order() {
-    let out = crate::experiments::run("qcache-worstcase", quick(), &mut |_| {}).unwrap();
-    let r = |s: &str| cmp(&out, &format!("qc_over_{s}"), s);
+    let out = crate::experiments::quick_output("qcache-worstcase");
+    let r = |s: &str| cmp(out, &format!("qc_over_{s}"), s);
     assert!(r("nc") > r("dc") && r("dc") > r("sqc") && r("sqc") > 1.0, "{} {} {}", r("nc"), r("dc"), r("sqc"));
     assert!(r("nc") > 3.0);
 }
@@ -128,7 +127,7 @@ fn worstcase_order() {
 /// every point the simulation lies between the paper's model and our bounds.
 #[test]
 fn model_matches_the_pure_cases() {
-    let out = crate::experiments::run("qcache-model", quick(), &mut |_| {}).unwrap();
+    let out = crate::experiments::quick_output("qcache-model");
     for c in out.comparisons.iter().filter(|c| c.metric == "model_over_simulated") {
         assert!(c.ours < 1.2, "model above the simulation: {:?} {}", c.params, c.ours);
     }
@@ -156,7 +155,7 @@ fn model_matches_the_pure_cases() {
 /// threshold, random traffic the fewest below the gain threshold.
 #[test]
 fn fig10_thresholds_order_the_workloads() {
-    let out = crate::experiments::run("qcache-fig10", quick(), &mut |_| {}).unwrap();
+    let out = crate::experiments::quick_output("qcache-fig10");
     let f = |wl: &str, k: &str| out.run_scalar(wl, k).unwrap();
     assert!(f("SD1_30", "fraction_below_loss_nc") > f("R", "fraction_below_loss_nc") + 0.2);
     assert!(f("L1.1", "fraction_below_gain") > f("L1.01", "fraction_below_gain"));
@@ -166,7 +165,7 @@ fn fig10_thresholds_order_the_workloads() {
 
 #[test]
 fn scale_quick_runs_every_subsystem() {
-    let out = crate::experiments::run("qcache-scale", quick(), &mut |_| {}).unwrap();
+    let out = crate::experiments::quick_output("qcache-scale");
     assert_eq!(out.runs.len(), 4);
     assert_eq!(out.timings.len(), 5);
 }

@@ -290,7 +290,7 @@ mod tests {
     fn small_example_is_the_reproduction_point() {
         let sc = parse(&example("dqs-small")).unwrap();
         let r = run_scenario(&sc, 1, None, &mut |_| {}).unwrap();
-        let out = crate::experiments::run("dqs-table3", crate::experiments::quick(), &mut |_| {}).expect("known id");
+        let out = crate::experiments::quick_output("dqs-table3");
         let exp = out.runs.iter().find(|x| x.label == "synthetic").expect("synthetic run");
         assert_eq!(r.get("packets"), exp.get("packets"));
         assert_eq!(r.get("queues_max"), exp.get("max_queues"));

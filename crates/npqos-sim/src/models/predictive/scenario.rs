@@ -799,8 +799,7 @@ mod tests {
     fn efq_lap_example_is_the_reproduction_point() {
         let sc = parse(&example("efq-lap-small")).unwrap();
         let r = run_scenario(&sc, 1, None, &mut |_| {});
-        let out =
-            crate::experiments::run("predictive-switch", crate::experiments::quick(), &mut |_| {}).expect("known id");
+        let out = crate::experiments::quick_output("predictive-switch");
         let exp = out.runs.iter().find(|x| x.label == "efq+lap").expect("efq+lap run");
         assert_eq!(r.get("packets"), exp.get("packets"));
         assert_eq!(r.get("delay_p99.conforming_calm").map(|x| x * 1e-6), exp.get("conforming_calm_p99_ms"));

@@ -541,7 +541,7 @@ mod tests {
         let sc = parse(&example("qcache-small")).unwrap();
         let q = sc.spec_as::<QcacheSpec>().expect("qcache");
         let r = run_scenario(&sc, 1, None, &mut |_| {}).unwrap();
-        let out = crate::experiments::run("qcache-fig5", crate::experiments::quick(), &mut |_| {}).expect("known id");
+        let out = crate::experiments::quick_output("qcache-fig5");
         for sub in &q.subsystems {
             let label = match sub {
                 Subsystem::Nc => format!("R.nc/threads={}", q.sim.threads),
