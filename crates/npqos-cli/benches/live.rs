@@ -87,8 +87,8 @@ fn r0_frames(bed: &Bed) -> u64 {
 fn threads(tag: &str) {
     let runs: usize = std::env::var("NPQOS_THREADS_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
     println!("\n{runs} runs per row, medians.\n");
-    println!("| middle | threads | flows | rate per flow | offered (frames/s) | taken (frames/s) | dropped at the receive ring | dropped in the pipeline | forwarded (frames/s) | forwarding CPU per frame taken | per thread | machine CPU per frame forwarded |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| middle | threads | flows | rate per flow | offered (frames/s) | taken (frames/s) | dropped at the receive ring | dropped in the pipeline | forwarded (frames/s) | forwarding CPU per frame taken | of it, in user space | wake-ups/s | per thread | machine CPU per frame forwarded |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let only: Option<u32> = std::env::var("NPQOS_THREADS_FLOWS").ok().and_then(|v| v.parse().ok());
     let table = |flows: u32| {
         let queues = if flows > 131_072 { 1_048_576 } else { 131_072 };
@@ -155,6 +155,9 @@ struct Own {
     dropped: f64,
     /// The forwarding threads' CPU ns per frame taken, and per thread (ns per frame, frames).
     cpu_ns: f64,
+    /// Of it, in user space (ns per frame taken); the threads' sleeps in `ppoll` per second.
+    user_ns: f64,
+    sleeps: f64,
     per: Vec<(f64, f64)>,
 }
 
@@ -200,7 +203,11 @@ fn measure(bed: &Bed, t: u32, flows: u32, npqos: Option<(Child, &Path)>) -> Meas
             })
             .collect();
         let ring = sc["dropped_rx_ring"].as_f64().unwrap_or(0.0);
-        m.npqos = Some(Own { taken: rx / secs, ring, dropped, cpu_ns: cpu_s * 1e9 / rx.max(1.0), per });
+        let user_ns = sc["forwarding_cpu_user"].as_f64().unwrap_or(0.0) * 1e9 / rx.max(1.0);
+        // Over the run's duration (the sender's 3 s sit within it).
+        let sleeps = sc["forwarding_sleeps"].as_f64().unwrap_or(0.0) / info["elapsed_s"].as_f64().unwrap_or(1.0);
+        m.npqos =
+            Some(Own { taken: rx / secs, ring, dropped, cpu_ns: cpu_s * 1e9 / rx.max(1.0), user_ns, sleeps, per });
     }
     m
 }
@@ -226,7 +233,7 @@ fn print_measures(label: &str, t: u32, flows: u32, rate: &str, ms: &[Measure]) {
         })
         .collect::<Vec<_>>();
     println!(
-        "| {label} | {} | {flows} | {rate} | {:.0} | {} | {} | {} | {:.0} | {} | {} | {:.0} ns |",
+        "| {label} | {} | {flows} | {rate} | {:.0} | {} | {} | {} | {:.0} | {} | {} | {} | {} | {:.0} ns |",
         if t == 0 { "-".to_string() } else { t.to_string() },
         col(&|m| Some(m.offered)),
         show(col(&|m| Some(m.npqos.as_ref()?.taken)), ""),
@@ -234,6 +241,8 @@ fn print_measures(label: &str, t: u32, flows: u32, rate: &str, ms: &[Measure]) {
         show(col(&|m| Some(m.npqos.as_ref()?.dropped)), ""),
         col(&|m| Some(m.forwarded)),
         show(col(&|m| Some(m.npqos.as_ref()?.cpu_ns)), " ns"),
+        show(col(&|m| Some(m.npqos.as_ref()?.user_ns)), " ns"),
+        show(col(&|m| Some(m.npqos.as_ref()?.sleeps)), ""),
         if t > 1 && on { per.join(", ") } else { "-".into() },
         col(&|m| Some(m.machine_ns)),
     );

@@ -44,6 +44,15 @@ fn accounted(threads: u32, sent: u64, got: &Received, sc: &serde_json::Value) ->
     let received: u64 = got.flows.values().map(|f| f.frames).sum();
     let (rx, ring) = (g("rx_frames"), g("dropped_rx_ring"));
     assert_eq!(g("threads"), threads as u64);
+    let f = |k: &str| sc[k].as_f64().unwrap_or_else(|| panic!("no scalar {k}"));
+    let (cpu, user) = (f("forwarding_cpu"), f("forwarding_cpu_user"));
+    assert!(user > 0.0 && user <= cpu + 1e-3, "user-space CPU {user} s within the threads' CPU {cpu} s");
+    assert!(g("forwarding_sleeps") > 0, "the threads slept between the sender's frames");
+    if threads > 1 {
+        let sum = |k: &str| (0..threads).map(|i| f(&format!("{k}.{i}"))).sum::<f64>();
+        assert!((sum("thread_cpu_user") - user).abs() < 1e-6, "the threads' user-space CPU together");
+        assert_eq!(sum("thread_sleeps") as u64, g("forwarding_sleeps"), "the threads' sleeps together");
+    }
     let handoff_full = if threads > 1 { g("dropped_handoff_full") } else { 0 };
     assert_eq!(sent, received + dropped + ring + handoff_full, "every frame accounted: sent = received + dropped");
     assert_eq!(rx + ring, sent, "the receive rings took every frame the sender sent, or dropped it");

@@ -45,6 +45,18 @@ pub fn thread_cpu_ns() -> u64 {
     ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
 }
 
+/// User-space CPU time of the calling thread, nanoseconds (`getrusage(RUSAGE_THREAD)`'s
+/// `ru_utime`, microsecond resolution): with [`thread_cpu_ns`], what the thread spent in our
+/// code against the kernel's (system calls, the transmit ring's `send()` carrying frames
+/// through veth, wake-ups).
+pub fn thread_user_ns() -> u64 {
+    // SAFETY: an all-zero rusage is valid, and `ru` is a valid out pointer.
+    let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: as above; RUSAGE_THREAD names the calling thread.
+    unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) };
+    ru.ru_utime.tv_sec as u64 * 1_000_000_000 + ru.ru_utime.tv_usec as u64 * 1_000
+}
+
 /// What a forwarding run measured, every thread's together.
 pub struct LiveRun {
     /// The way in's forwarders of each configuration, oldest first (one without a reload),
@@ -57,8 +69,11 @@ pub struct LiveRun {
     pub tx: TxCounters,
     /// From the first ring being ready to the stop, ns.
     pub elapsed_ns: u64,
-    /// CPU time of the forwarding threads together, ns.
+    /// CPU time of the forwarding threads together, ns; of it, in user space.
     pub cpu_ns: u64,
+    pub user_ns: u64,
+    /// Times the forwarding threads slept in `ppoll` (each a wake-up after).
+    pub sleeps: u64,
     /// Ran for the whole duration (not stopped by Ctrl-C or a lost interface).
     pub complete: bool,
     /// The interface that disappeared and ended the run, if one did.
@@ -92,6 +107,8 @@ pub struct ThreadCounts {
     /// Frames its receive ring took (the kernel's fanout share).
     pub rx_frames: u64,
     pub cpu_ns: u64,
+    pub user_ns: u64,
+    pub sleeps: u64,
     pub handoff: HandoffCounts,
 }
 
@@ -178,11 +195,16 @@ impl LiveRun {
                     (format!("thread_handed_over.{i}"), t.handoff.handed as f64, "frames"),
                     (format!("thread_taken_over.{i}"), t.handoff.taken as f64, "frames"),
                     (format!("thread_cpu.{i}"), t.cpu_ns as f64 / 1e9, "s"),
+                    (format!("thread_cpu_user.{i}"), t.user_ns as f64 / 1e9, "s"),
+                    (format!("thread_sleeps.{i}"), t.sleeps as f64, "sleeps"),
                 ]);
             }
         }
         let mut st: Vec<(&'static str, f64, &'static str)> = vec![
             ("threads", self.threads.len() as f64, "threads"),
+            ("forwarding_cpu", self.cpu_ns as f64 / 1e9, "s"),
+            ("forwarding_cpu_user", self.user_ns as f64 / 1e9, "s"),
+            ("forwarding_sleeps", self.sleeps as f64, "sleeps"),
             ("rx_frames", self.rx.frames as f64, "frames"),
             ("dropped_rx_ring", self.rx.ring_drops as f64, "frames"),
             ("dropped_rx_truncated", self.rx.truncated as f64, "frames"),
@@ -363,6 +385,8 @@ impl LiveRun {
             tx: TxCounters::default(),
             elapsed_ns,
             cpu_ns: 0,
+            user_ns: 0,
+            sleeps: 0,
             complete: runs.iter().all(|r| r.end.complete),
             lost: runs.iter().find_map(|r| r.end.lost.clone()),
             refused: runs.iter().find_map(|r| r.end.refused.clone()),
@@ -381,11 +405,15 @@ impl LiveRun {
                 frames_out: r.forwarders.iter().map(|f| f.totals().frames_out).sum(),
                 rx_frames: r.rx.frames,
                 cpu_ns: r.cpu_ns,
+                user_ns: r.user_ns,
+                sleeps: r.sleeps,
                 handoff: r.handoff,
             });
             run.rx = run.rx.add(&r.rx);
             run.tx = run.tx.add(&r.tx);
             run.cpu_ns += r.cpu_ns;
+            run.user_ns += r.user_ns;
+            run.sleeps += r.sleeps;
             run.super_frames += r.super_frames;
             run.segments += r.segments;
             run.reverse = sum_way(run.reverse, r.reverse);

@@ -7,7 +7,7 @@
 use super::handoff::{Lanes, Way};
 use super::reloader::ReloadPort;
 use super::ring::{self, RxRing, TxRing};
-use super::{monotonic_ns, stats, thread_cpu_ns, ReloadRecord, WayCounts};
+use super::{monotonic_ns, stats, thread_cpu_ns, thread_user_ns, ReloadRecord, WayCounts};
 use npqos_core::Instant;
 use npqos_sim::live::gso::segment_tcp;
 use npqos_sim::live::reload::Reloading;
@@ -101,6 +101,8 @@ pub struct ThreadRun {
     pub rx: ring::RxCounters,
     pub tx: ring::TxCounters,
     pub cpu_ns: u64,
+    pub user_ns: u64,
+    pub sleeps: u64,
     pub super_frames: u64,
     pub segments: u64,
     pub reverse: Option<WayCounts>,
@@ -211,7 +213,7 @@ impl Worker<'_, '_> {
                 b.set_origin(Instant::from_nanos(t0));
             }
         }
-        let cpu0 = thread_cpu_ns();
+        let (cpu0, user0, mut sleeps) = (thread_cpu_ns(), thread_user_ns(), 0u64);
         let end_at = spec.duration.map(|d| t0 + d.as_nanos());
         let sample_every = spec.sample_every.as_nanos();
         let (mut next_sample, mut next_status) = (t0 + sample_every, t0);
@@ -311,8 +313,8 @@ impl Worker<'_, '_> {
                 // every 10 ms).
                 until = until.min(now + if self.tx.is_down() { DOWN_RETRY } else { 20_000 });
             }
-            if spec.wait == Wait::Sleep && until > now {
-                self.sleep((until - now).min(100_000_000));
+            if spec.wait == Wait::Sleep && until > now && self.sleep((until - now).min(100_000_000)) {
+                sleeps += 1;
             }
         }
         let stop_ns = monotonic_ns();
@@ -327,6 +329,8 @@ impl Worker<'_, '_> {
             forwarders: self.fw.into_all(),
             record,
             cpu_ns: thread_cpu_ns() - cpu0,
+            user_ns: thread_user_ns() - user0,
+            sleeps,
             super_frames,
             segments,
             reverse: self.rev.map(|mut r| WayCounts { rx: r.rx.counters(), tx: r.tx.counters(), ..r.counts }),
@@ -457,10 +461,11 @@ impl Worker<'_, '_> {
     /// Sleeps in `ppoll` for at most `ns` nanoseconds, until a block arrives on the input's
     /// (or the way back's) receive ring, a reload is ready or another thread hands frames
     /// over. A socket error (ENETDOWN: the interface went down) is taken, or poll would report
-    /// it again at once on every turn.
-    fn sleep(&mut self, ns: u64) {
+    /// it again at once on every turn. False when it did not sleep (a frame handed over to it
+    /// is waiting).
+    fn sleep(&mut self, ns: u64) -> bool {
         if self.crew.is_some_and(|c| !c.lanes.may_sleep(self.me)) {
-            return;
+            return false;
         }
         let ts = libc::timespec { tv_sec: (ns / 1_000_000_000) as i64, tv_nsec: (ns % 1_000_000_000) as i64 };
         let poll = |fd| libc::pollfd { fd, events: libc::POLLIN | libc::POLLERR, revents: 0 };
@@ -489,6 +494,7 @@ impl Worker<'_, '_> {
                 tracing::warn!("receiving on {:?}: {e}", self.spec.output);
             }
         }
+        true
     }
 }
 
