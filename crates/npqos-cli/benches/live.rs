@@ -81,8 +81,10 @@ fn r0_frames(bed: &Bed) -> u64 {
 /// 2 threads alternated, and each column is the median of its runs: frames the sender offered
 /// per second, frames the middle took from its receive rings (and those the kernel dropped at a
 /// full ring, and the pipeline dropped), frames that reached the receiver per second, the
-/// forwarding threads' CPU per frame taken (and each thread's), and the machine's CPU per frame
-/// forwarded. `NPQOS_THREADS_FLOWS` narrows the flow counts (for example `1000`).
+/// forwarding threads' CPU per frame taken (of it, in user space; and each thread's), their
+/// sleeps in `ppoll` per second, and the machine's CPU per frame forwarded.
+/// `NPQOS_THREADS_FLOWS` narrows the flow counts (for example `1000`); `NPQOS_THREADS_SLOTS`
+/// sets `[table] slots` (dqs's AFM slots, default 256) for the npqos rows.
 #[cfg(target_os = "linux")]
 fn threads(tag: &str) {
     let runs: usize = std::env::var("NPQOS_THREADS_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
@@ -90,9 +92,10 @@ fn threads(tag: &str) {
     println!("| middle | threads | flows | rate per flow | offered (frames/s) | taken (frames/s) | dropped at the receive ring | dropped in the pipeline | forwarded (frames/s) | forwarding CPU per frame taken | of it, in user space | wake-ups/s | per thread | machine CPU per frame forwarded |");
     println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let only: Option<u32> = std::env::var("NPQOS_THREADS_FLOWS").ok().and_then(|v| v.parse().ok());
+    let slots = std::env::var("NPQOS_THREADS_SLOTS").map(|v| format!("slots = {v}\n")).unwrap_or_default();
     let table = |flows: u32| {
         let queues = if flows > 131_072 { 1_048_576 } else { 131_072 };
-        format!("[table]\nqueues = {queues}\nblocks = 1048576\nqueue_limit = \"4KiB\"\n")
+        format!("[table]\nqueues = {queues}\nblocks = 1048576\nqueue_limit = \"4KiB\"\n{slots}")
     };
     let mut setups: Vec<(&str, u32, String)> = vec![("pass", 1000, String::new())];
     for flows in [1_000u32, 100_000, 1_000_000].into_iter().filter(|f| only.is_none_or(|o| o == *f)) {
