@@ -10,6 +10,12 @@ use npqos_sim::results::Output;
 use serde_json::json;
 use std::path::{Path, PathBuf};
 
+/// From this many active flows in one AFM slot on, the summary notes that `[table] slots` is
+/// small for the flows: a random binary search tree of 64 nodes takes about 8 dependent reads
+/// per search (2 ln n), against 1-2 in a table sized for its flows.
+#[cfg(target_os = "linux")]
+const AFM_SLOT_FLOWS_NOTE: f64 = 64.0;
+
 /// Reads and validates a live configuration; problems are bad input (exit 2).
 pub fn load(path: &Path, duration: Option<&str>) -> Result<npqos_sim::live::LiveSpec> {
     let mut table = crate::commands::run::read_table(path)?;
@@ -225,7 +231,9 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
         "A flow's bucket outlives its dqs physical queue by the pipeline's bucket-lifetime rule: parked when the queue is released, taken back by the flow if no other flow took it, handed on full again or, when every spare one is filling, nearest to full (bucket_evictions; docs/pipeline.md).".into(),
         "flows.csv counts the first [stats] flows exactly (4,096 by default) and every later flow in one row (kind other); delays are from a frame's arrival at npqos to its hand-over to the transmit ring.".into(),
     ];
-    let frames_out: u64 = run.forwarders.iter().flatten().map(|f| f.totals().frames_out).sum();
+    // With mode = "pass" no pipeline runs: the frames forwarded are those passed on.
+    let frames_out: u64 = run.forwarders.iter().flatten().map(|f| f.totals().frames_out).sum::<u64>()
+        + run.passed.map_or(0, |p| p.frames_out);
     let per_frame = run.cpu_ns as f64 / frames_out.max(1) as f64;
     let mut run_info = serde_json::Map::new();
     run_info.insert("elapsed_s".into(), json!(run.elapsed_ns as f64 / 1e9));
@@ -246,8 +254,8 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
             spec.input,
             spec.output,
             run.elapsed_ns as f64 / 1e9,
-            t.frames_in,
-            t.frames_out,
+            t.frames_in + run.passed.map_or(0, |p| p.frames_in),
+            t.frames_out + run.passed.map_or(0, |p| p.frames_out),
             t.drops.iter().sum::<u64>(),
             run.rx.ring_drops,
             first.iter().map(|f| f.flow_count()).sum::<usize>()
@@ -259,6 +267,14 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
             get("backlogged_rate_error_max"),
             per_frame
         );
+        let deepest = get("afm_slot_flows_max");
+        if deepest >= AFM_SLOT_FLOWS_NOTE {
+            println!(
+                "  note: one of dqs's AFM slots held {deepest:.0} active flows, searched as a binary tree of that \
+                 size for each frame; [table] slots = {} is small for these flows (docs/live.md, table.slots)",
+                spec.table.slots
+            );
+        }
         println!("  results in {}", dir.display());
     }
     if let Some(e) = &run.refused {

@@ -128,6 +128,9 @@ impl Forwarder {
         r.scalar("active_flows_max", t.active_flows_max as f64, "flows");
         let in_use: u64 = parts.iter().map(|p| p.dqs().buffer().max_queues_in_use() as u64).sum();
         r.scalar("queues_in_use_max", in_use as f64, "queues");
+        // The most active flows one AFM slot held (any thread's): its search tree's size.
+        let deepest = parts.iter().map(|p| p.dqs().afm().stats().worst).max().unwrap_or(0);
+        r.scalar("afm_slot_flows_max", deepest as f64, "flows");
         r.scalar("buffer_blocks_in_use_max", t.blocks_in_use_max as f64, "blocks");
         for (i, (name, unit)) in [
             ("output_rate", "Mbps"),

@@ -229,6 +229,19 @@ fn wait_for_tokens_holds_every_flow_to_its_rate() {
     check_shaped("wait-for-tokens");
 }
 
+/// `afm_slot_flows_max` is the most active flows one AFM slot held: all 8 backlogged flows in
+/// the one slot of a table with `slots = 1`, at most a few of them with 4096 slots.
+#[test]
+fn afm_slot_flows_max_is_the_largest_tree_a_flow_is_searched_in() {
+    for (slots, lo, hi) in [(1, 8.0, 8.0), (4096, 1.0, 3.0)] {
+        let sp = spec(&format!("{MINIMAL}[table]\nslots = {slots}\nblocks = 16384\nqueue_limit = \"32KiB\"\n"));
+        let mut fw = Forwarder::new(&sp, 9000).unwrap();
+        drive(&mut fw, 8, 20e6, 1000, 0.5);
+        let got = fw.result(1_000_000_000, true, "duration", &[]).get("afm_slot_flows_max").unwrap();
+        assert!((lo..=hi).contains(&got), "slots = {slots}: {got} flows in one slot");
+    }
+}
+
 #[test]
 fn flows_below_the_rate_pass_unshaped_and_uncounted_as_backlogged() {
     let mut fw = Forwarder::new(&spec(MINIMAL), 9000).unwrap();
