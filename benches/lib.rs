@@ -30,6 +30,8 @@
 //! at 1e6 queues every shaper waits on its bucket's cache miss for most of each packet and the
 //! timers are hidden behind it.
 
+pub mod frames;
+
 use npqos_core::id::{CoreId, QueueId};
 use npqos_core::shaper::heap::ReschedHeap;
 use npqos_core::shaper::wheel::TimerWheel;

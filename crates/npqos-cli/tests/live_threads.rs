@@ -48,10 +48,14 @@ fn accounted(threads: u32, sent: u64, got: &Received, sc: &serde_json::Value) ->
     let (cpu, user) = (f("forwarding_cpu"), f("forwarding_cpu_user"));
     assert!(user > 0.0 && user <= cpu + 1e-3, "user-space CPU {user} s within the threads' CPU {cpu} s");
     assert!(g("forwarding_sleeps") > 0, "the threads slept between the sender's frames");
+    let (turns, empty) = (g("forwarding_turns"), g("forwarding_empty_turns"));
+    assert!(turns > empty && empty > 0, "{empty} of {turns} turns found nothing to do");
     if threads > 1 {
         let sum = |k: &str| (0..threads).map(|i| f(&format!("{k}.{i}"))).sum::<f64>();
         assert!((sum("thread_cpu_user") - user).abs() < 1e-6, "the threads' user-space CPU together");
         assert_eq!(sum("thread_sleeps") as u64, g("forwarding_sleeps"), "the threads' sleeps together");
+        assert_eq!(sum("thread_turns") as u64, turns, "the threads' turns together");
+        assert_eq!(sum("thread_empty_turns") as u64, empty, "the threads' empty turns together");
     }
     let handoff_full = if threads > 1 { g("dropped_handoff_full") } else { 0 };
     assert_eq!(sent, received + dropped + ring + handoff_full, "every frame accounted: sent = received + dropped");

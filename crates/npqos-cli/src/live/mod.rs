@@ -109,6 +109,10 @@ pub struct ThreadCounts {
     pub cpu_ns: u64,
     pub user_ns: u64,
     pub sleeps: u64,
+    /// Turns of its loop, and of them those that took and sent no frame (it looked and found
+    /// nothing to do: a thread that seldom sleeps spins through these).
+    pub turns: u64,
+    pub empty_turns: u64,
     pub handoff: HandoffCounts,
 }
 
@@ -197,6 +201,8 @@ impl LiveRun {
                     (format!("thread_cpu.{i}"), t.cpu_ns as f64 / 1e9, "s"),
                     (format!("thread_cpu_user.{i}"), t.user_ns as f64 / 1e9, "s"),
                     (format!("thread_sleeps.{i}"), t.sleeps as f64, "sleeps"),
+                    (format!("thread_turns.{i}"), t.turns as f64, "turns"),
+                    (format!("thread_empty_turns.{i}"), t.empty_turns as f64, "turns"),
                 ]);
             }
         }
@@ -205,6 +211,8 @@ impl LiveRun {
             ("forwarding_cpu", self.cpu_ns as f64 / 1e9, "s"),
             ("forwarding_cpu_user", self.user_ns as f64 / 1e9, "s"),
             ("forwarding_sleeps", self.sleeps as f64, "sleeps"),
+            ("forwarding_turns", self.threads.iter().map(|t| t.turns).sum::<u64>() as f64, "turns"),
+            ("forwarding_empty_turns", self.threads.iter().map(|t| t.empty_turns).sum::<u64>() as f64, "turns"),
             ("rx_frames", self.rx.frames as f64, "frames"),
             ("dropped_rx_ring", self.rx.ring_drops as f64, "frames"),
             ("dropped_rx_truncated", self.rx.truncated as f64, "frames"),
@@ -407,6 +415,8 @@ impl LiveRun {
                 cpu_ns: r.cpu_ns,
                 user_ns: r.user_ns,
                 sleeps: r.sleeps,
+                turns: r.turns,
+                empty_turns: r.empty_turns,
                 handoff: r.handoff,
             });
             run.rx = run.rx.add(&r.rx);

@@ -103,6 +103,9 @@ pub struct ThreadRun {
     pub cpu_ns: u64,
     pub user_ns: u64,
     pub sleeps: u64,
+    /// Turns of its loop, and of them those that took and sent no frame.
+    pub turns: u64,
+    pub empty_turns: u64,
     pub super_frames: u64,
     pub segments: u64,
     pub reverse: Option<WayCounts>,
@@ -214,12 +217,14 @@ impl Worker<'_, '_> {
             }
         }
         let (cpu0, user0, mut sleeps) = (thread_cpu_ns(), thread_user_ns(), 0u64);
+        let (mut turns, mut empty_turns) = (0u64, 0u64);
         let end_at = spec.duration.map(|d| t0 + d.as_nanos());
         let sample_every = spec.sample_every.as_nanos();
         let (mut next_sample, mut next_status) = (t0 + sample_every, t0);
         let mut end = End { complete: true, ..Default::default() };
         let mut passed = (spec.mode == Mode::Pass).then(WayCounts::default);
         loop {
+            turns += 1;
             let mut now = monotonic_ns();
             if end_at.is_some_and(|e| now >= e) {
                 break;
@@ -275,9 +280,13 @@ impl Worker<'_, '_> {
                 let _ = self.fw.wake(t);
             }
             let room = self.tx.room(TX_PER_TURN);
+            let mut sent = 0;
             if room > 0 {
                 let tx = &mut self.tx;
-                let _ = self.fw.transmit(t, room, |frame| tx.push(frame));
+                sent = self.fw.transmit(t, room, |frame| tx.push(frame)).unwrap_or(0);
+            }
+            if got == 0 && sent == 0 {
+                empty_turns += 1;
             }
             self.tx.flush();
             // A mechanism's refusal stops the pipeline (a defect): stop forwarding, keep the results.
@@ -331,6 +340,8 @@ impl Worker<'_, '_> {
             cpu_ns: thread_cpu_ns() - cpu0,
             user_ns: thread_user_ns() - user0,
             sleeps,
+            turns,
+            empty_turns,
             super_frames,
             segments,
             reverse: self.rev.map(|mut r| WayCounts { rx: r.rx.counters(), tx: r.tx.counters(), ..r.counts }),
