@@ -82,15 +82,17 @@ fn r0_frames(bed: &Bed) -> u64 {
 /// per second, frames the middle took from its receive rings (and those the kernel dropped at a
 /// full ring, and the pipeline dropped), frames that reached the receiver per second, the
 /// forwarding threads' CPU per frame taken (of it, in user space; and each thread's), their
-/// sleeps in `ppoll` per second, and the machine's CPU per frame forwarded.
+/// sleeps in `ppoll` per second, the frames handed to the thread that owns their bucket (a
+/// share of those taken), and the machine's CPU per frame forwarded. At 1e3 flows a row with
+/// every flow in one class (one bucket, one owner thread) shows what handing frames over costs.
 /// `NPQOS_THREADS_FLOWS` narrows the flow counts (for example `1000`); `NPQOS_THREADS_SLOTS`
 /// sets `[table] slots` (dqs's AFM slots, default 256) for the npqos rows.
 #[cfg(target_os = "linux")]
 fn threads(tag: &str) {
     let runs: usize = std::env::var("NPQOS_THREADS_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
     println!("\n{runs} runs per row, medians.\n");
-    println!("| middle | threads | flows | rate per flow | offered (frames/s) | taken (frames/s) | dropped at the receive ring | dropped in the pipeline | forwarded (frames/s) | forwarding CPU per frame taken | of it, in user space | wake-ups/s | per thread | machine CPU per frame forwarded |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| middle | threads | flows | rate per flow | offered (frames/s) | taken (frames/s) | dropped at the receive ring | dropped in the pipeline | forwarded (frames/s) | forwarding CPU per frame taken | of it, in user space | wake-ups/s | per thread | handed over | machine CPU per frame forwarded |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let only: Option<u32> = std::env::var("NPQOS_THREADS_FLOWS").ok().and_then(|v| v.parse().ok());
     let slots = std::env::var("NPQOS_THREADS_SLOTS").map(|v| format!("slots = {v}\n")).unwrap_or_default();
     let table = |flows: u32| {
@@ -103,11 +105,20 @@ fn threads(tag: &str) {
         for rate in ["10Gbps\"", slow] {
             setups.push(("npqos", flows, rate.to_string()));
         }
+        if flows == 1000 {
+            // Every flow in one bucket that one thread owns: with 2 threads the other hands it
+            // its share of the frames (docs/live.md, "A rate that spans threads").
+            setups.push(("class", flows, "10Gbps\"".to_string()));
+        }
     }
     let mut n = 0;
     for (what, flows, rate) in setups {
         let shown = rate.split('"').next().unwrap_or("").to_string();
-        let label = if what == "pass" { "do-nothing (mode = pass)" } else { "npqos live" };
+        let label = match what {
+            "pass" => "do-nothing (mode = pass)",
+            "class" => "npqos live, one class of every flow",
+            _ => "npqos live",
+        };
         let mut got: [Vec<Measure>; 2] = Default::default();
         for _ in 0..runs {
             for t in [1u32, 2] {
@@ -116,6 +127,13 @@ fn threads(tag: &str) {
                 let d = tempfile::tempdir().unwrap();
                 let cfg = match what {
                     "pass" => format!("{}threads = {t}\nmode = \"pass\"\n[shaper]\nflow_rate = \"10Gbps\"\n", base()),
+                    "class" => format!(
+                        "{}threads = {t}\n[shaper]\nalpha = \"64KiB\"\ncap = \"1MiB\"\n{}[[services]]\nname = \"all\"\nprotocols = [\"udp\"]\nrate = \"{rate}\nrate_per = \"class\"\n",
+                        base(),
+                        // One queue per flow as in the rows above, deep enough for a turn's frames,
+                        // and a bucket deep enough for a turn's (the thread looks at it once a turn).
+                        table(flows).replace("4KiB", "1MiB")
+                    ),
                     _ => format!("{}threads = {t}\n[shaper]\nflow_rate = \"{rate}\n{}", base(), table(flows)),
                 };
                 let c = npqos_on(&bed, if t == 1 { Some(1) } else { None }, d.path(), &cfg, 3);
@@ -162,6 +180,8 @@ struct Own {
     user_ns: f64,
     sleeps: f64,
     per: Vec<(f64, f64)>,
+    /// Frames handed to the thread that owns their bucket, a share of the frames taken.
+    handed: f64,
 }
 
 /// One run of the threads part: the ring sender for 3 s, then what it measured.
@@ -209,8 +229,17 @@ fn measure(bed: &Bed, t: u32, flows: u32, npqos: Option<(Child, &Path)>) -> Meas
         let user_ns = sc["forwarding_cpu_user"].as_f64().unwrap_or(0.0) * 1e9 / rx.max(1.0);
         // Over the run's duration (the sender's 3 s sit within it).
         let sleeps = sc["forwarding_sleeps"].as_f64().unwrap_or(0.0) / info["elapsed_s"].as_f64().unwrap_or(1.0);
-        m.npqos =
-            Some(Own { taken: rx / secs, ring, dropped, cpu_ns: cpu_s * 1e9 / rx.max(1.0), user_ns, sleeps, per });
+        let handed = sc["handed_over"].as_f64().unwrap_or(0.0) / rx.max(1.0);
+        m.npqos = Some(Own {
+            taken: rx / secs,
+            ring,
+            dropped,
+            cpu_ns: cpu_s * 1e9 / rx.max(1.0),
+            user_ns,
+            sleeps,
+            per,
+            handed,
+        });
     }
     m
 }
@@ -236,7 +265,7 @@ fn print_measures(label: &str, t: u32, flows: u32, rate: &str, ms: &[Measure]) {
         })
         .collect::<Vec<_>>();
     println!(
-        "| {label} | {} | {flows} | {rate} | {:.0} | {} | {} | {} | {:.0} | {} | {} | {} | {} | {:.0} ns |",
+        "| {label} | {} | {flows} | {rate} | {:.0} | {} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {:.0} ns |",
         if t == 0 { "-".to_string() } else { t.to_string() },
         col(&|m| Some(m.offered)),
         show(col(&|m| Some(m.npqos.as_ref()?.taken)), ""),
@@ -247,6 +276,7 @@ fn print_measures(label: &str, t: u32, flows: u32, rate: &str, ms: &[Measure]) {
         show(col(&|m| Some(m.npqos.as_ref()?.user_ns)), " ns"),
         show(col(&|m| Some(m.npqos.as_ref()?.sleeps)), ""),
         if t > 1 && on { per.join(", ") } else { "-".into() },
+        if t > 1 && on { format!("{:.1}%", 100.0 * col(&|m| Some(m.npqos.as_ref()?.handed))) } else { "-".into() },
         col(&|m| Some(m.machine_ns)),
     );
 }
