@@ -20,7 +20,8 @@
 //! threads: what the threads forward together when the frames come as fast as they take
 //! them); and two threads against one. `NPQOS_FWT_RUNS` runs per row (default 3), 1 and 2
 //! threads alternated; medians. `NPQOS_FWT_FLOWS` narrows the rows to one flow count;
-//! `NPQOS_FWT_SLOTS` sets `[table] slots` (dqs's AFM slots, default 256; per thread).
+//! `NPQOS_FWT_SLOTS` sets `[table] slots` (dqs's AFM slots, per thread; default the queues',
+//! 256 until 2026-11-27's fifth session).
 //!
 //! Run: `cargo bench -p npqos-benches --bench forwarder_threads`.
 

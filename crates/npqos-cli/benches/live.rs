@@ -86,7 +86,7 @@ fn r0_frames(bed: &Bed) -> u64 {
 /// share of those taken), and the machine's CPU per frame forwarded. At 1e3 flows a row with
 /// every flow in one class (one bucket, one owner thread) shows what handing frames over costs.
 /// `NPQOS_THREADS_FLOWS` narrows the flow counts (for example `1000`); `NPQOS_THREADS_SLOTS`
-/// sets `[table] slots` (dqs's AFM slots, default 256) for the npqos rows.
+/// sets `[table] slots` (dqs's AFM slots, default the queues') for the npqos rows.
 #[cfg(target_os = "linux")]
 fn threads(tag: &str) {
     let runs: usize = std::env::var("NPQOS_THREADS_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);

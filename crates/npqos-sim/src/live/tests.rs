@@ -373,6 +373,23 @@ fn threads_and_codel_keys_are_read_and_checked() {
     assert_eq!(spec::read(&two.to_toml(), "resolved").unwrap(), two);
 }
 
+/// live's AFM slots follow its queues unless set (at most 2^20), where the dqs model and the
+/// router keep the paper's 256; the resolved file says so and reads back the same.
+#[test]
+fn live_afm_slots_default_to_its_queues() {
+    let table = |t: &str| spec(&format!("{MINIMAL}[table]\n{t}")).table;
+    assert_eq!(spec(MINIMAL).table.slots, 65_536, "the default queues' count");
+    assert_eq!(table("queues = 1000\n").slots, 1000);
+    assert_eq!(table("queues = 4194304\n").slots, 1 << 20);
+    assert_eq!(table("queues = 131072\nslots = 256\n").slots, 256, "set, it is kept");
+    let sp = spec(&format!("{MINIMAL}[table]\nqueues = 5000\n"));
+    assert!(sp.to_toml()["table"]["slots"].as_integer() == Some(5000), "written back");
+    assert_eq!(spec::read(&sp.to_toml(), "resolved").unwrap(), sp);
+    let root: toml::Table = toml::from_str("[table]\nqueues = 5000\n").unwrap();
+    let dqs = crate::models::dqs::scenario::read(&root, std::path::Path::new("."), &mut Vec::new());
+    assert_eq!(dqs.table.slots, 256, "the dqs model keeps the paper's default");
+}
+
 /// The way back's own shaping: a `[reverse]` table with the way in's keys under `reverse.`,
 /// shaping by default once it is there; its problems name `reverse.` keys; the way back as a
 /// spec of its own swaps the interfaces; the resolved file reads back the same.

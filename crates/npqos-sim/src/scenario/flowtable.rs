@@ -26,24 +26,33 @@ pub(crate) struct TableKeys {
     /// `queue_limit`: a per-queue limit, beyond the paper (the dqs model reproduces the
     /// paper's table without it).
     pub queue_limit: bool,
+    /// `slots` defaults to `queues` (at most [`SLOTS_FOLLOWING_QUEUES_MAX`]) rather than the
+    /// paper's 256: npqos live, a data plane whose active flows are its queues' flows, where
+    /// 1e5 active flows in 256 slots make trees of ~390 flows to search per frame.
+    pub slots_follow_queues: bool,
 }
+
+/// The largest `slots` that follows `queues` by default (8 MiB of slots).
+pub const SLOTS_FOLLOWING_QUEUES_MAX: u32 = 1 << 20;
 
 impl TableKeys {
     /// The dqs model's `[table]`.
-    pub const DQS: TableKeys = TableKeys { drr: true, queue_limit: false };
+    pub const DQS: TableKeys = TableKeys { drr: true, queue_limit: false, slots_follow_queues: false };
     /// npqos live's `[table]`.
-    pub const LIVE: TableKeys = TableKeys { drr: true, queue_limit: true };
+    pub const LIVE: TableKeys = TableKeys { drr: true, queue_limit: true, slots_follow_queues: true };
     /// The router's `[ingress]` (so that it can run a live configuration: `npqos live
     /// --as-scenario`).
-    pub const ROUTER: TableKeys = TableKeys { drr: false, queue_limit: true };
+    pub const ROUTER: TableKeys = TableKeys { drr: false, queue_limit: true, slots_follow_queues: false };
 }
 
 /// Reads the flow table's keys from `t`: the configuration with hash seed 0 (a run sets its
-/// own, [`with_seed`]), everything else at the `Dqs` defaults.
+/// own, [`with_seed`]), everything else at the `Dqs` defaults (`slots` at `queues` with
+/// [`TableKeys::slots_follow_queues`]).
 pub(crate) fn read(t: &mut Reader<'_>, keys: TableKeys, probs: &mut Vec<Problem>) -> DqsConfig {
-    let slots = t.int("slots", 256, 1, 1 << 24, probs) as u32;
-    let hash = t.choice("hash", "h3", &["h3", "foldhash"], probs);
     let queues = t.int("queues", 1 << 16, 1, 1 << 26, probs) as u32;
+    let slots_default = if keys.slots_follow_queues { queues.min(SLOTS_FOLLOWING_QUEUES_MAX) } else { 256 };
+    let slots = t.int("slots", i64::from(slots_default), 1, 1 << 24, probs) as u32;
+    let hash = t.choice("hash", "h3", &["h3", "foldhash"], probs);
     let blocks = t.int("blocks", 1 << 20, 1, 1 << 30, probs) as u32;
     let block_size = t.size("block_size", 64, probs);
     let quantum = if keys.drr { t.size("quantum", 1536, probs) } else { 1536 };
