@@ -3,7 +3,7 @@
 //! keys").
 //!
 //! ```toml
-//! slots = 256            # AFM slots M
+//! slots = 256            # AFM slots M (npqos live: the queues', at most 2^20)
 //! hash = "h3"            # or "foldhash"
 //! queues = 65536         # physical queues N
 //! blocks = 1048576       # buffer blocks
