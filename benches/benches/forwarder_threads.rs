@@ -10,7 +10,7 @@
 //! throttled (the live benchmark's threads rows: 20 kbps at 1e3 flows; 500 bps with a cap of
 //! 128 B, one frame, at 1e5 and 1e6), 200,000 frames/s of simulated time in all (each of two
 //! threads a frame every 10 us of its own clock). Each thread's frames (every one of its flows
-//! at least twice; 409,600 frames or more in all) are seen once untimed, then twice timed, a
+//! at least twice; 409,600 frames or more in all, in whole blocks) are seen once untimed, then twice timed, a
 //! block of 256 at a time; between blocks each thread writes 8 MiB over the threads (not timed),
 //! as the kernel's copies do on the bed ([`forwarder`](../forwarder.rs)'s benchmark). Timed:
 //! the thread's CPU time (`CLOCK_THREAD_CPUTIME_ID`) and wall time over its turns.
@@ -119,13 +119,15 @@ fn main() {
     println!("|---|---|---|---|---|---|---|---|---|");
     for flows in [1_000u32, 100_000, 1_000_000].into_iter().filter(|f| only.is_none_or(|o| o == *f)) {
         let queues = (if flows > 131_072 { 1_048_576 } else { 131_072 }, slots);
-        // Every flow at least twice, and at least 409,600 frames: flow f is thread f % t's.
-        let times = (409_600 / flows as usize).max(2);
+        // Every flow at least twice, at least 409,600 frames, whole blocks (a block's tail is
+        // never empty frames): flow f is thread f % t's.
+        let times = (409_600usize.div_ceil(flows as usize)).max(2);
+        let whole = |n: usize| n.div_ceil(BLOCK) * BLOCK;
         let sets = |t: u32| -> Vec<Vec<Vec<u8>>> {
             (0..t)
                 .map(|i| {
                     blocks(
-                        (0..flows).filter(|f| f % t == i).cycle().take((flows / t) as usize * times).collect(),
+                        (0..flows).filter(|f| f % t == i).cycle().take(whole((flows / t) as usize * times)).collect(),
                         7 + i as u64,
                     )
                 })
