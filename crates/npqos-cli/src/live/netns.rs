@@ -9,7 +9,7 @@
 
 use super::monotonic_ns;
 use super::ring::RxRing;
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::net::{Ipv4Addr, SocketAddrV4, UdpSocket};
 use std::os::fd::AsRawFd;
 use std::process::Command;
@@ -467,6 +467,9 @@ pub struct FlowSeen {
     pub reordered: u64,
     /// Frames whose IPv4 ECN field said Congestion Experienced.
     pub ce: u64,
+    /// The longest time between two of the flow's frames, ns: a stall of the whole machine
+    /// (the VM's host taking its CPUs) shows here as a gap every flow shares.
+    pub max_gap_ns: u64,
 }
 
 impl FlowSeen {
@@ -482,8 +485,38 @@ impl FlowSeen {
 pub struct Received {
     /// Keyed by flow index ([`flow_ports`] inverted).
     pub flows: HashMap<u32, FlowSeen>,
+    /// Bytes per flow per [`BIN_NS`] of kernel time (bin = timestamp / BIN_NS).
+    bins: HashMap<u32, BTreeMap<u64, u64>>,
     pub other_frames: u64,
     pub ring_drops: u64,
+}
+
+/// The receiver's bins of bytes per flow: 100 ms.
+pub const BIN_NS: u64 = 100_000_000;
+
+impl Received {
+    /// Flow `flow`'s rate as the median over its whole periods of `period_bins` bins (the
+    /// first and last bins, which the flow may fill only in part, left out), bits/s: the rate
+    /// it held, which one stall of the machine in one period does not move. None with fewer
+    /// than three whole periods.
+    pub fn steady_rate_bps(&self, flow: u32, period_bins: u64) -> Option<f64> {
+        let bins = self.bins.get(&flow)?;
+        let (&first, &last) = (bins.keys().next()?, bins.keys().next_back()?);
+        let p = period_bins.max(1);
+        let mut rates: Vec<f64> = ((first + 1)..last)
+            .step_by(p as usize)
+            .filter(|b| b + p <= last)
+            .map(|b| {
+                (b..b + p).map(|i| bins.get(&i).copied().unwrap_or(0)).sum::<u64>() as f64 * 8e9 / (p * BIN_NS) as f64
+            })
+            .collect();
+        if rates.len() < 3 {
+            return None;
+        }
+        rates.sort_by(f64::total_cmp);
+        let n = rates.len();
+        Some((rates[(n - 1) / 2] + rates[n / 2]) / 2.0)
+    }
 }
 
 /// Counts the test flows arriving on `iface` (a packet ring, kernel timestamps) until `stop`
@@ -515,11 +548,15 @@ pub fn receive_for(iface: &str, dst: Ipv4Addr, stop: &AtomicBool) -> Result<Rece
             if s.frames > 0 && seq < s.next_seq {
                 s.reordered += 1;
             }
+            if s.frames > 0 {
+                s.max_gap_ns = s.max_gap_ns.max(ts.saturating_sub(s.last_ns));
+            }
             s.next_seq = s.next_seq.max(seq + 1);
             s.ce += (f[15] & 3 == 3) as u64;
             s.frames += 1;
             s.bytes += f.len() as u64;
             s.last_ns = ts;
+            *got.bins.entry(i).or_default().entry(ts / BIN_NS).or_default() += f.len() as u64;
         });
         if n == 0 {
             std::thread::sleep(std::time::Duration::from_micros(200));
