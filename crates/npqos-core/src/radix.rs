@@ -45,6 +45,16 @@ impl<T, const L: usize> Levels<T, L> {
     }
 
     /// Appends `item` to slot `i`.
+    /// The earliest key slot `i` can hold when its entries were filed against `base`: `base`'s
+    /// digits above the slot's level, the slot's digit at it, zeros below.
+    #[inline]
+    pub fn slot_start(base: u64, i: usize) -> u64 {
+        let (l, s) = ((i / SLOTS) as u32, (i % SLOTS) as u64);
+        let above = DIGIT * (l + 1);
+        let high = if above >= 64 { 0 } else { (base >> above) << above };
+        high | (s << (DIGIT * l))
+    }
+
     #[inline(always)]
     pub fn push(&mut self, i: usize, item: T) {
         self.slots[i].push(item);

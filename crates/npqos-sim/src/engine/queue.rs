@@ -147,7 +147,8 @@ pub struct EventQueue<E> {
     /// taken whole (at most [`SORT_MAX`] entries, or level 0) plus later pushes not after its
     /// latest time. Usually a few.
     current: Vec<Entry<E>>,
-    /// The time the levels' digits are taken against: the earliest time of the slot last taken.
+    /// The time the levels' digits are taken against: the earliest time of the slot last taken
+    /// when it was sorted whole, else the start of its range (the earliest time it could hold).
     base: u64,
     /// Entries later than the current run, filed against `base`.
     levels: Levels<Entry<E>, LEVELS>,
@@ -303,38 +304,48 @@ impl<E: Copy> EventQueue<E> {
     }
 
     /// Empties the first non-empty slot of the lowest non-empty level. A slot of at most
-    /// [`SORT_MAX`] entries (or of level 0) becomes `current`, sorted; a larger one gives its
-    /// earliest time to `base`, its entries at that time to `current` and the others to lower
-    /// levels. Slots of higher digits keep their places (the new base shares every digit above
+    /// [`SORT_MAX`] entries (or of level 0) becomes `current`, sorted; a larger one gives the
+    /// start of its range to `base`, its entries at that time to `current` and the others to
+    /// lower levels, and the first slot is taken again until `current` holds one. Slots of higher digits keep their places (the new base shares every digit above
     /// this level with the old one), so an entry moves at most once per level: a handful of
     /// times in its life.
     #[inline(never)]
     fn redistribute(&mut self) {
         debug_assert!(self.current.is_empty());
-        let i = self.levels.first().expect("settle checked");
-        let mut b = self.levels.take(i);
-        if i < SLOTS || b.len() <= SORT_MAX {
-            b.sort_unstable_by_key(|e| Reverse(ByKey(*e)));
-            self.base = b.last().expect("slot marked non-empty").time;
-            // The slot's vector becomes `current`; the empty one takes its place.
-            std::mem::swap(&mut self.current, &mut b);
-        } else {
-            let t = b.iter().map(|e| e.time).min().expect("slot marked non-empty");
-            self.base = t;
-            for e in b.drain(..) {
-                if e.time == t {
-                    self.current.push(e);
-                } else {
-                    self.place_level(e);
+        loop {
+            let i = self.levels.first().expect("settle checked");
+            let mut b = self.levels.take(i);
+            if i < SLOTS || b.len() <= SORT_MAX {
+                b.sort_unstable_by_key(|e| Reverse(ByKey(*e)));
+                self.base = b.last().expect("slot marked non-empty").time;
+                // The slot's vector becomes `current`; the empty one takes its place.
+                std::mem::swap(&mut self.current, &mut b);
+            } else {
+                // The slot's start, the earliest time it can hold, is the new base: at or
+                // below every entry, and sharing every digit above this level with the old
+                // base. Its entries at that time go to `current` and the others one level
+                // down or more, in one pass (no pass before it for their minimum).
+                let t = Levels::<Entry<E>, LEVELS>::slot_start(self.base, i);
+                debug_assert!(t >= self.base);
+                self.base = t;
+                for e in b.drain(..) {
+                    if e.time == t {
+                        self.current.push(e);
+                    } else {
+                        self.place_level(e);
+                    }
+                }
+                if self.current.len() > 1 {
+                    self.current.sort_unstable_by_key(|e| Reverse(e.seq));
                 }
             }
-            if self.current.len() > 1 {
-                self.current.sort_unstable_by_key(|e| Reverse(e.seq));
+            // Keep a small allocation for reuse; a large one goes (every slot keeping its
+            // largest size would hold several times the pending set at a million events).
+            self.levels.give_back(i, b, KEEP);
+            if !self.current.is_empty() {
+                break;
             }
         }
-        // Keep a small allocation for reuse; a large one goes (every slot keeping its largest
-        // size would hold several times the pending set at a million events).
-        self.levels.give_back(i, b, KEEP);
         self.reference = self.current.last().expect("the minimum").key();
     }
 
