@@ -158,6 +158,14 @@ pub struct LinkModel {
     sample_every: Duration,
     /// The synthetic input.
     feed: Option<Feed<Synthetic, Arrival>>,
+    /// With the synthetic input, the link's departure is the model's own (time ns, stamp),
+    /// not an engine event: the model gives the engine the earlier of it and the next
+    /// arrival (`next_source`). Stamps count the departures and samples scheduled, so that
+    /// a departure and a sample at one instant keep the order of their scheduling, as two
+    /// queued events would (the samples stay queued, in class 1; arrivals are class 2).
+    departure: Option<(u64, u64)>,
+    stamps: u64,
+    sample_stamp: u64,
     /// A flow population feeds the queues; flows it started up to the last arrival taken.
     population: bool,
     flows_started: u64,
@@ -201,6 +209,9 @@ impl LinkModel {
             end: sc.duration.as_nanos(),
             sample_every: sc.sample_every(),
             feed: None,
+            departure: None,
+            stamps: 0,
+            sample_stamp: 0,
             population: false,
             flows_started: 0,
             trace: None,
@@ -267,8 +278,23 @@ impl LinkModel {
                 m.pull_trace(engine);
             }
         }
-        engine.schedule(Instant::ZERO + m.sample_every, Ev::Sample);
+        m.schedule_sample(Instant::ZERO + m.sample_every, engine);
         Ok(m)
+    }
+
+    /// Schedules the next sample: a queued event, in class 1 with the synthetic input (after
+    /// a departure scheduled before it, before one scheduled after it and before arrivals).
+    fn schedule_sample(&mut self, at: Instant, engine: &mut Engine<Ev>) {
+        match self.feed.is_some() {
+            true => {
+                engine.schedule_class(at, 1, Ev::Sample);
+                self.sample_stamp = self.stamps;
+                self.stamps += 1;
+            }
+            false => {
+                engine.schedule(at, Ev::Sample);
+            }
+        }
     }
 
     /// Reads the next IP packet of the trace and schedules its arrival.
@@ -348,7 +374,15 @@ impl LinkModel {
         }
         let done = self.link.send(engine.now(), size);
         self.busy = true;
-        engine.schedule(done, Ev::Departure);
+        match self.feed.is_some() {
+            true => {
+                self.departure = Some((done.as_nanos(), self.stamps));
+                self.stamps += 1;
+            }
+            false => {
+                engine.schedule(done, Ev::Departure);
+            }
+        }
         let (done_ns, arrival) = (done.as_nanos(), p.arrival.as_nanos());
         if arrival >= self.warmup && done_ns <= self.end {
             let _ = self.delay.record(done_ns - arrival);
@@ -482,20 +516,35 @@ impl Model for LinkModel {
             }
             Ev::Sample => {
                 self.sample(engine.now());
-                engine.schedule_in(self.sample_every, Ev::Sample);
+                self.schedule_sample(engine.now() + self.sample_every, engine);
             }
         }
     }
 
-    /// The next synthetic arrival, in class 0: at one instant the link's departures and the
-    /// samples (queued events) come first.
+    /// The link's departure or the next synthetic arrival, whichever is earlier (the
+    /// departure at a tie). Arrivals are class 2: at one instant the departure and the
+    /// sample (class 1, queued) come first. The departure is class 0 when it was scheduled
+    /// before the pending sample, else 2 (after it).
     #[inline]
     fn next_source(&mut self) -> Option<(Instant, u8)> {
-        self.feed.as_mut()?.peek().map(|a| (Instant::from_nanos(a.t), 0))
+        let a = self.feed.as_mut()?.peek().map(|a| a.t);
+        match (self.departure, a) {
+            (Some((d, stamp)), a) if a.is_none_or(|a| d <= a) => {
+                Some((Instant::from_nanos(d), if stamp < self.sample_stamp { 0 } else { 2 }))
+            }
+            (_, Some(a)) => Some((Instant::from_nanos(a), 2)),
+            _ => None,
+        }
     }
 
     #[inline]
     fn source(&mut self, engine: &mut Engine<Ev>) {
+        if self.departure.is_some_and(|(d, _)| d == engine.now().as_nanos()) {
+            self.departure = None;
+            self.busy = false;
+            self.start_next(engine);
+            return;
+        }
         let feed = self.feed.as_mut().expect("next_source announced an arrival");
         let a = feed.next_item().expect("next_source announced an arrival");
         // The queue a few arrivals ahead: start loading its record and DRR word.
@@ -684,6 +733,34 @@ mod tests {
             assert!(one.get("offered_packets").unwrap() > 10_000.0);
             assert_eq!(run(&sc, 5, 2, None, &mut |_| {}).unwrap(), one, "{text}");
         }
+    }
+
+    /// At one instant a departure and a sample keep the order in which they were scheduled
+    /// (the departure is the model's own, the sample an engine event), and arrivals come
+    /// after both. 1000 B frames on a link that sends one in `tx`, every queue's arrivals at
+    /// whole multiples of 500 us (constant gaps), samples on the same instants; the bytes a
+    /// sample counts are those of the packets started since the last one. The values are those
+    /// of 3eb7c0c, whose departures were engine events.
+    #[test]
+    fn departures_and_samples_at_one_instant_keep_their_order() {
+        let series = |text: &str| -> Vec<f64> {
+            let r = run(&scenario(text), 3, 1, None, &mut |_| {}).unwrap();
+            let s = r.series.iter().find(|s| s.name == "throughput").unwrap();
+            s.points.iter().map(|p| (p.1 * 1e3).round() / 1e3).collect()
+        };
+        let text = |rate: &str, queues: u32, every: &str| {
+            format!("[run]\nduration = \"6ms\"\nsample_interval = \"{every}\"\n[link]\nrate = \"{rate}\"\n[queues]\ncount = {queues}\nbuffer = \"16KiB\"\n[traffic]\noverload = 2.0\nsizes = \"constant\"\nsize = \"1000B\"\narrivals = \"constant\"\n")
+        };
+        // tx = 0.5 ms, samples every 1 ms: the departure at 2 ms was scheduled at 1.5 ms, the
+        // sample at 1 ms, so the sample counts the 2 packets started at 1 and 1.5 ms, not the
+        // one the departure starts (16 Mbps x 1 ms = 2000 B).
+        assert_eq!(series(&text("16Mbps", 4, "1ms")), [0.0, 0.016, 0.016, 0.016, 0.016, 0.016]);
+        // tx = 1 ms, samples every 0.5 ms: the departure at 1.5 ms was scheduled at 0.5 ms,
+        // the sample at 1 ms, so the departure goes first and its packet counts at 1.5 ms.
+        assert_eq!(
+            series(&text("8Mbps", 1, "500us")),
+            [0.0, 0.016, 0.016, 0.0, 0.016, 0.0, 0.016, 0.0, 0.016, 0.0, 0.0, 0.0]
+        );
     }
 
     #[test]
