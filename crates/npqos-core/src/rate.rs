@@ -96,6 +96,11 @@ pub struct Serializer {
     busy_start: Instant,
     busy_bits: u128,
     free_at: Instant,
+    /// 1e9 / rate in lowest terms (`ns_num / ns_den` ns per bit): at 100 Gbps 1 / 100, so
+    /// that a busy period's bits times `ns_num` usually fit 64 bits and one 64-bit division
+    /// places the packet, where 1e9 / rate in 128 bits took a library call per packet.
+    ns_num: u64,
+    ns_den: u64,
 }
 
 impl Serializer {
@@ -109,7 +114,18 @@ impl Serializer {
                 expected: "a positive rate",
             });
         }
-        Ok(Serializer { rate, busy_start: Instant::ZERO, busy_bits: 0, free_at: Instant::ZERO })
+        let (mut a, mut b) = (1_000_000_000u64, rate.bits_per_sec);
+        while b != 0 {
+            (a, b) = (b, a % b);
+        }
+        Ok(Serializer {
+            rate,
+            busy_start: Instant::ZERO,
+            busy_bits: 0,
+            free_at: Instant::ZERO,
+            ns_num: 1_000_000_000 / a,
+            ns_den: rate.bits_per_sec / a,
+        })
     }
     pub fn rate(&self) -> Rate {
         self.rate
@@ -125,8 +141,14 @@ impl Serializer {
             self.busy_bits = 0;
         }
         self.busy_bits += bytes as u128 * 8;
-        let ns = (self.busy_bits * 1_000_000_000).div_ceil(self.rate.bits_per_sec as u128);
-        let ns = u64::try_from(ns).unwrap_or(u64::MAX);
+        // ceil(bits x 1e9 / rate) = ceil(bits x ns_num / ns_den), exactly; in 64 bits when the
+        // product fits.
+        let ns = match u64::try_from(self.busy_bits).ok().and_then(|b| b.checked_mul(self.ns_num)) {
+            Some(x) => x.div_ceil(self.ns_den),
+            None => {
+                u64::try_from((self.busy_bits * self.ns_num as u128).div_ceil(self.ns_den as u128)).unwrap_or(u64::MAX)
+            }
+        };
         self.free_at = self.busy_start + Duration::from_nanos(ns);
         self.free_at
     }
@@ -143,6 +165,37 @@ mod tests {
         assert_eq!(Rate::from_bits_per_sec(3).tx_time(1), Some(Duration::from_nanos(2_666_666_667)));
         assert_eq!(Rate::from_bits_per_sec(0).tx_time(1), None);
         assert_eq!(Rate::from_bits_per_sec(1).tx_time(u64::MAX), None);
+    }
+
+    proptest::proptest! {
+        /// Every finish time equals ceil(bits x 1e9 / rate) over the busy period, computed in
+        /// 128 bits: at any rate (those that divide 1e9 and those prime to it), for packets
+        /// back to back and after idle gaps, and in busy periods long enough that bits x
+        /// 1e9 / gcd leaves 64 bits (the 128-bit path).
+        #[test]
+        fn serializer_finish_times_are_exact(
+            rate in proptest::prop_oneof![1u64..1_000, 1_000u64..10_000_000_000, proptest::strategy::Just(100_000_000_000), proptest::strategy::Just(7_000_000_000), proptest::strategy::Just(999_999_937)],
+            sizes in proptest::collection::vec((1u64..=9_000, 0u64..3), 1..200),
+            big in 0u64..3,
+        ) {
+            let mut s = Serializer::new(Rate::from_bits_per_sec(rate)).unwrap();
+            let (mut start, mut bits, mut now) = (0u64, 0u128, 0u64);
+            for (i, &(size, idle)) in sizes.iter().enumerate() {
+                // Sometimes a packet far larger than any frame, so the bits overflow 64 bits
+                // times the numerator; sometimes an idle gap that ends the busy period.
+                let size = if big == 2 && i == 0 { u64::MAX / 16 } else { size };
+                if idle == 0 {
+                    now = now.max(s.free_at().as_nanos()) + 1 + size % 97;
+                }
+                if now >= s.free_at().as_nanos() {
+                    (start, bits) = (now, 0);
+                }
+                bits += size as u128 * 8;
+                let want = u64::try_from((bits * 1_000_000_000).div_ceil(rate as u128)).unwrap_or(u64::MAX);
+                let got = s.send(Instant::from_nanos(now), size);
+                proptest::prop_assert_eq!(got, Instant::ZERO + Duration::from_nanos(start) + Duration::from_nanos(want));
+            }
+        }
     }
 
     #[test]
