@@ -4,7 +4,8 @@
 //! Relative to a base key `B`, a key `k > B` belongs at level `l`, the highest 6-bit digit in
 //! which `k` differs from `B`, in slot `s`, its value of that digit (a key equal to `B` goes to
 //! level 0, slot `B`'s lowest digit). Every key filed against one base sorts by (level, slot),
-//! and moving the base to the smallest key of the first occupied slot leaves every other slot's
+//! and moving the base to the smallest key of the first occupied slot (or to that slot's start,
+//! [`Levels::slot_start`], which is at or below it) leaves every other slot's
 //! keys where they belong, so a user empties that slot, files its entries again against the new
 //! base, and each entry moves at most once per level. `L` levels cover `6 L` bits of key.
 //! Per level a 64-bit word marks the occupied slots and one 16-bit word the non-empty levels,
@@ -144,5 +145,31 @@ impl<T, const L: usize> Levels<T, L> {
         if self.occupied[l] == 0 {
             self.nonempty &= !(1 << l);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A slot's start is at or below every key filed in it, and is itself filed in it, for
+    /// keys at every level against bases with digits set above, at and below them.
+    #[test]
+    fn a_slot_start_is_the_least_key_the_slot_holds() {
+        type L11 = Levels<u64, 11>;
+        for base in [0u64, 1, 63, 64 * 5 + 3, 0x0123_4567_89ab_cdef, u64::MAX - (1 << 40)] {
+            for shift in [0u32, 5, 6, 11, 12, 30, 36, 59, 60, 63] {
+                for add in [1u64, 7, 1 << shift, (1 << shift) | 1] {
+                    let Some(key) = base.checked_add(add) else { continue };
+                    let i = L11::index(base, key);
+                    let start = L11::slot_start(base, i);
+                    assert!(start <= key, "base {base:#x} key {key:#x}: start {start:#x}");
+                    assert!(start >= base || i / SLOTS == 0, "base {base:#x} key {key:#x}: start {start:#x}");
+                    assert_eq!(L11::index(base, start.max(base)), i, "base {base:#x} key {key:#x}");
+                }
+            }
+        }
+        // Level 1, slot 3 against base 0x1234 (digits 0x12 = 4 x 64 + 52): 0x1000 + 3 x 64.
+        assert_eq!(L11::slot_start(0x1234, SLOTS + 3), 0x1000 + 3 * 64);
     }
 }

@@ -467,8 +467,10 @@ pub struct FlowSeen {
     pub reordered: u64,
     /// Frames whose IPv4 ECN field said Congestion Experienced.
     pub ce: u64,
-    /// The longest time between two of the flow's frames, ns: a stall of the whole machine
-    /// (the VM's host taking its CPUs) shows here as a gap every flow shares.
+    /// The longest time between two of the flow's frames, ns. A gap every flow shares is no
+    /// property of the shaper: a receiver that opens its ring while the flows run sees one
+    /// of 12-25 ms after their first few frames here, and a stall of the machine shows the
+    /// same way.
     pub max_gap_ns: u64,
 }
 

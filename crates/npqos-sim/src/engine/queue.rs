@@ -306,7 +306,8 @@ impl<E: Copy> EventQueue<E> {
     /// Empties the first non-empty slot of the lowest non-empty level. A slot of at most
     /// [`SORT_MAX`] entries (or of level 0) becomes `current`, sorted; a larger one gives the
     /// start of its range to `base`, its entries at that time to `current` and the others to
-    /// lower levels, and the first slot is taken again until `current` holds one. Slots of higher digits keep their places (the new base shares every digit above
+    /// lower levels, and the first slot is taken again until `current` holds one. Slots of
+    /// higher digits keep their places (the new base shares every digit above
     /// this level with the old one), so an entry moves at most once per level: a handful of
     /// times in its life.
     #[inline(never)]
