@@ -1,10 +1,8 @@
 #!/usr/bin/env bash
-# Every test of npqos: the Rust workspace's (`cargo test --workspace --release`) and the Python
+# Every test of npqos: the Rust workspace's (`cargo test --workspace --release`), then the Python
 # package's: `pip install .` of this checkout into a virtual environment (target/python-venv,
-# or $NPQOS_VENV) and pytest over python/tests, which start a real Dask LocalCluster. The Rust
-# tests are built first and the wheel reuses that release build; pytest then runs at nice 19
-# beside the Rust tests (its output follows theirs): much of their time is the namespace tests
-# waiting on their traffic. This is the README's test command; .ci/run runs it.
+# or $NPQOS_VENV) and pytest over python/tests, which start a real Dask LocalCluster. The wheel
+# reuses the release build the Rust tests made. This is the README's test command; .ci/run runs it.
 # `scripts/test.sh --python-deps` only makes the virtual environment and installs the test
 # requirements (CI does that while clippy runs).
 set -euo pipefail
@@ -12,25 +10,16 @@ cd "$(dirname "$0")/.."
 
 deps_only=false
 [ "${1:-}" = "--python-deps" ] && deps_only=true
-$deps_only || cargo test --workspace --release --no-run
-
-# The Rust tests alone, when the Python tests cannot run.
-rust_only() {
-  echo "$1"
-  cargo test --workspace --release
-  exit 0
-}
+$deps_only || cargo test --workspace --release
 
 py=${PYTHON:-python3}
 venv=${NPQOS_VENV:-target/python-venv}
 if ! command -v "$py" >/dev/null 2>&1; then
-  $deps_only || rust_only "SKIPPED: the Python tests: no $py on PATH (set PYTHON to a Python 3.9 or later)"
   echo "SKIPPED: the Python tests: no $py on PATH (set PYTHON to a Python 3.9 or later)"
   exit 0
 fi
 if [ ! -x "$venv/bin/python" ]; then
   if ! "$py" -m venv "$venv"; then
-    $deps_only || rust_only "SKIPPED: the Python tests: $py cannot create a virtual environment (on Debian: apt-get install python3-venv)"
     echo "SKIPPED: the Python tests: $py cannot create a virtual environment (on Debian: apt-get install python3-venv)"
     exit 0
   fi
@@ -46,19 +35,6 @@ fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check "maturin>=1.5,<2" "pandas>=1.5" "dask[distributed]>=2023.1" "pytest>=7"
 $deps_only && exit 0
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps --force-reinstall .
-# The wheel is built before the Rust tests start (both take cargo's lock on target/).
-log=target/python-tests.log
-echo "python: pytest (at nice 19 beside the Rust tests; its output after theirs)"
-(cd python/tests && NPQOS_BIN="$PWD/../../target/release/npqos" nice -n 19 "$venv/bin/python" -m pytest -q -rs --durations=8) > "$log" 2>&1 &
-pytest_pid=$!
-rust=0
-cargo test --workspace --release || rust=$?
-python=0
-wait "$pytest_pid" || python=$?
 echo "python: pytest"
-cat "$log"
-if [ "$rust" -ne 0 ]; then
-  echo "the Rust tests failed (exit $rust)"
-  exit "$rust"
-fi
-exit "$python"
+cd python/tests
+NPQOS_BIN="$PWD/../../target/release/npqos" "$venv/bin/python" -m pytest -q -rs --durations=8
