@@ -23,7 +23,7 @@ pub const PROTO_UDP: u8 = 17;
 /// `memcmp`, which was 10% of the router's arrival thread on router-100g (its flow index is a
 /// map by key) and a sixth of dqs's flow-table search (a tree ordered by key).
 #[allow(clippy::derived_hash_with_manual_eq)] // equal keys are equal field by field: one hash
-#[derive(Clone, Copy, Debug, Eq, Hash, Default)]
+#[derive(Clone, Copy, Debug, Eq, Hash, Default, bytemuck::Zeroable)]
 pub struct FlowKey {
     pub src: [u8; 16],
     pub dst: [u8; 16],

@@ -22,22 +22,27 @@
 //! to the flows' first-seen indices (the router model), that bucket is the flow's first-seen
 //! index, as the simulator's per-flow buckets always were.
 //!
-//! **Memory.** 16 B per bucket, a map entry per bucket lent to a flow without a hint (the key
-//! and the bucket, both ways), and, once every bucket has been used, a heap of parked buckets
+//! **Memory.** 16 B per bucket, the key of the flow each bucket is lent to without a hint (40
+//! B per bucket, in pages the table touches only when such a flow takes the bucket), an index
+//! from a key's hash to its bucket (16 B a slot, up to two slots per bucket: the index grows
+//! by doubling from room for 65,536 flows), and, once every bucket has been used, a heap of parked buckets
 //! by their full time (at most `2n + 64` entries: stale entries are dropped on the way and the
 //! heap is compacted when they outnumber the live ones). [`FlowBuckets::memory_bytes`] states
 //! it; it does not grow with the number of flows.
 //!
 //! **Cost.** While a never-used bucket remains, nothing is kept in order: parking writes the
 //! bucket's record and nothing else, so a run where flows never outnumber buckets pays a
-//! record write per acquire and release.
+//! record write per acquire and release. A flow without a hint pays a hash and a look in the
+//! index; a driver that knows the next packets' keys loads their index slots and records
+//! ahead ([`FlowBuckets::prefetch_index`], [`FlowBuckets::prefetch_flow`]).
 
 use crate::error::{Clock, Error};
 use crate::flow::FlowKey;
+use crate::pipeline::hashslots::HashSlots;
 use crate::pipeline::{ConservationError, Ports};
 use crate::time::Instant;
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::hash::BuildHasher;
 
 /// Never lent (zero: a new table is the kernel's zeroed pages, not written at build).
@@ -94,10 +99,12 @@ pub struct BucketCounters {
 #[derive(Clone, Debug)]
 pub struct FlowBuckets {
     slots: Vec<Slot>,
-    /// Flows without a hint (or whose hint's bucket went to another flow) -> their bucket.
-    map: HashMap<FlowKey, u32, foldhash::fast::FixedState>,
-    /// Bucket -> the key of its flow in `map`.
-    key_of: HashMap<u32, FlowKey, foldhash::fast::FixedState>,
+    /// Flows without a hint (or whose hint's bucket went to another flow): their bucket by
+    /// their key's hash.
+    map: HashSlots,
+    /// Per bucket: the key of its flow, while the bucket is [`MAPPED`].
+    keys: Vec<FlowKey>,
+    hasher: foldhash::fast::FixedState,
     /// Every bucket below is used.
     next_unused: u32,
     unused: u32,
@@ -123,12 +130,12 @@ impl FlowBuckets {
                 expected: "1 to 2^32 - 2 buckets",
             });
         }
-        let hasher = || foldhash::fast::FixedState::with_seed(0);
         Ok(FlowBuckets {
             // Every slot UNUSED, holding nothing.
             slots: bytemuck::zeroed_vec(buckets as usize),
-            map: HashMap::with_hasher(hasher()),
-            key_of: HashMap::with_hasher(hasher()),
+            map: HashSlots::new(buckets as usize),
+            keys: bytemuck::zeroed_vec(buckets as usize),
+            hasher: foldhash::fast::FixedState::with_seed(0),
             next_unused: 0,
             unused: buckets,
             parked: BinaryHeap::new(),
@@ -156,6 +163,31 @@ impl FlowBuckets {
         crate::hint::prefetch(&self.slots, bucket as usize);
     }
 
+    /// The hash of flow key `key` that [`Self::acquire_hashed`], [`Self::prefetch_index`]
+    /// and [`Self::prefetch_flow`] take.
+    #[inline]
+    pub fn hash(&self, key: &FlowKey) -> u64 {
+        self.hasher.hash_one(key)
+    }
+
+    /// A hint: a packet of the flow whose [`Self::hash`] is `h` comes soon, so its index slot
+    /// is loaded now (no effect on results).
+    #[inline]
+    pub fn prefetch_index(&self, h: u64) {
+        self.map.prefetch(h);
+    }
+
+    /// A hint, the second some work after [`Self::prefetch_index`]: the record and key of the
+    /// bucket the index slot of `h` names are loaded now. Returns that bucket, a guess (its
+    /// key is not checked) for the caller's own per-bucket state; no effect on results.
+    #[inline]
+    pub fn prefetch_flow(&self, h: u64) -> Option<u32> {
+        let b = self.map.peek(h)?;
+        crate::hint::prefetch(&self.slots, b as usize);
+        crate::hint::prefetch_whole(&self.keys, b as usize);
+        Some(b)
+    }
+
     /// Flow `key` has one more packet (or queue) in the element at `now`: its bucket, and how
     /// it came by it. `hint` is the bucket the caller would give the flow if it were unused
     /// (the router model's first-seen index); a hint must belong to one flow only.
@@ -163,15 +195,31 @@ impl FlowBuckets {
     /// Errors (no effect): a hint outside the buckets, `now` before a time already given, or
     /// more than `u32::MAX` packets held on one bucket.
     pub fn acquire(&mut self, key: &FlowKey, hint: Option<u32>, now: Instant) -> Result<(u32, Taken), Error> {
+        self.acquire_hashed(key, None, hint, now)
+    }
+
+    /// [`Self::acquire`] of a key whose [`Self::hash`] the caller worked out (`None`: worked
+    /// out here when needed).
+    pub fn acquire_hashed(
+        &mut self,
+        key: &FlowKey,
+        h: Option<u64>,
+        hint: Option<u32>,
+        now: Instant,
+    ) -> Result<(u32, Taken), Error> {
         let n = self.slots.len();
         if let Some(h) = hint.filter(|&h| h as usize >= n) {
             return Err(Error::UnknownId { kind: "bucket", id: h, count: n });
         }
         self.clock.advance(now)?;
         // Its own: by its hint, or else by its key.
+        let mut hash = h;
         let own = match hint {
             Some(h) if self.slots[h as usize].owner == OWN => Some(h),
-            _ => self.map.get(key).copied(),
+            _ => {
+                let h = *hash.get_or_insert_with(|| self.hasher.hash_one(key));
+                self.map.find(h, |b| self.keys[b as usize] == *key)
+            }
         };
         if let Some(b) = own {
             self.hold(b)?;
@@ -190,7 +238,7 @@ impl FlowBuckets {
                 Some(taken) => taken,
                 None => {
                     // Every bucket is held: share one, by hash, without owning it.
-                    let b = (self.map.hasher().hash_one(key) % n as u64) as u32;
+                    let b = (hash.unwrap_or_else(|| self.hasher.hash_one(key)) % n as u64) as u32;
                     self.hold(b)?;
                     self.ports.input += 1;
                     self.counters.shared += 1;
@@ -209,8 +257,9 @@ impl FlowBuckets {
             s.owner = OWN;
         } else {
             s.owner = MAPPED;
-            self.map.insert(*key, b);
-            self.key_of.insert(b, *key);
+            let h = hash.unwrap_or_else(|| self.hasher.hash_one(key));
+            self.map.insert(h, b);
+            self.keys[b as usize] = *key;
         }
         Ok((b, how))
     }
@@ -288,9 +337,9 @@ impl FlowBuckets {
     /// Bucket `b` leaves its idle flow.
     fn unbind(&mut self, b: u32) {
         if self.slots[b as usize].owner == MAPPED {
-            if let Some(k) = self.key_of.remove(&b) {
-                self.map.remove(&k);
-            }
+            let h = self.hasher.hash_one(self.keys[b as usize]);
+            let was = self.map.remove(h, b);
+            debug_assert!(was, "a mapped bucket is in the index");
         }
         self.slots[b as usize].owner = UNUSED;
     }
@@ -308,12 +357,12 @@ impl FlowBuckets {
         self.parked = v.into();
     }
 
-    /// Bytes held, whatever the number of flows: the records, the maps at their capacity and
-    /// the heap at its capacity.
+    /// Bytes held, whatever the number of flows: the records, the keys, the index at its
+    /// capacity and the heap at its capacity.
     pub fn memory_bytes(&self) -> u64 {
-        let entry = size_of::<FlowKey>() + size_of::<u32>() + 8;
         (self.slots.capacity() * size_of::<Slot>()
-            + (self.map.capacity() + self.key_of.capacity()) * entry
+            + self.keys.capacity() * size_of::<FlowKey>()
+            + self.map.capacity() * 16
             + self.parked.capacity() * size_of::<Reverse<(u64, u32)>>()) as u64
     }
 
@@ -340,12 +389,12 @@ impl FlowBuckets {
             return Err(format!("bucket {b} is unused but holds packets"));
         }
         let mapped = self.slots.iter().filter(|s| s.owner == MAPPED).count();
-        if mapped != self.map.len() || mapped != self.key_of.len() {
-            return Err(format!("{mapped} mapped buckets, {} in the map, {} keys", self.map.len(), self.key_of.len()));
+        if mapped != self.map.len() {
+            return Err(format!("{mapped} mapped buckets, {} in the index", self.map.len()));
         }
-        for (k, &b) in &self.map {
-            if self.slots[b as usize].owner != MAPPED || self.key_of.get(&b) != Some(k) {
-                return Err(format!("bucket {b} is mapped to a flow that does not hold it"));
+        for (b, k) in self.keys.iter().enumerate().filter(|&(b, _)| self.slots[b].owner == MAPPED) {
+            if self.map.find(self.hash(k), |x| self.keys[x as usize] == *k) != Some(b as u32) {
+                return Err(format!("bucket {b} is mapped to a flow whose key does not lead to it"));
             }
         }
         if self.ordered {

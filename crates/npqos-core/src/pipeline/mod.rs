@@ -33,6 +33,7 @@ pub mod buckets;
 pub mod codel;
 pub mod egress;
 pub mod fq_codel;
+mod hashslots;
 pub mod ingress;
 pub mod ports;
 pub mod qmem;

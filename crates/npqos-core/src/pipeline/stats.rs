@@ -21,6 +21,7 @@
 
 use crate::error::Error;
 use crate::flow::FlowKey;
+use crate::pipeline::hashslots::HashSlots;
 use std::collections::HashMap;
 use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
 
@@ -70,72 +71,6 @@ impl Hasher for Premixed {
 }
 
 type ByHash = HashMap<u64, u32, BuildHasherDefault<Premixed>>;
-
-/// The exact table's index: a row by its flow's 64-bit hash, open addressing with linear
-/// probing at a load of at most one half, so that a driver can load a flow's slot ahead of its
-/// packet ([`FlowIndex::prefetch`]), which a `HashMap` does not let it do. At most
-/// [`RowSlots::max_slots`] slots of 16 B.
-struct RowSlots {
-    /// (hash, row + 1); a row field of 0 is an empty slot.
-    slots: Vec<(u64, u32)>,
-    len: usize,
-    /// The table never grows past this many slots (a power of two).
-    max: usize,
-}
-
-impl RowSlots {
-    /// Slots for `exact` rows: twice as many, rounded up to a power of two.
-    fn max_slots(exact: usize) -> usize {
-        (2 * exact).max(8).next_power_of_two()
-    }
-    fn new(exact: usize) -> Self {
-        let max = Self::max_slots(exact);
-        let first = Self::max_slots(exact.min(1 << 16)).min(max);
-        RowSlots { slots: vec![(0, 0); first], len: 0, max }
-    }
-    #[inline]
-    fn home(&self, h: u64) -> usize {
-        // foldhash's high bits are its best mixed.
-        (h >> 32 ^ h) as usize & (self.slots.len() - 1)
-    }
-    #[inline]
-    fn get(&self, h: u64) -> Option<u32> {
-        let mask = self.slots.len() - 1;
-        let mut i = self.home(h);
-        loop {
-            match self.slots[i] {
-                (_, 0) => return None,
-                (k, r) if k == h => return Some(r - 1),
-                _ => i = (i + 1) & mask,
-            }
-        }
-    }
-    /// Adds `h` (not in the table) with row `r`: at most half of [`Self::max_slots`] rows.
-    fn insert(&mut self, h: u64, r: u32) {
-        if 2 * (self.len + 1) > self.slots.len() {
-            let n = self.slots.len() * 2;
-            debug_assert!(n <= self.max, "more rows than the table is for");
-            let old = std::mem::replace(&mut self.slots, vec![(0, 0); n]);
-            for (k, r) in old.into_iter().filter(|e| e.1 != 0) {
-                self.put(k, r);
-            }
-        }
-        self.put(h, r + 1);
-        self.len += 1;
-    }
-    fn put(&mut self, h: u64, r1: u32) {
-        let mask = self.slots.len() - 1;
-        let mut i = self.home(h);
-        while self.slots[i].1 != 0 {
-            i = (i + 1) & mask;
-        }
-        self.slots[i] = (h, r1);
-    }
-    #[inline]
-    fn prefetch(&self, h: u64) {
-        crate::hint::prefetch(&self.slots, self.home(h));
-    }
-}
 
 /// What one row counts; `R` drop reasons, in the driver's order of their names.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -236,7 +171,8 @@ impl<const R: usize> Counts<R> {
 pub struct FlowIndex {
     exact: usize,
     hasher: foldhash::fast::FixedState,
-    map: RowSlots,
+    /// A row by its flow's hash.
+    map: HashSlots,
     /// Per row: the flow and its class.
     rows: Vec<(FlowKey, u32)>,
     heavy: HeavyHitters,
@@ -266,7 +202,7 @@ impl FlowIndex {
         FlowIndex {
             exact,
             hasher: foldhash::fast::FixedState::with_seed(0),
-            map: RowSlots::new(exact),
+            map: HashSlots::new(exact),
             rows: Vec::new(),
             heavy: HeavyHitters::new(heavy),
         }
@@ -288,7 +224,7 @@ impl FlowIndex {
     /// [`Self::row`] of a key whose [`Self::hash`] is `h`.
     #[inline]
     pub fn row_hashed(&mut self, h: u64, key: &FlowKey, class: u32, len: u32) -> u32 {
-        match self.map.get(h) {
+        match self.map.peek(h) {
             Some(r) if self.rows[r as usize].0 == *key => return r,
             Some(_) => {}
             None if self.rows.len() < self.exact => {
@@ -313,7 +249,7 @@ impl FlowIndex {
     /// [`Self::find`] of a key whose [`Self::hash`] is `h`.
     #[inline]
     pub fn find_hashed(&self, h: u64, key: &FlowKey) -> u32 {
-        match self.map.get(h) {
+        match self.map.peek(h) {
             Some(r) if self.rows[r as usize].0 == *key => r,
             _ => Self::OTHER,
         }
@@ -331,7 +267,7 @@ impl FlowIndex {
     /// for none. [`Self::row_hashed`] says which row a packet really has.
     #[inline]
     pub fn peek(&self, h: u64) -> u32 {
-        self.map.get(h).unwrap_or(Self::OTHER)
+        self.map.peek(h).unwrap_or(Self::OTHER)
     }
 
     /// A hint: `row` (an exact row) is looked at soon, so its key is loaded now.
@@ -361,7 +297,7 @@ impl FlowIndex {
         let key = std::mem::size_of::<FlowKey>() as u64;
         // The index's slots: (hash, row) padded to 16 B, twice the rows rounded up to a power
         // of two.
-        let map = 16 * RowSlots::max_slots(exact) as u64;
+        let map = 16 * HashSlots::max_slots(exact) as u64;
         let rows = (key + 4) * exact as u64;
         map + rows + HeavyHitters::bound_bytes(heavy)
     }
@@ -571,10 +507,10 @@ mod tests {
             }
         }
         assert_eq!(ix.rows().len(), exact);
-        assert!(ix.map.len <= exact && ix.heavy.entries.len() <= k && ix.heavy.index.len() <= k);
+        assert!(ix.map.len() <= exact && ix.heavy.entries.len() <= k && ix.heavy.index.len() <= k);
         assert_eq!(ix.memory_bytes(), bound, "the bound does not depend on the flows seen");
         // What the structures hold, at most the bound.
-        let held = (ix.map.slots.capacity() * 16
+        let held = (ix.map.capacity() * 16
             + ix.rows.capacity() * std::mem::size_of::<(FlowKey, u32)>()
             + ix.heavy.entries.capacity() * std::mem::size_of::<Heavy>()
             + ix.heavy.hashes.capacity() * 8

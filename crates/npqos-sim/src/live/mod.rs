@@ -56,6 +56,8 @@ pub struct Ahead {
     meta: key::FrameMeta,
     hash: u64,
     slot: Option<u32>,
+    /// The pipeline's [`Pipeline::bucket_hash`] of the key.
+    bucket: Option<u64>,
 }
 
 impl Ahead {
@@ -63,8 +65,8 @@ impl Ahead {
     #[inline]
     fn read(frame: &[u8], index: &FlowIndex, pipe: &Pipeline) -> Option<Self> {
         let meta = key::quick(frame)?;
-        let (hash, slot) = (index.hash(&meta.key), pipe.ingress_slot(&meta.key));
-        Some(Ahead { at: frame.as_ptr() as usize, len: frame.len(), meta, hash, slot })
+        let (hash, slot, bucket) = (index.hash(&meta.key), pipe.ingress_slot(&meta.key), pipe.bucket_hash(&meta.key));
+        Some(Ahead { at: frame.as_ptr() as usize, len: frame.len(), meta, hash, slot, bucket })
     }
     /// Was this read of `frame`'s bytes?
     #[inline]
@@ -490,6 +492,9 @@ impl Forwarder {
             if let Some(s) = a.slot {
                 self.pipe.prefetch_slot(s, false);
             }
+            if let Some(h) = a.bucket {
+                self.pipe.prefetch_bucket(h, false);
+            }
         }
         let n = known.filter(|k| k.is(next)).or_else(|| Ahead::read(next, &self.index, &self.pipe));
         if let Some(n) = &n {
@@ -501,6 +506,9 @@ impl Forwarder {
             }
             if let Some(s) = n.slot {
                 self.pipe.prefetch_slot(s, true);
+            }
+            if let Some(h) = n.bucket {
+                self.pipe.prefetch_bucket(h, true);
             }
         }
         [n, a]

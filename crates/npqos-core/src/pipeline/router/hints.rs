@@ -53,6 +53,31 @@ impl Pipeline {
         self.ingress.prefetch_slot(slot, deeper);
     }
 
+    /// The hash the per-flow buckets know flow `key` by when its service shapes each flow
+    /// ([`FlowBuckets::hash`](crate::pipeline::buckets::FlowBuckets::hash)), for
+    /// [`Self::prefetch_bucket`]; `None` without per-flow buckets. A driver without the
+    /// router model's hints (live) looks its flows' buckets up by key.
+    #[inline]
+    pub fn bucket_hash(&self, key: &FlowKey) -> Option<u64> {
+        self.buckets.as_ref().map(|fb| fb.hash(key))
+    }
+
+    /// A hint: a packet whose [`Self::bucket_hash`] is `h` comes soon, so the buckets' index
+    /// slot is loaded now; `deeper`, the second of two such hints some work later: the bucket
+    /// record and key the slot names. No effect on results (a service that shapes per
+    /// subscriber or class looks up another key, and the hint is only wasted).
+    #[inline]
+    pub fn prefetch_bucket(&self, h: u64, deeper: bool) {
+        if let Some(fb) = &self.buckets {
+            match deeper {
+                false => fb.prefetch_index(h),
+                true => {
+                    fb.prefetch_flow(h);
+                }
+            }
+        }
+    }
+
     /// A hint: a packet of flow row `row` (the driver's [`FlowIndex`]) arrives soon, so its
     /// flow counters are loaded now (no effect on results).
     #[inline]
