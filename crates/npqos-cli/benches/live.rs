@@ -85,9 +85,8 @@ fn r0_frames(bed: &Bed) -> u64 {
 /// sleeps in `ppoll` per second, the frames handed to the thread that owns their bucket (a
 /// share of those taken), and the machine's CPU per frame forwarded. At 1e3 flows a row with
 /// every flow in one class (one bucket, one owner thread) shows what handing frames over costs.
-/// `NPQOS_THREADS_FLOWS` narrows the flow counts (for example `1000`); `NPQOS_THREADS_SLOTS`
-/// sets `[table] slots` (dqs's AFM slots, default the queues') for the npqos rows;
-/// `NPQOS_THREADS_MAC=other` addresses the frames to a MAC not the receiver's (in `measure`).
+/// `NPQOS_THREADS_FLOWS` narrows the flow counts (`1000`); `NPQOS_THREADS_SLOTS` sets `[table] slots`;
+/// `NPQOS_THREADS_MAC=other` sends to a MAC not the receiver's, which it drops on entering IP.
 #[cfg(target_os = "linux")]
 fn threads(tag: &str) {
     let runs: usize = std::env::var("NPQOS_THREADS_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
@@ -190,14 +189,8 @@ struct Own {
 fn measure(bed: &Bed, t: u32, flows: u32, npqos: Option<(Child, &Path)>) -> Measure {
     std::thread::sleep(std::time::Duration::from_millis(500));
     let (got0, busy0) = (r0_frames(bed), netns::machine_busy_ns());
-    // `NPQOS_THREADS_MAC=other`: frames addressed to a MAC that is not the receiver's. veth
-    // delivers them all the same (the receiver's counters and the bridges see them), and the
-    // receiver's kernel drops them on entering IP instead of delivering each to a UDP port
-    // without a socket, work that veth charges to the thread that transmitted the frame.
-    let mac = match std::env::var("NPQOS_THREADS_MAC").as_deref() {
-        Ok("other") => "02:00:5e:10:00:99".to_string(),
-        _ => bed.rcv_mac.clone(),
-    };
+    let other = std::env::var("NPQOS_THREADS_MAC").is_ok_and(|m| m == "other");
+    let mac = if other { "02:00:5e:10:00:99".to_string() } else { bed.rcv_mac.clone() };
     let snd = netns::in_ns(&bed.snd, move || {
         netns::pin(0);
         netns::send_ring("s0", &mac, flows, 64, 3_000_000_000)
