@@ -22,10 +22,10 @@
 //! to the flows' first-seen indices (the router model), that bucket is the flow's first-seen
 //! index, as the simulator's per-flow buckets always were.
 //!
-//! **Memory.** 16 B per bucket, the key of the flow each bucket is lent to without a hint (40
-//! B per bucket, in pages the table touches only when such a flow takes the bucket), an index
-//! from a key's hash to its bucket (16 B a slot, up to two slots per bucket: the index grows
-//! by doubling from room for 65,536 flows), and, once every bucket has been used, a heap of parked buckets
+//! **Memory.** 16 B per bucket; the key of the flow each bucket is lent to without a hint (40
+//! B per bucket, in pages touched only when such a flow takes the bucket); an index from a
+//! key's hash to its bucket (16 B a slot, at most two slots per bucket, growing by doubling
+//! from room for 65,536 flows); and, once every bucket has been used, a heap of parked buckets
 //! by their full time (at most `2n + 64` entries: stale entries are dropped on the way and the
 //! heap is compacted when they outnumber the live ones). [`FlowBuckets::memory_bytes`] states
 //! it; it does not grow with the number of flows.
@@ -163,8 +163,8 @@ impl FlowBuckets {
         crate::hint::prefetch(&self.slots, bucket as usize);
     }
 
-    /// The hash of flow key `key` that [`Self::acquire_hashed`], [`Self::prefetch_index`]
-    /// and [`Self::prefetch_flow`] take.
+    /// The hash of flow key `key` that [`Self::prefetch_index`] and [`Self::prefetch_flow`]
+    /// take.
     #[inline]
     pub fn hash(&self, key: &FlowKey) -> u64 {
         self.hasher.hash_one(key)
@@ -178,14 +178,14 @@ impl FlowBuckets {
     }
 
     /// A hint, the second some work after [`Self::prefetch_index`]: the record and key of the
-    /// bucket the index slot of `h` names are loaded now. Returns that bucket, a guess (its
-    /// key is not checked) for the caller's own per-bucket state; no effect on results.
+    /// bucket the index slot of `h` names (its key not checked) are loaded now. No effect on
+    /// results.
     #[inline]
-    pub fn prefetch_flow(&self, h: u64) -> Option<u32> {
-        let b = self.map.peek(h)?;
-        crate::hint::prefetch(&self.slots, b as usize);
-        crate::hint::prefetch_whole(&self.keys, b as usize);
-        Some(b)
+    pub fn prefetch_flow(&self, h: u64) {
+        if let Some(b) = self.map.peek(h) {
+            crate::hint::prefetch(&self.slots, b as usize);
+            crate::hint::prefetch_whole(&self.keys, b as usize);
+        }
     }
 
     /// Flow `key` has one more packet (or queue) in the element at `now`: its bucket, and how
@@ -195,25 +195,13 @@ impl FlowBuckets {
     /// Errors (no effect): a hint outside the buckets, `now` before a time already given, or
     /// more than `u32::MAX` packets held on one bucket.
     pub fn acquire(&mut self, key: &FlowKey, hint: Option<u32>, now: Instant) -> Result<(u32, Taken), Error> {
-        self.acquire_hashed(key, None, hint, now)
-    }
-
-    /// [`Self::acquire`] of a key whose [`Self::hash`] the caller worked out (`None`: worked
-    /// out here when needed).
-    pub fn acquire_hashed(
-        &mut self,
-        key: &FlowKey,
-        h: Option<u64>,
-        hint: Option<u32>,
-        now: Instant,
-    ) -> Result<(u32, Taken), Error> {
         let n = self.slots.len();
         if let Some(h) = hint.filter(|&h| h as usize >= n) {
             return Err(Error::UnknownId { kind: "bucket", id: h, count: n });
         }
         self.clock.advance(now)?;
-        // Its own: by its hint, or else by its key.
-        let mut hash = h;
+        // Its own: by its hint, or else by its key (hashed once, when needed).
+        let mut hash = None;
         let own = match hint {
             Some(h) if self.slots[h as usize].owner == OWN => Some(h),
             _ => {

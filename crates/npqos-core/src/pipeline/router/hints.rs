@@ -71,9 +71,7 @@ impl Pipeline {
         if let Some(fb) = &self.buckets {
             match deeper {
                 false => fb.prefetch_index(h),
-                true => {
-                    fb.prefetch_flow(h);
-                }
+                true => fb.prefetch_flow(h),
             }
         }
     }
