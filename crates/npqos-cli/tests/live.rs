@@ -217,10 +217,10 @@ fn rate(o: &Outcome, i: u32) -> f64 {
     o.got.steady_rate_bps(i, 3).unwrap_or(0.0)
 }
 
-/// Each flow's rate is the median over 300 ms periods, within 2% of the shaped rate, and from
-/// first frame to last within 4%: CI at 886b1ff had every send-then-pay flow at 9.761 Mbps
-/// first to last (the same bytes short in each, one stall of the VM), where three local runs
-/// the same hour gave 10.007-10.015.
+/// Each flow's rate within 2% of the shaped rate, both from first frame to last and as the
+/// median over 300 ms periods. CI at 886b1ff once had every send-then-pay flow at 9.761 Mbps
+/// first to last (the same bytes short in each, a stall of the machine suspected, not shown),
+/// where three local runs the same hour gave 10.007-10.015; the bound stays.
 #[test]
 fn npqos_live_shapes_8_flows_to_their_rate_beside_htb() {
     let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
@@ -258,7 +258,7 @@ fn npqos_live_shapes_8_flows_to_their_rate_beside_htb() {
         for i in 0..FLOWS {
             let (r, span) = (rate(o, i), span_rate(o, i));
             assert!((r / RATE - 1.0).abs() < 0.02, "{name}: flow {i} at {:.3} Mbps, not within 2% of 10", r / 1e6);
-            assert!((span / RATE - 1.0).abs() < 0.04, "{name}: flow {i} at {:.3} Mbps first to last", span / 1e6);
+            assert!((span / RATE - 1.0).abs() < 0.02, "{name}: flow {i} at {:.3} Mbps first to last", span / 1e6);
         }
     }
     // Order is asserted for npqos only. The kernel's htb, the reference here, can reorder a
