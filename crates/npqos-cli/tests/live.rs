@@ -67,6 +67,66 @@ fn start_live_with(bed: &Bed, cfg: &str, piped: bool) -> (tempfile::TempDir, std
     (dir, child)
 }
 
+/// [`ping_arp_and_tcp_work_both_ways_without_static_neighbours`]'s first part on `io`'s
+/// sockets; the partial checksums the sender's offload leaves are completed on the way.
+fn both_ways(bed: &Bed, io: &str) {
+    let (s, r) = (bed.snd.clone(), bed.rcv.clone());
+    netns::sh(&["ip", "-n", &r, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
+    netns::sh(&["ip", "-n", &s, "neigh", "del", "198.18.0.2", "dev", "s0"]).unwrap();
+    let (dir, mut child) = start_live(
+        bed,
+        &format!("[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"4s\"\nio = \"{io}\"\n[shaper]\nflow_rate = \"200Mbps\"\n"),
+    );
+    let out = dir.path().join("out");
+    let ping = netns::sh(&["ip", "netns", "exec", &s, "ping", "-c", "5", "-i", "0.2", "-W", "1", "198.18.0.2"]);
+    let neigh = netns::sh(&["ip", "-n", &s, "neigh", "show", "198.18.0.2"]).unwrap_or_default();
+    const BYTES: usize = 4 << 20;
+    let addr = std::net::SocketAddr::from((netns::RECEIVER_IP, netns::DST_BASE));
+    let (sent, got) = tcp_transfer(&s, &r, addr, BYTES);
+    assert!(child.wait().unwrap().success());
+    let summary = summary_of(&out);
+    let sc = &summary["runs"][0]["scalars"];
+    let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
+    println!(
+        "{io}, both ways: ping {:?}; neighbour {neigh:?}; TCP sent {sent:?}, received {got:?} of {BYTES} B intact; forward {} frames out, reverse {} in / {} out (dropped {} full, {} oversize), {} super-frames back",
+        ping.as_ref().map(|p| p.lines().find(|l| l.contains("received")).unwrap_or("").to_string()),
+        get("frames_out"),
+        get("reverse_frames_in"),
+        get("reverse_frames_out"),
+        get("reverse_dropped_tx_full"),
+        get("reverse_dropped_oversize"),
+        get("reverse_super_frames"),
+    );
+    assert!(ping.as_deref().is_ok_and(|p| p.contains("5 received")), "ping through the bridge: {ping:?}");
+    assert!(neigh.contains("lladdr") && !neigh.contains("PERMANENT"), "learnt by ARP through the bridge: {neigh}");
+    assert_eq!(sent, Ok(()));
+    assert_eq!(got, Ok(BYTES), "every byte, intact");
+    assert!(get("reverse_frames_out") > 0.0 && get("reverse_dropped_tx_full") == 0.0);
+    let dropped =
+        get("reverse_dropped_tx_full") + get("reverse_dropped_oversize") + get("reverse_dropped_unclassified");
+    assert_eq!(get("reverse_frames_in"), get("reverse_frames_out") + dropped, "the way back: in = out + dropped");
+    let csum = get("rx_checksums_completed") + get("reverse_checksums_completed");
+    println!("{io}: checksums completed {csum}, receiver TCP InCsumErrors {}", in_csum_errors(&r, "Tcp"));
+    assert!(csum > 0.0, "the sender's offload left partial checksums, completed on the way");
+    assert_eq!(in_csum_errors(&r, "Tcp"), "0");
+    assert_eq!(in_csum_errors(&s, "Tcp"), "0");
+}
+
+/// The same on AF_XDP sockets (`io = "xdp"`): the frames leave the kernel's stack at the XDP
+/// hook, and nothing marks a partial checksum there; each is completed all the same.
+#[test]
+fn on_af_xdp_ping_arp_and_tcp_work_both_ways() {
+    if no_ping("AF_XDP both-ways") {
+        return;
+    }
+    let Some((_one_bed, bed)) = one_bed("AF_XDP both-ways", "x") else { return };
+    if let Some(why) = netns::xdp_unavailable() {
+        println!("SKIPPED npqos live AF_XDP both-ways test: {why}");
+        return;
+    }
+    both_ways(&bed, "xdp");
+}
+
 /// Whether `ping` is missing (SKIPPED and the reason printed): the tests of neighbour
 /// resolution through the bridge need it (`.ci/run` installs it).
 fn no_ping(what: &str) -> bool {
@@ -879,41 +939,8 @@ fn ping_arp_and_tcp_work_both_ways_without_static_neighbours() {
         return;
     }
     let Some((_one_bed, bed)) = one_bed("both-ways", "b") else { return };
-    let (s, r) = (bed.snd.clone(), bed.rcv.clone());
-    netns::sh(&["ip", "-n", &r, "addr", "add", "198.18.0.2/24", "dev", "r0"]).unwrap();
-    netns::sh(&["ip", "-n", &s, "neigh", "del", "198.18.0.2", "dev", "s0"]).unwrap();
-    let (dir, mut child) = start_live(
-        &bed,
-        "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"4s\"\n[shaper]\nflow_rate = \"200Mbps\"\n",
-    );
-    let out = dir.path().join("out");
-    let ping = netns::sh(&["ip", "netns", "exec", &s, "ping", "-c", "5", "-i", "0.2", "-W", "1", "198.18.0.2"]);
-    let neigh = netns::sh(&["ip", "-n", &s, "neigh", "show", "198.18.0.2"]).unwrap_or_default();
-    const BYTES: usize = 4 << 20;
-    let addr = std::net::SocketAddr::from((netns::RECEIVER_IP, netns::DST_BASE));
-    let (sent, got) = tcp_transfer(&s, &r, addr, BYTES);
-    assert!(child.wait().unwrap().success());
-    let summary = summary_of(&out);
-    let sc = &summary["runs"][0]["scalars"];
-    let get = |k: &str| sc[k].as_f64().unwrap_or(f64::NAN);
-    println!(
-        "both ways: ping {:?}; neighbour {neigh:?}; TCP sent {sent:?}, received {got:?} of {BYTES} B intact; forward {} frames out, reverse {} in / {} out (dropped {} full, {} oversize), {} super-frames back",
-        ping.as_ref().map(|p| p.lines().find(|l| l.contains("received")).unwrap_or("").to_string()),
-        get("frames_out"),
-        get("reverse_frames_in"),
-        get("reverse_frames_out"),
-        get("reverse_dropped_tx_full"),
-        get("reverse_dropped_oversize"),
-        get("reverse_super_frames"),
-    );
-    assert!(ping.as_deref().is_ok_and(|p| p.contains("5 received")), "ping through the bridge: {ping:?}");
-    assert!(neigh.contains("lladdr") && !neigh.contains("PERMANENT"), "learnt by ARP through the bridge: {neigh}");
-    assert_eq!(sent, Ok(()));
-    assert_eq!(got, Ok(BYTES), "every byte, intact");
-    assert!(get("reverse_frames_out") > 0.0 && get("reverse_dropped_tx_full") == 0.0);
-    let dropped =
-        get("reverse_dropped_tx_full") + get("reverse_dropped_oversize") + get("reverse_dropped_unclassified");
-    assert_eq!(get("reverse_frames_in"), get("reverse_frames_out") + dropped, "the way back: in = out + dropped");
+    both_ways(&bed, "ring");
+    let s = bed.snd.clone();
 
     // `live.non_ip = "drop"`: no ARP through the bridge, so no neighbour and no ping; the
     // requests are counted as dropped (unclassified), every frame accounted.

@@ -23,7 +23,14 @@ pub fn load(path: &Path, duration: Option<&str>) -> Result<npqos_sim::live::Live
         npqos_sim::scenario::set_key(&mut table, "live.duration", &format!("{d:?}"))
             .map_err(|e| bad(format!("--duration {d}: {e}")))?;
     }
-    Ok(npqos_sim::live::spec::read(&table, &path.display().to_string())?)
+    let mut spec = npqos_sim::live::spec::read(&table, &path.display().to_string())?;
+    #[cfg(target_os = "linux")]
+    if spec.threads.is_none() && matches!(spec.io, npqos_sim::live::spec::Io::Xdp { .. }) {
+        // "auto" on AF_XDP: a thread per CPU, at most one per receive queue of the input.
+        let queues = crate::live::xsk::rx_queues(&spec.input).max(1);
+        spec.threads = Some(spec.forwarding_threads().min(queues) as u32);
+    }
+    Ok(spec)
 }
 
 /// The file read again at SIGHUP: its problems, or the first key that changed and needs a
@@ -42,6 +49,7 @@ fn reread(
         ("live.output", next.output != running.output),
         ("live.wait", next.wait != running.wait),
         ("live.mode", next.mode != running.mode),
+        ("live.io", next.io != running.io),
         ("live.rx_ring", next.rx_ring != running.rx_ring),
         ("live.tx_frames", next.tx_frames != running.tx_frames),
         ("live.threads", next.forwarding_threads() != running.forwarding_threads()),

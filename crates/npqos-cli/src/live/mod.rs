@@ -14,18 +14,23 @@
 
 pub mod handoff;
 pub mod netns;
+pub mod port;
 pub mod prototype;
 pub mod reloader;
 pub mod ring;
 pub mod stats;
 pub mod wire;
 pub mod worker;
+pub mod xsk;
 
 use npqos_sim::live::reload::Reloading;
+use npqos_sim::live::spec::Io;
 use npqos_sim::live::{Forwarder, LiveSpec, Reverse};
+use port::{Rx, Tx};
 use reloader::{ReadAgain, Reloader};
 use ring::{OpenError, RxCounters, RxRing, TxCounters, TxRing};
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 pub use worker::{HandoffCounts, Status};
 use worker::{ReversePath, ThreadRun, Worker};
 
@@ -278,25 +283,13 @@ pub fn forward(
     let own = spec.for_thread(n);
     // Every ring opened and every pipeline built before the first frame is taken, so that a
     // problem is an error of the command, not of a thread.
-    let group = (std::process::id() & 0x7fff) as u16;
     let mut workers = Vec::with_capacity(n);
     let mut publishers = publishers.into_iter();
-    // The receive sockets first, each joined to its way's fanout group right after its bind
-    // (the frames a socket took before it joined are left out: the group had them too).
-    let fanout = |g: u16, i: usize| (n > 1).then_some((g, i > 0));
     let back = !matches!(spec.reverse, Reverse::Off);
-    let mut rxs = Vec::with_capacity(n);
-    for i in 0..n {
-        let rx = RxRing::open_in(&spec.input, spec.rx_ring, fanout(group, i))?;
-        let back_rx =
-            back.then(|| RxRing::open_in(&spec.output, spec.rx_ring, fanout(group | 0x8000, i))).transpose()?;
-        rxs.push((rx, back_rx));
-    }
-    for (rx, back_rx) in rxs {
-        let tx = TxRing::open(&spec.output, spec.tx_frames)?;
-        let rev = match back_rx {
-            Some(back_rx) => Some(ReversePath::open(&own, back_rx, TxRing::open(&spec.input, spec.tx_frames)?)?),
-            None => None,
+    for (rx, tx, back_rx, back_tx) in open_sides(spec, n, back)? {
+        let rev = match (back_rx, back_tx) {
+            (Some(back_rx), Some(back_tx)) => Some(ReversePath::open(&own, back_rx, back_tx)?),
+            _ => None,
         };
         let mut fw = built(spec, Reloading::new(&own, tx.max_frame()))?;
         capture.map(|dir| open_capture(&mut fw, spec, dir)).transpose()?;
@@ -469,6 +462,42 @@ impl ReloadRecord {
     }
 }
 
+/// Each thread's sides: the way in's receive side and transmit side, and the way back's
+/// (with `back`): packet rings, or AF_XDP sockets on receive queue `i` of each interface.
+#[allow(clippy::type_complexity)]
+fn open_sides(spec: &LiveSpec, n: usize, back: bool) -> Result<Vec<(Rx, Tx, Option<Rx>, Option<Tx>)>, OpenError> {
+    let mut sides = Vec::with_capacity(n);
+    if let Io::Xdp { .. } = spec.io {
+        let program = |iface: &str| xsk::Program::attach(iface).map(Arc::new);
+        let (way_in, way_back) = (program(&spec.input)?, back.then(|| program(&spec.output)).transpose()?);
+        let rx_frames = (spec.rx_ring / 2048) as u32;
+        for i in 0..n as u32 {
+            let (rx, back_tx) = xsk::open(&spec.input, i, Some(&way_in), rx_frames, spec.tx_frames)?;
+            let (back_rx, tx) = xsk::open(&spec.output, i, way_back.as_ref(), rx_frames, spec.tx_frames)?;
+            let rx = rx.expect("a receive side with a program");
+            sides.push((Rx::Xdp(rx), Tx::Xdp(tx), back_rx.map(Rx::Xdp), back.then_some(Tx::Xdp(back_tx))));
+        }
+        return Ok(sides);
+    }
+    // The receive sockets first, each joined to its way's fanout group right after its bind
+    // (the frames a socket took before it joined are left out: the group had them too).
+    let group = (std::process::id() & 0x7fff) as u16;
+    let fanout = |g: u16, i: usize| (n > 1).then_some((g, i > 0));
+    let mut rxs = Vec::with_capacity(n);
+    for i in 0..n {
+        let rx = RxRing::open_in(&spec.input, spec.rx_ring, fanout(group, i))?;
+        let back_rx =
+            back.then(|| RxRing::open_in(&spec.output, spec.rx_ring, fanout(group | 0x8000, i))).transpose()?;
+        rxs.push((rx, back_rx));
+    }
+    for (rx, back_rx) in rxs {
+        let tx = Tx::Ring(TxRing::open(&spec.output, spec.tx_frames)?);
+        let back_tx = back.then(|| TxRing::open(&spec.input, spec.tx_frames).map(Tx::Ring)).transpose()?;
+        sides.push((Rx::Ring(rx), tx, back_rx.map(Rx::Ring), back_tx));
+    }
+    Ok(sides)
+}
+
 /// The way in's packet captures into `dir` (`[output] pcap`; nothing without it).
 fn open_capture(fw: &mut Reloading, spec: &LiveSpec, dir: &std::path::Path) -> Result<(), OpenError> {
     let what = "creating the packet captures";
@@ -480,7 +509,7 @@ fn open_capture(fw: &mut Reloading, spec: &LiveSpec, dir: &std::path::Path) -> R
 fn start_reloader(
     reload: Option<Reload>,
     spec: &LiveSpec,
-    tx: &TxRing,
+    tx: &Tx,
     rev: Option<&ReversePath>,
     threads: usize,
 ) -> Result<Option<(Reloader, Vec<reloader::ReloadPort>)>, OpenError> {

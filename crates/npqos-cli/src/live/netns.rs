@@ -33,12 +33,36 @@ pub fn unavailable() -> Option<String> {
     if sh(&["ip", "-V"]).is_err() {
         return Some("the `ip` command (iproute2) is not installed".into());
     }
-    let probe = format!("npqos-probe-{}", std::process::id());
+    // Unique per call: tests of one process probe at the same time.
+    static PROBES: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = format!("npqos-probe-{}-{n}", std::process::id());
     if let Err(e) = sh(&["ip", "netns", "add", &probe]) {
         return Some(format!("network namespaces cannot be created: {e}"));
     }
     let _ = sh(&["ip", "netns", "del", &probe]);
     None
+}
+
+/// Why `io = "xdp"` cannot run here, if it cannot (a kernel without AF_XDP or BPF): an XDP
+/// program and a socket tried on a veth pair in a namespace of their own. Call after
+/// [`unavailable`].
+pub fn xdp_unavailable() -> Option<String> {
+    let ns = format!("npqos-xdp-probe-{}", std::process::id());
+    let _ = sh(&["ip", "netns", "del", &ns]);
+    let made = sh(&["ip", "netns", "add", &ns])
+        .and_then(|_| sh(&["ip", "-n", &ns, "link", "add", "xa", "type", "veth", "peer", "name", "xb"]))
+        .and_then(|_| sh(&["ip", "-n", &ns, "link", "set", "xa", "up"]))
+        .and_then(|_| sh(&["ip", "-n", &ns, "link", "set", "xb", "up"]));
+    let tried = made.and_then(|_| {
+        let probe = in_ns(&ns, || -> Result<(), String> {
+            let p = std::sync::Arc::new(super::xsk::Program::attach("xa").map_err(|e| e.to_string())?);
+            super::xsk::open("xa", 0, Some(&p), 64, 64).map(drop).map_err(|e| e.to_string())
+        });
+        probe.join().map_err(|_| "the probe panicked".to_string())?.and_then(|r| r)
+    });
+    let _ = sh(&["ip", "netns", "del", &ns]);
+    tried.err().map(|e| format!("AF_XDP is not available: {e}"))
 }
 
 /// The three namespaces; deleted (with their veths) on drop.
@@ -60,6 +84,15 @@ pub const DST_PORTS: u32 = 1000;
 impl Bed {
     /// Builds the bed; `tag` makes the namespace names unique (`npqos-<tag>-snd`...).
     pub fn new(tag: &str) -> Result<Bed, String> {
+        Self::with_queues(tag, 1)
+    }
+
+    /// [`Self::new`] with `queues` transmit and receive queues on every veth: AF_XDP binds a
+    /// socket per receive queue, one per forwarding thread (`io = "xdp"`), and the sender's
+    /// veth spreads its flows over them by their hash.
+    pub fn with_queues(tag: &str, queues: u32) -> Result<Bed, String> {
+        let q = queues.to_string();
+        let queues = ["numtxqueues", &q, "numrxqueues", &q];
         let n = |r: &str| format!("npqos-{tag}-{r}");
         let bed = Bed { snd: n("snd"), mid: n("mid"), rcv: n("rcv"), rcv_mac: String::new() };
         for ns in [&bed.snd, &bed.mid, &bed.rcv] {
@@ -68,8 +101,11 @@ impl Bed {
         }
         let mut bed = bed;
         let (s, m, r) = (bed.snd.clone(), bed.mid.clone(), bed.rcv.clone());
-        sh(&["ip", "link", "add", "s0", "netns", &s, "type", "veth", "peer", "name", "in0", "netns", &m])?;
-        sh(&["ip", "link", "add", "out0", "netns", &m, "type", "veth", "peer", "name", "r0", "netns", &r])?;
+        for (a, ns_a, b, ns_b) in [("s0", &s, "in0", &m), ("out0", &m, "r0", &r)] {
+            let (end, peer) = (["link", "add", a, "netns", ns_a], ["type", "veth", "peer", "name", b, "netns", ns_b]);
+            let args: Vec<&str> = ["ip"].into_iter().chain(end).chain(queues).chain(peer).chain(queues).collect();
+            sh(&args)?;
+        }
         for (ns, ifs) in [(&s, &["s0"][..]), (&m, &["in0", "out0"][..]), (&r, &["r0"][..])] {
             sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])?;
             sh(&["ip", "netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.default.disable_ipv6=1"])?;

@@ -42,7 +42,7 @@ pub fn index_of(name: &str) -> Option<libc::c_int> {
 /// Takes the socket's pending error (SO_ERROR), which also clears it. A packet socket is
 /// told ENETDOWN when its interface goes down, and until the error is read `poll` reports
 /// it again on every call.
-fn take_error(fd: RawFd) -> Option<io::Error> {
+pub(super) fn take_error(fd: RawFd) -> Option<io::Error> {
     let mut e: libc::c_int = 0;
     let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: `e` is a valid out buffer of `len` bytes.
@@ -467,7 +467,7 @@ pub struct TxRing {
 }
 
 /// The MTU of `iface` as this network namespace's sysfs says (1500 when it cannot be read).
-fn mtu(iface: &str) -> u32 {
+pub(super) fn mtu(iface: &str) -> u32 {
     std::fs::read_to_string(format!("/sys/class/net/{iface}/mtu"))
         .ok()
         .and_then(|s| s.trim().parse().ok())

@@ -5,12 +5,14 @@
 //! thread owns ([`super::handoff`]).
 
 use super::handoff::{Lanes, Way};
+use super::port::{Rx, Tx};
 use super::reloader::ReloadPort;
-use super::ring::{self, RxRing, TxRing};
+use super::ring;
 use super::{monotonic_ns, stats, thread_cpu_ns, thread_user_ns, ReloadRecord, WayCounts};
 use npqos_core::Instant;
 use npqos_sim::live::gso::segment_tcp;
 use npqos_sim::live::reload::Reloading;
+use npqos_sim::live::spec::Io;
 use npqos_sim::live::{Ahead, Forwarder, LiveSpec, Mode, Wait};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -119,8 +121,8 @@ pub struct ThreadRun {
 /// the ring) and TCP super-frames cut to the input's MTU; passed on as they come, or shaped by
 /// a pipeline of their own ([`Forwarder`] on the spec's [`LiveSpec::reversed`]).
 pub(super) struct ReversePath {
-    pub rx: RxRing,
-    pub tx: TxRing,
+    pub rx: Rx,
+    pub tx: Tx,
     scratch: Vec<u8>,
     pub counts: WayCounts,
     pub shaper: Option<Reloading>,
@@ -129,7 +131,7 @@ pub(super) struct ReversePath {
 }
 
 impl ReversePath {
-    pub fn open(spec: &LiveSpec, rx: RxRing, tx: TxRing) -> Result<Self, ring::OpenError> {
+    pub fn open(spec: &LiveSpec, rx: Rx, tx: Tx) -> Result<Self, ring::OpenError> {
         let scratch = Vec::with_capacity(tx.mtu() as usize + 64);
         let shaper = match spec.reversed() {
             Some(back) => Some(super::built(&back, Reloading::new(&back, tx.max_frame()))?),
@@ -188,8 +190,8 @@ impl Hand<'_, '_> {
 /// One forwarding thread.
 pub(super) struct Worker<'c, 'a> {
     pub spec: &'a LiveSpec,
-    pub rx: RxRing,
-    pub tx: TxRing,
+    pub rx: Rx,
+    pub tx: Tx,
     pub rev: Option<ReversePath>,
     pub fw: Reloading,
     pub port: Option<ReloadPort>,
@@ -324,6 +326,7 @@ impl Worker<'_, '_> {
             }
             if spec.wait == Wait::Sleep && until > now && self.sleep((until - now).min(100_000_000)) {
                 sleeps += 1;
+                self.gather(until);
             }
         }
         let stop_ns = monotonic_ns();
@@ -469,6 +472,16 @@ impl Worker<'_, '_> {
         }
     }
 
+    /// After a sleep on an AF_XDP receive ring, which wakes at its first frame: up to
+    /// `rx_wait` more (not past `until`) for a batch to gather, as a packet ring's block does.
+    fn gather(&self, until: u64) {
+        let Io::Xdp { rx_wait } = self.spec.io else { return };
+        let hold = rx_wait.as_nanos().min(until.saturating_sub(monotonic_ns()));
+        if hold > 0 && self.rx.ready() {
+            std::thread::sleep(std::time::Duration::from_nanos(hold));
+        }
+    }
+
     /// Sleeps in `ppoll` for at most `ns` nanoseconds, until a block arrives on the input's
     /// (or the way back's) receive ring, a reload is ready or another thread hands frames
     /// over. A socket error (ENETDOWN: the interface went down) is taken, or poll would report
@@ -573,8 +586,8 @@ impl ReversePath {
 /// super-frame's segments one by one, is counted: in = out + dropped. With `non_ip`, frames
 /// that are not IPv4 or IPv6 by their EtherType pass only if it is listed (`live.non_ip`).
 pub(super) fn pass_frames(
-    rx: &mut RxRing,
-    tx: &mut TxRing,
+    rx: &mut Rx,
+    tx: &mut Tx,
     scratch: &mut Vec<u8>,
     counts: &mut WayCounts,
     blocks: usize,

@@ -373,6 +373,28 @@ fn threads_and_codel_keys_are_read_and_checked() {
     assert_eq!(spec::read(&two.to_toml(), "resolved").unwrap(), two);
 }
 
+/// `live.io` (docs/live.md, "AF_XDP"): packet rings by default, AF_XDP with `rx_wait` 1 ms
+/// unless set (0 allowed: take each frame as it comes); `rx_wait` with packet rings and an
+/// unknown `io` are refused by key; the resolved file reads back the same.
+#[test]
+fn the_io_keys_are_read_and_checked() {
+    let read = |extra: &str| {
+        let text = format!("[live]\ninput = \"in0\"\noutput = \"out0\"\n{extra}\n[shaper]\nflow_rate = \"1Mbps\"\n");
+        spec::read(&toml::from_str(&text).unwrap(), "t.toml")
+    };
+    assert_eq!(read("").unwrap().io, spec::Io::Ring);
+    let x = read("io = \"xdp\"").unwrap();
+    assert_eq!(x.io, spec::Io::Xdp { rx_wait: npqos_core::Duration::from_millis(1) });
+    assert_eq!(spec::read(&x.to_toml(), "resolved").unwrap(), x);
+    let z = read("io = \"xdp\"\nrx_wait = \"0s\"").unwrap();
+    assert_eq!(z.io, spec::Io::Xdp { rx_wait: npqos_core::Duration::ZERO });
+    assert_eq!(spec::read(&z.to_toml(), "resolved").unwrap(), z);
+    let text = read("rx_wait = \"200us\"").unwrap_err().to_string();
+    assert!(text.contains("live.rx_wait") && text.contains("io = \"ring\""), "{text}");
+    let text = read("io = \"dpdk\"").unwrap_err().to_string();
+    assert!(text.contains("live.io") && text.contains("\"ring\", \"xdp\""), "{text}");
+}
+
 /// live's AFM slots follow its queues unless set (at most 2^20), where the dqs model and the
 /// router keep the paper's 256; the resolved file says so and reads back the same.
 #[test]
