@@ -14,13 +14,7 @@
 #[cfg(target_os = "linux")]
 use npqos_cli::live::netns::{self, Bed};
 #[cfg(target_os = "linux")]
-use std::path::Path;
-#[cfg(target_os = "linux")]
-use std::process::{Child, Command};
-#[cfg(target_os = "linux")]
-use std::sync::atomic::{AtomicBool, Ordering};
-#[cfg(target_os = "linux")]
-use std::sync::Arc;
+use std::{path::Path, process::Child, process::Command, sync::atomic::AtomicBool, sync::atomic::Ordering, sync::Arc};
 
 /// The `[live]` section every configuration starts with, and `NPQOS_LIVE_EXTRA`'s keys (for
 /// example `reverse = "off"`, to time a build against one that had no way back).
@@ -87,6 +81,7 @@ fn r0_frames(bed: &Bed) -> u64 {
 /// every flow in one class (one bucket, one owner thread) shows what handing frames over costs.
 /// `NPQOS_THREADS_FLOWS` narrows the flow counts (`1000`); `NPQOS_THREADS_SLOTS` sets `[table] slots`;
 /// `NPQOS_THREADS_MAC=other` sends to a MAC not the receiver's, which it drops on entering IP.
+/// Each bed's veths have a queue per thread: `NPQOS_LIVE_EXTRA='io = "xdp"'` runs on AF_XDP.
 #[cfg(target_os = "linux")]
 fn threads(tag: &str) {
     let runs: usize = std::env::var("NPQOS_THREADS_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
@@ -123,7 +118,7 @@ fn threads(tag: &str) {
         for _ in 0..runs {
             for t in [1u32, 2] {
                 n += 1;
-                let bed = Bed::new(&format!("{tag}t{n}")).unwrap();
+                let bed = Bed::with_queues(&format!("{tag}t{n}"), t).unwrap();
                 let d = tempfile::tempdir().unwrap();
                 let cfg = match what {
                     "pass" => format!("{}threads = {t}\nmode = \"pass\"\n[shaper]\nflow_rate = \"10Gbps\"\n", base()),
