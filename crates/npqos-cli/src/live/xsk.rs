@@ -6,7 +6,8 @@
 //! to that queue ([`Program`]); per forwarding thread and interface one socket ([`open`]) with
 //! its own UMEM, cut in two halves that each thread's loop owns apart: [`XskRx`] (the receive
 //! and fill rings, frames handed over in place) and [`XskTx`] (the transmit and completion
-//! rings, frames copied in). On veth the kernel copies (XDP_COPY): there is no zero-copy veth.
+//! rings, frames copied in). The kernel binds zero-copy where the driver can; on veth it
+//! copies: there is no zero-copy veth.
 //!
 //! No crate fits: `xdpilone` (EUPL-1.2, copyleft) leaves the program to the caller, and `aya`
 //! and `libbpf-rs` load programs from an ELF object compiled by a BPF toolchain this project
@@ -367,7 +368,9 @@ pub fn open(
     // SAFETY: sockaddr_xdp is plain data.
     let mut sxdp: libc::sockaddr_xdp = unsafe { std::mem::zeroed() };
     sxdp.sxdp_family = libc::AF_XDP as u16;
-    sxdp.sxdp_flags = libc::XDP_COPY | libc::XDP_USE_NEED_WAKEUP;
+    // Neither XDP_COPY nor XDP_ZEROCOPY: the kernel binds zero-copy where the driver has it
+    // (a NIC's), else falls back to copying (veth).
+    sxdp.sxdp_flags = libc::XDP_USE_NEED_WAKEUP;
     sxdp.sxdp_ifindex = index as u32;
     sxdp.sxdp_queue_id = queue;
     // SAFETY: `sxdp` is a valid sockaddr_xdp of the size given.
@@ -387,6 +390,9 @@ pub fn open(
         };
         return Err(io("binding the XDP socket", e));
     }
+    let zero_copy = options(raw) & libc::XDP_OPTIONS_ZEROCOPY != 0;
+    let mode = if zero_copy { "zero-copy" } else { "copy" };
+    tracing::debug!("AF_XDP socket on {iface:?} queue {queue}: {mode} mode, chunks of {chunk} B");
     let fd = Arc::new(fd);
     let umem = Arc::new(Umem { area, chunk });
     let rx = match (program, rx) {
@@ -415,6 +421,21 @@ pub fn rx_queues(iface: &str) -> usize {
     std::fs::read_dir(format!("/sys/class/net/{iface}/queues"))
         .map(|d| d.flatten().filter(|q| q.file_name().to_string_lossy().starts_with("rx-")).count())
         .unwrap_or(0)
+}
+
+/// The bound socket's XDP_OPTIONS (XDP_OPTIONS_ZEROCOPY when the kernel did not copy).
+fn options(fd: RawFd) -> u32 {
+    let mut o: u32 = 0;
+    let mut len = std::mem::size_of::<u32>() as libc::socklen_t;
+    // SAFETY: `o` is a valid out buffer of `len` bytes.
+    let r = unsafe {
+        libc::getsockopt(fd, libc::SOL_XDP, libc::XDP_OPTIONS, &mut o as *mut _ as *mut libc::c_void, &mut len)
+    };
+    if r == 0 {
+        o
+    } else {
+        0
+    }
 }
 
 fn setopt<T>(fd: RawFd, opt: libc::c_int, v: &T) -> io::Result<()> {
