@@ -111,6 +111,23 @@ fn on_af_xdp_one_and_two_threads_hold_each_flows_rate_and_a_class_rate() {
         return;
     }
     flows_and_class("xdp", 2);
+    // More receive queues than threads is refused (exit 2): a queue no thread binds would pass
+    // its frames to the kernel's stack, unforwarded.
+    let bed = Bed::with_queues(&format!("xq{}", std::process::id() % 10_000), 2).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = "[live]\ninput = \"in0\"\noutput = \"out0\"\nduration = \"1s\"\nthreads = 1\nio = \"xdp\"\n\
+               [shaper]\nflow_rate = \"1Mbps\"\n";
+    std::fs::write(dir.path().join("live.toml"), cfg).unwrap();
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
+        .arg(dir.path().join("live.toml"))
+        .args(["--out", &dir.path().join("out").display().to_string(), "--quiet"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    println!("2 queues, 1 thread: {:?}, {}", out.status.code(), err.trim());
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("in0 has 2 receive queues") && err.contains("ethtool -L in0 combined 1"), "{err}");
 }
 
 fn flows_and_class(io: &str, threads: u32) {

@@ -220,7 +220,9 @@ pub fn live(config: &Path, out: Option<PathBuf>, duration: Option<String>, quiet
         ));
     })
     .map_err(|e| match e {
-        OpenError::NoInterface(_) | OpenError::Permission(_) => bad(format!("{}: {e}", config.display())),
+        OpenError::NoInterface(_) | OpenError::Permission(_) | OpenError::Unsuited(_) => {
+            bad(format!("{}: {e}", config.display()))
+        }
         other => anyhow::Error::new(other),
     })?;
     progress.finish();

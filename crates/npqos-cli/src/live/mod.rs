@@ -468,6 +468,19 @@ impl ReloadRecord {
 fn open_sides(spec: &LiveSpec, n: usize, back: bool) -> Result<Vec<(Rx, Tx, Option<Rx>, Option<Tx>)>, OpenError> {
     let mut sides = Vec::with_capacity(n);
     if let Io::Xdp { .. } = spec.io {
+        // A thread per receive queue: a queue no thread binds would take its frames past npqos
+        // live to the kernel's stack (the program passes what has no socket), unforwarded.
+        for iface in std::iter::once(&spec.input).chain(back.then_some(&spec.output)) {
+            let q = xsk::rx_queues(iface);
+            if q > n {
+                let unserved = if q - 1 == n { format!("queue {n}") } else { format!("queues {n} to {}", q - 1) };
+                return Err(OpenError::Unsuited(format!(
+                    "io = \"xdp\": {iface} has {q} receive queues and npqos live runs {n} thread(s), one per \
+                     queue, so the frames of {unserved} would not reach it (`ethtool -L {iface} combined {n}`, \
+                     or live.threads = {q})"
+                )));
+            }
+        }
         let program = |iface: &str| xsk::Program::attach(iface).map(Arc::new);
         let (way_in, way_back) = (program(&spec.input)?, back.then(|| program(&spec.output)).transpose()?);
         let rx_frames = (spec.rx_ring / 2048) as u32;

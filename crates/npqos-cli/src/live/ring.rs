@@ -25,6 +25,9 @@ pub enum OpenError {
     Permission(String),
     #[error("{what} on {iface:?}: {err}")]
     Io { iface: String, what: &'static str, err: io::Error },
+    /// The interfaces do not suit the configuration (bad input, as a missing one is).
+    #[error("{0}")]
+    Unsuited(String),
 }
 
 const ETH_P_ALL: u16 = 0x0003;

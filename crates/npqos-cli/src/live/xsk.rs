@@ -495,6 +495,11 @@ impl XskRx {
             umem.slice(addr, len)
         };
         for i in 0..n {
+            // The frame after the look-ahead's two: its first bytes (the kernel wrote them on
+            // the CPU that received it) start coming while these are worked on.
+            if i + 3 < n {
+                npqos_core::hint::prefetch(frame(i + 3), 0);
+            }
             let this = frame(i);
             self.counters.checksums_completed += complete_if_partial(this) as u64;
             let ahead = [1, 2].map(|k| if i + k < n { &*frame(i + k) } else { &[][..] });
