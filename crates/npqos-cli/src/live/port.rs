@@ -52,11 +52,6 @@ impl Rx {
     pub fn counters(&mut self) -> RxCounters {
         both!(self, r => r.counters())
     }
-    /// An AF_XDP receive side, whose `poll` wakes at its first frame (a packet ring's at a
-    /// full block or its 1 ms timeout).
-    pub fn is_xdp(&self) -> bool {
-        matches!(self, Rx::Xdp(_))
-    }
 }
 
 impl Tx {

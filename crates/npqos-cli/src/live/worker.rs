@@ -118,8 +118,8 @@ pub struct ThreadRun {
 }
 
 /// The way back: frames from the output to the input, with partial checksums completed (by
-/// the ring) and TCP super-frames cut to the input's MTU; passed on as they come, or shaped by
-/// a pipeline of their own ([`Forwarder`] on the spec's [`LiveSpec::reversed`]).
+/// the receive side) and TCP super-frames cut to the input's MTU; passed on as they come, or
+/// shaped by a pipeline of their own ([`Forwarder`] on the spec's [`LiveSpec::reversed`]).
 pub(super) struct ReversePath {
     pub rx: Rx,
     pub tx: Tx,

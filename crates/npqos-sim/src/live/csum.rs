@@ -16,6 +16,13 @@ use etherparse::{IpNumber, NetSlice, SlicedPacket};
 /// nor UDP, or a fragment, is left as it is.
 pub fn complete_checksum(frame: &mut [u8]) -> bool {
     let Some((start, len, field)) = transport(frame) else { return false };
+    complete_at(frame, start, len, field);
+    true
+}
+
+/// The checksum at `field` of the segment `start..start + len` completed, the field's content
+/// taken as the pseudo-header's partial sum.
+fn complete_at(frame: &mut [u8], start: usize, len: usize, field: usize) {
     let seg = &mut frame[start..start + len];
     let mut c = !fold(sum16(seg, 0));
     // UDP: a computed 0 is sent as all ones (0 means "no checksum").
@@ -23,7 +30,6 @@ pub fn complete_checksum(frame: &mut [u8]) -> bool {
         c = 0xffff;
     }
     seg[field..field + 2].copy_from_slice(&c.to_be_bytes());
-    true
 }
 
 /// For a receive path that does not say which checksums a sender's offload left partial
@@ -47,7 +53,11 @@ pub fn complete_if_partial(frame: &mut [u8]) -> bool {
     let addrs = if is_v6 { ip + 8..ip + 40 } else { ip + 12..ip + 20 };
     let pseudo = fold(sum16(&frame[addrs], proto as u64 + len as u64));
     let at = start + field;
-    u16::from_be_bytes([frame[at], frame[at + 1]]) == pseudo && complete_checksum(frame)
+    let partial = u16::from_be_bytes([frame[at], frame[at + 1]]) == pseudo;
+    if partial {
+        complete_at(frame, start, len, field);
+    }
+    partial
 }
 
 /// The ones'-complement sum of `bytes` as 16-bit big-endian words (an odd last byte padded
