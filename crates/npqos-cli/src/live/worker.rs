@@ -12,7 +12,7 @@ use super::{monotonic_ns, stats, thread_cpu_ns, thread_user_ns, ReloadRecord, Wa
 use npqos_core::Instant;
 use npqos_sim::live::gso::segment_tcp;
 use npqos_sim::live::reload::Reloading;
-use npqos_sim::live::spec::Io;
+use npqos_sim::live::spec::{Io, RxWait};
 use npqos_sim::live::{Ahead, Forwarder, LiveSpec, Mode, Wait};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
@@ -220,6 +220,8 @@ impl Worker<'_, '_> {
         }
         let (cpu0, user0, mut sleeps) = (thread_cpu_ns(), thread_user_ns(), 0u64);
         let (mut turns, mut empty_turns) = (0u64, 0u64);
+        // Frames taken since the last sample, and whether that made the thread busy (`rx_wait = "auto"`).
+        let (mut taken, mut busy) = (0u64, false);
         let end_at = spec.duration.map(|d| t0 + d.as_nanos());
         let sample_every = spec.sample_every.as_nanos();
         let (mut next_sample, mut next_status) = (t0 + sample_every, t0);
@@ -276,6 +278,7 @@ impl Worker<'_, '_> {
             if let Some(r) = &mut self.rev {
                 got += r.pass(BLOCKS_PER_TURN, now, &mut hand);
             }
+            taken += got as u64;
             hand.wake();
             let t = Instant::from_nanos(now);
             if self.fw.next_wakeup().is_some_and(|w| w <= t) {
@@ -301,6 +304,7 @@ impl Worker<'_, '_> {
             if now >= next_sample {
                 self.sample(t);
                 next_sample += sample_every;
+                busy = std::mem::take(&mut taken) * 1_000_000_000 >= RxWait::AUTO_FROM * sample_every;
             }
             if now >= next_status {
                 if let Some(name) = self.lost_interface() {
@@ -316,17 +320,10 @@ impl Worker<'_, '_> {
             }
             // Nothing to read: sleep until a block arrives, a frame is handed over, a
             // shaper's next wake-up, the next sample or the end.
-            let back = self.rev.as_ref().and_then(|r| r.shaper.as_ref()).and_then(Reloading::next_wakeup);
-            let wakeups = [self.fw.next_wakeup(), back].map(|w| w.map(Instant::as_nanos));
-            let mut until = wakeups.into_iter().chain([end_at]).flatten().fold(next_sample.min(next_status), u64::min);
-            if room == 0 || self.tx.pending() > 0 {
-                // The transmit ring is full: look again soon (while its interface is down,
-                // every 10 ms).
-                until = until.min(now + if self.tx.is_down() { DOWN_RETRY } else { 20_000 });
-            }
+            let until = self.until(now, end_at.into_iter().chain([next_sample, next_status]).min(), room == 0);
             if spec.wait == Wait::Sleep && until > now && self.sleep((until - now).min(100_000_000)) {
                 sleeps += 1;
-                self.gather(until);
+                self.gather(until, busy);
             }
         }
         let stop_ns = monotonic_ns();
@@ -472,11 +469,30 @@ impl Worker<'_, '_> {
         }
     }
 
-    /// After a sleep on an AF_XDP receive ring, which wakes at its first frame: up to
-    /// `rx_wait` more (not past `until`) for a batch to gather, as a packet ring's block does.
-    fn gather(&self, until: u64) {
+    /// When the thread must look again at `now`: the shapers' next wake-ups or `due` (the
+    /// next sample, status or the end), and soon while the transmit side is full (`full`) or
+    /// holds frames (while its interface is down, every 10 ms).
+    fn until(&self, now: u64, due: Option<u64>, full: bool) -> u64 {
+        let back = self.rev.as_ref().and_then(|r| r.shaper.as_ref()).and_then(Reloading::next_wakeup);
+        let wakeups = [self.fw.next_wakeup(), back].map(|w| w.map(Instant::as_nanos));
+        let until = wakeups.into_iter().chain([due]).flatten().min().unwrap_or(u64::MAX);
+        if full || self.tx.pending() > 0 {
+            return until.min(now + if self.tx.is_down() { DOWN_RETRY } else { 20_000 });
+        }
+        until
+    }
+
+    /// After a sleep on an AF_XDP receive ring, which wakes at its first frame: more time (not
+    /// past `until`) for a batch to gather, as a packet ring's block does: `rx_wait`, or with
+    /// `"auto"` 1 ms while the thread is `busy` and none otherwise.
+    fn gather(&self, until: u64, busy: bool) {
         let Io::Xdp { rx_wait } = self.spec.io else { return };
-        let hold = rx_wait.as_nanos().min(until.saturating_sub(monotonic_ns()));
+        let wait = match rx_wait {
+            RxWait::Auto if busy => RxWait::AUTO_HOLD,
+            RxWait::Auto => return,
+            RxWait::Fixed(d) => d,
+        };
+        let hold = wait.as_nanos().min(until.saturating_sub(monotonic_ns()));
         if hold > 0 && self.rx.ready() {
             std::thread::sleep(std::time::Duration::from_nanos(hold));
         }

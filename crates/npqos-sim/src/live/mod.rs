@@ -27,6 +27,7 @@
 
 pub mod csum;
 pub mod gso;
+pub mod io;
 pub mod key;
 mod processing;
 pub mod reload;

@@ -13,6 +13,7 @@
 //! flow_rate = "10Mbps"
 //! ```
 
+pub use super::io::{Io, RxWait};
 use crate::models::router::{
     Allocation, IngressKind, ProcessingParams, QmemParams, RouterParams, Scheduler, ServiceParams, ShaperKind,
     ShapingParams,
@@ -42,17 +43,6 @@ pub enum Mode {
     /// Passed on as they come, with the same offload work and no pipeline: the do-nothing
     /// forwarder on the same rings, what the path itself costs (benchmarks).
     Pass,
-}
-
-/// The sockets `npqos live` forwards on (`live.io`; docs/live.md, "AF_XDP").
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Io {
-    /// AF_PACKET with TPACKET_V3 rings: any interface, any MTU, beside the kernel's stack.
-    Ring,
-    /// AF_XDP sockets fed by an XDP program on each interface it receives on (it takes every
-    /// frame from the kernel's stack), letting frames gather on a receive ring for up to
-    /// `rx_wait` after the first (a packet ring's block waits up to 1 ms).
-    Xdp { rx_wait: Duration },
 }
 
 /// What `npqos live` does with frames coming back, from the output to the input.
@@ -265,7 +255,7 @@ pub fn read(root: &toml::Table, file: &str) -> Result<LiveSpec, Problems> {
         });
     }
     let tx_frames = l.int("tx_frames", 4096, 64, 1 << 20, &mut probs) as u32;
-    let io = read_io(&mut l, &mut probs);
+    let io = super::io::read(&mut l, &mut probs);
     let threads = l.int_or_auto("threads", 1, MAX_THREADS as i64, &mut probs).map(|n| n as u32);
     let sample_every = l.positive_duration("sample_every", Duration::from_millis(100), &mut probs);
     let non_ip = read_non_ip(&mut l, &mut probs);
@@ -443,21 +433,6 @@ impl LiveSpec {
 const ETHERTYPES: [(&str, u16); 6] =
     [("llc", 0), ("arp", 0x0806), ("rarp", 0x8035), ("lldp", 0x88cc), ("ptp", 0x88f7), ("lacp", 0x8809)];
 
-/// `live.io` and `live.rx_wait` (only with AF_XDP; 1 ms unless set).
-fn read_io(l: &mut Reader<'_>, probs: &mut Vec<Problem>) -> Io {
-    let rx_wait = l.present("rx_wait").then(|| l.duration("rx_wait", Duration::ZERO, probs));
-    let io = match l.choice("io", "ring", &["ring", "xdp"], probs).as_str() {
-        "xdp" => Io::Xdp { rx_wait: rx_wait.unwrap_or(Duration::from_millis(1)) },
-        _ => Io::Ring,
-    };
-    if rx_wait.is_some() && io == Io::Ring {
-        let value = Some(format!("\"{}\"", rx_wait.unwrap_or_default()));
-        let message = "expected no rx_wait with io = \"ring\" (a packet ring's block waits 1 ms)".into();
-        probs.push(Problem { key: "live.rx_wait".into(), value, message });
-    }
-    io
-}
-
 /// `live.non_ip`: `"pass"` (every frame without an IP packet, the default), `"drop"` (none),
 /// or the list of EtherTypes that pass, by name or number.
 fn read_non_ip(l: &mut Reader<'_>, probs: &mut Vec<Problem>) -> Option<Vec<u16>> {
@@ -617,10 +592,7 @@ impl LiveSpec {
             Reverse::Shape(_) => "shape",
         };
         l.insert("reverse".into(), way_back.into());
-        l.insert("io".into(), if self.io == Io::Ring { "ring" } else { "xdp" }.into());
-        if let Io::Xdp { rx_wait } = self.io {
-            l.insert("rx_wait".into(), rx_wait.to_string().into());
-        }
+        super::io::insert(self.io, &mut l);
         l.insert("rx_ring".into(), fmt_size(self.rx_ring).into());
         l.insert("tx_frames".into(), (self.tx_frames as i64).into());
         l.insert("threads".into(), self.threads.map_or("auto".into(), |n| (n as i64).into()));

@@ -373,9 +373,10 @@ fn threads_and_codel_keys_are_read_and_checked() {
     assert_eq!(spec::read(&two.to_toml(), "resolved").unwrap(), two);
 }
 
-/// `live.io` (docs/live.md, "AF_XDP"): packet rings by default, AF_XDP with `rx_wait` 1 ms
-/// unless set (0 allowed: take each frame as it comes); `rx_wait` with packet rings and an
-/// unknown `io` are refused by key; the resolved file reads back the same.
+/// `live.io` (docs/live.md, "AF_XDP"): packet rings by default, AF_XDP with `rx_wait = "auto"`
+/// unless set (a duration, 0 allowed: take each frame as it comes); `rx_wait` with packet rings,
+/// a word other than "auto" and an unknown `io` are refused by key; the resolved file reads
+/// back the same.
 #[test]
 fn the_io_keys_are_read_and_checked() {
     let read = |extra: &str| {
@@ -383,14 +384,20 @@ fn the_io_keys_are_read_and_checked() {
         spec::read(&toml::from_str(&text).unwrap(), "t.toml")
     };
     assert_eq!(read("").unwrap().io, spec::Io::Ring);
-    let x = read("io = \"xdp\"").unwrap();
-    assert_eq!(x.io, spec::Io::Xdp { rx_wait: npqos_core::Duration::from_millis(1) });
-    assert_eq!(spec::read(&x.to_toml(), "resolved").unwrap(), x);
-    let z = read("io = \"xdp\"\nrx_wait = \"0s\"").unwrap();
-    assert_eq!(z.io, spec::Io::Xdp { rx_wait: npqos_core::Duration::ZERO });
-    assert_eq!(spec::read(&z.to_toml(), "resolved").unwrap(), z);
+    for (extra, want) in [
+        ("io = \"xdp\"", spec::RxWait::Auto),
+        ("io = \"xdp\"\nrx_wait = \"auto\"", spec::RxWait::Auto),
+        ("io = \"xdp\"\nrx_wait = \"0s\"", spec::RxWait::Fixed(npqos_core::Duration::ZERO)),
+        ("io = \"xdp\"\nrx_wait = \"200us\"", spec::RxWait::Fixed(npqos_core::Duration::from_micros(200))),
+    ] {
+        let x = read(extra).unwrap();
+        assert_eq!(x.io, spec::Io::Xdp { rx_wait: want }, "{extra}");
+        assert_eq!(spec::read(&x.to_toml(), "resolved").unwrap(), x, "{extra}");
+    }
     let text = read("rx_wait = \"200us\"").unwrap_err().to_string();
     assert!(text.contains("live.rx_wait") && text.contains("io = \"ring\""), "{text}");
+    let text = read("io = \"xdp\"\nrx_wait = \"soon\"").unwrap_err().to_string();
+    assert!(text.contains("live.rx_wait"), "{text}");
     let text = read("io = \"dpdk\"").unwrap_err().to_string();
     assert!(text.contains("live.io") && text.contains("\"ring\", \"xdp\""), "{text}");
 }
