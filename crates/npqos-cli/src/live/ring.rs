@@ -449,6 +449,50 @@ impl TxCounters {
     }
 }
 
+/// What a flush's `send()` on a transmit ring or an XDP socket came to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Sent {
+    /// The kernel took the request.
+    Ok,
+    /// It had no room or was busy (EAGAIN, EBUSY, ENOBUFS): the frames wait for the next flush.
+    Busy,
+    /// The interface is down or gone (ENETDOWN, ENXIO, ENODEV): the frames wait until it is up.
+    Down,
+    /// Any other error, counted in `TxCounters::errors`.
+    Failed,
+}
+
+/// Classifies the result `r` of a flush's `send()` on `what` (read errno right after the call),
+/// the same way for both kinds of transmit socket: logs the interface going down and coming up
+/// again once each, keeps `down` up to date and counts refused (`down_flushes`) and failed
+/// (`errors`) flushes.
+pub fn after_send(r: isize, what: &str, down: &mut bool, counters: &mut TxCounters) -> Sent {
+    if r >= 0 {
+        if *down {
+            tracing::info!("{what}'s interface is up again");
+        }
+        *down = false;
+        return Sent::Ok;
+    }
+    let e = io::Error::last_os_error();
+    match e.raw_os_error() {
+        Some(libc::EAGAIN | libc::EBUSY | libc::ENOBUFS) => Sent::Busy,
+        Some(libc::ENETDOWN | libc::ENXIO | libc::ENODEV) => {
+            if !*down {
+                tracing::warn!("send on {what}: {e}; the frames wait until the interface is up");
+            }
+            *down = true;
+            counters.down_flushes += 1;
+            Sent::Down
+        }
+        _ => {
+            tracing::warn!("send on {what}: {e}");
+            counters.errors += 1;
+            Sent::Failed
+        }
+    }
+}
+
 /// A TPACKET_V3 transmit ring of fixed slots on one interface.
 pub struct TxRing {
     fd: OwnedFd,
@@ -594,28 +638,15 @@ impl TxRing {
         // SAFETY: send(2) with no buffer: the kernel walks the ring.
         let r = unsafe { libc::send(self.fd.as_raw_fd(), ptr::null(), 0, libc::MSG_DONTWAIT) };
         self.counters.flushes += 1;
-        if r < 0 {
-            let e = io::Error::last_os_error();
-            match e.raw_os_error() {
-                Some(libc::EAGAIN) | Some(libc::ENOBUFS) => {}
-                Some(libc::ENETDOWN) | Some(libc::ENXIO) | Some(libc::ENODEV) => {
-                    if !self.down {
-                        tracing::warn!("send on the transmit ring: {e}; the frames wait until the interface is up");
-                    }
-                    self.down = true;
-                    self.counters.down_flushes += 1;
-                    // The socket's own copy of the error, so that poll does not report it.
-                    let _ = take_error(self.fd.as_raw_fd());
-                }
-                _ => tracing::warn!("send on the transmit ring: {e}"),
+        match after_send(r, "the transmit ring", &mut self.down, &mut self.counters) {
+            // The slots stay requested: the next flush sends them.
+            Sent::Busy | Sent::Failed => {}
+            Sent::Down => {
+                // The socket's own copy of the error, so that poll does not report it.
+                let _ = take_error(self.fd.as_raw_fd());
             }
-            return; // the slots stay requested: the next flush sends them
+            Sent::Ok => self.pending = 0,
         }
-        if self.down {
-            tracing::info!("the transmit ring's interface is up again");
-        }
-        self.down = false;
-        self.pending = 0;
     }
 
     pub fn counters(&self) -> TxCounters {

@@ -14,7 +14,7 @@
 //! does not need otherwise. The program is five instructions ([`Program::INSNS`]), assembled
 //! here; the rest is `bpf(2)` and the ring handshake over `libc`.
 
-use super::ring::{self, OpenError, RxCounters, TxCounters};
+use super::ring::{self, OpenError, RxCounters, Sent, TxCounters};
 use npqos_sim::live::csum::complete_if_partial;
 use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
@@ -643,26 +643,10 @@ impl XskTx {
             self.counters.flushes += 1;
             let after = self.tx.consumer().load(Ordering::Acquire);
             self.pending = self.tx.head.wrapping_sub(after) as usize;
-            if r < 0 {
-                let e = io::Error::last_os_error();
-                match e.raw_os_error() {
-                    Some(libc::EAGAIN) | Some(libc::EBUSY) | Some(libc::ENOBUFS) => {}
-                    Some(libc::ENETDOWN) | Some(libc::ENXIO) | Some(libc::ENODEV) => {
-                        if !self.down {
-                            tracing::warn!("send on the XDP socket: {e}; the frames wait until the interface is up");
-                        }
-                        self.down = true;
-                        self.counters.down_flushes += 1;
-                        return;
-                    }
-                    _ => {
-                        tracing::warn!("send on the XDP socket: {e}");
-                        self.counters.errors += 1;
-                        return;
-                    }
-                }
+            match ring::after_send(r, "the XDP socket", &mut self.down, &mut self.counters) {
+                Sent::Down | Sent::Failed => return,
+                Sent::Ok | Sent::Busy => {}
             }
-            self.down = false;
             if self.pending == 0 || after == before {
                 return;
             }
