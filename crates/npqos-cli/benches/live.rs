@@ -76,18 +76,21 @@ fn r0_frames(bed: &Bed) -> u64 {
 /// per second, frames the middle took from its receive rings (and those the kernel dropped at a
 /// full ring, and the pipeline dropped), frames that reached the receiver per second, the
 /// forwarding threads' CPU per frame taken (of it, in user space; and each thread's), their
-/// sleeps in `ppoll` per second, the frames handed to the thread that owns their bucket (a
+/// sleeps in `ppoll` per second, the frames taken per turn of their loops, the frames handed to the thread that owns their bucket (a
 /// share of those taken), and the machine's CPU per frame forwarded. At 1e3 flows a row with
 /// every flow in one class (one bucket, one owner thread) shows what handing frames over costs.
 /// `NPQOS_THREADS_FLOWS` narrows the flow counts (`1000`); `NPQOS_THREADS_SLOTS` sets `[table] slots`;
-/// `NPQOS_THREADS_MAC=other` sends to a MAC not the receiver's, which it drops on entering IP.
+/// `NPQOS_THREADS_MAC=other` sends to a MAC not the receiver's, which it drops on entering IP;
+/// `NPQOS_THREADS_PACE=<frames/s>` offers that rate rather than all the sender can (the same
+/// load for 1 and 2 threads, and the CPU it shares with a forwarding thread not taken by a
+/// spinning sender).
 /// Each bed's veths have a queue per thread: `NPQOS_LIVE_EXTRA='io = "xdp"'` runs on AF_XDP.
 #[cfg(target_os = "linux")]
 fn threads(tag: &str) {
     let runs: usize = std::env::var("NPQOS_THREADS_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
     println!("\n{runs} runs per row, medians.\n");
-    println!("| middle | threads | flows | rate per flow | offered (frames/s) | taken (frames/s) | dropped at the receive ring | dropped in the pipeline | forwarded (frames/s) | forwarding CPU per frame taken | of it, in user space | wake-ups/s | per thread | handed over | machine CPU per frame forwarded |");
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("| middle | threads | flows | rate per flow | offered (frames/s) | taken (frames/s) | dropped at the receive ring | dropped in the pipeline | forwarded (frames/s) | forwarding CPU per frame taken | of it, in user space | wake-ups/s | frames per turn | per thread | handed over | machine CPU per frame forwarded |");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     let only: Option<u32> = std::env::var("NPQOS_THREADS_FLOWS").ok().and_then(|v| v.parse().ok());
     let slots = std::env::var("NPQOS_THREADS_SLOTS").map(|v| format!("slots = {v}\n")).unwrap_or_default();
     let table = |flows: u32| {
@@ -174,6 +177,8 @@ struct Own {
     /// Of it, in user space (ns per frame taken); the threads' sleeps in `ppoll` per second.
     user_ns: f64,
     sleeps: f64,
+    /// Frames taken per turn of the threads' loops (what a turn's fixed costs are spread over).
+    per_turn: f64,
     per: Vec<(f64, f64)>,
     /// Frames handed to the thread that owns their bucket, a share of the frames taken.
     handed: f64,
@@ -186,9 +191,10 @@ fn measure(bed: &Bed, t: u32, flows: u32, npqos: Option<(Child, &Path)>) -> Meas
     let (got0, busy0) = (r0_frames(bed), netns::machine_busy_ns());
     let other = std::env::var("NPQOS_THREADS_MAC").is_ok_and(|m| m == "other");
     let mac = if other { "02:00:5e:10:00:99".to_string() } else { bed.rcv_mac.clone() };
+    let pace: Option<u64> = std::env::var("NPQOS_THREADS_PACE").ok().and_then(|v| v.parse().ok());
     let snd = netns::in_ns(&bed.snd, move || {
         netns::pin(0);
-        netns::send_ring("s0", &mac, flows, 64, 3_000_000_000)
+        netns::send_ring("s0", &mac, flows, 64, 3_000_000_000, pace)
     });
     let off = snd.join().unwrap().unwrap().unwrap();
     std::thread::sleep(std::time::Duration::from_millis(300));
@@ -233,6 +239,7 @@ fn measure(bed: &Bed, t: u32, flows: u32, npqos: Option<(Child, &Path)>) -> Meas
             cpu_ns: cpu_s * 1e9 / rx.max(1.0),
             user_ns,
             sleeps,
+            per_turn: rx / sc["forwarding_turns"].as_f64().unwrap_or(0.0).max(1.0),
             per,
             handed,
         });
@@ -261,7 +268,7 @@ fn print_measures(label: &str, t: u32, flows: u32, rate: &str, ms: &[Measure]) {
         })
         .collect::<Vec<_>>();
     println!(
-        "| {label} | {} | {flows} | {rate} | {:.0} | {} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {:.0} ns |",
+        "| {label} | {} | {flows} | {rate} | {:.0} | {} | {} | {} | {:.0} | {} | {} | {} | {} | {} | {} | {:.0} ns |",
         if t == 0 { "-".to_string() } else { t.to_string() },
         col(&|m| Some(m.offered)),
         show(col(&|m| Some(m.npqos.as_ref()?.taken)), ""),
@@ -271,6 +278,7 @@ fn print_measures(label: &str, t: u32, flows: u32, rate: &str, ms: &[Measure]) {
         show(col(&|m| Some(m.npqos.as_ref()?.cpu_ns)), " ns"),
         show(col(&|m| Some(m.npqos.as_ref()?.user_ns)), " ns"),
         show(col(&|m| Some(m.npqos.as_ref()?.sleeps)), ""),
+        if on { format!("{:.1}", col(&|m| Some(m.npqos.as_ref()?.per_turn))) } else { "-".into() },
         if t > 1 && on { per.join(", ") } else { "-".into() },
         if t > 1 && on { format!("{:.1}%", 100.0 * col(&|m| Some(m.npqos.as_ref()?.handed))) } else { "-".into() },
         col(&|m| Some(m.machine_ns)),

@@ -421,8 +421,17 @@ pub fn send_udp_tos(
 /// on `iface` (`payload` bytes each, as fast as the ring takes them, round robin over the flows)
 /// for `duration_ns`: no socket, no routing, no neighbour lookup, one `send()` per batch of up
 /// to 256 frames. A UDP socket sender tops out near 220,000 frames/s here; this one is what the
-/// kernel's transmit path allows. Run it inside the sender's namespace.
-pub fn send_ring(iface: &str, dst_mac: &str, flows: u32, payload: usize, duration_ns: u64) -> Result<Offered, String> {
+/// kernel's transmit path allows. With `pace` (frames/s) it offers that rate instead, sleeping
+/// between batches rather than spinning, so that a forwarding thread sharing its CPU gets the
+/// CPU when frames come. Run it inside the sender's namespace.
+pub fn send_ring(
+    iface: &str,
+    dst_mac: &str,
+    flows: u32,
+    payload: usize,
+    duration_ns: u64,
+    pace: Option<u64>,
+) -> Result<Offered, String> {
     let mut tx = super::ring::TxRing::open(iface, 4096).map_err(|e| e.to_string())?;
     let dst: Vec<u8> = dst_mac.split(':').filter_map(|h| u8::from_str_radix(h, 16).ok()).collect();
     let mut f = vec![0u8; 42 + payload.max(4)];
@@ -446,8 +455,23 @@ pub fn send_ring(iface: &str, dst_mac: &str, flows: u32, payload: usize, duratio
     let mut off = Offered { sent: vec![0; flows as usize], ..Default::default() };
     let t0 = monotonic_ns();
     let mut i = 0u32;
-    while monotonic_ns() < t0 + duration_ns {
-        let room = tx.room(256);
+    let mut total = 0u64;
+    loop {
+        let now = monotonic_ns();
+        if now >= t0 + duration_ns {
+            break;
+        }
+        let mut room = tx.room(256);
+        if let Some(rate) = pace {
+            // Frames due by now at the rate; ahead of it, sleep until the next one is due.
+            let due = ((now - t0) as u128 * rate as u128 / 1_000_000_000) as u64;
+            if due <= total {
+                let next = t0 + ((total + 1) as u128 * 1_000_000_000 / rate.max(1) as u128) as u64;
+                std::thread::sleep(std::time::Duration::from_nanos(next.saturating_sub(now).max(20_000)));
+                continue;
+            }
+            room = room.min((due - total) as usize);
+        }
         if room == 0 {
             tx.flush();
             std::hint::spin_loop();
@@ -462,6 +486,7 @@ pub fn send_ring(iface: &str, dst_mac: &str, flows: u32, payload: usize, duratio
             off.sent[i as usize] += 1;
             i = if i + 1 == flows { 0 } else { i + 1 };
         }
+        total += room as u64;
         tx.flush();
     }
     // What is still in the ring goes too (it was counted as sent).
