@@ -76,15 +76,15 @@ fn r0_frames(bed: &Bed) -> u64 {
 /// per second, frames the middle took from its receive rings (and those the kernel dropped at a
 /// full ring, and the pipeline dropped), frames that reached the receiver per second, the
 /// forwarding threads' CPU per frame taken (of it, in user space; and each thread's), their
-/// sleeps in `ppoll` per second, the frames taken per turn of their loops, the frames handed to the thread that owns their bucket (a
-/// share of those taken), and the machine's CPU per frame forwarded. At 1e3 flows a row with
-/// every flow in one class (one bucket, one owner thread) shows what handing frames over costs.
-/// `NPQOS_THREADS_FLOWS` narrows the flow counts (`1000`); `NPQOS_THREADS_SLOTS` sets `[table] slots`;
-/// `NPQOS_THREADS_MAC=other` sends to a MAC not the receiver's, which it drops on entering IP;
-/// `NPQOS_THREADS_PACE=<frames/s>` offers that rate rather than all the sender can (the same
-/// load for 1 and 2 threads, and the CPU it shares with a forwarding thread not taken by a
-/// spinning sender).
-/// Each bed's veths have a queue per thread: `NPQOS_LIVE_EXTRA='io = "xdp"'` runs on AF_XDP.
+/// sleeps in `ppoll` per second, the frames taken per turn of their loops, the frames handed to
+/// the thread that owns their bucket (a share of those taken), and the machine's CPU per frame
+/// forwarded. At 1e3 flows a row with every flow in one class (one bucket, one owner thread)
+/// shows what handing frames over costs. `NPQOS_THREADS_FLOWS` narrows the flow counts
+/// (`1000`); `NPQOS_THREADS_SLOTS` sets `[table] slots`; `NPQOS_THREADS_MAC=other` sends to a MAC
+/// not the receiver's, which it drops on entering IP; `NPQOS_THREADS_PACE=<frames/s>` offers
+/// that rate, not all the sender can (one load for 1 and 2 threads; the sender sleeps beside the
+/// thread on its CPU). Each bed's veths have a queue per thread: `NPQOS_LIVE_EXTRA='io = "xdp"'`
+/// runs on AF_XDP.
 #[cfg(target_os = "linux")]
 fn threads(tag: &str) {
     let runs: usize = std::env::var("NPQOS_THREADS_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(3);
@@ -174,10 +174,10 @@ struct Own {
     dropped: f64,
     /// The forwarding threads' CPU ns per frame taken, and per thread (ns per frame, frames).
     cpu_ns: f64,
-    /// Of it, in user space (ns per frame taken); the threads' sleeps in `ppoll` per second.
+    /// Of it, in user space (ns per frame taken); the threads' sleeps in `ppoll` per second;
+    /// frames taken per turn of their loops (what a turn's fixed costs are spread over).
     user_ns: f64,
     sleeps: f64,
-    /// Frames taken per turn of the threads' loops (what a turn's fixed costs are spread over).
     per_turn: f64,
     per: Vec<(f64, f64)>,
     /// Frames handed to the thread that owns their bucket, a share of the frames taken.
@@ -191,9 +191,9 @@ fn measure(bed: &Bed, t: u32, flows: u32, npqos: Option<(Child, &Path)>) -> Meas
     let (got0, busy0) = (r0_frames(bed), netns::machine_busy_ns());
     let other = std::env::var("NPQOS_THREADS_MAC").is_ok_and(|m| m == "other");
     let mac = if other { "02:00:5e:10:00:99".to_string() } else { bed.rcv_mac.clone() };
-    let pace: Option<u64> = std::env::var("NPQOS_THREADS_PACE").ok().and_then(|v| v.parse().ok());
     let snd = netns::in_ns(&bed.snd, move || {
         netns::pin(0);
+        let pace = std::env::var("NPQOS_THREADS_PACE").ok().and_then(|v| v.parse().ok());
         netns::send_ring("s0", &mac, flows, 64, 3_000_000_000, pace)
     });
     let off = snd.join().unwrap().unwrap().unwrap();
@@ -767,15 +767,10 @@ fn many_flows(rows: &mut Vec<Row>, tag: &str, mid_cpu: usize) {
     if only.is_some() {
         return;
     }
-    {
-        let bed = Bed::new(&format!("{tag}h3")).unwrap();
-        bed.kernel_htb(1000, 10_000_000_000, 4096).unwrap();
-        rows.push(run(&bed, Load(1000, 0, 64, 3), None, None, "htb, 1e3 classes at 10 Gbps (not throttled)"));
-    }
-    {
-        let bed = Bed::new(&format!("{tag}h4")).unwrap();
-        bed.kernel_htb(1000, 20_000, 4096).unwrap();
-        rows.push(run(&bed, Load(1000, 0, 64, 3), None, None, "htb, 1e3 classes at 20 kbps (throttled)"));
+    for (h, rate, how) in [("h3", 10_000_000_000, "10 Gbps (not throttled)"), ("h4", 20_000, "20 kbps (throttled)")] {
+        let bed = Bed::new(&format!("{tag}{h}")).unwrap();
+        bed.kernel_htb(1000, rate, 4096).unwrap();
+        rows.push(run(&bed, Load(1000, 0, 64, 3), None, None, &format!("htb, 1e3 classes at {how}")));
     }
 }
 
