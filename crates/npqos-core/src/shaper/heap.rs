@@ -293,6 +293,22 @@ impl ReschedHeap {
         Some((self.delete_root(obs), t))
     }
 
+    /// [`Self::pop_due_unclocked`] when it would pop nothing: true, having done what that does
+    /// (an empty heap: nothing; else the root's read, observed as a peek). False, doing nothing,
+    /// when the root is due.
+    #[inline]
+    pub(crate) fn peek_not_due<O: Observe>(&mut self, now: Instant, obs: &mut O) -> bool {
+        if self.is_empty() {
+            return true;
+        }
+        if self.time_of(&self.nodes[1]) <= now {
+            return false;
+        }
+        obs.begin(OpKind::Peek);
+        self.touch(obs, 1, false); // read root
+        true
+    }
+
     /// Deletes the root: the last node moves to the root and sifts down.
     fn delete_root<O: Observe>(&mut self, obs: &mut O) -> u32 {
         self.counters.deletes += 1;

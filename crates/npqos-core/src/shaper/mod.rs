@@ -662,6 +662,23 @@ impl EventShaper {
         Ok(())
     }
 
+    /// [`Self::poll_core`] when core `core`'s heap has nothing due at `now`: true, having done
+    /// what that poll does (the root's read, observed), so that a caller that knows the heap
+    /// did not change since it last looked has nothing else to do. False, doing nothing, when
+    /// something is due or the core has a timing wheel (whose poll moves its cursor): call
+    /// [`Self::poll_core`].
+    ///
+    /// Errors (no effect): an unknown core, `now` before a time already given.
+    #[inline]
+    pub fn poll_core_idle<O: Observe>(&mut self, core: CoreId, now: Instant, obs: &mut O) -> Result<bool, Error> {
+        let core = id::check(CoreId::KIND, core.0, self.timers.len())?;
+        self.clock.advance(now)?;
+        Ok(match &mut self.timers[core] {
+            CoreTimer::Heap(h) => h.peek_not_due(now, obs),
+            CoreTimer::Wheel(_) => false,
+        })
+    }
+
     fn poll_checked<O: Observe>(&mut self, core: usize, now: Instant, obs: &mut O, mut enabled: impl FnMut(QueueId)) {
         while let Some((q, _)) = self.timers[core].pop_due(now, obs) {
             let q = q as usize;

@@ -647,3 +647,54 @@ fn periodic_full_at_is_the_fill_that_tops_the_bucket_up() {
     assert_eq!(pe.full_at(Q0), Some(t(400_000)));
     assert_eq!(pe.full_at(QueueId(1)), None);
 }
+
+/// Records every observed heap access and operation kind, in order.
+#[derive(Default, PartialEq, Debug)]
+struct Trail(Vec<(Option<heap::OpKind>, usize, bool)>);
+impl heap::Observe for Trail {
+    fn access(&mut self, index: usize, write: bool) {
+        self.0.push((None, index, write));
+    }
+    fn begin(&mut self, op: heap::OpKind) {
+        self.0.push((Some(op), 0, false));
+    }
+}
+
+/// `poll_core_idle` is `poll_core` when nothing is due: a shaper that tries it first (and
+/// polls only when it says something is due) releases the same queues at the same times, and
+/// its heaps see the same accesses, as one that always polls; with a wheel it always declines.
+#[test]
+fn an_idle_poll_is_a_poll_that_releases_nothing() {
+    use rand::{Rng, SeedableRng};
+    let ps: Vec<_> = (0..200u64).map(|i| params(10_000_000 + i * 100_000, 3000, 1500)).collect();
+    let mut always = EventShaper::new(&ps, 3, 64, 6).unwrap();
+    let mut idle_first = EventShaper::new(&ps, 3, 64, 6).unwrap();
+    let (mut ta, mut tb) = (Trail::default(), Trail::default());
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let (mut now, mut idle, mut due) = (0u64, 0u32, 0u32);
+    for step in 0..100_000u32 {
+        now += rng.random_range(0..3000);
+        let t = Instant::from_nanos(now);
+        let (q, core, bytes) = (QueueId(rng.random_range(0..200)), CoreId(rng.random_range(0..3)), 64 + step % 1400);
+        let d = always.on_send_on(core, q, bytes as u64, t, &mut ta).unwrap();
+        assert_eq!(d, idle_first.on_send_on(core, q, bytes as u64, t, &mut tb).unwrap(), "step {step}");
+        let (mut x, mut y) = (vec![], vec![]);
+        always.poll_core(core, t, &mut ta, |q| x.push(q)).unwrap();
+        if idle_first.poll_core_idle(core, t, &mut tb).unwrap() {
+            idle += 1;
+        } else {
+            due += 1;
+            idle_first.poll_core(core, t, &mut tb, |q| y.push(q)).unwrap();
+        }
+        assert_eq!(x, y, "step {step}");
+        assert_eq!(ta, tb, "step {step}");
+        ta.0.clear();
+        tb.0.clear();
+    }
+    assert_eq!(always.counters(), idle_first.counters());
+    assert_eq!(always.heap_counters(), idle_first.heap_counters());
+    assert!(idle > 10_000 && due > 1_000, "both kinds of poll happened: {idle} idle, {due} due");
+    let mut wheel = EventShaper::new(&ps, 3, 0, 6).unwrap().with_timer(Timer::Wheel).unwrap();
+    assert!(!wheel.poll_core_idle(CoreId(0), Instant::from_nanos(1), &mut ()).unwrap());
+    assert!(matches!(wheel.poll_core_idle(CoreId(3), Instant::from_nanos(1), &mut ()), Err(Error::UnknownId { .. })));
+}

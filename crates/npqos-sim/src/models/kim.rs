@@ -392,6 +392,12 @@ impl Kim {
                         self.log.push(HeapOp::Insert { queue: qi as u32, time: until, now });
                     }
                 }
+                // A send that left the core's heap as it was, with nothing due on it: the poll
+                // reads the root and finds nothing, and the heap's size, earliest time and so
+                // this core's timer are what the event that last changed them left.
+                if d == Decision::Eligible && !log && self.poll_idle(c, now) {
+                    return false;
+                }
                 self.poll(c, now);
                 self.core_done(c, engine);
                 matches!(d, Decision::Throttled { .. })
@@ -415,6 +421,15 @@ impl Kim {
             Shaping::Event(s) => heap_counters(s, c).inserts,
             Shaping::Periodic(_) | Shaping::None => 0,
         }
+    }
+
+    /// [`Self::poll`] when core `c`'s heap has nothing due (see
+    /// [`EventShaper::poll_core_idle`]): true, done; false, nothing done.
+    #[inline]
+    fn poll_idle(&mut self, c: usize, now: Instant) -> bool {
+        let Shaping::Event(s) = &mut self.shaper else { return false };
+        let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
+        s.poll_core_idle(CoreId::from_index(c), now, &mut obs).expect("cores are in range and time does not go back")
     }
 
     /// Algorithm 1 lines 16-19 on core `c` (event-driven shaper).
