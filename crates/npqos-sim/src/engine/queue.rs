@@ -134,10 +134,10 @@ const LEVELS: usize = 11;
 /// lower levels.
 pub const SORT_MAX: usize = 32;
 /// Slot capacity (entries) kept for reuse when a slot is emptied: 24 KiB of 24-byte entries
-/// (a 4-byte event), at most about 17 MB over all 704 slots. A slot one level below a large one is filled in one
-/// redistribution and would otherwise regrow by doubling, every copy a pass over fresh memory
-/// (kim's 1e6 row: its level-3 slots hold about 315 entries each; at 256 they were freed every
-/// time, at 1024 they are kept: 9% less wall time, docs/PERFORMANCE.md).
+/// (a 4-byte event), at most about 17 MB over all 704 slots. A slot one level below a large
+/// one is filled in one redistribution and would otherwise regrow by doubling, an allocation
+/// and a copy each time (kim's 1e6 row: its level-3 slots hold about 315 entries each; at 256
+/// they were freed every time, at 1024 they are kept: 10% less wall time, docs/PERFORMANCE.md).
 pub const KEEP: usize = 1024;
 /// The class occupies the top 8 bits of `seq`; the counter the rest.
 const CLASS_SHIFT: u32 = 56;
