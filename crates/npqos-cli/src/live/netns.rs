@@ -299,6 +299,9 @@ pub struct Offered {
     /// `send` calls that failed (not sent, not counted above).
     pub send_errors: u64,
     pub elapsed_ns: u64,
+    /// The most a round of datagrams went out after its due time, ns ([`send_udp`] only): a
+    /// sender that stalled longer than a shaped queue holds left that queue idle.
+    pub max_late_ns: u64,
 }
 
 /// Sends `flows` UDP flows of `payload`-byte datagrams, each at `rate_bps` of frames (payload +
@@ -389,6 +392,7 @@ pub fn send_udp_tos(
                 break 'outer;
             }
             if now >= due {
+                off.max_late_ns = off.max_late_ns.max(now - due);
                 break;
             }
             // Never past the end: a slow rate's next round may lie beyond it.
