@@ -144,9 +144,51 @@ fn fmt_ns(ns: u64, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     crate::fmt::exact(ns, &[(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")], "ns", f)
 }
 
+/// `x.ceil() as u64`, the same value for every `x` (NaN and negatives give 0, above
+/// `u64::MAX` saturates), without a call to libm's `ceil`: baseline x86-64 has no rounding
+/// instruction, and the router rounds three times per packet (a nanosecond-exact time from a
+/// fractional cost).
+#[inline(always)]
+pub fn ceil_u64(x: f64) -> u64 {
+    // Truncation is the floor for x >= 0; a fractional x needs one more.
+    let t = x as u64;
+    t.saturating_add(((t as f64) < x) as u64)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Whatever the value: integers, halves, values near 2^53 and 2^64, any bit pattern.
+        #[test]
+        fn ceil_u64_is_ceil_as_u64(bits in any::<u64>(), n in 0u64..1 << 60, k in 0u64..8) {
+            for x in [f64::from_bits(bits), n as f64, n as f64 + k as f64 / 8.0, (n >> 8) as f64 + 0.5, -(n as f64)] {
+                prop_assert_eq!(ceil_u64(x), x.ceil() as u64, "{}", x);
+            }
+        }
+    }
+
+    #[test]
+    fn ceil_u64_edges() {
+        for x in [
+            0.0,
+            -0.0,
+            -0.5,
+            0.5,
+            1.0,
+            1e-300,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            9007199254740993.0,
+            1.8446744073709552e19,
+            1e30,
+        ] {
+            assert_eq!(ceil_u64(x), x.ceil() as u64, "{x}");
+        }
+    }
 
     #[test]
     fn display_is_exact() {

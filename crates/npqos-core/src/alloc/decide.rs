@@ -192,7 +192,7 @@ impl Allocator {
         let np = self.procs.len() as u64;
         let me = &self.svcs[s];
         let by_queue = if me.lim_unit == 0 { me.q } else { me.q.div_ceil(me.lim_unit) };
-        let by_rate = me.rate_need(now, self.delta).ceil() as u64;
+        let by_rate = crate::time::ceil_u64(me.rate_need(now, self.delta));
         let entitled = (by_queue.max(by_rate).min(np) as u32).min(me.guaranteed);
         if me.owned >= entitled {
             return None;

@@ -156,7 +156,7 @@ impl Qmem {
         // operation waiting for a busy queue does not hold up the port for other queues).
         let port = (now_ns as f64).max(self.mem_free);
         self.mem_free = port + refs as f64 / self.p.memory_refs_per_ns;
-        let begin = (port.ceil() as u64).max(self.queue_free[q as usize]);
+        let begin = crate::time::ceil_u64(port).max(self.queue_free[q as usize]);
         self.counters.wait_ns += begin - now_ns;
         self.queue_free[q as usize] = begin + hold;
         Ok(begin + lat)

@@ -669,7 +669,7 @@ impl Pipeline {
             Err(e) => return self.fail(now, "ingress", e),
         }
         let Some(t0) = self.qmem_op(now, iq, Op::Dequeue) else { return };
-        fx.at(Instant::from_nanos(t0 + actual.ceil() as u64 + extra_ns), C_PROC, Ev::ProcDone(proc));
+        fx.at(Instant::from_nanos(t0 + crate::time::ceil_u64(actual) + extra_ns), C_PROC, Ev::ProcDone(proc));
         // Its output queue's state is needed when it is done: start loading it now.
         let eq = self.pkts[id as usize].eq;
         self.prefetch_egress(eq);
