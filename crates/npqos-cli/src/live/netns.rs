@@ -537,6 +537,8 @@ pub struct FlowSeen {
     /// of 12-25 ms after their first few frames here, and a stall of the machine shows the
     /// same way.
     pub max_gap_ns: u64,
+    /// When that gap ended, ns after the flow's first frame.
+    pub max_gap_at_ns: u64,
 }
 
 impl FlowSeen {
@@ -615,8 +617,9 @@ pub fn receive_for(iface: &str, dst: Ipv4Addr, stop: &AtomicBool) -> Result<Rece
             if s.frames > 0 && seq < s.next_seq {
                 s.reordered += 1;
             }
-            if s.frames > 0 {
-                s.max_gap_ns = s.max_gap_ns.max(ts.saturating_sub(s.last_ns));
+            if s.frames > 0 && ts.saturating_sub(s.last_ns) > s.max_gap_ns {
+                s.max_gap_ns = ts - s.last_ns;
+                s.max_gap_at_ns = ts - s.first_ns;
             }
             s.next_seq = s.next_seq.max(seq + 1);
             s.ce += (f[15] & 3 == 3) as u64;
