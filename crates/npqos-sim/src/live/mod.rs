@@ -716,3 +716,5 @@ mod codel_tests;
 mod processing_tests;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod wake_tests;

@@ -718,6 +718,7 @@ impl LiveSpec {
                 },
                 conformance: self.bucket.conformance,
                 cap_bytes: self.bucket.cap,
+                cap_wake_ns: self.bucket.wake_tolerance.as_nanos(),
                 // Two per physical queue: one for each flow holding a queue, as many for idle
                 // flows whose buckets are still filling.
                 flow_queues: 2 * self.table.queues,

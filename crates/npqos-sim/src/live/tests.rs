@@ -288,7 +288,8 @@ fn every_drop_has_its_reason() {
 fn the_shaper_asks_to_be_woken_and_the_wake_sends() {
     // One flow, a full 3000 B bucket: two 1042 B frames go at once, the third throttles the
     // queue (send-then-pay) and leaves; the rest wait for wake().
-    let mut fw = Forwarder::new(&spec(&format!("{MINIMAL}cap = \"3000B\"\n")), 9000).unwrap();
+    // (No wake tolerance: the cap is 3000 B, not alpha + 1 ms at the rate.)
+    let mut fw = Forwarder::new(&spec(&format!("{MINIMAL}cap = \"3000B\"\nwake_tolerance = \"0s\"\n")), 9000).unwrap();
     let t0 = Instant::from_nanos(1_000);
     for s in 0..5 {
         fw.receive(&frame(0, s, 1000), t0);

@@ -13,6 +13,7 @@
 //! delta_th = 3
 //! alpha_min = "1500B"            # default min(alpha, 1500B)
 //! interval = "1s"
+//! wake_tolerance = "1ms"         # npqos live only: every cap is at least alpha + rate x this
 //! ```
 
 use super::{Problem, Reader};
@@ -25,6 +26,11 @@ use npqos_core::Duration;
 
 /// kim's reschedule threshold by default, bytes (kim section 5: 3,000 B).
 pub const DEFAULT_ALPHA: u64 = 3000;
+/// npqos live's `wake_tolerance` by default: a forwarding thread may wake this late without a
+/// bucket losing rate (htb's default burst is a timer tick's worth at its rate, 1-4 ms).
+pub const DEFAULT_WAKE_TOLERANCE: Duration = Duration::from_nanos(1_000_000);
+/// The largest `wake_tolerance` accepted.
+const MAX_WAKE_TOLERANCE: Duration = Duration::from_nanos(1_000_000_000);
 
 /// The bucket settings shared by every shaping configuration.
 #[derive(Clone, Debug, PartialEq)]
@@ -42,6 +48,10 @@ pub struct BucketConfig {
     /// least a packet is charged): rates in wire terms. 0 and 0 where the file has no such keys.
     pub overhead: i64,
     pub mpu: u64,
+    /// npqos live: each bucket's cap is at least alpha plus its rate for this long, so that a
+    /// forwarding thread that wakes up to this late loses no rate (docs/live.md); zero where
+    /// the file has no such key (the simulators' clocks are never late).
+    pub wake_tolerance: Duration,
 }
 
 /// Which of the shared keys a file has, and its cap default.
@@ -57,13 +67,18 @@ pub(crate) struct BucketKeys {
     pub cap_per_alpha: u64,
     /// `overhead` and `mpu` (the router and npqos live; kim's model charges a packet's length).
     pub wire: bool,
+    /// `wake_tolerance` and its default (npqos live 1 ms; the router 0, so that a live
+    /// configuration's buckets can be simulated: `npqos live --as-scenario`).
+    pub wake: Option<Duration>,
 }
 
 impl BucketKeys {
     /// kim's `[shaper]` and the router's `[shaping]`: every key, cap = alpha.
-    pub(crate) const SIMULATED: BucketKeys = BucketKeys { timer: true, adaptive: true, cap_per_alpha: 1, wire: false };
+    pub(crate) const SIMULATED: BucketKeys =
+        BucketKeys { timer: true, adaptive: true, cap_per_alpha: 1, wire: false, wake: None };
     /// npqos live's `[shaper]`: no adaptive threshold, cap = 2 x alpha.
-    pub(crate) const LIVE: BucketKeys = BucketKeys { timer: true, adaptive: false, cap_per_alpha: 2, wire: true };
+    pub(crate) const LIVE: BucketKeys =
+        BucketKeys { timer: true, adaptive: false, cap_per_alpha: 2, wire: true, wake: Some(DEFAULT_WAKE_TOLERANCE) };
 }
 
 impl BucketConfig {
@@ -126,7 +141,15 @@ impl BucketConfig {
                 message: "expected at most 65535B".into(),
             });
         }
-        BucketConfig { alpha, cap, conformance, timer, adaptive, overhead, mpu }
+        let wake_tolerance = keys.wake.map_or(Duration::ZERO, |d| r.duration("wake_tolerance", d, probs));
+        if wake_tolerance > MAX_WAKE_TOLERANCE {
+            probs.push(Problem {
+                key: r.path("wake_tolerance"),
+                value: Some(format!("\"{wake_tolerance}\"")),
+                message: format!("expected at most {MAX_WAKE_TOLERANCE}"),
+            });
+        }
+        BucketConfig { alpha, cap, conformance, timer, adaptive, overhead, mpu, wake_tolerance }
     }
 
     /// Writes the shared keys `keys` names into `t`, every default filled in.
@@ -140,6 +163,9 @@ impl BucketConfig {
         if keys.wire {
             t.insert("overhead".into(), self.overhead.into());
             t.insert("mpu".into(), fmt_size(self.mpu).into());
+        }
+        if keys.wake.is_some() {
+            t.insert("wake_tolerance".into(), self.wake_tolerance.to_string().into());
         }
         if keys.adaptive {
             t.insert("adaptive".into(), self.adaptive.is_some().into());
@@ -286,13 +312,15 @@ mod tests {
             adaptive: None,
             overhead: 0,
             mpu: 0,
+            wake_tolerance: Duration::ZERO,
         };
         assert_eq!(parse("model = \"kim\"\n").unwrap().shaper().unwrap().bucket, expected);
         let router = parse("model = \"router\"\n").unwrap();
         let router = router.spec_as::<RouterSpec>().unwrap();
         assert_eq!(router.bucket, expected);
         assert_eq!(router.params.shaping.cap_bytes, DEFAULT_ALPHA);
-        assert_eq!(live("").unwrap().bucket, BucketConfig { cap: 2 * DEFAULT_ALPHA, ..expected });
+        let wake_tolerance = DEFAULT_WAKE_TOLERANCE;
+        assert_eq!(live("").unwrap().bucket, BucketConfig { cap: 2 * DEFAULT_ALPHA, wake_tolerance, ..expected });
     }
 
     /// The same problem gets the same message in every file, under its own key path.
@@ -314,6 +342,16 @@ mod tests {
         // live has no adaptive threshold: its keys are unknown there.
         let e = live("adaptive = true\n").unwrap_err();
         assert!(e.contains("shaper.adaptive") && e.contains("unknown key"), "{e}");
+        // wake_tolerance: live's and the router's (0 there, its clock is never late; a live
+        // configuration simulated keeps live's), not kim's; at most 1 s.
+        let r = parse("model = \"router\"\n[shaping]\nwake_tolerance = \"1ms\"\n").unwrap();
+        assert_eq!(r.spec_as::<RouterSpec>().unwrap().params.shaping.cap_wake_ns, 1_000_000);
+        let r = parse("model = \"router\"\n").unwrap();
+        assert_eq!(r.spec_as::<RouterSpec>().unwrap().params.shaping.cap_wake_ns, 0);
+        assert_names("model = \"kim\"\n[shaper]\nwake_tolerance = \"1ms\"\n", &["shaper.wake_tolerance"]);
+        let e = live("wake_tolerance = \"2s\"\n").unwrap_err();
+        assert!(e.contains("key `shaper.wake_tolerance` = \"2s\": expected at most 1s"), "{e}");
+        assert_eq!(live("wake_tolerance = \"0s\"\n").unwrap().bucket.wake_tolerance, Duration::ZERO);
         // Names come from the core's `Named`: the message lists them.
         let e = parse("model = \"router\"\n[shaping]\nconformance = \"tbf\"\n").unwrap_err();
         assert!(e.contains("expected one of \"send-then-pay\", \"wait-for-tokens\""), "{e}");

@@ -161,6 +161,18 @@ impl Pipeline {
 /// flow queues, and with `shared_bucket` one more for dqs's shared queue): each service's
 /// first flow queue (0 if it has none), their number, whether each service's own queue is
 /// shaped, and the shaper over all of them.
+/// A shaped bucket's cap at `rate`: `cap`, or with `wake_ns` at least `alpha` plus what the
+/// rate brings in `wake_ns` (rounded up), so that a thread waking that late loses no rate (npqos
+/// live's `wake_tolerance`), at most [`crate::shaper::MAX_BUCKET_BYTES`].
+fn wake_cap(cap: u64, alpha: u64, rate: crate::rate::Rate, wake_ns: u64) -> u64 {
+    if wake_ns == 0 {
+        return cap;
+    }
+    let brought = (rate.bits_per_sec() as u128 * wake_ns as u128).div_ceil(8_000_000_000);
+    let need = (alpha as u128 + brought).min(crate::shaper::MAX_BUCKET_BYTES as u128) as u64;
+    cap.max(need)
+}
+
 fn egress(
     p: &RouterParams,
     nqi: u32,
@@ -200,7 +212,8 @@ fn egress(
     let shaper_on = !matches!(p.shaping.kind, ShaperKind::None);
     let params = |s: usize| {
         let rate = p.services[s].rate.filter(|_| shaper_on);
-        BucketParams { cir: rate.unwrap_or(p.link_rate), cap_bytes: p.shaping.cap_bytes, alpha_bytes: alpha }
+        let cap = rate.map_or(p.shaping.cap_bytes, |r| wake_cap(p.shaping.cap_bytes, alpha, r, p.shaping.cap_wake_ns));
+        BucketParams { cir: rate.unwrap_or(p.link_rate), cap_bytes: cap, alpha_bytes: alpha }
     };
     let mut runs: Vec<(BucketParams, u32)> = (0..s_count).map(|s| (params(s), 1)).collect();
     // A service's own queue is shaped when it has a rate and its flows are not shaped apart.

@@ -167,6 +167,10 @@ pub struct ShapingParams {
     pub conformance: Conformance,
     /// Bucket cap, bytes.
     pub cap_bytes: u64,
+    /// With it, each shaped bucket's cap is at least alpha plus its rate for this long, ns
+    /// (npqos live's `wake_tolerance`: a forwarding thread that wakes up to this late loses no
+    /// rate); 0: every cap is `cap_bytes` (the simulators, whose clock is never late).
+    pub cap_wake_ns: u64,
     /// Output queues (buckets) of each per-flow-shaped service, lent to flows by the
     /// pipeline's bucket-lifetime rule ([`crate::pipeline::FlowBuckets`]).
     pub flow_queues: u32,

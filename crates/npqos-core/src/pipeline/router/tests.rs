@@ -50,6 +50,7 @@ fn per_flow_shaped() -> RouterParams {
             },
             conformance: Conformance::SendThenPay,
             cap_bytes: 16_000,
+            cap_wake_ns: 0,
             flow_queues: 1024,
             buffer_bytes: u64::MAX / 2,
             overhead: 0,

@@ -182,7 +182,8 @@ fn problem(probs: &mut Vec<Problem>, key: &str, value: Option<String>, message: 
 
 /// The shared bucket keys the router's `[shaping]` has: all but `timer` (its shaper files
 /// throttled queues in the paper's heaps).
-const ROUTER_BUCKET_KEYS: BucketKeys = BucketKeys { timer: false, wire: true, ..BucketKeys::SIMULATED };
+const ROUTER_BUCKET_KEYS: BucketKeys =
+    BucketKeys { timer: false, wire: true, wake: Some(Duration::ZERO), ..BucketKeys::SIMULATED };
 
 /// Reads every router table, recording every problem.
 pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>) -> RouterSpec {
@@ -248,6 +249,9 @@ pub(crate) fn read(root: &toml::Table, base_dir: &Path, probs: &mut Vec<Problem>
         kind,
         conformance: bucket.conformance,
         cap_bytes: bucket.cap.clamp(1, npqos_core::shaper::MAX_BUCKET_BYTES),
+        // 0 by default (the simulated clock is never late); a live configuration simulated
+        // brings live's, so that its buckets are live's.
+        cap_wake_ns: bucket.wake_tolerance.as_nanos(),
         flow_queues,
         buffer_bytes: buffer,
         overhead: bucket.overhead,

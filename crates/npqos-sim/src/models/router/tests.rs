@@ -154,6 +154,7 @@ pub(super) fn transparent(processors: u32, cost_ns: f64, link: Rate) -> RouterPa
             kind: ShaperKind::None,
             conformance: Conformance::SendThenPay,
             cap_bytes: 16_000,
+            cap_wake_ns: 0,
             flow_queues: 1024,
             buffer_bytes: u64::MAX / 2,
             overhead: 0,
