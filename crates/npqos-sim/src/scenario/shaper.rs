@@ -13,7 +13,7 @@
 //! delta_th = 3
 //! alpha_min = "1500B"            # default min(alpha, 1500B)
 //! interval = "1s"
-//! wake_tolerance = "1ms"         # npqos live only: every cap is at least alpha + rate x this
+//! wake_tolerance = "1ms"         # live (1ms) and router (0s): caps >= alpha + rate x this
 //! ```
 
 use super::{Problem, Reader};
@@ -48,9 +48,10 @@ pub struct BucketConfig {
     /// least a packet is charged): rates in wire terms. 0 and 0 where the file has no such keys.
     pub overhead: i64,
     pub mpu: u64,
-    /// npqos live: each bucket's cap is at least alpha plus its rate for this long, so that a
-    /// forwarding thread that wakes up to this late loses no rate (docs/live.md); zero where
-    /// the file has no such key (the simulators' clocks are never late).
+    /// Each shaped bucket's cap is at least alpha plus its rate for this long, so that a
+    /// forwarding thread that wakes up to this late loses no rate (docs/live.md): npqos live's
+    /// key (1 ms by default), the router's (0 by default: its clock is never late), none in
+    /// kim (zero).
     pub wake_tolerance: Duration,
 }
 

@@ -157,10 +157,6 @@ impl Pipeline {
     }
 }
 
-/// The egress queues (one per service, then each per-flow service's `shaping.flow_queues`
-/// flow queues, and with `shared_bucket` one more for dqs's shared queue): each service's
-/// first flow queue (0 if it has none), their number, whether each service's own queue is
-/// shaped, and the shaper over all of them.
 /// A shaped bucket's cap at `rate`: `cap`, or with `wake_ns` at least `alpha` plus what the
 /// rate brings in `wake_ns` (rounded up), so that a thread waking that late loses no rate (npqos
 /// live's `wake_tolerance`), at most [`crate::shaper::MAX_BUCKET_BYTES`].
@@ -173,6 +169,10 @@ fn wake_cap(cap: u64, alpha: u64, rate: crate::rate::Rate, wake_ns: u64) -> u64 
     cap.max(need)
 }
 
+/// The egress queues (one per service, then each per-flow service's `shaping.flow_queues`
+/// flow queues, and with `shared_bucket` one more for dqs's shared queue): each service's
+/// first flow queue (0 if it has none), their number, whether each service's own queue is
+/// shaped, and the shaper over all of them.
 fn egress(
     p: &RouterParams,
     nqi: u32,
