@@ -276,12 +276,15 @@ fn every_drop_has_its_reason() {
     assert_eq!(r.classes[0].counts.backlog_packets, 1);
     fw.check().unwrap();
 
+    // The bucket's cap is 1,000 B raised to alpha plus 1 ms at 10 Mbps (`wake_tolerance`):
+    // 1,750 B. A frame of 1,742 B fits it, one of 1,842 B never will.
     let mut fw = Forwarder::new(
         &spec(&format!("{MINIMAL}conformance = \"wait-for-tokens\"\ncap = \"1000B\"\nalpha = \"500B\"\n")),
         9000,
     )
     .unwrap();
-    assert_eq!(fw.receive(&frame(0, 0, 1200), now), Arrival::Dropped(Reason::AboveCap));
+    assert_eq!(fw.receive(&frame(0, 0, 1700), now), Arrival::Queued);
+    assert_eq!(fw.receive(&frame(0, 1, 1800), now), Arrival::Dropped(Reason::AboveCap));
 }
 
 #[test]

@@ -9,11 +9,16 @@ use super::*;
 
 /// A UDP frame of 1,000 B of payload (1,042 B on the wire).
 fn frame() -> Vec<u8> {
+    frame_of(1000)
+}
+
+/// A UDP frame of `payload` bytes of payload (42 B more on the wire).
+fn frame_of(payload: usize) -> Vec<u8> {
     let b = etherparse::PacketBuilder::ethernet2([2, 0, 0, 0, 0, 1], [2, 0, 0, 0, 0, 2])
         .ipv4([198, 18, 0, 1], [198, 18, 0, 2], 64)
         .udp(5000, 6000);
     let mut out = Vec::new();
-    b.write(&mut out, &[0u8; 1000]).unwrap();
+    b.write(&mut out, &vec![0u8; payload]).unwrap();
     out
 }
 
@@ -72,4 +77,33 @@ fn a_thread_that_wakes_late_keeps_the_rate_within_its_tolerance() {
     // Waking later than the tolerance loses rate again: every 3 ms against 1 ms.
     let late = sent_rate("1Gbps", "", 3_000_000);
     assert!(late < 0.5e9, "1 Gbps waking every 3 ms: {late} bps");
+}
+
+/// Under wait-for-tokens a frame larger than its bucket's cap could never conform and is
+/// dropped (as tbf drops it). The cap that counts is the bucket's own, raised by the wake
+/// tolerance: a 9,000 B jumbo frame at 1 Gbps (cap 6,000 B raised to 128,000 B) is shaped and
+/// sent; with `wake_tolerance = "0s"` the cap is 6,000 B and it is dropped. (Before, the
+/// configured cap was compared, and jumbo frames were dropped however large the bucket.)
+#[test]
+fn wait_for_tokens_holds_a_frame_to_its_buckets_raised_cap() {
+    let jumbo = frame_of(8958);
+    assert_eq!(jumbo.len(), 9000);
+    for (extra, fits) in [("", true), ("wake_tolerance = \"0s\"", false)] {
+        let text = format!(
+            "[live]\ninput = \"in0\"\noutput = \"out0\"\n[shaper]\nflow_rate = \"1Gbps\"\n\
+             conformance = \"wait-for-tokens\"\n{extra}\n"
+        );
+        let sp = spec::read(&toml::from_str(&text).unwrap(), "t.toml").unwrap_or_else(|p| panic!("{p}"));
+        let mut fw = Forwarder::new(&sp, 9000).unwrap();
+        let at = Instant::from_nanos(1_000);
+        let got = fw.receive(&jumbo, at);
+        let mut sent = Vec::new();
+        fw.transmit(at, usize::MAX, |f| sent.push(f.len())).unwrap();
+        if fits {
+            assert_eq!((got, sent), (Arrival::Queued, vec![9000]), "{extra:?}");
+        } else {
+            assert_eq!((got, sent), (Arrival::Dropped(Reason::AboveCap), vec![]), "{extra:?}");
+        }
+        assert_eq!(fw.totals().dropped(Reason::AboveCap), !fits as u64, "{extra:?}");
+    }
 }

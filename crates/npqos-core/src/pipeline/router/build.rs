@@ -39,7 +39,7 @@ impl Pipeline {
         let direct = p.processing.policy == Allocation::None;
         // Processing none shapes dqs's shared queue by one bucket of its own.
         let shared_iq = ingress.dqs().and_then(crate::flowmap::Dqs::shared_queue).filter(|_| direct);
-        let (eq_base, nqe, shaped, shaping) = egress(&p, nqi, shared_iq.is_some())?;
+        let (eq_base, nqe, shaped, shaping, cap) = egress(&p, nqi, shared_iq.is_some())?;
         if direct {
             direct_checks(&p, nqi)?;
         }
@@ -87,6 +87,7 @@ impl Pipeline {
             },
             shaper_wake: None,
             shaped,
+            cap,
             flow_queues_shaped: !matches!(p.shaping.kind, ShaperKind::None),
             fifo: vec![Fifo::EMPTY; round],
             direct,
@@ -172,12 +173,14 @@ fn wake_cap(cap: u64, alpha: u64, rate: crate::rate::Rate, wake_ns: u64) -> u64 
 /// The egress queues (one per service, then each per-flow service's `shaping.flow_queues`
 /// flow queues, and with `shared_bucket` one more for dqs's shared queue): each service's
 /// first flow queue (0 if it has none), their number, whether each service's own queue is
-/// shaped, and the shaper over all of them.
+/// shaped, the shaper over all of them, and each service's buckets' cap (bytes; the
+/// configured cap raised by [`wake_cap`]).
+#[allow(clippy::type_complexity)]
 fn egress(
     p: &RouterParams,
     nqi: u32,
     shared_bucket: bool,
-) -> Result<(Vec<u32>, usize, Vec<bool>, Shaping), PipelineError> {
+) -> Result<(Vec<u32>, usize, Vec<bool>, Shaping, Vec<u64>), PipelineError> {
     let s_count = p.services.len();
     // Egress queues: one per service, then each per-flow service's flow queues.
     let mut eq_base = Vec::with_capacity(s_count);
@@ -216,6 +219,7 @@ fn egress(
         BucketParams { cir: rate.unwrap_or(p.link_rate), cap_bytes: cap, alpha_bytes: alpha }
     };
     let mut runs: Vec<(BucketParams, u32)> = (0..s_count).map(|s| (params(s), 1)).collect();
+    let caps = runs.iter().map(|r| r.0.cap_bytes).collect();
     // A service's own queue is shaped when it has a rate and its flows are not shaped apart.
     let shaped: Vec<bool> = p.services.iter().map(|s| s.rate.is_some() && shaper_on && !s.per_flow).collect();
     for (s, &base) in eq_base.iter().enumerate().filter(|(_, &b)| b != 0) {
@@ -240,7 +244,7 @@ fn egress(
             Shaping::Periodic(PeriodicShaper::new(&buckets, period).map_err(|e| cfg(e.to_string()))?)
         }
     };
-    Ok((eq_base, nqe, shaped, shaper))
+    Ok((eq_base, nqe, shaped, shaper, caps))
 }
 
 /// What processing none asks of the rest (docs/router.md, "Processing none"): a shaped queue

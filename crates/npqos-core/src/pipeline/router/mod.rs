@@ -277,6 +277,10 @@ pub struct Pipeline {
     /// Whether each service's own output queue is shaped; every per-flow bucket (the queues
     /// after them) is shaped unless `shaper = "none"` ([`Pipeline::shaped`]).
     shaped: Vec<bool>,
+    /// Per service the cap of its buckets (bytes): `shaping.cap_bytes`, raised for a rate by
+    /// `shaping.cap_wake_ns` (live's `wake_tolerance`). Under wait-for-tokens a packet larger
+    /// than its bucket's cap could never conform.
+    cap: Vec<u64>,
     flow_queues_shaped: bool,
     /// Per shaped queue its FIFO, a list through the packets' `next` ([`Fifo`]): 8 B per
     /// queue and no allocation per queue, so a packet's enqueue touches one line of it. The
@@ -483,7 +487,7 @@ impl Pipeline {
         let above_cap = self.direct
             && self.p.shaping.conformance == Conformance::WaitForTokens
             && self.shaped(eq)
-            && self.p.shaping.wire_len(len) > self.p.shaping.cap_bytes;
+            && self.p.shaping.wire_len(len) > self.cap[s];
         let oversize = self.link.oversize(len);
         if self.p.ingress == IngressKind::FqCodel && !above_cap && !oversize && !self.ingress.fits(len) {
             self.fq_overflow(now, fx);

@@ -699,7 +699,7 @@ impl Pipeline {
         self.egress_ports.input += 1;
         if self.shaped(pk.eq)
             && self.p.shaping.conformance == Conformance::WaitForTokens
-            && self.p.shaping.wire_len(pk.len) > self.p.shaping.cap_bytes
+            && self.p.shaping.wire_len(pk.len) > self.cap[s]
         {
             self.egress_ports.dropped[0] += 1;
             return self.drop_pkt(now, Some(id), Some(s), D_BUCKET, pk.row, pk.len);
