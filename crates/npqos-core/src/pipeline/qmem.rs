@@ -137,8 +137,7 @@ impl Qmem {
             QmemCache::None => (false, false),
             QmemCache::Entry(c) => {
                 // Pinned and released at once: no entry stays pinned, so one is always free.
-                let l = c.acquire(QueueId(q))?;
-                c.release(l.entry)?;
+                let l = c.touch(QueueId(q))?;
                 (l.hit, l.evicted.is_some())
             }
             QmemCache::Data(c) => {

@@ -58,7 +58,17 @@ pub struct EntryCache {
     /// lookup, valid while that entry still holds the queue. An eviction does not clear the
     /// victim's slot here (with 1e6 queues that would be one more cache miss per miss).
     entry_of: Vec<u32>,
+    /// With at most 16 entries, the entries in order of their last acquisition, one per 4-bit
+    /// nibble, the most recent in the lowest (never-used entries at the top, the lowest index
+    /// highest; unused nibbles 0xF): with nothing pinned the victim is the top nibble, which
+    /// [`Self::touch`] reads instead of passing over the ranks.
+    order: u64,
+    /// Entries pinned now.
+    pins: u32,
 }
+
+/// Every nibble of a `u64` set to 1.
+const NIBBLES: u64 = 0x1111_1111_1111_1111;
 
 impl EntryCache {
     /// `entries` entries caching descriptors of queues `0..queues`.
@@ -71,6 +81,9 @@ impl EntryCache {
             });
         }
         let n = entries as usize;
+        // Entry 0 in the top used nibble, entry n - 1 in the lowest; 0xF above.
+        let order =
+            (0..n as u64).fold(if n < 16 { u64::MAX << (4 * n) } else { 0 }, |o, i| o | (n as u64 - 1 - i) << (4 * i));
         Ok(EntryCache {
             queue: vec![EMPTY; n],
             last: vec![0; n],
@@ -78,7 +91,27 @@ impl EntryCache {
             clock: 0,
             queues,
             entry_of: vec![EMPTY; queues as usize],
+            order,
+            pins: 0,
         })
+    }
+
+    /// Moves entry `i` to the front of `order` (it was just acquired); nothing with more than 16
+    /// entries.
+    #[inline(always)]
+    fn move_to_front(&mut self, i: usize) {
+        let n = self.queue.len();
+        if n > 16 {
+            return;
+        }
+        // The nibble equal to `i`: the lowest zero nibble of `order ^ i...i` (exactly one nibble
+        // of the used ones holds `i`; the unused ones hold 0xF, which no entry of fewer than 16 is).
+        let x = self.order ^ (NIBBLES * i as u64);
+        let zero = x.wrapping_sub(NIBBLES) & !x & (NIBBLES << 3);
+        let p = zero.trailing_zeros() / 4;
+        let below = self.order & ((1u64 << (4 * p)) - 1);
+        let above = self.order.checked_shr(4 * (p + 1)).map_or(0, |a| a << (4 * (p + 1)));
+        self.order = above | below << 4 | i as u64;
     }
 
     pub fn entries(&self) -> u32 {
@@ -111,6 +144,8 @@ impl EntryCache {
             self.clock += 1;
             self.last[i] = self.clock;
             self.rank[i] = PINNED;
+            self.pins += 1;
+            self.move_to_front(i);
             return Ok(Lookup { entry: EntryId::from_index(i), hit: true, evicted: None });
         }
         // The least recently used entry not pinned, an empty one first; ties (empties) go to
@@ -130,7 +165,41 @@ impl EntryCache {
         self.queue[v] = q.0;
         self.last[v] = self.clock;
         self.rank[v] = PINNED;
+        self.pins += 1;
+        self.move_to_front(v);
         Ok(Lookup { entry: EntryId::from_index(v), hit: false, evicted })
+    }
+
+    /// [`Self::acquire`] and at once [`Self::release`] (an operation that needs no pin across
+    /// time: the router's queue memory): the same lookup and the same state after. With at most
+    /// 16 entries and none pinned, the victim is the top of `order` rather than a pass over the
+    /// ranks.
+    ///
+    /// Errors: as [`Self::acquire`].
+    #[inline]
+    pub fn touch(&mut self, q: QueueId) -> Result<Lookup, Error> {
+        let n = self.queue.len();
+        if n > 16 || self.pins != 0 {
+            let l = self.acquire(q)?;
+            self.release(l.entry)?;
+            return Ok(l);
+        }
+        let qi = check(QueueId::KIND, q.0, self.queues as usize)?;
+        self.clock += 1;
+        let (i, hit, evicted) = match self.entry(qi) {
+            Some(i) => (i, true, None),
+            None => {
+                let v = (self.order >> (4 * (n - 1)) & 0xF) as usize;
+                let evicted = (self.queue[v] != EMPTY).then_some(QueueId(self.queue[v]));
+                self.entry_of[qi] = v as u32;
+                self.queue[v] = q.0;
+                (v, false, evicted)
+            }
+        };
+        self.last[i] = self.clock;
+        self.rank[i] = self.clock;
+        self.move_to_front(i);
+        Ok(Lookup { entry: EntryId::from_index(i), hit, evicted })
     }
 
     /// A hint that `q` is about to be acquired ([`crate::hint::prefetch`]).
@@ -152,6 +221,7 @@ impl EntryCache {
         if self.rank[i] != PINNED {
             return Err(Error::NotAllowed("the descriptor entry is not in use"));
         }
+        self.pins -= 1;
         self.rank[i] = self.last[i];
         Ok(())
     }
@@ -363,10 +433,20 @@ mod tests {
     enum Call {
         Acquire(u32),
         Release(u32),
+        Touch(u32),
     }
 
     fn call() -> impl Strategy<Value = Call> {
-        prop_oneof![(0u32..12).prop_map(Call::Acquire), (0u32..6).prop_map(Call::Release)]
+        prop_oneof![
+            (0u32..12).prop_map(Call::Acquire),
+            (0u32..6).prop_map(Call::Release),
+            (0u32..12).prop_map(Call::Touch)
+        ]
+    }
+
+    /// What a cache holds and decides by, `order` and `pins` aside.
+    fn state(c: &EntryCache) -> (Vec<u32>, Vec<u64>, Vec<u64>, u64, Vec<u32>) {
+        (c.queue.clone(), c.last.clone(), c.rank.clone(), c.clock, c.entry_of.clone())
     }
 
     proptest! {
@@ -374,8 +454,9 @@ mod tests {
         /// Arbitrary calls (ids out of range included) never panic; a queue is in at most one
         /// entry, an error changes nothing, and a hit is exactly "the queue was cached".
         #[test]
-        fn entry_cache_contract(calls in proptest::collection::vec(call(), 1..200)) {
-            let mut c = EntryCache::new(4, 10).unwrap();
+        fn entry_cache_contract(calls in proptest::collection::vec(call(), 1..400), entries in prop_oneof![Just(4u32), Just(16), Just(17)]) {
+            // 20 queues: 16 entries fill too.
+            let mut c = EntryCache::new(entries, 20).unwrap();
             for call in calls {
                 let before = c.clone();
                 match call {
@@ -402,7 +483,20 @@ mod tests {
                             prop_assert_eq!(&c.rank, &before.rank);
                         }
                     }
+                    // The same lookup and state as acquire then release (on a copy), the
+                    // victim read from `order` or from the ranks.
+                    Call::Touch(q) => {
+                        let mut want = before.clone();
+                        let w = want.acquire(QueueId(q)).and_then(|l| want.release(l.entry).map(|_| l));
+                        let got = c.touch(QueueId(q));
+                        prop_assert_eq!(got.is_ok(), w.is_ok());
+                        if let (Ok(g), Ok(w)) = (got, w) {
+                            prop_assert_eq!(g, w);
+                        }
+                        prop_assert_eq!(state(&c), state(&want));
+                    }
                 }
+                prop_assert_eq!(c.pins as usize, c.pinned());
                 for (e, &q) in c.queue.iter().enumerate() {
                     if q != EMPTY {
                         prop_assert_eq!(c.entry_of[q as usize], e as u32, "the CAM map disagrees");
