@@ -819,7 +819,7 @@ fn udp_application(tag: &str, mtu: u32, payload: usize, shaper: &str) {
     let summary = summary_of(&out);
     let completed = summary["runs"][0]["scalars"]["rx_checksums_completed"].as_f64().unwrap();
     let oversize = summary["runs"][0]["scalars"]["dropped_oversize"].as_f64().unwrap();
-    let above_cap = summary["runs"][0]["scalars"]["dropped_exceeds_bucket"].as_f64().unwrap_or(0.0);
+    let above_cap = summary["runs"][0]["scalars"]["dropped_exceeds_bucket"].as_f64().unwrap();
     println!(
         "UDP application, MTU {mtu}, {payload} B datagrams, {shaper:?}: sent {:?}, received {got:?}, reordered {reordered}, wrong size {wrong_size}, receiver InCsumErrors {csum_errors}, checksums completed by npqos live {completed}, oversize {oversize}, exceeds_bucket {above_cap}",
         off.sent
