@@ -39,7 +39,7 @@ impl Pipeline {
         let direct = p.processing.policy == Allocation::None;
         // Processing none shapes dqs's shared queue by one bucket of its own.
         let shared_iq = ingress.dqs().and_then(crate::flowmap::Dqs::shared_queue).filter(|_| direct);
-        let (eq_base, nqe, shaped, shaping, cap) = egress(&p, nqi, shared_iq.is_some())?;
+        let Egresses { eq_base, queues: nqe, shaped, shaping, cap } = egress(&p, nqi, shared_iq.is_some())?;
         if direct {
             direct_checks(&p, nqi)?;
         }
@@ -170,17 +170,23 @@ fn wake_cap(cap: u64, alpha: u64, rate: crate::rate::Rate, wake_ns: u64) -> u64 
     cap.max(need)
 }
 
-/// The egress queues (one per service, then each per-flow service's `shaping.flow_queues`
-/// flow queues, and with `shared_bucket` one more for dqs's shared queue): each service's
-/// first flow queue (0 if it has none), their number, whether each service's own queue is
-/// shaped, the shaper over all of them, and each service's buckets' cap (bytes; the
-/// configured cap raised by [`wake_cap`]).
-#[allow(clippy::type_complexity)]
-fn egress(
-    p: &RouterParams,
-    nqi: u32,
-    shared_bucket: bool,
-) -> Result<(Vec<u32>, usize, Vec<bool>, Shaping, Vec<u64>), PipelineError> {
+/// The egress queues as [`egress`] lays them out.
+struct Egresses {
+    /// Each service's first flow queue (0 if it has none).
+    eq_base: Vec<u32>,
+    /// Their number.
+    queues: usize,
+    /// Whether each service's own queue is shaped.
+    shaped: Vec<bool>,
+    /// The shaper over all of them.
+    shaping: Shaping,
+    /// Each service's buckets' cap, bytes: the configured cap raised by [`wake_cap`].
+    cap: Vec<u64>,
+}
+
+/// The egress queues: one per service, then each per-flow service's `shaping.flow_queues`
+/// flow queues, and with `shared_bucket` one more for dqs's shared queue.
+fn egress(p: &RouterParams, nqi: u32, shared_bucket: bool) -> Result<Egresses, PipelineError> {
     let s_count = p.services.len();
     // Egress queues: one per service, then each per-flow service's flow queues.
     let mut eq_base = Vec::with_capacity(s_count);
@@ -219,7 +225,7 @@ fn egress(
         BucketParams { cir: rate.unwrap_or(p.link_rate), cap_bytes: cap, alpha_bytes: alpha }
     };
     let mut runs: Vec<(BucketParams, u32)> = (0..s_count).map(|s| (params(s), 1)).collect();
-    let caps = runs.iter().map(|r| r.0.cap_bytes).collect();
+    let cap = runs.iter().map(|r| r.0.cap_bytes).collect();
     // A service's own queue is shaped when it has a rate and its flows are not shaped apart.
     let shaped: Vec<bool> = p.services.iter().map(|s| s.rate.is_some() && shaper_on && !s.per_flow).collect();
     for (s, &base) in eq_base.iter().enumerate().filter(|(_, &b)| b != 0) {
@@ -244,7 +250,7 @@ fn egress(
             Shaping::Periodic(PeriodicShaper::new(&buckets, period).map_err(|e| cfg(e.to_string()))?)
         }
     };
-    Ok((eq_base, nqe, shaped, shaper, caps))
+    Ok(Egresses { eq_base, queues: nqe, shaped, shaping: shaper, cap })
 }
 
 /// What processing none asks of the rest (docs/router.md, "Processing none"): a shaped queue
