@@ -670,6 +670,21 @@ fn a_reload_changes_the_rates_on_the_wire_without_loss() {
         runs.iter().map(|r| r["label"].as_str().unwrap_or("").to_string()).collect::<Vec<_>>(),
         out.1.lines().filter(|l| l.contains("reload")).collect::<Vec<_>>().join(" | ")
     );
+    // Which side a shortfall is on: what each configuration forwarded, and what each window of
+    // the receiver saw (CI once saw nothing after the reload, 2026-11-28).
+    println!(
+        "reload: frames in / out by run {:?}; the receiver's windows saw {} and {} flows",
+        runs.iter()
+            .map(|r| format!(
+                "{}: {} / {}",
+                r["label"].as_str().unwrap_or(""),
+                get(r, "frames_in"),
+                get(r, "frames_out")
+            ))
+            .collect::<Vec<_>>(),
+        before.flows.len(),
+        after.flows.len()
+    );
     for i in 0..FLOWS {
         assert!((rate(&before, i) / 5.0 - 1.0).abs() < 0.02, "flow {i} before: {}", rate(&before, i));
         assert!((rate(&after, i) / 10.0 - 1.0).abs() < 0.02, "flow {i} after: {}", rate(&after, i));
