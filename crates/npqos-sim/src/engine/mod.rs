@@ -6,7 +6,9 @@
 //! [`Engine::schedule_class`]) is how a model states that at one instant some event kinds run
 //! before others (completions before arrivals); each model's doc page lists its classes. A model
 //! may also have a *source* of lazily produced events ([`Model::next_source`]) that the engine
-//! merges by `(time, class)` without queueing them. A run stops when the queue and the source
+//! merges by `(time, class)` without queueing them, or, when the source takes a ticket
+//! ([`Engine::ticket`]) as it makes each event, exactly where a queued event would have run
+//! ([`Model::next_source_key`]; kim's per-queue arrivals in a [`tournament::Tournament`]). A run stops when the queue and the source
 //! are drained, at an end time, after an event budget, when an interrupt flag (Ctrl-C) is raised,
 //! or when the model halts it; the [`StopReason`] says which.
 //!
@@ -15,6 +17,7 @@
 
 pub mod feed;
 pub mod queue;
+pub mod tournament;
 
 use npqos_core::{Duration, Instant};
 pub use queue::{EventKey, EventQueue};
@@ -27,7 +30,9 @@ use std::sync::Arc;
 /// lazily, such as the next packet of a time-ordered arrival stream or a mechanism's
 /// `next_wakeup()`, which need not pass through the event queue. The engine asks for the next
 /// source event's time and class before every step and runs whichever comes first by
-/// `(time, class)`; at an equal time and class the queued event runs first.
+/// `(time, class)`; at an equal time and class the queued event runs first, unless the source
+/// gives each event the ticket it took when making it ([`Model::next_source_key`]): then the
+/// order is the one the events would have had in the queue.
 pub trait Model {
     /// Events are small plain values (stored inline in the event queue).
     type Event: Copy;
@@ -37,6 +42,14 @@ pub trait Model {
     #[inline]
     fn next_source(&mut self) -> Option<(Instant, u8)> {
         None
+    }
+    /// The next source event's place in the engine's order. By default the time and class
+    /// [`next_source`](Self::next_source) gives, after every queued event of that time and
+    /// class; a source that takes a ticket ([`Engine::ticket`]) when it makes an event gives
+    /// that, and runs exactly where the event would have run had it been scheduled then.
+    #[inline]
+    fn next_source_key(&mut self) -> Option<EventKey> {
+        self.next_source().map(|(t, c)| EventKey::after_queued(t, c))
     }
     /// Runs the source event [`next_source`](Self::next_source) announced, at `engine.now()`.
     #[inline]
@@ -132,6 +145,13 @@ impl<E: Copy> Engine<E> {
         assert!(at >= self.now, "event scheduled in the past: {at} < now {}", self.now);
         self.queue.push_class(at, class, event)
     }
+    /// The place an event scheduled now at `at` in `class` would take, for a source event the
+    /// model keeps itself ([`Model::next_source_key`]); `at` must not be in the past.
+    #[inline(always)]
+    pub fn ticket(&mut self, at: Instant, class: u8) -> EventKey {
+        assert!(at >= self.now, "event scheduled in the past: {at} < now {}", self.now);
+        self.queue.ticket(at, class)
+    }
     /// Schedules `event` after `delay`.
     pub fn schedule_in(&mut self, delay: Duration, event: E) -> EventKey {
         self.queue.push(self.now + delay, event)
@@ -169,15 +189,15 @@ impl<E: Copy> Engine<E> {
                 }
             }
             let queued = self.queue.peek_key();
-            let source = model.next_source();
+            let source = model.next_source_key();
             let from_source = match (queued, source) {
                 (_, None) => false,
                 (None, Some(_)) => true,
                 (Some(q), Some(s)) => s < q,
             };
             let t = match (from_source, queued, source) {
-                (true, _, Some(s)) => s.0,
-                (false, Some(q), _) => q.0,
+                (true, _, Some(s)) => s.time(),
+                (false, Some(q), _) => q.time(),
                 _ => return StopReason::Drained,
             };
             if t > limits.until {
@@ -286,6 +306,90 @@ mod tests {
                 (20, "queued1"),
             ]
         );
+    }
+
+    /// Streams of arrivals, each rescheduling itself a few ns later (ties galore), beside
+    /// timers they schedule at the same instants: run once with every arrival a queued event and
+    /// once with the arrivals as a ticketed source in a tournament, the same events run in the
+    /// same order. With `next_source` alone (no tickets) the order differs, so the test can tell.
+    #[test]
+    fn a_ticketed_source_runs_where_its_events_would_have_run_queued() {
+        use super::tournament::Tournament;
+        #[derive(Clone, Copy, Debug)]
+        enum Ev {
+            Arrival(u32),
+            Timer(u32),
+        }
+        struct M {
+            streams: Option<Tournament>,
+            ticketed: bool,
+            step: u64,
+            seen: Vec<(u64, &'static str, u32)>,
+        }
+        impl M {
+            fn arrival(&mut self, q: u32, eng: &mut Engine<Ev>) {
+                self.seen.push((eng.now().as_nanos(), "arrival", q));
+                self.step += 1;
+                // 0 to 4 ns; 0 (the same instant again) about one time in twenty.
+                let g = (self.step * 7 + q as u64 * 3) % 5;
+                let gap = Duration::from_nanos(if g == 0 && !self.step.is_multiple_of(4) { 1 } else { g });
+                if let Some(t) = &mut self.streams {
+                    t.replace_top(eng.ticket(eng.now() + gap, 0).packed());
+                } else {
+                    eng.schedule_in(gap, Ev::Arrival(q));
+                }
+                if self.step.is_multiple_of(3) {
+                    eng.schedule_in(Duration::from_nanos(self.step % 4), Ev::Timer(q));
+                }
+            }
+        }
+        impl Model for M {
+            type Event = Ev;
+            fn handle(&mut self, ev: Ev, eng: &mut Engine<Ev>) {
+                match ev {
+                    Ev::Arrival(q) => self.arrival(q, eng),
+                    Ev::Timer(q) => self.seen.push((eng.now().as_nanos(), "timer", q)),
+                }
+            }
+            fn next_source(&mut self) -> Option<(Instant, u8)> {
+                self.streams.as_ref().map(|t| {
+                    let k = EventKey::from_packed(t.top_key());
+                    (k.time(), k.class())
+                })
+            }
+            fn next_source_key(&mut self) -> Option<EventKey> {
+                match (&self.streams, self.ticketed) {
+                    (Some(t), true) => Some(EventKey::from_packed(t.top_key())),
+                    _ => self.next_source().map(|(t, c)| EventKey::after_queued(t, c)),
+                }
+            }
+            fn source(&mut self, eng: &mut Engine<Ev>) {
+                let q = self.streams.as_ref().expect("a source").top();
+                self.arrival(q, eng);
+            }
+        }
+        let run = |source: bool, ticketed: bool| {
+            let mut e = Engine::new();
+            let mut first = Vec::new();
+            for q in 0..9u32 {
+                let at = Instant::from_nanos(q as u64 % 2);
+                if source {
+                    first.push(e.ticket(at, 0).packed());
+                } else {
+                    e.schedule(at, Ev::Arrival(q));
+                }
+            }
+            e.schedule(Instant::from_nanos(1), Ev::Timer(99));
+            let streams = source.then(|| Tournament::new(first));
+            let mut m = M { streams, ticketed, step: 0, seen: vec![] };
+            e.run(&mut m, RunLimits::until(Instant::from_nanos(60)), &mut |_| {});
+            m.seen
+        };
+        let queued = run(false, false);
+        assert!(queued.len() > 300, "{} events", queued.len());
+        assert!(queued.iter().filter(|s| s.1 == "timer").count() > 50);
+        assert_eq!(run(true, true), queued);
+        assert_ne!(run(true, false), queued, "without tickets a timer at an arrival's instant goes first");
     }
 
     #[test]

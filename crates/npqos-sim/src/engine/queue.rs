@@ -68,6 +68,32 @@ pub struct EventKey {
     seq: u64,
 }
 
+impl EventKey {
+    /// The place of an event at `time` in `class` after every event of that time and class
+    /// pushed before or after it (an engine source's event without a ticket).
+    pub fn after_queued(time: Instant, class: u8) -> Self {
+        EventKey { time: time.as_nanos(), seq: ((class as u64) << CLASS_SHIFT) | COUNTER_MASK }
+    }
+    /// The event's time.
+    pub fn time(&self) -> Instant {
+        Instant::from_nanos(self.time)
+    }
+    /// The event's class.
+    pub fn class(&self) -> u8 {
+        (self.seq >> CLASS_SHIFT) as u8
+    }
+    /// The key as one integer, in the same order: time above, class and sequence below.
+    #[inline(always)]
+    pub fn packed(&self) -> u128 {
+        ((self.time as u128) << 64) | self.seq as u128
+    }
+    /// The key [`packed`](Self::packed) gave.
+    #[inline(always)]
+    pub fn from_packed(k: u128) -> Self {
+        EventKey { time: (k >> 64) as u64, seq: k as u64 }
+    }
+}
+
 #[derive(Clone, Copy, Debug)]
 struct Entry<E> {
     time: u64,
@@ -224,6 +250,23 @@ impl<E: Copy> EventQueue<E> {
     #[inline(always)]
     fn place_level(&mut self, e: Entry<E>) {
         self.levels.push(Levels::<Entry<E>, LEVELS>::index(self.base, e.time), e);
+    }
+
+    /// The key a push of an event at `time` in `class` would get now, without storing one:
+    /// for an event kept outside the queue (an engine source's), to be ordered exactly as if it
+    /// had been pushed here. `time` must not be earlier than the last popped time.
+    #[inline(always)]
+    pub fn ticket(&mut self, time: Instant, class: u8) -> EventKey {
+        let time = time.as_nanos();
+        assert!(
+            time >= self.floor.time,
+            "EventQueue is monotone: ticket at {time} ns is before the last popped time {} ns",
+            self.floor.time
+        );
+        let seq = ((class as u64) << CLASS_SHIFT) | self.next_seq;
+        self.next_seq += 1;
+        debug_assert!(self.next_seq <= COUNTER_MASK, "2^56 events");
+        EventKey { time, seq }
     }
 
     /// Schedules `event` at `time`, which must not be earlier than the last popped time.
@@ -386,12 +429,12 @@ impl<E: Copy> EventQueue<E> {
     /// Time of the earliest live event.
     #[inline]
     pub fn peek_time(&mut self) -> Option<Instant> {
-        self.peek_key().map(|k| k.0)
+        self.peek_key().map(|k| k.time())
     }
 
-    /// Time and class of the earliest live event.
+    /// The key of the earliest live event.
     #[inline]
-    pub fn peek_key(&mut self) -> Option<(Instant, u8)> {
+    pub fn peek_key(&mut self) -> Option<EventKey> {
         loop {
             let e = if let Some(Reverse(ByKey(e))) = self.early.peek() {
                 *e
@@ -401,7 +444,7 @@ impl<E: Copy> EventQueue<E> {
                 return None;
             };
             if self.cancelled.is_empty() || !self.cancelled.contains(&e.key()) {
-                return Some((Instant::from_nanos(e.time), (e.seq >> CLASS_SHIFT) as u8));
+                return Some(e.key());
             }
             let e = self.take_min().expect("peeked");
             self.cancelled.remove(&e.key());

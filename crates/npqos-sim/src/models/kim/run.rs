@@ -184,20 +184,41 @@ fn simulate(
         .unwrap_or(Duration::NANOSECOND);
     let proc = Arrivals::new(&p.arrivals, gap)?;
     let sampling = p.sample_every.filter(|_| p.fill == Fill::EventDriven);
+    let mut groups: Vec<Group> = gs
+        .iter()
+        .map(|&g| Group {
+            size: streams.stream("kim.sizes", g as u64),
+            gap: streams.stream("kim.arrivals", g as u64),
+            core: streams.stream("kim.cores", g as u64),
+            cores: members(p.cores, p.shards, g),
+        })
+        .collect();
+    let mut engine = Engine::new();
+    if let Some(f) = interrupt {
+        engine = engine.with_interrupt(f);
+    }
+    // First arrivals at a uniformly random phase within one mean gap, so queues with constant
+    // gaps are not in lockstep (drawn in queue order from each queue's group stream), each
+    // queued or with its ticket in the engine's order.
+    let slots = groups.len();
+    let tournament = n <= tournament_max();
+    let mut first: Vec<u128> = Vec::with_capacity(if tournament { n } else { 0 });
+    for q in 0..n {
+        let rng = &mut groups[q % slots].gap;
+        let at = Instant::ZERO + Duration::from_nanos(rng.random_range(0..gap.as_nanos().max(1)));
+        if tournament {
+            first.push(engine.ticket(at, 0).packed());
+        } else {
+            engine.schedule(at, Ev::Arrival(q as u32));
+        }
+    }
     let mut m = Kim {
         p: p.clone(),
         shaper,
+        next_arrival: (tournament && n > 0).then(|| Tournament::new(first)),
         pool: PacketPool::new(n as u32),
         arrivals: if proc.is_stateless() { vec![proc] } else { vec![proc; n] },
-        groups: gs
-            .iter()
-            .map(|&g| Group {
-                size: streams.stream("kim.sizes", g as u64),
-                gap: streams.stream("kim.arrivals", g as u64),
-                core: streams.stream("kim.cores", g as u64),
-                cores: members(p.cores, p.shards, g),
-            })
-            .collect(),
+        groups,
         obs: IndexCounts::default(),
         timer_at: vec![u64::MAX; cores],
         heap_area: vec![0; cores],
@@ -227,18 +248,6 @@ fn simulate(
         last_resched: 0,
         counts: Counts::default(),
     };
-    let mut engine = Engine::new();
-    if let Some(f) = interrupt {
-        engine = engine.with_interrupt(f);
-    }
-    // First arrivals at a uniformly random phase within one mean gap, so queues with constant
-    // gaps are not in lockstep (drawn in queue order from each queue's group stream).
-    let slots = m.groups.len();
-    for q in 0..n {
-        let rng = &mut m.groups[q % slots].gap;
-        let g = Duration::from_nanos(rng.random_range(0..gap.as_nanos().max(1)));
-        engine.schedule(Instant::ZERO + g, Ev::Arrival(q as u32));
-    }
     let limits = RunLimits {
         until: Instant::ZERO + p.duration,
         max_events: if p.max_events == 0 { u64::MAX } else { p.max_events },

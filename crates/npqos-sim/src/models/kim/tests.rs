@@ -3,6 +3,60 @@
 
 use super::*;
 use crate::workload::SizeDist;
+use std::cell::Cell;
+
+thread_local! {
+    /// The queues up to which this thread's runs keep arrivals in a tournament.
+    pub(super) static TOURNAMENT_LIMIT: Cell<usize> = const { Cell::new(TOURNAMENT_MAX) };
+}
+
+/// Every arrival a queued event, as above [`TOURNAMENT_MAX`] queues, or the arrivals of up to
+/// that many queues in a tournament as the engine's source: the same run, result for result, in
+/// every mode the model has (fills, timers, what happens while disabled, the link, conformance,
+/// the cache model, alternating overload, sampling, shards).
+#[test]
+fn arrivals_in_a_tournament_run_as_queued_arrivals_do() {
+    let base = KimParams {
+        duration: Duration::from_secs(1),
+        warmup: Duration::from_millis(200),
+        sample_every: Some(Duration::from_millis(250)),
+        ..small(Fill::EventDriven)
+    };
+    // Dense enough that arrivals fall on the very nanosecond of a core's timer (a few hundred
+    // times), where the order decides which runs first.
+    let dense = KimParams {
+        queues: 10_000,
+        link: Rate::gbps(10),
+        duration: Duration::from_millis(300),
+        warmup: Duration::from_millis(50),
+        ..base.clone()
+    };
+    let cases = [
+        dense,
+        base.clone(),
+        KimParams { arrivals: GapDist::Constant, ..base.clone() },
+        KimParams { timer: Timer::Wheel, while_disabled: WhileDisabled::Queue, ..base.clone() },
+        KimParams { link_mode: LinkMode::Shared, while_disabled: WhileDisabled::Queue, overload: 1.3, ..base.clone() },
+        KimParams {
+            conformance: Conformance::WaitForTokens,
+            while_disabled: WhileDisabled::Queue,
+            cap_bytes: 6000,
+            ..base.clone()
+        },
+        KimParams { cache: Some(CacheGeometry::KIM), ..base.clone() },
+        KimParams { overload_alt: Some((Duration::from_millis(100), 0.5)), ..base.clone() },
+        KimParams { fill: Fill::Periodic(Duration::from_millis(1)), ..base.clone() },
+        KimParams { shards: 4, ..base.clone() },
+    ];
+    for p in &cases {
+        let tournament = run(p, 5, None, &mut |_| {}).unwrap();
+        TOURNAMENT_LIMIT.with(|c| c.set(0));
+        let queued = run(p, 5, None, &mut |_| {}).unwrap();
+        TOURNAMENT_LIMIT.with(|c| c.set(TOURNAMENT_MAX));
+        assert!(queued.events > 10_000 && queued.complete, "{} events", queued.events);
+        assert_eq!(tournament, queued, "{:?} {:?} {:?} {:?}", p.fill, p.timer, p.link_mode, p.conformance);
+    }
+}
 
 fn small(fill: Fill) -> KimParams {
     KimParams {
