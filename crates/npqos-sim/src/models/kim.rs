@@ -212,7 +212,8 @@ const BUCKET_REGION: u64 = 1 << 40;
 /// `log2(queues)` selects where the engine's queue pays a push, a pop and two or three moves
 /// between its levels; but its steps read members all over its arrays, so it pays only while
 /// those stay in the caches: kim's 1e6 row in 20 shards of 50,000 queues took 0.82 of the time
-/// with it, one shard of 1e6 queues 1.58 times as long (docs/PERFORMANCE.md).
+/// with it, 100,000 a shard 0.93, 200,000 1.31 times as long, one shard of 1e6 queues 1.58
+/// (docs/PERFORMANCE.md); this limit is below that crossover.
 pub const TOURNAMENT_MAX: usize = 1 << 16;
 
 /// [`TOURNAMENT_MAX`], or in a test the limit it set (0: every arrival queued), so that small
@@ -650,6 +651,12 @@ impl Model for Kim {
     }
     #[inline(always)]
     fn next_source_key(&mut self) -> Option<EventKey> {
+        #[cfg(test)]
+        if !tests::TICKETS.with(|c| c.get()) {
+            // A test's negative control: the old rule, a source event after the queued ones.
+            let k = EventKey::from_packed(self.next_arrival.as_ref()?.top_key());
+            return Some(EventKey::after_queued(k.time(), k.class()));
+        }
         self.next_arrival.as_ref().map(|t| EventKey::from_packed(t.top_key()))
     }
     fn source(&mut self, engine: &mut Engine<Ev>) {
