@@ -5,7 +5,12 @@
 //! flow becomes active, given back when the queue empties.
 //!
 //! Payload bytes are stored only if the buffer was built with `store_payload`; simulations keep
-//! the accounting alone.
+//! the accounting alone. Without payload a packet's blocks hold nothing to chain, so a packet
+//! takes one record (the id of its first block, on its queue's list) and its count of blocks:
+//! a push or a pop is a few operations whatever the packet's length, where chaining 24 blocks
+//! of a 1,500 B packet one by one was a loop of 24 (the router at 100 Gbps spent about 590
+//! instructions a packet here; docs/PERFORMANCE.md). Blocks free and in use, and when a push is
+//! refused, are the same either way.
 //!
 //! On the mechanism contract (ARCHITECTURE.md): a construction argument out of range, a push
 //! onto an unknown queue or onto a pooled queue nobody took, and a release of a queue that is
@@ -46,8 +51,10 @@ pub struct QueueBuffer {
     free_blocks: Vec<u32>,
     /// Blocks `fresh..` have never been handed out; they are taken in increasing order. The
     /// order is that of one stack of every free block with block 0 on top: a returned block is
-    /// on top of the never-used ones.
+    /// on top of the never-used ones. (Without payload these ids are the packets' records.)
     fresh: u32,
+    /// Blocks held by packets.
+    used: u32,
     payload: Option<Vec<u8>>,
     // Per physical queue.
     head: Vec<u32>,
@@ -103,6 +110,7 @@ impl QueueBuffer {
             pkt_tag: vec![0; blocks as usize],
             free_blocks: Vec::new(),
             fresh: 0,
+            used: 0,
             payload: store_payload.then(|| vec![0; blocks as usize * block_size as usize]),
             head: vec![NONE; nq],
             tail: vec![NONE; nq],
@@ -122,18 +130,7 @@ impl QueueBuffer {
         self.next.len() as u32
     }
     pub fn free_blocks(&self) -> u32 {
-        self.free_blocks.len() as u32 + (self.total_blocks() - self.fresh)
-    }
-    /// The free block handed out next (the last one given back, else the lowest never used).
-    fn next_free(&self) -> u32 {
-        self.free_blocks.last().copied().unwrap_or(self.fresh)
-    }
-    /// Hands out [`Self::next_free`] (there is one: the caller checked).
-    fn take_block(&mut self) -> u32 {
-        self.free_blocks.pop().unwrap_or_else(|| {
-            self.fresh += 1;
-            self.fresh - 1
-        })
+        self.total_blocks() - self.used
     }
     /// Blocks a packet of `len` bytes needs (at least one).
     pub fn blocks_for(&self, len: u32) -> u32 {
@@ -210,29 +207,42 @@ impl QueueBuffer {
         if need > self.free_blocks() {
             return Ok(false);
         }
-        let first = self.next_free();
+        let (next, free) = (&mut self.next, &mut self.free_blocks);
+        // The last id given back, else the lowest never used (there is one: the caller checked,
+        // and without payload a packet takes one id and at least one block).
+        let mut take = || {
+            free.pop().unwrap_or_else(|| {
+                self.fresh += 1;
+                self.fresh - 1
+            })
+        };
+        let tail = self.tail[q as usize];
+        let first = take();
+        let mut last = first;
+        if let Some(store) = self.payload.as_mut() {
+            let bs = self.block_size as usize;
+            let mut chunks = payload.unwrap_or(&[]).chunks(bs);
+            for i in 0..need {
+                let b = if i == 0 { first } else { take() };
+                if i > 0 {
+                    next[last as usize] = b;
+                }
+                if let Some(src) = chunks.next() {
+                    store[b as usize * bs..b as usize * bs + src.len()].copy_from_slice(src);
+                }
+                last = b;
+            }
+        }
+        next[last as usize] = NONE;
         self.pkt_len[first as usize] = len;
         self.pkt_tag[first as usize] = tag;
-        let bs = self.block_size as usize;
-        let mut prev = self.tail[q as usize];
-        for i in 0..need as usize {
-            let b = self.take_block();
-            if i > 0 {
-                self.pkt_tag[b as usize] = NONE;
-            }
-            if let (Some(store), Some(data)) = (self.payload.as_mut(), payload) {
-                let src = data.get(i * bs..((i + 1) * bs).min(data.len())).unwrap_or(&[]);
-                store[b as usize * bs..b as usize * bs + src.len()].copy_from_slice(src);
-            }
-            self.next[b as usize] = NONE;
-            if prev == NONE {
-                self.head[q as usize] = b;
-            } else {
-                self.next[prev as usize] = b;
-            }
-            prev = b;
+        if tail == NONE {
+            self.head[q as usize] = first;
+        } else {
+            next[tail as usize] = first;
         }
-        self.tail[q as usize] = prev;
+        self.used += need;
+        self.tail[q as usize] = last;
         self.packets[q as usize] += 1;
         self.bytes[q as usize] += len as u64;
         Ok(true)
@@ -247,19 +257,27 @@ impl QueueBuffer {
         }
         let (len, tag) = (self.pkt_len[b as usize], self.pkt_tag[b as usize]);
         let n = self.blocks_for(len);
-        let bs = self.block_size as usize;
         if let Some(o) = out.as_deref_mut() {
             o.clear();
         }
-        for i in 0..n {
-            if let (Some(store), Some(o)) = (self.payload.as_ref(), out.as_deref_mut()) {
-                let take = (len as usize - i as usize * bs).min(bs);
-                o.extend_from_slice(&store[b as usize * bs..b as usize * bs + take]);
+        if let Some(store) = self.payload.as_ref() {
+            let bs = self.block_size as usize;
+            for i in 0..n as usize {
+                if let Some(o) = out.as_deref_mut() {
+                    let take = (len as usize - i * bs).min(bs);
+                    o.extend_from_slice(&store[b as usize * bs..b as usize * bs + take]);
+                }
+                let nx = self.next[b as usize];
+                self.free_blocks.push(b);
+                b = nx;
             }
+        } else {
+            // One record for the packet, its blocks counted.
             let nx = self.next[b as usize];
             self.free_blocks.push(b);
             b = nx;
         }
+        self.used -= n;
         self.head[q as usize] = b;
         if b == NONE {
             self.tail[q as usize] = NONE;
@@ -280,13 +298,15 @@ impl QueueBuffer {
             return Err(Error::NotAllowed("buffer: storage released while queues hold packets"));
         }
         (self.next, self.pkt_len, self.pkt_tag, self.free_blocks) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        debug_assert_eq!(self.used, 0, "no packet holds a block");
         self.payload = self.payload.as_ref().map(|_| Vec::new());
         self.fresh = 0;
         Ok(())
     }
 
-    /// Checks block accounting: every block is either free or on exactly one queue's list,
-    /// and each queue's packet and byte counts match its list; and the pool: every pooled queue
+    /// Checks block accounting: every block (without payload: every packet's record) is either
+    /// free or on exactly one queue's list, the blocks in use are the packets' blocks, and each
+    /// queue's packet and byte counts match its list; and the pool: every pooled queue
     /// is either taken or on the free list (once, and empty), and the taken ones are counted as
     /// in use. O(blocks + queues).
     pub fn check(&self) -> Result<(), String> {
@@ -324,19 +344,21 @@ impl QueueBuffer {
                 return Err(format!("block {b} twice on the free stack"));
             }
         }
-        let mut used = 0usize;
+        let (mut used, mut ids) = (0usize, 0usize);
         for q in 0..self.head.len() {
             let (mut b, mut pk, mut by, mut last) = (self.head[q], 0u32, 0u64, NONE);
             while b != NONE {
                 let len = self.pkt_len[b as usize];
-                for _ in 0..self.blocks_for(len) {
+                used += self.blocks_for(len) as usize;
+                let ids_of_packet = if self.payload.is_some() { self.blocks_for(len) } else { 1 };
+                for _ in 0..ids_of_packet {
                     if b == NONE {
                         return Err(format!("queue {q}: packet chain ends early"));
                     }
                     if std::mem::replace(&mut seen[b as usize], true) {
                         return Err(format!("block {b} (queue {q}) is free or on another list"));
                     }
-                    used += 1;
+                    ids += 1;
                     last = b;
                     b = self.next[b as usize];
                 }
@@ -356,8 +378,12 @@ impl QueueBuffer {
         if (self.fresh..total as u32).any(|b| seen[b as usize]) {
             return Err(format!("a block from {} on is on a list but was never handed out", self.fresh));
         }
-        if used + self.free_blocks() as usize != total {
-            return Err(format!("{used} blocks in use + {} free != {total}", self.free_blocks()));
+        let free_ids = self.free_blocks.len() + (total - self.fresh as usize);
+        if ids + free_ids != total {
+            return Err(format!("{ids} ids on lists + {free_ids} free != {total}"));
+        }
+        if used != self.used as usize {
+            return Err(format!("the packets hold {used} blocks, {} counted in use", self.used));
         }
         Ok(())
     }
@@ -492,13 +518,15 @@ mod tests {
         /// Arbitrary takes, releases, pushes, pops and reads on arbitrary small buffers, with
         /// ids up to past the end and releases and pushes the pool does not allow: no panic; a
         /// refused call is an error of the right kind and changes nothing; every queue is a
-        /// FIFO of its packets and their bytes; every invariant holds after every call.
+        /// FIFO of its packets and their bytes (with payload stored, or the accounting alone);
+        /// every invariant holds after every call.
         #[test]
         fn arbitrary_calls_keep_the_contract(
             calls in prop::collection::vec(call(), 1..300),
             blocks in 0u32..40, block_size in 1u32..100, queues in 0u32..5, extra in 0u32..3,
+            store in any::<bool>(),
         ) {
-            let mut b = QueueBuffer::new(blocks, block_size, queues, extra, true).unwrap();
+            let mut b = QueueBuffer::new(blocks, block_size, queues, extra, store).unwrap();
             let nq = (queues + extra) as usize;
             let mut fifo = vec![std::collections::VecDeque::<(u32, u32)>::new(); nq];
             let mut taken = vec![false; queues as usize];
@@ -556,7 +584,7 @@ mod tests {
                         let want = fifo.get_mut(q as usize).and_then(|f| f.pop_front());
                         prop_assert_eq!(got.map(|p| (p.len, p.tag)), want);
                         if let (Some(p), Some((len, t))) = (got, want) {
-                            prop_assert_eq!(&out, &vec![t as u8; len as usize]);
+                            prop_assert_eq!(&out, &if store { vec![t as u8; len as usize] } else { Vec::new() });
                             prop_assert_eq!(p.emptied, fifo[q as usize].is_empty());
                         }
                         None
