@@ -19,6 +19,8 @@
 //!   subsystems or ideal ([`qmem::Qmem`]);
 //! * [`ports`]: conservation at an element's ports: packets in = out + dropped (by reason) +
 //!   held, checked in debug builds on every call and by the driver at the end of every run;
+//! * [`latency`]: the pipeline's latency histograms, recorded at the cost of an increment and
+//!   reported as hdrhistogram's ([`latency::Latency`]);
 //! * [`stats`]: per-flow and per-class counters in tc's vocabulary with a memory bound (an
 //!   exact table, then the heaviest flows by a Space-Saving sketch).
 //!
@@ -35,6 +37,7 @@ pub mod egress;
 pub mod fq_codel;
 mod hashslots;
 pub mod ingress;
+pub mod latency;
 pub mod ports;
 pub mod qmem;
 pub mod router;
@@ -44,6 +47,7 @@ pub use buckets::{BucketCounters, FlowBuckets, Taken};
 pub use egress::{Egress, EgressQueues, Pick, Shaping};
 pub use fq_codel::{FqCodel, FqCodelParams};
 pub use ingress::{Admit, Ingress, IngressDrop, IngressKind};
+pub use latency::Latency;
 pub use ports::{ConservationError, Ports};
 pub use qmem::{Qmem, QmemCounters, QmemParams};
 pub use stats::{Counts, FlowIndex, Heavy};

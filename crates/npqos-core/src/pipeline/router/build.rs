@@ -57,11 +57,7 @@ impl Pipeline {
             true => Some(FlowBuckets::new(p.shaping.flow_queues).map_err(|e| cfg(e.to_string()))?),
             false => None,
         };
-        let hist = || {
-            std::array::from_fn(|_| {
-                hdrhistogram::Histogram::new_with_bounds(1, 3_600_000_000_000, 3).expect("valid bounds")
-            })
-        };
+        let hist = || std::array::from_fn(|_| crate::pipeline::Latency::new());
         Ok(Pipeline {
             end: p.duration.as_nanos(),
             until: p.duration.as_nanos().saturating_add(p.drain.as_nanos()),

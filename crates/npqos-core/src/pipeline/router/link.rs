@@ -300,7 +300,7 @@ impl Pipeline {
             self.egress.emptied(q, QueueId(pk.eq));
         }
         self.egress_bytes -= pk.len as u64;
-        self.hist[pk.service as usize][2].saturating_record((now - pk.done).max(1));
+        self.hist[pk.service as usize][2].record((now - pk.done).max(1));
         self.tap_egress(now, id);
         self.delivered(now, id);
         self.link.handed();
@@ -328,7 +328,7 @@ impl Pipeline {
                 return false;
             }
         }
-        self.hist[s][0].saturating_record((now - arrival).max(1));
+        self.hist[s][0].record((now - arrival).max(1));
         if let Some(t) = &mut self.trace {
             let x = &mut t[self.trace_of[id as usize] as usize];
             (x.dispatch, x.done) = (now, now);
@@ -355,7 +355,7 @@ impl Pipeline {
     pub(super) fn tx_start(&mut self, now: u64, id: u32, fx: &mut Effects) {
         let pk = self.pkts[id as usize];
         self.egress_bytes -= pk.len as u64;
-        self.hist[pk.service as usize][2].saturating_record((now - pk.done).max(1));
+        self.hist[pk.service as usize][2].record((now - pk.done).max(1));
         // Delivered when its last bit leaves, if that is within the run; otherwise it stays
         // in flight. (An interrupted run counts the packet on the wire as delivered.)
         if pk.left <= self.until {
@@ -373,7 +373,7 @@ impl Pipeline {
         self.delivered[s] += 1;
         self.delivered_bytes += pk.len as u64;
         self.last_delivery = self.last_delivery.max(now);
-        self.hist[s][3].saturating_record((now - pk.arrival).max(1));
+        self.hist[s][3].record((now - pk.arrival).max(1));
         self.flow_counts(pk.row).send(pk.len, now - pk.arrival);
         self.classes[s].send(pk.len, now - pk.arrival);
         if let Some(t) = &mut self.trace {

@@ -341,7 +341,8 @@ pub struct Pipeline {
     flows: Vec<RowCounts>,
     other_flows: RowCounts,
     classes: Vec<RowCounts>,
-    hist: Vec<[hdrhistogram::Histogram<u64>; 4]>,
+    /// Per service: ingress, processing, egress and end-to-end latency ([`STAGES`]), ns.
+    hist: Vec<[crate::pipeline::Latency; 4]>,
     samples: Samples,
     error: Option<PipelineError>,
     trace: Option<Vec<Trace>>,

@@ -124,7 +124,7 @@ impl Pipeline {
         for h in &mut self.hist {
             h[0] = h[3].clone();
             h[2].reset();
-            h[2].saturating_record_n(1, h[3].len());
+            h[2].record_n(1, h[3].len());
         }
     }
 
@@ -132,7 +132,7 @@ impl Pipeline {
     pub fn tables(&self) -> Tables {
         let classes = (self.p.services.iter().zip(&self.classes).zip(&self.hist))
             .map(|((s, c), h)| {
-                let e2e = &h[3];
+                let e2e = h[3].histogram();
                 let q = |x: f64| if e2e.is_empty() { 0.0 } else { e2e.value_at_quantile(x) as f64 };
                 ClassRow { name: s.name.clone(), counts: *c, delay_p50_ns: q(0.5), delay_p99_ns: q(0.99) }
             })
@@ -153,11 +153,11 @@ impl Pipeline {
         let Some(first) = parts.first() else { return Vec::new() };
         let mut rows = first.tables().classes;
         for (s, row) in rows.iter_mut().enumerate() {
-            let mut e2e = first.hist[s][3].clone();
+            let mut e2e = first.hist[s][3].histogram();
             for p in &parts[1..] {
                 if let (Some(c), Some(h)) = (p.classes.get(s), p.hist.get(s)) {
                     row.counts.add(c);
-                    let _ = e2e.add(&h[3]);
+                    let _ = e2e.add(h[3].histogram());
                 }
             }
             let q = |x: f64| if e2e.is_empty() { 0.0 } else { e2e.value_at_quantile(x) as f64 };
@@ -292,7 +292,7 @@ impl Pipeline {
             drops_by_service: self.drops_by_service,
             unclassified: self.drops[D_UNCLASSIFIED],
             in_flight: (self.pkts.len() - self.free.len()) as u64,
-            hist: self.hist,
+            hist: self.hist.iter().map(|h| h.each_ref().map(|l| l.histogram())).collect(),
             sim_ns: end_ns,
             events,
             link_bps: self.p.link_rate.bits_per_sec() as f64,

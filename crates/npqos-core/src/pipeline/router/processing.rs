@@ -691,8 +691,8 @@ impl Pipeline {
             (x.dispatch, x.done) = (pk.dispatch, now);
         }
         let h = &mut self.hist[s];
-        h[0].saturating_record((pk.dispatch - pk.arrival).max(1));
-        h[1].saturating_record((now - pk.dispatch).max(1));
+        h[0].record((pk.dispatch - pk.arrival).max(1));
+        h[1].record((now - pk.dispatch).max(1));
         if drop_late {
             return self.drop_pkt(now, Some(id), Some(s), D_LATE, pk.row, pk.len);
         }
