@@ -43,7 +43,6 @@ use crate::pipeline::{ConservationError, Ports};
 use crate::time::Instant;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
-use std::hash::BuildHasher;
 
 /// Never lent (zero: a new table is the kernel's zeroed pages, not written at build).
 const UNUSED: u32 = 0;
@@ -104,7 +103,6 @@ pub struct FlowBuckets {
     map: HashSlots,
     /// Per bucket: the key of its flow, while the bucket is [`MAPPED`].
     keys: Vec<FlowKey>,
-    hasher: foldhash::fast::FixedState,
     /// Every bucket below is used.
     next_unused: u32,
     unused: u32,
@@ -135,7 +133,6 @@ impl FlowBuckets {
             slots: bytemuck::zeroed_vec(buckets as usize),
             map: HashSlots::new(buckets as usize),
             keys: bytemuck::zeroed_vec(buckets as usize),
-            hasher: foldhash::fast::FixedState::with_seed(0),
             next_unused: 0,
             unused: buckets,
             parked: BinaryHeap::new(),
@@ -163,11 +160,11 @@ impl FlowBuckets {
         crate::hint::prefetch(&self.slots, bucket as usize);
     }
 
-    /// The hash of flow key `key` that [`Self::prefetch_index`] and [`Self::prefetch_flow`]
-    /// take.
+    /// The hash of flow key `key` that [`Self::prefetch_index`], [`Self::prefetch_flow`] and
+    /// [`Self::acquire_hashed`] take: [`super::flow_hash`].
     #[inline]
     pub fn hash(&self, key: &FlowKey) -> u64 {
-        self.hasher.hash_one(key)
+        super::flow_hash(key)
     }
 
     /// A hint: a packet of the flow whose [`Self::hash`] is `h` comes soon, so its index slot
@@ -195,17 +192,30 @@ impl FlowBuckets {
     /// Errors (no effect): a hint outside the buckets, `now` before a time already given, or
     /// more than `u32::MAX` packets held on one bucket.
     pub fn acquire(&mut self, key: &FlowKey, hint: Option<u32>, now: Instant) -> Result<(u32, Taken), Error> {
+        self.acquire_hashed(key, hint, now, None)
+    }
+
+    /// [`Self::acquire`] with the key's [`Self::hash`] if the caller has it (so it is not
+    /// worked out again). Any other value corrupts the index (checked in debug builds).
+    pub fn acquire_hashed(
+        &mut self,
+        key: &FlowKey,
+        hint: Option<u32>,
+        now: Instant,
+        hashed: Option<u64>,
+    ) -> Result<(u32, Taken), Error> {
+        debug_assert!(hashed.is_none_or(|h| h == self.hash(key)), "a hash of another key");
         let n = self.slots.len();
         if let Some(h) = hint.filter(|&h| h as usize >= n) {
             return Err(Error::UnknownId { kind: "bucket", id: h, count: n });
         }
         self.clock.advance(now)?;
         // Its own: by its hint, or else by its key (hashed once, when needed).
-        let mut hash = None;
+        let mut hash = hashed;
         let own = match hint {
             Some(h) if self.slots[h as usize].owner == OWN => Some(h),
             _ => {
-                let h = *hash.get_or_insert_with(|| self.hasher.hash_one(key));
+                let h = *hash.get_or_insert_with(|| super::flow_hash(key));
                 self.map.find(h, |b| self.keys[b as usize] == *key)
             }
         };
@@ -226,7 +236,7 @@ impl FlowBuckets {
                 Some(taken) => taken,
                 None => {
                     // Every bucket is held: share one, by hash, without owning it.
-                    let b = (hash.unwrap_or_else(|| self.hasher.hash_one(key)) % n as u64) as u32;
+                    let b = (hash.unwrap_or_else(|| super::flow_hash(key)) % n as u64) as u32;
                     self.hold(b)?;
                     self.ports.input += 1;
                     self.counters.shared += 1;
@@ -245,7 +255,7 @@ impl FlowBuckets {
             s.owner = OWN;
         } else {
             s.owner = MAPPED;
-            let h = hash.unwrap_or_else(|| self.hasher.hash_one(key));
+            let h = hash.unwrap_or_else(|| super::flow_hash(key));
             self.map.insert(h, b);
             self.keys[b as usize] = *key;
         }
@@ -325,7 +335,7 @@ impl FlowBuckets {
     /// Bucket `b` leaves its idle flow.
     fn unbind(&mut self, b: u32) {
         if self.slots[b as usize].owner == MAPPED {
-            let h = self.hasher.hash_one(self.keys[b as usize]);
+            let h = super::flow_hash(&self.keys[b as usize]);
             let was = self.map.remove(h, b);
             debug_assert!(was, "a mapped bucket is in the index");
         }

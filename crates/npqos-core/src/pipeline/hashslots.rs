@@ -10,6 +10,15 @@
 //! caller keeps the keys: two keys with one hash are both in the table, and
 //! [`HashSlots::find`] asks the caller which value is its key's.
 
+/// A flow key's 64-bit hash, the one the flow counters ([`super::FlowIndex::hash`]) and the
+/// per-flow buckets ([`super::FlowBuckets::hash`]) both index by: a driver that hashed a key
+/// once for one of them (`npqos live`'s look-ahead) has it for the other.
+#[inline]
+pub fn flow_hash(key: &crate::flow::FlowKey) -> u64 {
+    use std::hash::BuildHasher;
+    foldhash::fast::FixedState::with_seed(0).hash_one(key)
+}
+
 /// See the module documentation.
 #[derive(Clone, Debug)]
 pub(crate) struct HashSlots {

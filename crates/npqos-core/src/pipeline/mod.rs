@@ -46,6 +46,7 @@ pub mod stats;
 pub use buckets::{BucketCounters, FlowBuckets, Taken};
 pub use egress::{Egress, EgressQueues, Pick, Shaping};
 pub use fq_codel::{FqCodel, FqCodelParams};
+pub use hashslots::flow_hash;
 pub use ingress::{Admit, Ingress, IngressDrop, IngressKind};
 pub use latency::Latency;
 pub use ports::{ConservationError, Ports};

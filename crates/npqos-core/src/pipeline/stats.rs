@@ -23,7 +23,7 @@ use crate::error::Error;
 use crate::flow::FlowKey;
 use crate::pipeline::hashslots::HashSlots;
 use std::collections::HashMap;
-use std::hash::{BuildHasher, BuildHasherDefault, Hasher};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// Flows counted exactly by default: 4,096 rows of counters (about 100 B each with their
 /// index entry) stay in a core's cache beside the pipeline's state.
@@ -170,7 +170,6 @@ impl<const R: usize> Counts<R> {
 /// documentation.
 pub struct FlowIndex {
     exact: usize,
-    hasher: foldhash::fast::FixedState,
     /// A row by its flow's hash.
     map: HashSlots,
     /// Per row: the flow and its class.
@@ -199,13 +198,7 @@ impl FlowIndex {
     /// be 0).
     pub fn new(exact: usize, heavy: usize) -> Self {
         let exact = exact.min(u32::MAX as usize - 1);
-        FlowIndex {
-            exact,
-            hasher: foldhash::fast::FixedState::with_seed(0),
-            map: HashSlots::new(exact),
-            rows: Vec::new(),
-            heavy: HeavyHitters::new(heavy),
-        }
+        FlowIndex { exact, map: HashSlots::new(exact), rows: Vec::new(), heavy: HeavyHitters::new(heavy) }
     }
 
     /// The row of a packet of `len` bytes of flow `key` in class `class`, first seen now or
@@ -215,10 +208,11 @@ impl FlowIndex {
         self.row_hashed(self.hash(key), key, class, len)
     }
 
-    /// The hash [`Self::row_hashed`], [`Self::find_hashed`] and [`Self::prefetch`] take.
+    /// The hash [`Self::row_hashed`], [`Self::find_hashed`] and [`Self::prefetch`] take:
+    /// [`super::flow_hash`].
     #[inline]
     pub fn hash(&self, key: &FlowKey) -> u64 {
-        self.hasher.hash_one(key)
+        super::flow_hash(key)
     }
 
     /// [`Self::row`] of a key whose [`Self::hash`] is `h`.

@@ -57,7 +57,7 @@ pub struct Ahead {
     meta: key::FrameMeta,
     hash: u64,
     slot: Option<u32>,
-    /// The pipeline's [`Pipeline::bucket_hash`] of the key.
+    /// The per-flow buckets' hash of the key ([`Pipeline::bucket_hash`], which is `hash`), if there are any.
     bucket: Option<u64>,
 }
 
@@ -66,7 +66,9 @@ impl Ahead {
     #[inline]
     fn read(frame: &[u8], index: &FlowIndex, pipe: &Pipeline) -> Option<Self> {
         let meta = key::quick(frame)?;
-        let (hash, slot, bucket) = (index.hash(&meta.key), pipe.ingress_slot(&meta.key), pipe.bucket_hash(&meta.key));
+        // The flow counters and the per-flow buckets index by one hash (`flow_hash`).
+        let (hash, slot) = (index.hash(&meta.key), pipe.ingress_slot(&meta.key));
+        let bucket = pipe.has_flow_buckets().then_some(hash);
         Some(Ahead { at: frame.as_ptr() as usize, len: frame.len(), meta, hash, slot, bucket })
     }
     /// Was this read of `frame`'s bytes?
@@ -596,7 +598,10 @@ impl Forwarder {
         // changed above, but the quick reading reads only IP frames).
         let slot = ahead.and_then(|a| a.slot).unwrap_or(NO_SLOT);
         let a = Classified { t: now_ns, len, service, eq, hint: NO_HINT, actual, key, row, tcp_flags, slot };
-        let got = self.pipe.receive_frame(a, frame, &mut self.fx);
+        let got = match ahead {
+            Some(h) => self.pipe.receive_frame_hashed(a, frame, h.hash, &mut self.fx),
+            None => self.pipe.receive_frame(a, frame, &mut self.fx),
+        };
         self.absorb();
         match got {
             Received::Queued { new_flow } => {

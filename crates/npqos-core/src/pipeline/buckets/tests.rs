@@ -117,7 +117,7 @@ impl Model {
             let how = if self.full_at[b] <= now { Taken::Reused } else { Taken::Evicted };
             return pick(b, how, self);
         }
-        let b = (foldhash::fast::FixedState::with_seed(0).hash_one(key(f)) % n as u64) as usize;
+        let b = (crate::pipeline::flow_hash(&key(f)) % n as u64) as usize;
         self.held[b] += 1;
         (b as u32, Taken::Shared)
     }

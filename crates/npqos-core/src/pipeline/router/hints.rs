@@ -53,6 +53,13 @@ impl Pipeline {
         self.ingress.prefetch_slot(slot, deeper);
     }
 
+    /// Whether there are per-flow buckets: then a key's [`crate::pipeline::flow_hash`] is its
+    /// [`Self::bucket_hash`].
+    #[inline]
+    pub fn has_flow_buckets(&self) -> bool {
+        self.buckets.is_some()
+    }
+
     /// The hash the per-flow buckets know flow `key` by when its service shapes each flow
     /// ([`FlowBuckets::hash`](crate::pipeline::buckets::FlowBuckets::hash)), for
     /// [`Self::prefetch_bucket`]; `None` without per-flow buckets. A driver without the

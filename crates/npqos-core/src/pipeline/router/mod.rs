@@ -315,6 +315,9 @@ pub struct Pipeline {
     /// pipeline's bucket-lifetime rule. A flow holds its bucket while it has a packet between
     /// its arrival and the start of its transmission (or its drop).
     buckets: Option<FlowBuckets>,
+    /// The flow hash of the arrival being received, when its driver gave it
+    /// ([`Pipeline::receive_frame_hashed`]).
+    arrival_hash: Option<u64>,
     /// Packets whose flow found every bucket held and shared one by hash ([`Taken::Shared`]).
     flow_queue_shared: u64,
     egress_bytes: u64,
@@ -597,7 +600,10 @@ impl Pipeline {
     fn take_bucket(&mut self, now: u64, s: usize, a: &Arrival) -> Option<u32> {
         let fb = self.buckets.as_mut()?;
         let hint = (a.hint != NO_HINT).then_some(a.hint);
-        match fb.acquire(&bucket_key(&a.key, self.p.services[s].host), hint, Instant::from_nanos(now)) {
+        let host = self.p.services[s].host;
+        // The flow's hash is its bucket key's only when the bucket is the flow's own.
+        let hashed = self.arrival_hash.filter(|_| host.is_none());
+        match fb.acquire_hashed(&bucket_key(&a.key, host), hint, Instant::from_nanos(now), hashed) {
             Ok((b, how)) => {
                 self.flow_queue_shared += (how == Taken::Shared) as u64;
                 Some(self.eq_base[s] + b)
@@ -658,6 +664,17 @@ impl Pipeline {
         }
         let got = self.arrival(a, Some(frame), fx);
         self.debug_check(a.t);
+        got
+    }
+
+    /// [`Self::receive_frame`] of an arrival whose key's [`crate::pipeline::flow_hash`] the
+    /// driver has (`npqos live`'s look-ahead hashed it for the flow counters): the per-flow
+    /// buckets do not hash the key again. Any other hash corrupts the buckets' index (checked
+    /// in debug builds).
+    pub fn receive_frame_hashed(&mut self, a: Arrival, frame: &[u8], hash: u64, fx: &mut Effects) -> Received {
+        self.arrival_hash = Some(hash);
+        let got = self.receive_frame(a, frame, fx);
+        self.arrival_hash = None;
         got
     }
 
