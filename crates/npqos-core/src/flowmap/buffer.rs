@@ -382,8 +382,8 @@ impl QueueBuffer {
         if ids + free_ids != total {
             return Err(format!("{ids} ids on lists + {free_ids} free != {total}"));
         }
-        if used != self.used as usize {
-            return Err(format!("the packets hold {used} blocks, {} counted in use", self.used));
+        if used != self.used as usize || used > total {
+            return Err(format!("the packets hold {used} blocks, {} counted in use, of {total}", self.used));
         }
         Ok(())
     }
@@ -430,6 +430,45 @@ mod tests {
         assert_eq!(b.free_blocks(), 10);
         b.release_queue(q).unwrap();
         assert_eq!((b.queues_in_use(), b.max_queues_in_use(), b.pool_free()), (0, 1, 2));
+        b.check().unwrap();
+    }
+
+    /// Without payload a packet takes one id and counts its blocks: `check` finds the counts
+    /// and the lists disagreeing, and more blocks held than the buffer has (which the ids alone,
+    /// one a packet, could not show).
+    #[test]
+    fn check_finds_block_counts_that_do_not_add_up() {
+        let mut b = QueueBuffer::new(8, 64, 2, 0, false).unwrap();
+        let q = b.take_queue().unwrap();
+        assert_eq!((b.push(q, 300, 1, None), b.push(q, 100, 2, None)), (Ok(true), Ok(true)));
+        assert_eq!((b.free_blocks(), b.push(q, 200, 3, None)), (1, Ok(false)), "5 + 2 of 8 blocks held");
+        b.check().unwrap();
+        let mut bad = b.clone();
+        bad.used -= 1;
+        assert!(bad.check().is_err(), "one block less counted than the packets hold");
+        let mut bad = b.clone();
+        bad.pkt_len[bad.head[q as usize] as usize] = 1000;
+        bad.bytes[q as usize] += 700;
+        bad.used = 18;
+        assert!(bad.check().is_err(), "more blocks held than there are");
+    }
+
+    /// A payload shorter than the packet, or none, while storing: what was given comes back
+    /// first, and the blocks are accounted by the packet's length.
+    #[test]
+    fn a_short_payload_comes_back_first() {
+        let mut b = QueueBuffer::new(8, 64, 1, 0, true).unwrap();
+        let q = b.take_queue().unwrap();
+        let data: Vec<u8> = (0..100).collect();
+        assert_eq!(b.push(q, 200, 1, Some(&data)), Ok(true));
+        assert_eq!(b.push(q, 70, 2, None), Ok(true));
+        assert_eq!(b.free_blocks(), 8 - 4 - 2);
+        b.check().unwrap();
+        let mut out = Vec::new();
+        assert_eq!(b.pop(q, Some(&mut out)).map(|p| (p.len, p.blocks)), Some((200, 4)));
+        assert_eq!((out.len(), &out[..100]), (200, &data[..]));
+        assert_eq!(b.pop(q, Some(&mut out)).map(|p| (p.len, p.blocks, p.emptied)), Some((70, 2, true)));
+        assert_eq!(out.len(), 70);
         b.check().unwrap();
     }
 

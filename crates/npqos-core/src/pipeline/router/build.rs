@@ -96,7 +96,6 @@ impl Pipeline {
             aqm: p.shaping.aqm.map(|c| Box::new(Aqm::new(c, round))),
             eq_base,
             buckets,
-            arrival_hash: None,
             flow_queue_shared: 0,
             egress_bytes: 0,
             link: Link::new(p.link_rate, p.link_ahead)?,

@@ -50,6 +50,7 @@ use std::sync::Arc;
 mod aqm;
 pub use aqm::{ect as frame_ect, set_ce};
 use aqm::{Aqm, D_CODEL};
+mod bucket_rule;
 mod build;
 mod hints;
 pub use build::classifier;
@@ -315,9 +316,6 @@ pub struct Pipeline {
     /// pipeline's bucket-lifetime rule. A flow holds its bucket while it has a packet between
     /// its arrival and the start of its transmission (or its drop).
     buckets: Option<FlowBuckets>,
-    /// The flow hash of the arrival being received, when its driver gave it
-    /// ([`Pipeline::receive_frame_hashed`]).
-    arrival_hash: Option<u64>,
     /// Packets whose flow found every bucket held and shared one by hash ([`Taken::Shared`]).
     flow_queue_shared: u64,
     egress_bytes: u64,
@@ -404,35 +402,6 @@ impl Pipeline {
         row_counts(&mut self.flows, &mut self.other_flows, row)
     }
 
-    /// Packet `id` leaves the router at `now` (its transmission starts, or it is dropped): its
-    /// flow's bucket, if a per-flow one, has one packet less, and is parked with the time it is
-    /// full again when that was the last.
-    fn release_bucket(&mut self, now: u64, id: u32) {
-        let pk = &self.pkts[id as usize];
-        self.release_bucket_of(now, pk.service as usize, pk.eq);
-    }
-
-    /// A packet of service `s` in output queue `eq` leaves at `now`: [`Self::release_bucket`]
-    /// without its record.
-    fn release_bucket_of(&mut self, now: u64, s: usize, eq: u32) {
-        let base = self.eq_base[s];
-        let Some(fb) = self.buckets.as_mut().filter(|_| base != 0) else { return };
-        // No bucket yet (processing none, dropped at ingress), or the shared queue's own.
-        if eq == NIL || eq - base >= fb.buckets() {
-            return;
-        }
-        let q = QueueId(eq);
-        let full = self.egress.shaping().full_at(q);
-        let nowi = Instant::from_nanos(now);
-        if let Err(e) = fb.release(eq - base, full.unwrap_or(nowi), nowi) {
-            self.error.get_or_insert(PipelineError::Mechanism {
-                at: now,
-                stage: "egress (flow buckets)",
-                msg: e.to_string(),
-            });
-        }
-    }
-
     /// Drops a packet of `len` bytes of flow row `row` (and service `service`, packet `id`) at
     /// `now`.
     fn drop_pkt(&mut self, now: u64, id: Option<u32>, service: Option<usize>, reason: usize, row: u32, len: u32) {
@@ -453,7 +422,9 @@ impl Pipeline {
         }
     }
 
-    fn arrival(&mut self, a: Arrival, frame: Option<&[u8]>, fx: &mut Effects) -> Received {
+    /// `hash`: the key's [`crate::pipeline::flow_hash`] if the driver has it
+    /// ([`Self::receive_frame_hashed`]).
+    fn arrival(&mut self, a: Arrival, frame: Option<&[u8]>, hash: Option<u64>, fx: &mut Effects) -> Received {
         let (now, len) = (a.t, a.len);
         self.tap_arrival(&a);
         if a.service == UNCLASSIFIED {
@@ -480,7 +451,7 @@ impl Pipeline {
         // With processing, a flow holds its bucket from its packet's arrival; without, from the
         // packet's admission to its ingress queue (the queue its bucket shapes), below.
         if per_flow && !self.direct {
-            match self.take_bucket(now, s, &a) {
+            match self.take_bucket(now, s, &a, hash) {
                 Some(b) => eq = b,
                 None => return Received::Refused,
             }
@@ -576,7 +547,7 @@ impl Pipeline {
                 } else if head != NIL {
                     self.pkts[head as usize].eq
                 } else {
-                    match self.take_bucket(now, s, &a) {
+                    match self.take_bucket(now, s, &a, hash) {
                         Some(b) => b,
                         None => return Received::Refused,
                     }
@@ -593,26 +564,6 @@ impl Pipeline {
             fx.at(Instant::from_nanos(t), C_QMEM, Ev::Visible(id));
         }
         Received::Queued { new_flow }
-    }
-
-    /// The output queue of the bucket the per-flow-shaped service `s`'s flow of `a` holds from
-    /// `now` (the pipeline's bucket rule); `None`: the rule refused, the run failed.
-    fn take_bucket(&mut self, now: u64, s: usize, a: &Arrival) -> Option<u32> {
-        let fb = self.buckets.as_mut()?;
-        let hint = (a.hint != NO_HINT).then_some(a.hint);
-        let host = self.p.services[s].host;
-        // The flow's hash is its bucket key's only when the bucket is the flow's own.
-        let hashed = self.arrival_hash.filter(|_| host.is_none());
-        match fb.acquire_hashed(&bucket_key(&a.key, host), hint, Instant::from_nanos(now), hashed) {
-            Ok((b, how)) => {
-                self.flow_queue_shared += (how == Taken::Shared) as u64;
-                Some(self.eq_base[s] + b)
-            }
-            Err(e) => {
-                self.fail(now, "egress (flow buckets)", e);
-                None
-            }
-        }
     }
 }
 
@@ -648,7 +599,7 @@ impl Pipeline {
             if self.error.is_some() {
                 return;
             }
-            self.arrival(a, None, fx);
+            self.arrival(a, None, None, fx);
         }
         if let Some(a) = batch.last() {
             self.debug_check(a.t);
@@ -659,12 +610,7 @@ impl Pipeline {
     /// them to the caller's ring (a table with `store_payload`): live's
     /// forwarder. Says what became of it.
     pub fn receive_frame(&mut self, a: Arrival, frame: &[u8], fx: &mut Effects) -> Received {
-        if self.error.is_some() {
-            return Received::Refused;
-        }
-        let got = self.arrival(a, Some(frame), fx);
-        self.debug_check(a.t);
-        got
+        self.receive_frame_with(a, frame, None, fx)
     }
 
     /// [`Self::receive_frame`] of an arrival whose key's [`crate::pipeline::flow_hash`] the
@@ -672,9 +618,16 @@ impl Pipeline {
     /// buckets do not hash the key again. Any other hash corrupts the buckets' index (checked
     /// in debug builds).
     pub fn receive_frame_hashed(&mut self, a: Arrival, frame: &[u8], hash: u64, fx: &mut Effects) -> Received {
-        self.arrival_hash = Some(hash);
-        let got = self.receive_frame(a, frame, fx);
-        self.arrival_hash = None;
+        self.receive_frame_with(a, frame, Some(hash), fx)
+    }
+
+    #[inline]
+    fn receive_frame_with(&mut self, a: Arrival, frame: &[u8], hash: Option<u64>, fx: &mut Effects) -> Received {
+        if self.error.is_some() {
+            return Received::Refused;
+        }
+        let got = self.arrival(a, Some(frame), hash, fx);
+        self.debug_check(a.t);
         got
     }
 
