@@ -48,8 +48,9 @@ use npqos_core::shaper::EventShaper;
 use npqos_core::Instant;
 
 /// What [`Forwarder::look_ahead`] read of a frame before it is received: its flow, DSCP and
-/// TCP flags, its flow index hash and its ingress slot (the hashes worked out once), tied to
-/// the frame's bytes by their address and length, and valid for the forwarder that read it.
+/// TCP flags, its flow hash (the flow index's and the per-flow buckets') and its ingress slot
+/// (the hashes worked out once), tied to the frame's bytes by their address and length, and
+/// valid for the forwarder that read it.
 #[derive(Clone, Copy, Debug)]
 pub struct Ahead {
     at: usize,
@@ -57,8 +58,6 @@ pub struct Ahead {
     meta: key::FrameMeta,
     hash: u64,
     slot: Option<u32>,
-    /// The per-flow buckets' hash of the key ([`Pipeline::bucket_hash`], which is `hash`), if there are any.
-    bucket: Option<u64>,
 }
 
 impl Ahead {
@@ -66,10 +65,8 @@ impl Ahead {
     #[inline]
     fn read(frame: &[u8], index: &FlowIndex, pipe: &Pipeline) -> Option<Self> {
         let meta = key::quick(frame)?;
-        // The flow counters and the per-flow buckets index by one hash (`flow_hash`).
         let (hash, slot) = (index.hash(&meta.key), pipe.ingress_slot(&meta.key));
-        let bucket = pipe.has_flow_buckets().then_some(hash);
-        Some(Ahead { at: frame.as_ptr() as usize, len: frame.len(), meta, hash, slot, bucket })
+        Some(Ahead { at: frame.as_ptr() as usize, len: frame.len(), meta, hash, slot })
     }
     /// Was this read of `frame`'s bytes?
     #[inline]
@@ -495,8 +492,9 @@ impl Forwarder {
             if let Some(s) = a.slot {
                 self.pipe.prefetch_slot(s, false);
             }
-            if let Some(h) = a.bucket {
-                self.pipe.prefetch_bucket(h, false);
+            // The flow counters and the per-flow buckets index by one hash (`flow_hash`).
+            if self.pipe.has_flow_buckets() {
+                self.pipe.prefetch_bucket(a.hash, false);
             }
         }
         let n = known.filter(|k| k.is(next)).or_else(|| Ahead::read(next, &self.index, &self.pipe));
@@ -510,8 +508,8 @@ impl Forwarder {
             if let Some(s) = n.slot {
                 self.pipe.prefetch_slot(s, true);
             }
-            if let Some(h) = n.bucket {
-                self.pipe.prefetch_bucket(h, true);
+            if self.pipe.has_flow_buckets() {
+                self.pipe.prefetch_bucket(n.hash, true);
             }
         }
         [n, a]
