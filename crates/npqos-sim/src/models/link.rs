@@ -30,7 +30,7 @@ use crate::scenario::{
 };
 use crate::trace::{TraceError, TraceOptions, TraceSource};
 use crate::workload::{mean_gap_for_overload, Arrivals, FlowPopulation, FlowWeights, SizeDist};
-use hdrhistogram::Histogram as Hdr;
+use npqos_core::pipeline::Latency;
 use npqos_core::queues::pool::{Packet, PacketPool};
 use npqos_core::rate::Serializer;
 use npqos_core::sched::drr::Drr;
@@ -184,7 +184,8 @@ pub struct LinkModel {
     delivered_bytes: u64,
     delivered_per_queue: Vec<u64>,
     non_ip: u64,
-    delay: Hdr<u64>,
+    /// Delays (ns) as counts in hdrhistogram's bins, 3 digits (`Latency::histogram` reports).
+    delay: Latency,
     backlog_bytes: u64,
     last_sample_bytes: u64,
     series_backlog: Vec<(f64, f64)>,
@@ -225,7 +226,7 @@ impl LinkModel {
             delivered_bytes: 0,
             delivered_per_queue: vec![0; n],
             non_ip: 0,
-            delay: Hdr::new(3).expect("3 significant figures is valid"),
+            delay: Latency::new(),
             backlog_bytes: 0,
             last_sample_bytes: 0,
             series_backlog: Vec::new(),
@@ -385,7 +386,7 @@ impl LinkModel {
         }
         let (done_ns, arrival) = (done.as_nanos(), p.arrival.as_nanos());
         if arrival >= self.warmup && done_ns <= self.end {
-            let _ = self.delay.record(done_ns - arrival);
+            self.delay.record(done_ns - arrival);
         }
         if done_ns <= self.end {
             self.delivered_pkts += 1;
@@ -459,7 +460,7 @@ impl LinkModel {
         r.scalar("offered_load", self.offered_bytes as f64 * 8.0 / secs / link_rate.bits_per_sec() as f64, "1");
         r.scalar("throughput", self.delivered_bytes as f64 * 8.0 / secs / 1e9, "Gbps");
         r.scalar("utilization", self.delivered_bytes as f64 * 8.0 / secs / link_rate.bits_per_sec() as f64, "1");
-        let d = &self.delay;
+        let d = &self.delay.histogram();
         let empty = d.is_empty();
         r.scalar("delay_mean", if empty { 0.0 } else { d.mean() }, "ns");
         r.scalar("delay_p50", d.value_at_quantile(0.5) as f64, "ns");
