@@ -9,8 +9,10 @@
 //! quantum once per visit, sends while its head fits in the deficit, and goes to the back when
 //! it does not; when it empties it leaves the round and its deficit is reset. O(1) amortised
 //! per packet when the quantum is at least the largest packet. Geometry: a ring of the active
-//! queue ids (`VecDeque<u32>`) and per queue one word holding its deficit and its active flag
-//! (one cache line touched per queue visit, which matters at 1e6 queues).
+//! queue ids ([`Ring`]: a queue is in it at most once, so a power-of-two array of the queue
+//! count never fills, and moving the front to the back is two index operations, not a
+//! `VecDeque`'s general rotation) and per queue one word holding its deficit and its active
+//! flag (one cache line touched per queue visit, which matters at 1e6 queues).
 //!
 //! [`Drr::round_robin`] is the packet-by-packet round robin (a quantum of one packet, whatever
 //! its length): kim's shared link serves its eligible queues so. A caller may also take a queue
@@ -19,8 +21,6 @@
 
 use crate::error::Error;
 use crate::id::{self, QueueId};
-use std::collections::VecDeque;
-
 /// The flag of a queue in the round, in its state word (deficits stay far below it: at most
 /// a quantum plus the largest packet).
 const ACTIVE: u64 = 1 << 63;
@@ -28,10 +28,77 @@ const ACTIVE: u64 = 1 << 63;
 /// caller can hold.
 const MAX_QUANTUM: u64 = 1 << 48;
 
+/// The round: queue ids in a ring over a power-of-two array at least as long as the queue
+/// count. A queue is in the round at most once, so it never fills.
+#[derive(Clone, Debug)]
+struct Ring {
+    ids: Vec<u32>,
+    /// Index of the front.
+    head: usize,
+    len: usize,
+}
+
+impl Ring {
+    fn new(queues: usize) -> Self {
+        Ring { ids: vec![0; queues.max(1).next_power_of_two()], head: 0, len: 0 }
+    }
+    #[inline(always)]
+    fn at(&self, k: usize) -> usize {
+        (self.head + k) & (self.ids.len() - 1)
+    }
+    #[inline(always)]
+    fn len(&self) -> usize {
+        self.len
+    }
+    #[inline(always)]
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+    #[inline(always)]
+    fn get(&self, k: usize) -> Option<&u32> {
+        (k < self.len).then(|| &self.ids[self.at(k)])
+    }
+    #[inline(always)]
+    fn front(&self) -> Option<&u32> {
+        if self.len == 0 {
+            None
+        } else {
+            Some(&self.ids[self.head])
+        }
+    }
+    #[inline(always)]
+    fn push_back(&mut self, q: u32) {
+        assert!(self.len < self.ids.len(), "a queue is in the round at most once");
+        let i = self.at(self.len);
+        self.ids[i] = q;
+        self.len += 1;
+    }
+    #[inline(always)]
+    fn pop_front(&mut self) -> Option<u32> {
+        let q = *self.front()?;
+        self.head = self.at(1);
+        self.len -= 1;
+        Some(q)
+    }
+    /// The front goes to the back (a rotation by one).
+    #[inline(always)]
+    fn front_to_back(&mut self) {
+        if self.len > 0 {
+            let q = self.ids[self.head];
+            self.head = self.at(1);
+            let i = self.at(self.len - 1);
+            self.ids[i] = q;
+        }
+    }
+    fn iter(&self) -> impl Iterator<Item = u32> + '_ {
+        (0..self.len).map(|k| self.ids[self.at(k)])
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Drr {
     quantum: u64,
-    ring: VecDeque<u32>,
+    ring: Ring,
     /// Per queue: its deficit in bytes, with [`ACTIVE`] set while it is in the round.
     state: Vec<u64>,
     /// The queue at the front of the ring has received its quantum for this visit.
@@ -52,7 +119,7 @@ impl Drr {
         }
         Ok(Drr {
             quantum,
-            ring: VecDeque::with_capacity(queues as usize),
+            ring: Ring::new(queues as usize),
             state: vec![0; queues as usize],
             granted: false,
             per_packet: false,
@@ -124,7 +191,7 @@ impl Drr {
                 self.state[i] -= len;
                 return Some(QueueId(q));
             }
-            self.ring.rotate_left(1);
+            self.ring.front_to_back();
             self.granted = false;
         }
     }
@@ -156,7 +223,7 @@ impl Drr {
                 self.state[i] -= len;
                 return Some(QueueId(q));
             }
-            self.ring.rotate_left(1);
+            self.ring.front_to_back();
             self.granted = false;
         }
     }
@@ -173,7 +240,7 @@ impl Drr {
             self.state[q.index()] = 0;
             self.granted = false;
         } else if self.per_packet {
-            self.ring.rotate_left(1);
+            self.ring.front_to_back();
             self.granted = false;
         }
         Ok(())
@@ -183,7 +250,7 @@ impl Drr {
     pub fn check_invariants(&self) -> Result<(), String> {
         let active: Vec<bool> = self.state.iter().map(|&s| s & ACTIVE != 0).collect();
         let mut seen = vec![false; active.len()];
-        for &q in &self.ring {
+        for q in self.ring.iter() {
             let i = q as usize;
             if i >= seen.len() || seen[i] || !active[i] {
                 return Err(format!("queue {q} in the ring twice, unknown or inactive"));
