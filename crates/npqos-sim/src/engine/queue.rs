@@ -62,10 +62,42 @@ use std::collections::HashSet;
 
 /// Identifies a scheduled event for cancellation. Stale keys (event already popped or
 /// cancelled) are harmless: cancelling them does nothing and returns `false`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+///
+/// Ordered by time, then sequence (class above counter), compared as one 128-bit integer
+/// ([`EventKey::packed`]): the same order as the two fields in turn, without a branch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct EventKey {
     time: u64,
     seq: u64,
+}
+
+impl Ord for EventKey {
+    #[inline(always)]
+    fn cmp(&self, o: &Self) -> Ordering {
+        self.packed().cmp(&o.packed())
+    }
+}
+impl PartialOrd for EventKey {
+    #[inline(always)]
+    fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
+        Some(self.cmp(o))
+    }
+    #[inline(always)]
+    fn lt(&self, o: &Self) -> bool {
+        self.packed() < o.packed()
+    }
+    #[inline(always)]
+    fn le(&self, o: &Self) -> bool {
+        self.packed() <= o.packed()
+    }
+    #[inline(always)]
+    fn gt(&self, o: &Self) -> bool {
+        self.packed() > o.packed()
+    }
+    #[inline(always)]
+    fn ge(&self, o: &Self) -> bool {
+        self.packed() >= o.packed()
+    }
 }
 
 impl EventKey {
