@@ -42,8 +42,9 @@ impl Default for Latency {
     }
 }
 
-/// The highest value the bins hold (the last bucket's top, above `HIGH`).
-const TOP: u64 = (1 << (SUB_BUCKET_BITS as usize + BUCKETS - 1)) - 1;
+/// The highest value the bins hold (the last bucket's top, above `HIGH`; 2^42 - 1 ns, about 73
+/// minutes). Past it a value counts as `HIGH`.
+pub const TOP: u64 = (1 << (SUB_BUCKET_BITS as usize + BUCKETS - 1)) - 1;
 
 /// The bin of `v`. As in `saturating_record`, a value past the last bin counts as `HIGH`, and 0
 /// has bin 0 of its own.

@@ -341,12 +341,42 @@ mod tests {
     }
 
     proptest! {
+        /// The round's ring against a `VecDeque` (which the round was before): pushes up to a
+        /// full ring, pops, moves of the front to the back and reads at every place, for queue
+        /// counts around powers of two, so the ring wraps and fills.
+        #[test]
+        fn the_ring_is_a_deque(queues in 1usize..70, ops in proptest::collection::vec(0u8..4, 1..600)) {
+            let mut ring = Ring::new(queues);
+            let mut model: VecDeque<u32> = VecDeque::new();
+            let mut next = 0u32;
+            for op in ops {
+                match op {
+                    0 | 1 if model.len() < queues => {
+                        ring.push_back(next);
+                        model.push_back(next);
+                        next += 1;
+                    }
+                    2 => prop_assert_eq!(ring.pop_front(), model.pop_front()),
+                    _ => {
+                        ring.front_to_back();
+                        model.rotate_left(model.len().min(1));
+                    }
+                }
+                prop_assert_eq!(ring.len(), model.len());
+                prop_assert_eq!(ring.is_empty(), model.is_empty());
+                prop_assert_eq!(ring.front(), model.front());
+                for k in 0..=model.len() {
+                    prop_assert_eq!(ring.get(k), model.get(k));
+                }
+                prop_assert!(ring.iter().eq(model.iter().copied()));
+            }
+        }
+
         /// Arbitrary arrivals, sends and bogus calls (unknown ids, dequeued without select):
         /// no panic, the invariants hold, every packet leaves in FIFO order per queue, and no
-        /// backlogged queue waits more than one round of the others.
-        #[test]
-        /// In round-robin mode a queue sends again only after every queue that was waiting at its
-        /// last send has sent (or left the round).
+        /// backlogged queue waits more than one round of the others. In round-robin mode a
+        /// queue sends again only after every queue that was waiting at its last send has sent
+        /// (or left the round).
         #[test]
         fn arbitrary_calls_keep_the_invariants(ops in proptest::collection::vec(op(), 1..400), rr in any::<bool>()) {
             let mut d = if rr { Drr::round_robin(6) } else { Drr::new(6, 1500).unwrap() };

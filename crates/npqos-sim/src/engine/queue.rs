@@ -522,6 +522,21 @@ mod tests {
     use rand_chacha::ChaCha8Rng;
     use std::collections::BTreeMap;
 
+    proptest::proptest! {
+        /// Keys compare as their time, then their sequence (class above counter): the order of
+        /// the two fields in turn, which the packed comparison replaces.
+        #[test]
+        fn keys_order_by_time_then_sequence(a in (0u64..4, 0u64..4), b in (0u64..4, 0u64..4), big in proptest::prelude::any::<(u64, u64, u64, u64)>()) {
+            for ((t1, s1), (t2, s2)) in [(a, b), ((big.0, big.1), (big.2, big.3)), ((big.0, big.1), (big.0, big.3))] {
+                let (x, y) = (EventKey { time: t1, seq: s1 }, EventKey { time: t2, seq: s2 });
+                let want = (t1, s1).cmp(&(t2, s2));
+                proptest::prop_assert_eq!(x.cmp(&y), want);
+                proptest::prop_assert_eq!(x.partial_cmp(&y), Some(want));
+                proptest::prop_assert_eq!((x < y, x <= y, x > y, x >= y, x == y), (want.is_lt(), want.is_le(), want.is_gt(), want.is_ge(), want.is_eq()));
+            }
+        }
+    }
+
     #[test]
     fn equal_times_pop_fifo() {
         let mut q = EventQueue::new();

@@ -30,7 +30,8 @@ use crate::scenario::{
 };
 use crate::trace::{TraceError, TraceOptions, TraceSource};
 use crate::workload::{mean_gap_for_overload, Arrivals, FlowPopulation, FlowWeights, SizeDist};
-use npqos_core::pipeline::Latency;
+use hdrhistogram::Histogram as Hdr;
+use npqos_core::pipeline::{latency, Latency};
 use npqos_core::queues::pool::{Packet, PacketPool};
 use npqos_core::rate::Serializer;
 use npqos_core::sched::drr::Drr;
@@ -146,6 +147,41 @@ fn flow_queue(flow: u64, queues: u32) -> u32 {
     ((z ^ (z >> 31)) % queues as u64) as u32
 }
 
+/// The delays (ns): counts in hdrhistogram's bins, 3 digits ([`Latency`]), and past their top
+/// ([`latency::TOP`], about 73 minutes) the values themselves in an auto-resizing histogram of
+/// the same bins, so that the report is what recording every delay into one auto-resizing
+/// histogram gives (as the model did before the counts).
+#[derive(Default)]
+struct Delays {
+    bins: Latency,
+    far: Option<Box<Hdr<u64>>>,
+}
+
+impl Delays {
+    #[inline(always)]
+    fn record(&mut self, v: u64) {
+        if v <= latency::TOP {
+            self.bins.record(v);
+        } else {
+            self.record_far(v);
+        }
+    }
+    #[cold]
+    fn record_far(&mut self, v: u64) {
+        let far = self.far.get_or_insert_with(|| Box::new(Hdr::new(3).expect("3 significant figures is valid")));
+        // (As before: a value no histogram can hold is left out.)
+        let _ = far.record(v);
+    }
+    fn histogram(&self) -> Hdr<u64> {
+        let mut h = self.bins.histogram();
+        if let Some(far) = &self.far {
+            h.auto(true);
+            h.add(far.as_ref()).expect("an auto-resizing histogram takes what another holds");
+        }
+        h
+    }
+}
+
 /// The model state. Build with [`LinkModel::new`], drive with [`run`].
 pub struct LinkModel {
     pool: PacketPool,
@@ -184,8 +220,7 @@ pub struct LinkModel {
     delivered_bytes: u64,
     delivered_per_queue: Vec<u64>,
     non_ip: u64,
-    /// Delays (ns) as counts in hdrhistogram's bins, 3 digits (`Latency::histogram` reports).
-    delay: Latency,
+    delay: Delays,
     backlog_bytes: u64,
     last_sample_bytes: u64,
     series_backlog: Vec<(f64, f64)>,
@@ -226,7 +261,7 @@ impl LinkModel {
             delivered_bytes: 0,
             delivered_per_queue: vec![0; n],
             non_ip: 0,
-            delay: Latency::new(),
+            delay: Delays::default(),
             backlog_bytes: 0,
             last_sample_bytes: 0,
             series_backlog: Vec::new(),
@@ -655,6 +690,37 @@ mod tests {
 
     fn scenario(text: &str) -> Scenario {
         Scenario::parse(text, "test", Path::new(".")).unwrap()
+    }
+
+    /// The delays' report is the auto-resizing histogram's, the values past the bins' top
+    /// (73 minutes) included: mean, extremes, quantiles and the report's logarithmic bins.
+    #[test]
+    fn delays_report_as_one_auto_resizing_histogram() {
+        let t = latency::TOP;
+        let sets: [&[u64]; 3] = [
+            &[0, 1, 700, 2047, 2048, 1_000_000, 123_456_789],
+            &[5, 64, 1_000_000_000, t, t + 1, 1 << 45, 3_u64.pow(30)],
+            &[t + 7, 1 << 50],
+        ];
+        for values in sets {
+            let (mut ours, mut lib) = (Delays::default(), Hdr::<u64>::new(3).unwrap());
+            for (i, &v) in values.iter().enumerate() {
+                for _ in 0..=i {
+                    ours.record(v);
+                    lib.record(v).unwrap();
+                }
+            }
+            let h = ours.histogram();
+            assert_eq!((h.len(), h.min(), h.max()), (lib.len(), lib.min(), lib.max()), "{values:?}");
+            assert_eq!(h.mean().to_bits(), lib.mean().to_bits());
+            for q in [0.0, 0.1, 0.5, 0.9, 0.99, 1.0] {
+                assert_eq!(h.value_at_quantile(q), lib.value_at_quantile(q), "q {q}, {values:?}");
+            }
+            let bins = |h: &Hdr<u64>| {
+                h.iter_log(64, 2.0).map(|v| (v.value_iterated_to(), v.count_since_last_iteration())).collect::<Vec<_>>()
+            };
+            assert_eq!(bins(&h), bins(&lib), "{values:?}");
+        }
     }
 
     /// One queue, Poisson arrivals, IMIX sizes: an M/G/1 queue. The mean sojourn time must
