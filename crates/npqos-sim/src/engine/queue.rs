@@ -148,14 +148,8 @@ impl<E> PartialEq for ByKey<E> {
     }
 }
 impl<E> Eq for ByKey<E> {}
-impl<E> ByKey<E> {
-    /// The key `(time, seq)` as one integer: one comparison instead of a chain (the binary
-    /// heap compares with `<=` and `<`, which would otherwise go through `partial_cmp`).
-    #[inline(always)]
-    fn packed(&self) -> u128 {
-        ((self.0.time as u128) << 64) | self.0.seq as u128
-    }
-}
+// The order of the keys (`EventKey`'s: one 128-bit comparison), `<=` and `<` included, which
+// the binary heap uses and which would otherwise go through `partial_cmp`.
 impl<E> PartialOrd for ByKey<E> {
     #[inline(always)]
     fn partial_cmp(&self, o: &Self) -> Option<Ordering> {
@@ -163,25 +157,25 @@ impl<E> PartialOrd for ByKey<E> {
     }
     #[inline(always)]
     fn lt(&self, o: &Self) -> bool {
-        self.packed() < o.packed()
+        self.0.key() < o.0.key()
     }
     #[inline(always)]
     fn le(&self, o: &Self) -> bool {
-        self.packed() <= o.packed()
+        self.0.key() <= o.0.key()
     }
     #[inline(always)]
     fn gt(&self, o: &Self) -> bool {
-        self.packed() > o.packed()
+        self.0.key() > o.0.key()
     }
     #[inline(always)]
     fn ge(&self, o: &Self) -> bool {
-        self.packed() >= o.packed()
+        self.0.key() >= o.0.key()
     }
 }
 impl<E> Ord for ByKey<E> {
     #[inline(always)]
     fn cmp(&self, o: &Self) -> Ordering {
-        self.packed().cmp(&o.packed())
+        self.0.key().cmp(&o.0.key())
     }
 }
 
