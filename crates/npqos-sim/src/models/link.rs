@@ -12,8 +12,9 @@
 //! State layout (flat arrays indexed by queue id, no allocation per packet once warm):
 //! * the packets in a [`PacketPool`] (16 B per queue: head, tail, bytes; 16 B per node: next
 //!   index, size, arrival time; a free list);
-//! * the link scheduler, the core [`Drr`] (a ring of active queues, 9 B per queue: deficit and
-//!   an active flag);
+//! * the link scheduler, the core [`Drr`] (per queue 8 B: its deficit with an active flag; and
+//!   its round, a ring of queue ids whose length is the queue count rounded up to a power of
+//!   two: 4 to 8 B per queue);
 //! * one pending arrival event per synthetic queue in the engine (and one arrival process per
 //!   queue only when it has state: on-off).
 //!
