@@ -137,6 +137,12 @@ impl Drr {
         self.state.len()
     }
 
+    /// Bytes of its state, from its layout: per queue 8 B of deficit (with the active flag),
+    /// and the round's ring of 4 B queue ids, the queue count rounded up to a power of two.
+    pub fn state_bytes(&self) -> u64 {
+        8 * self.state.len() as u64 + 4 * self.ring.ids.len() as u64
+    }
+
     /// Queues in the round (each holds at least one packet).
     pub fn active_queues(&self) -> usize {
         self.ring.len()
@@ -272,6 +278,16 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
     use std::collections::VecDeque;
+
+    /// The state is 8 B a queue and a ring of 4 B ids as long as the queue count rounded up to
+    /// a power of two: 65,539 queues (the router example's) take a ring of 131,072.
+    #[test]
+    fn state_bytes_count_the_deficits_and_the_ring() {
+        assert_eq!(Drr::new(4, 1500).unwrap().state_bytes(), 4 * 8 + 4 * 4);
+        assert_eq!(Drr::new(5, 1500).unwrap().state_bytes(), 5 * 8 + 8 * 4);
+        assert_eq!(Drr::new(65_539, 1500).unwrap().state_bytes(), 65_539 * 8 + 131_072 * 4);
+        assert_eq!(Drr::round_robin(0).state_bytes(), 4);
+    }
 
     #[test]
     fn shares_bytes_equally_between_backlogged_queues() {

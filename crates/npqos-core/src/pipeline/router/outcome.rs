@@ -225,7 +225,6 @@ impl Pipeline {
         put("qmem_state_bytes", self.qmem.state_bytes() as f64, "B");
         put("qmem_offchip_per_s", c.memory_refs as f64 / span, "accesses/s");
         // Stage 6.
-        let queues = self.fifo.len() as f64;
         let (reschedules, offchip, bytes) = match self.egress.shaping() {
             Shaping::None => (0.0, 0.0, 0.0),
             Shaping::Event(e) => {
@@ -259,7 +258,7 @@ impl Pipeline {
         put("flow_buckets_reused", bc.reused as f64, "buckets");
         put("flow_buckets_evicted", bc.evicted as f64, "buckets");
         // Stage 7.
-        put("link_state_bytes", queues * 9.0, "B");
+        put("link_state_bytes", self.egress.drr().state_bytes() as f64, "B");
         let sm = &self.samples;
         let line = |name: String, unit: &'static str, v: &[f64]| Line {
             name,
