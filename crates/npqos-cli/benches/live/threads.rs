@@ -26,10 +26,10 @@ fn r0_frames(bed: &Bed) -> u64 {
 /// forwarded. At 1e3 flows a row with every flow in one class (one bucket, one owner thread)
 /// shows what handing frames over costs. `NPQOS_THREADS_FLOWS` narrows the flow counts
 /// (`1000`); `NPQOS_THREADS_RATE` keeps the rows of one rate per flow (`20kbps`: the throttled
-/// rows at 1e3 flows, without the do-nothing forwarder's and htb's, to run one row many
-/// times); `NPQOS_THREADS_ONE_ON=0` pins the one thread to CPU 0, beside the sender, as one of
-/// two threads is (default 1); `NPQOS_THREADS_SLOTS` sets `[table] slots`; `NPQOS_THREADS_MAC=other` sends to a MAC
-/// not the receiver's, which it drops on entering IP; `NPQOS_THREADS_PACE=<frames/s>` offers
+/// rows at 1e3 flows and htb's at 20 kbps, without the do-nothing forwarder's, to run one row
+/// many times); `NPQOS_THREADS_ONE_ON=0` pins the one thread to CPU 0, where the sender runs
+/// (default 1); `NPQOS_THREADS_SLOTS` sets `[table] slots`; `NPQOS_THREADS_MAC=other` sends to
+/// a MAC not the receiver's, which it drops on entering IP; `NPQOS_THREADS_PACE=<frames/s>` offers
 /// that rate, not all the sender can (one load for 1 and 2 threads; the sender sleeps beside the
 /// thread on its CPU). Each bed's veths have a queue per thread: `NPQOS_LIVE_EXTRA='io = "xdp"'`
 /// runs on AF_XDP.

@@ -551,8 +551,9 @@ mod tests {
         ]
     }
 
-    /// Packet `tag`'s `len` bytes: a different byte at each place, so that a block copied to
-    /// the wrong place or from the wrong block shows.
+    /// Packet `tag`'s `len` bytes: bytes that change along the packet (repeating every 251,
+    /// a prime, so no two blocks of a packet of up to 251 blocks read the same), so that a
+    /// block copied to the wrong place or from the wrong block shows.
     fn payload_of(tag: u32, len: u32) -> Vec<u8> {
         (0..len).map(|i| (tag.wrapping_mul(131).wrapping_add(i) % 251) as u8).collect()
     }

@@ -345,8 +345,8 @@ impl LinkSpec {
     pub fn estimate_memory(&self, shaper: Option<&ShaperSpec>, duration: Duration, sample: Duration) -> u128 {
         let n = self.queues as u128;
         // See models::link and models::kim for the layouts (kim adds the bucket state, 50 B).
-        // DRR: a deficit and, at worst, 8 B of its ring (the queue count rounded up to a power
-        // of two, 4 B each).
+        // DRR: an 8 B deficit and, at worst, 8 B of its ring (the queue count rounded up to a
+        // power of two, 4 B each).
         let per_queue = 32 + 64 + 16 + 48 + 16 + if shaper.is_some() { 56 } else { 0 };
         // A flow population: a weight (alias table, 16 B) and a flow id and packets left per slot.
         let population = match &self.traffic {
