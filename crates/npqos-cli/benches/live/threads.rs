@@ -63,7 +63,15 @@ pub(super) fn threads(tag: &str) {
     // beside it, as one of two threads is).
     let one_on: usize = std::env::var("NPQOS_THREADS_ONE_ON").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
     let keep = |rate: &str| only_rate.as_deref().is_none_or(|r| rate.split('"').next() == Some(r));
+    let mut rates: Vec<&str> = setups.iter().filter(|s| s.0 != "pass").filter_map(|s| s.2.split('"').next()).collect();
+    rates.sort();
+    rates.dedup();
+    let rates = rates.join(", ");
     setups.retain(|(what, _, rate)| only_rate.is_none() || (*what != "pass" && keep(rate)));
+    if let Some(r) = only_rate.as_deref().filter(|_| setups.is_empty()) {
+        println!("NPQOS_THREADS_RATE={r:?} matches no row; the rows' rates: {rates}");
+        return;
+    }
     let mut n = 0;
     for (what, flows, rate) in setups {
         let shown = rate.split('"').next().unwrap_or("").to_string();
