@@ -59,11 +59,19 @@ pub(super) fn threads(tag: &str) {
     // `NPQOS_THREADS_RATE`: only the setups of that rate per flow (the do-nothing forwarder
     // has none, so it goes too, as do htb's rows unless their rate is it).
     let only_rate = std::env::var("NPQOS_THREADS_RATE").ok();
-    // `NPQOS_THREADS_ONE_ON`: the CPU the one thread is pinned to (1, away from the sender; 0
-    // beside it, as one of two threads is).
-    let one_on: usize = std::env::var("NPQOS_THREADS_ONE_ON").ok().and_then(|v| v.parse().ok()).unwrap_or(1);
-    let keep = |rate: &str| only_rate.as_deref().is_none_or(|r| rate.split('"').next() == Some(r));
-    let mut rates: Vec<&str> = setups.iter().filter(|s| s.0 != "pass").filter_map(|s| s.2.split('"').next()).collect();
+    // `NPQOS_THREADS_ONE_ON`: the CPU the one thread is pinned to (1, away from the sender; 0,
+    // where the sender runs).
+    let cpus = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let one_on: usize = match std::env::var("NPQOS_THREADS_ONE_ON") {
+        Err(_) => 1,
+        Ok(v) => v
+            .parse()
+            .ok()
+            .filter(|&c| c < cpus)
+            .unwrap_or_else(|| panic!("NPQOS_THREADS_ONE_ON={v:?}: expected a CPU number from 0 to {}", cpus - 1)),
+    };
+    let keep = |rate: &str| only_rate.as_deref().is_none_or(|r| rate_shown(rate) == r);
+    let mut rates: Vec<&str> = setups.iter().filter(|s| s.0 != "pass").map(|s| rate_shown(&s.2)).collect();
     rates.sort();
     rates.dedup();
     let rates = rates.join(", ");
@@ -74,7 +82,7 @@ pub(super) fn threads(tag: &str) {
     }
     let mut n = 0;
     for (what, flows, rate) in setups {
-        let shown = rate.split('"').next().unwrap_or("").to_string();
+        let shown = rate_shown(&rate).to_string();
         let label = match what {
             "pass" => "do-nothing (mode = pass)",
             "class" => "npqos live, one class of every flow",
@@ -114,6 +122,12 @@ pub(super) fn threads(tag: &str) {
         }
         print_measures("htb (kernel, softirq)", 0, 1000, shown, &got);
     }
+}
+
+/// A setup's rate as the table shows it: the TOML string's contents before its closing quote
+/// (`500bps"\ncap = ...` is `500bps`).
+fn rate_shown(rate: &str) -> &str {
+    rate.split('"').next().unwrap_or("")
 }
 
 /// What one run of the threads part measured.
