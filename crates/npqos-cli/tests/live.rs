@@ -28,6 +28,13 @@ const LIMIT: u64 = 32 * 1024;
 /// of its own. CI at 48d1916 lost 55-60 ms per flow that way or by a stall of the forwarder
 /// (32 KiB held 26 ms); the table now prints the sender's lateness to tell which.
 const RATE_LIMIT: u64 = 128 * 1024;
+/// A sender this far behind its schedule saw the machine stop. In the local runs of the rate
+/// test (2026-11-28) it kept within 0.1-2.7 ms, once 17.6 ms with every flow still on its rate
+/// (the queue covered the stall). CI at 201bda7 and in the fifteenth session had it 33.0 and
+/// 33.5 ms late, each time with a gap of 35-37 ms in a flow and that flow 2.3% short first to
+/// last: the forwarder had stopped too, and a bucket cannot send afterwards what it could not
+/// send then.
+const STALLED_NS: u64 = 10_000_000;
 
 struct Outcome {
     sent: Vec<u64>,
@@ -275,6 +282,33 @@ fn run_htb(tag: &str) -> Outcome {
     Outcome { sent, send_errors, late_ns, got, dropped, drop_text: format!("bfifo {total}") }
 }
 
+/// Whether every flow of `o` is within 2% of [`RATE`], first to last and over 300 ms periods.
+fn on_rate(o: &Outcome) -> bool {
+    (0..FLOWS).all(|i| (rate(o, i) / RATE - 1.0).abs() < 0.02 && (span_rate(o, i) / RATE - 1.0).abs() < 0.02)
+}
+
+/// `run(tag)`; if a flow missed the rate while the sender was more than [`STALLED_NS`] late (the
+/// machine stopped, see there), says so and gives the outcome of `run` once more, on a new bed.
+/// The caller asserts on what this returns with the same bounds: a shaper that misses the rate
+/// without a stall, or twice, fails.
+fn unless_stalled(name: &str, tag: &str, run: impl Fn(&str) -> Outcome) -> Outcome {
+    let o = run(tag);
+    if on_rate(&o) || o.late_ns <= STALLED_NS {
+        return o;
+    }
+    let short: Vec<String> = (0..FLOWS)
+        .filter(|&i| (span_rate(&o, i) / RATE - 1.0).abs() >= 0.02 || (rate(&o, i) / RATE - 1.0).abs() >= 0.02)
+        .map(|i| format!("flow {i} {:.3}", span_rate(&o, i) / 1e6))
+        .collect();
+    println!(
+        "{name}: the sender was {:.1} ms late (the machine stopped; on a quiet bed it is within a few ms), \
+         and {} Mbps first to last: run once more",
+        o.late_ns as f64 / 1e6,
+        short.join(", ")
+    );
+    run(&format!("{tag}r"))
+}
+
 /// Flow `i`'s rate from its first frame to its last.
 fn span_rate(o: &Outcome, i: u32) -> f64 {
     o.got.flows.get(&i).and_then(|f| f.rate_bps()).unwrap_or(0.0)
@@ -289,8 +323,9 @@ fn rate(o: &Outcome, i: u32) -> f64 {
 /// median over 300 ms periods. CI at 886b1ff once had every send-then-pay flow at 9.761 Mbps
 /// first to last (the same bytes short in each, a stall of the machine suspected, not shown),
 /// where three local runs the same hour gave 10.007-10.015; CI at 48d1916 had 9.728-9.825
-/// (local runs 10.007-10.010). The bound stays; the queue is deeper ([`RATE_LIMIT`]) and a
-/// failure says how late the sender was and the flow's longest gap.
+/// (local runs 10.007-10.010). The bound stays; the queue is deeper ([`RATE_LIMIT`]), a
+/// failure says how late the sender was and the flow's longest gap, and a run that missed the
+/// rate while the sender saw the machine stop is run once more ([`unless_stalled`]).
 #[test]
 fn npqos_live_shapes_8_flows_to_their_rate_beside_htb() {
     let _one_bed = ONE_BED.lock().unwrap_or_else(|e| e.into_inner());
@@ -299,9 +334,9 @@ fn npqos_live_shapes_8_flows_to_their_rate_beside_htb() {
         return;
     }
     let tag = format!("t{}", std::process::id() % 100_000);
-    let stp = run_npqos(&format!("{tag}a"), "send-then-pay");
-    let wft = run_npqos(&format!("{tag}b"), "wait-for-tokens");
-    let htb = run_htb(&format!("{tag}c"));
+    let stp = unless_stalled("npqos live send-then-pay", &format!("{tag}a"), |t| run_npqos(t, "send-then-pay"));
+    let wft = unless_stalled("npqos live wait-for-tokens", &format!("{tag}b"), |t| run_npqos(t, "wait-for-tokens"));
+    let htb = unless_stalled("htb", &format!("{tag}c"), run_htb);
 
     println!(
         "8 UDP flows of {PAYLOAD} B datagrams ({} B frames), each offered {} Mbps for {} s, shaped to {} Mbps",
