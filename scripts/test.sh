@@ -41,34 +41,23 @@ if ! "$venv/bin/python" -m pip install -q --disable-pip-version-check "maturin>=
 fi
 $deps_only && exit 0
 
-# The Rust tests in two groups at once, and the wheel built beside them. The namespace tests
-# (npqos-cli's tests/live*.rs) wait on their senders and leave the cores idle for minutes; the
-# rest of the workspace's tests (the simulator's and the core's, about 90 s of both cores) run
-# in that time at the lowest priority, their output kept in target/test-rest.log and printed
-# after npqos-cli's. The wheel's build (maturin compiles pyo3 and the extension again, about
-# 20 s of both cores) runs there too, also at the lowest priority. It starts once both groups
-# run a test binary, when cargo no longer holds the build directory's lock (cargo test would
-# otherwise wait for the wheel's build to finish).
+# The Rust tests, and the wheel built beside them: the namespace tests (tests/live*.rs) wait on
+# their senders and leave the cores idle for minutes, and the wheel's build (maturin compiles
+# pyo3 and the extension again, about 20 s of both cores) takes that time at the lowest
+# priority. It starts once cargo runs a test binary, when cargo no longer holds the build
+# directory's lock (cargo test would otherwise wait for the wheel's build to finish).
 cargo test --workspace --release --no-run
-mkdir -p target
-cargo test --release -p npqos-cli &
-cli=$!
-nice -n 19 cargo test --workspace --release --exclude npqos-cli > target/test-rest.log 2>&1 &
-rest=$!
+cargo test --workspace --release &
+tests=$!
 # (Without pgrep the wheel is built after the tests.)
-running() { if command -v pgrep >/dev/null; then pgrep -P "$1" >/dev/null; else ! kill -0 "$1" 2>/dev/null; fi; }
-for t in "$cli" "$rest"; do
-  while kill -0 "$t" 2>/dev/null && ! running "$t"; do sleep 0.2; done
-done
+running() { if command -v pgrep >/dev/null; then pgrep -P "$tests" >/dev/null; else ! kill -0 "$tests" 2>/dev/null; fi; }
+while kill -0 "$tests" 2>/dev/null && ! running; do sleep 0.2; done
+mkdir -p target
 nice -n 19 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation --no-deps \
   --force-reinstall . > target/python-wheel.log 2>&1 &
 wheel=$!
 status=0
-wait "$cli" || status=$?
-rest_status=0
-wait "$rest" || rest_status=$?
-cat target/test-rest.log
-[ "$rest_status" = 0 ] || status=$rest_status
+wait "$tests" || status=$?
 if ! wait "$wheel"; then
   cat target/python-wheel.log
   echo "python: the wheel could not be built"
