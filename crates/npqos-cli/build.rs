@@ -8,9 +8,9 @@ fn main() {
         .and_then(|o| String::from_utf8(o.stdout).ok())
         .map(|s| s.trim().to_string())
         .unwrap_or_else(|| "unknown".into());
-    // (Without optional locks git status does not refresh the index: writing it would make
-    // the `rerun-if-changed` below rebuild this crate in the next cargo run, and a second
-    // cargo beside (clippy in a target directory of its own, say) would do that to this one.)
+    // (git status may rewrite the index to refresh it, and the `rerun-if-changed` below would
+    // then rebuild this crate in the next cargo run, or in another one running beside this;
+    // without optional locks it leaves the index alone.)
     let dirty = std::process::Command::new("git")
         .args(["--no-optional-locks", "status", "--porcelain", "--untracked-files=no"])
         .output()
