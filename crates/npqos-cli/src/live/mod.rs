@@ -14,6 +14,7 @@
 
 pub mod handoff;
 pub mod netns;
+pub mod notify;
 pub mod port;
 pub mod prototype;
 pub mod reloader;
@@ -322,6 +323,8 @@ pub fn forward(
     };
     slack();
     let t0 = monotonic_ns();
+    // Every ring is open: a service manager (or a test) may start the traffic now.
+    notify::ready(&format!("forwarding {} -> {} on {n} thread(s)", spec.input, spec.output));
     let mut all: Vec<Worker> = workers
         .into_iter()
         .zip(ports)

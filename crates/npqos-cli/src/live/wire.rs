@@ -160,18 +160,18 @@ pub fn compare(
         Command::new(npqos).arg("run").arg(dir.join("sim.toml")).arg("--out").arg(&sim_dir).arg("--quiet"),
         "npqos run",
     )?;
-    // The wire: npqos live in the middle, tcpreplay from the sender at the capture's timing.
-    let mut live = Command::new("ip")
-        .args(["netns", "exec", &bed.mid, "taskset", "-c", &mid_cpu.to_string()])
+    // The wire: npqos live in the middle, tcpreplay from the sender at the capture's timing,
+    // started once npqos live says its rings are open (`NOTIFY_SOCKET`, live::notify), not
+    // after a guessed delay.
+    let mut live = Command::new("ip");
+    live.args(["netns", "exec", &bed.mid, "taskset", "-c", &mid_cpu.to_string()])
         .arg(npqos)
         .arg("live")
         .arg(&cfg)
         .arg("--out")
         .arg(&live_dir)
-        .arg("--quiet")
-        .spawn()
-        .map_err(|e| format!("npqos live: {e}"))?;
-    std::thread::sleep(std::time::Duration::from_secs(1));
+        .arg("--quiet");
+    let mut live = super::notify::spawn_ready(&mut live, &dir.join("notify.sock"), std::time::Duration::from_secs(30))?;
     let sender_cpu = if mid_cpu == 0 { 1 } else { 0 };
     let replayed = output(
         Command::new("ip")
