@@ -50,7 +50,11 @@ fn accounted(threads: u32, sent: u64, got: &Received, sc: &serde_json::Value) ->
     assert_eq!(g("threads"), threads as u64);
     let f = |k: &str| sc[k].as_f64().unwrap_or_else(|| panic!("no scalar {k}"));
     let (cpu, user) = (f("forwarding_cpu"), f("forwarding_cpu_user"));
-    assert!(user > 0.0 && user <= cpu + 1e-3, "user-space CPU {user} s within the threads' CPU {cpu} s");
+    // Not `user > 0`: without CONFIG_VIRT_CPU_ACCOUNTING_GEN (this bed's kernel) `ru_utime` is
+    // the thread's run time split by which mode 250 Hz ticks found it in, and a run of 44 ms
+    // of CPU, mostly in the kernel's send and poll, had every tick in the kernel (CI at 83b3e47).
+    assert!(user <= cpu + 1e-3, "user-space CPU {user} s within the threads' CPU {cpu} s");
+    assert!(cpu > 0.0, "the threads' CPU time {cpu} s");
     assert!(g("forwarding_sleeps") > 0, "the threads slept between the sender's frames");
     let (turns, empty) = (g("forwarding_turns"), g("forwarding_empty_turns"));
     assert!(turns > empty && empty > 0, "{empty} of {turns} turns found nothing to do");
