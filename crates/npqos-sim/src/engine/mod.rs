@@ -8,16 +8,16 @@
 //! may also have a *source* of lazily produced events ([`Model::next_source`]) that the engine
 //! merges by `(time, class)` without queueing them, or, when the source takes a ticket
 //! ([`Engine::ticket`]) as it makes each event, exactly where a queued event would have run
-//! ([`Model::next_source_key`]; kim's per-queue arrivals in a [`tournament::Tournament`]).
+//! ([`Model::next_source_key`]; kim's per-queue arrivals in a [`calendar::Calendar`]).
 //! A run stops when the queue and the source are drained, at an end time, after an event budget, when an interrupt flag (Ctrl-C) is raised,
 //! or when the model halts it; the [`StopReason`] says which.
 //!
 //! **Invariant:** nothing in the engine depends on wall-clock time or thread scheduling, so a
 //! model that draws randomness only from [`crate::rng::RngStreams`] replays byte for byte.
 
+pub mod calendar;
 pub mod feed;
 pub mod queue;
-pub mod tournament;
 
 use npqos_core::{Duration, Instant};
 pub use queue::{EventKey, EventQueue};
@@ -313,18 +313,18 @@ mod tests {
 
     /// Streams of arrivals, each rescheduling itself a few ns later (ties galore), beside
     /// timers they schedule at the same instants: run once with every arrival a queued event and
-    /// once with the arrivals as a ticketed source in a tournament, the same events run in the
+    /// once with the arrivals as a ticketed source in a calendar, the same events run in the
     /// same order. With `next_source` alone (no tickets) the order differs, so the test can tell.
     #[test]
     fn a_ticketed_source_runs_where_its_events_would_have_run_queued() {
-        use super::tournament::Tournament;
+        use super::calendar::Calendar;
         #[derive(Clone, Copy, Debug)]
         enum Ev {
             Arrival(u32),
             Timer(u32),
         }
         struct M {
-            streams: Option<Tournament>,
+            streams: Option<Calendar>,
             ticketed: bool,
             step: u64,
             seen: Vec<(u64, &'static str, u32)>,
@@ -388,7 +388,8 @@ mod tests {
             for i in 0..600u32 {
                 e.schedule(Instant::from_nanos(20 + (i as u64 * 7) % 40), Ev::Timer(1000 + i));
             }
-            let streams = source.then(|| Tournament::new(first));
+            // Slots of 2 ns, 64 of them: ties, the current slot's late members, and gaps beyond reach.
+            let streams = source.then(|| Calendar::new(first, 1, 64));
             let mut m = M { streams, ticketed, step: 0, seen: vec![] };
             e.run(&mut m, RunLimits::until(Instant::from_nanos(60)), &mut |_| {});
             m.seen

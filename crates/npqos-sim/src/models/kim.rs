@@ -14,7 +14,7 @@
 //! core, token-bucket accesses, the periodic-fill baseline's accesses for the same run, sends,
 //! drops, and the mean delay from arrival to send.
 
-use crate::engine::tournament::Tournament;
+use crate::engine::calendar::Calendar;
 use crate::engine::{Engine, EventKey, Model, RunLimits, StopReason};
 use crate::results::RunResult;
 use crate::rng::{RngStreams, StreamRng};
@@ -207,28 +207,28 @@ impl KimParams {
 /// Cache-model address of the bucket-state array (far above any heap array).
 const BUCKET_REGION: u64 = 1 << 40;
 
-/// Queues up to which their next arrivals are kept in a [`Tournament`] rather than queued as
-/// events. Each queue has exactly one arrival pending, and a tournament finds the next in
-/// `log2(queues)` selects where the engine's queue pays a push, a pop and two or three moves
-/// between its levels; but its steps read members all over its arrays, so it pays only while
-/// those stay in the caches: kim's 1e6 row in 20 shards of 50,000 queues took 0.82 of the time
-/// with it, 100,000 a shard 0.93, 200,000 1.31 times as long, one shard of 1e6 queues 1.58
-/// (docs/PERFORMANCE.md); this limit is below that crossover.
-pub const TOURNAMENT_MAX: usize = 1 << 16;
+/// Queues up to which their next arrivals are kept in a [`Calendar`] rather than queued as
+/// events. Each queue has exactly one arrival pending, about `queues` arrivals' worth of time
+/// ahead: the calendar files it at the end of its slot's array and reads it back in order,
+/// where the engine's queue pays a push, a pop and two or three moves between its levels. Up
+/// to 200,000 queues an engine it took 0.78 of the queue's time, one engine of 1e6 queues 0.90
+/// but with 598 MB against 123 MB of memory (its slots' arrays spread over 8 mean gaps); this
+/// limit keeps that out (docs/PERFORMANCE.md).
+pub const CALENDAR_MAX: usize = 1 << 18;
 
-/// [`TOURNAMENT_MAX`], or in a test the limit it set (0: every arrival queued), so that small
+/// [`CALENDAR_MAX`], or in a test the limit it set (0: every arrival queued), so that small
 /// scenarios can run both ways.
-fn tournament_max() -> usize {
+fn calendar_max() -> usize {
     #[cfg(test)]
-    return tests::TOURNAMENT_LIMIT.with(|c| c.get());
+    return tests::CALENDAR_LIMIT.with(|c| c.get());
     #[cfg(not(test))]
-    TOURNAMENT_MAX
+    CALENDAR_MAX
 }
 
 /// The queued events.
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
-    /// A queue's next arrival (above [`TOURNAMENT_MAX`] queues; below, arrivals are the
+    /// A queue's next arrival (above [`CALENDAR_MAX`] queues; below, arrivals are the
     /// engine's source: [`Kim::next_arrival`]).
     Arrival(u32),
     /// A core's heap root is due (event-driven).
@@ -252,11 +252,11 @@ struct Group {
 struct Kim {
     p: KimParams,
     shaper: Shaping,
-    /// With at most [`TOURNAMENT_MAX`] queues, each local queue's next arrival: the engine
+    /// With at most [`CALENDAR_MAX`] queues, each local queue's next arrival: the engine
     /// key ([`EventKey::packed`]) of its ticket, taken when it was drawn, the earliest on top.
     /// The engine runs them as its source ([`Model::next_source_key`]), exactly where they
     /// would have run as queued events. Otherwise `None`, and arrivals are queued events.
-    next_arrival: Option<Tournament>,
+    next_arrival: Option<Calendar>,
     /// The buffered packets (used when packets wait: a shared link, or queueing while disabled).
     pool: PacketPool,
     arrivals: Vec<Arrivals>,
@@ -581,7 +581,7 @@ impl Kim {
 
 impl Kim {
     /// The arrival of queue `q` now: its next arrival is drawn and takes its place (in the
-    /// tournament, or queued), then this one is sent, dropped or buffered.
+    /// calendar, or queued), then this one is sent, dropped or buffered.
     #[inline]
     fn arrive(&mut self, q: u32, engine: &mut Engine<Ev>) {
         let qi = q as usize;
@@ -663,7 +663,7 @@ impl Model for Kim {
         if engine.now().as_nanos() > self.next_sample {
             self.close_samples(engine.now().as_nanos());
         }
-        let q = self.next_arrival.as_ref().expect("a source event comes from the tournament").top();
+        let q = self.next_arrival.as_ref().expect("a source event comes from the calendar").top();
         self.arrive(q, engine);
     }
     fn handle(&mut self, ev: Ev, engine: &mut Engine<Ev>) {

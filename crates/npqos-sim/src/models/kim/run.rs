@@ -201,12 +201,12 @@ fn simulate(
     // gaps are not in lockstep (drawn in queue order from each queue's group stream), each
     // queued or with its ticket in the engine's order.
     let slots = groups.len();
-    let tournament = n <= tournament_max();
-    let mut first: Vec<u128> = Vec::with_capacity(if tournament { n } else { 0 });
+    let calendar = n <= calendar_max();
+    let mut first: Vec<u128> = Vec::with_capacity(if calendar { n } else { 0 });
     for q in 0..n {
         let rng = &mut groups[q % slots].gap;
         let at = Instant::ZERO + Duration::from_nanos(rng.random_range(0..gap.as_nanos().max(1)));
-        if tournament {
+        if calendar {
             first.push(engine.ticket(at, 0).packed());
         } else {
             engine.schedule(at, Ev::Arrival(q as u32));
@@ -215,7 +215,7 @@ fn simulate(
     let mut m = Kim {
         p: p.clone(),
         shaper,
-        next_arrival: (tournament && n > 0).then(|| Tournament::new(first)),
+        next_arrival: (calendar && n > 0).then(|| Calendar::for_gaps(first, gap.as_nanos())),
         pool: PacketPool::new(n as u32),
         arrivals: if proc.is_stateless() { vec![proc] } else { vec![proc; n] },
         groups,
