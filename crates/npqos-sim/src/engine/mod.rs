@@ -388,7 +388,7 @@ mod tests {
             for i in 0..600u32 {
                 e.schedule(Instant::from_nanos(20 + (i as u64 * 7) % 40), Ev::Timer(1000 + i));
             }
-            // Slots of 2 ns, 64 of them: ties, the current slot's late members, and gaps beyond reach.
+            // Slots of 2 ns, 64 of them: ties, and the current slot's late members.
             let streams = source.then(|| Calendar::new(first, 1, 64));
             let mut m = M { streams, ticketed, step: 0, seen: vec![] };
             e.run(&mut m, RunLimits::until(Instant::from_nanos(60)), &mut |_| {});

@@ -213,7 +213,8 @@ const BUCKET_REGION: u64 = 1 << 40;
 /// where the engine's queue pays a push, a pop and two or three moves between its levels. Up
 /// to 200,000 queues an engine it took 0.78 of the queue's time, one engine of 1e6 queues 0.90
 /// but with 598 MB against 123 MB of memory (its slots' arrays spread over 8 mean gaps); this
-/// limit keeps that out (docs/PERFORMANCE.md).
+/// limit keeps that out. At the limit an engine's slots take 64-128 MiB by their sizing (not
+/// measured; docs/PERFORMANCE.md).
 pub const CALENDAR_MAX: usize = 1 << 18;
 
 /// [`CALENDAR_MAX`], or in a test the limit it set (0: every arrival queued), so that small
