@@ -6,6 +6,7 @@
 #![cfg(target_os = "linux")]
 
 use npqos_cli::live::netns::{self, Bed, Received};
+use npqos_cli::live::notify;
 use std::collections::HashMap;
 use std::io::Write;
 use std::process::Command;
@@ -78,8 +79,14 @@ fn start_live_with(bed: &Bed, cfg: &str, piped: bool) -> (tempfile::TempDir, std
     if piped {
         cmd.stderr(std::process::Stdio::piped());
     }
-    let child = cmd.spawn().unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    // Its traffic starts once npqos live says its rings are open (`READY=1`); a start that fails
+    // is returned as it is, for the tests that expect one.
+    let listener = notify::Listener::bind(&dir.path().join("notify.sock")).unwrap();
+    let mut child = listener.spawn(&mut cmd).unwrap();
+    match listener.wait(&mut child, std::time::Duration::from_secs(30)).unwrap() {
+        notify::Readiness::Ready | notify::Readiness::Exited(_) => {}
+        notify::Readiness::Silent => panic!("npqos live did not say it was ready within 30 s"),
+    }
     (dir, child)
 }
 

@@ -43,30 +43,73 @@ pub fn spawn_ready(
     path: &std::path::Path,
     within: std::time::Duration,
 ) -> Result<std::process::Child, String> {
-    let _ = std::fs::remove_file(path);
-    let sock = UnixDatagram::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    sock.set_read_timeout(Some(std::time::Duration::from_millis(100))).map_err(|e| e.to_string())?;
-    let mut child = cmd.env("NOTIFY_SOCKET", path).spawn().map_err(|e| format!("npqos live: {e}"))?;
-    let asked = std::time::Instant::now();
-    let mut buf = [0u8; 512];
-    loop {
-        match sock.recv(&mut buf) {
-            Ok(n) if buf[..n].starts_with(b"READY=1") => break,
-            Ok(_) => {}
-            Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
-            Err(e) => return Err(format!("{}: {e}", path.display())),
-        }
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            return Err(format!("npqos live exited with {status} before its rings were open"));
-        }
-        if asked.elapsed() > within {
+    let listener = Listener::bind(path)?;
+    let mut child = listener.spawn(cmd)?;
+    match listener.wait(&mut child, within)? {
+        Readiness::Ready => Ok(child),
+        Readiness::Exited(status) => Err(format!("npqos live exited with {status} before its rings were open")),
+        Readiness::Silent => {
             let _ = child.kill();
             let _ = child.wait();
-            return Err(format!("npqos live did not say it was ready within {within:?}"));
+            Err(format!("npqos live did not say it was ready within {within:?}"))
         }
     }
-    let _ = std::fs::remove_file(path);
-    Ok(child)
+}
+
+/// What [`Listener::wait`] saw.
+#[derive(Debug)]
+pub enum Readiness {
+    /// `READY=1` arrived.
+    Ready,
+    /// The child exited first (the `Child` keeps its status for a later `wait`).
+    Exited(std::process::ExitStatus),
+    /// Neither within the time given; the child is left running.
+    Silent,
+}
+
+/// A socket bound at a path for a child's `READY=1` (the file is removed when it is dropped).
+pub struct Listener {
+    sock: UnixDatagram,
+    path: std::path::PathBuf,
+}
+
+impl Listener {
+    /// Binds at `path`, replacing a file there.
+    pub fn bind(path: &std::path::Path) -> Result<Self, String> {
+        let _ = std::fs::remove_file(path);
+        let sock = UnixDatagram::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
+        sock.set_read_timeout(Some(std::time::Duration::from_millis(100))).map_err(|e| e.to_string())?;
+        Ok(Listener { sock, path: path.to_path_buf() })
+    }
+    /// Spawns `cmd` with `NOTIFY_SOCKET` naming this socket.
+    pub fn spawn(&self, cmd: &mut std::process::Command) -> Result<std::process::Child, String> {
+        cmd.env("NOTIFY_SOCKET", &self.path).spawn().map_err(|e| format!("npqos live: {e}"))
+    }
+    /// Waits up to `within` for `READY=1` or for `child` to exit.
+    pub fn wait(&self, child: &mut std::process::Child, within: std::time::Duration) -> Result<Readiness, String> {
+        let asked = std::time::Instant::now();
+        let mut buf = [0u8; 512];
+        loop {
+            match self.sock.recv(&mut buf) {
+                Ok(n) if buf[..n].starts_with(b"READY=1") => return Ok(Readiness::Ready),
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) => {}
+                Err(e) => return Err(format!("{}: {e}", self.path.display())),
+            }
+            if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+                return Ok(Readiness::Exited(status));
+            }
+            if asked.elapsed() > within {
+                return Ok(Readiness::Silent);
+            }
+        }
+    }
+}
+
+impl Drop for Listener {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
 }
 
 #[cfg(test)]
@@ -95,6 +138,31 @@ mod tests {
         let sock = UnixDatagram::bind_addr(&addr).unwrap();
         ready_to(OsStr::new(&format!("@{name}")), "x").unwrap();
         assert_eq!(received(&sock), "READY=1\nSTATUS=x\n");
+    }
+
+    /// A listener tells a child that says it is ready from one that exits first and from one
+    /// that says nothing in time (left running).
+    #[test]
+    fn a_listener_sees_ready_an_exit_or_silence() {
+        use std::process::Command;
+        use std::time::Duration;
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("n.sock");
+        let l = Listener::bind(&path).unwrap();
+        let mut exits = l.spawn(Command::new("sh").args(["-c", "exit 3"])).unwrap();
+        match l.wait(&mut exits, Duration::from_secs(10)).unwrap() {
+            Readiness::Exited(s) => assert_eq!(s.code(), Some(3)),
+            r => panic!("{r:?}"),
+        }
+        assert_eq!(exits.wait().unwrap().code(), Some(3), "the status stays with the child");
+        let mut silent = l.spawn(Command::new("sleep").arg("5")).unwrap();
+        assert!(matches!(l.wait(&mut silent, Duration::from_millis(300)).unwrap(), Readiness::Silent));
+        ready_to(path.as_os_str(), "x").unwrap();
+        assert!(matches!(l.wait(&mut silent, Duration::from_secs(10)).unwrap(), Readiness::Ready));
+        silent.kill().unwrap();
+        silent.wait().unwrap();
+        drop(l);
+        assert!(!path.exists(), "the socket's file goes with the listener");
     }
 
     /// A socket nobody listens on is an error for the caller to log.

@@ -37,19 +37,24 @@ pub fn skip(test: &str, reason: &str) {
 }
 
 /// `npqos live` started in the namespace bed's middle with the configuration `cfg` (its file
-/// and its results, `out/`, in the returned directory), given half a second to open its rings.
+/// and its results, `out/`, in the returned directory), returned once it says its rings are open
+/// (`READY=1`), or once it has exited (for a test that expects a start to fail).
 #[cfg(target_os = "linux")]
 pub fn live_in_bed(bed: &npqos_cli::live::netns::Bed, cfg: &str) -> (tempfile::TempDir, std::process::Child) {
+    use npqos_cli::live::notify::{Listener, Readiness};
     let dir = tempfile::tempdir().expect("a temporary directory");
     std::fs::write(dir.path().join("live.toml"), cfg).expect("the configuration written");
-    let child = Command::new("ip")
-        .args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
+    let listener = Listener::bind(&dir.path().join("notify.sock")).expect("a socket for READY=1");
+    let mut cmd = Command::new("ip");
+    cmd.args(["netns", "exec", &bed.mid, env!("CARGO_BIN_EXE_npqos"), "live"])
         .arg(dir.path().join("live.toml"))
         .arg("--out")
         .arg(dir.path().join("out"))
-        .arg("--quiet")
-        .spawn()
-        .expect("npqos live starts");
-    std::thread::sleep(std::time::Duration::from_millis(500));
+        .arg("--quiet");
+    let mut child = listener.spawn(&mut cmd).expect("npqos live starts");
+    match listener.wait(&mut child, std::time::Duration::from_secs(30)).expect("the socket works") {
+        Readiness::Ready | Readiness::Exited(_) => {}
+        Readiness::Silent => panic!("npqos live did not say it was ready within 30 s"),
+    }
     (dir, child)
 }
