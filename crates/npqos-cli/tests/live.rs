@@ -82,11 +82,7 @@ fn start_live_with(bed: &Bed, cfg: &str, piped: bool) -> (tempfile::TempDir, std
     // Its traffic starts once npqos live says its rings are open (`READY=1`); a start that fails
     // is returned as it is, for the tests that expect one.
     let listener = notify::Listener::bind(&dir.path().join("notify.sock")).unwrap();
-    let mut child = listener.spawn(&mut cmd).unwrap();
-    match listener.wait(&mut child, std::time::Duration::from_secs(30)).unwrap() {
-        notify::Readiness::Ready | notify::Readiness::Exited(_) => {}
-        notify::Readiness::Silent => panic!("npqos live did not say it was ready within 30 s"),
-    }
+    let child = listener.spawn_started(&mut cmd, std::time::Duration::from_secs(30)).unwrap();
     (dir, child)
 }
 

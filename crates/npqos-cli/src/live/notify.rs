@@ -85,6 +85,23 @@ impl Listener {
     pub fn spawn(&self, cmd: &mut std::process::Command) -> Result<std::process::Child, String> {
         cmd.env("NOTIFY_SOCKET", &self.path).spawn().map_err(|e| format!("npqos live: {e}"))
     }
+    /// Spawns `cmd` and returns it once it says it is ready or has exited (a start that fails,
+    /// for a caller that expects one); an error, the child killed, if neither within `within`.
+    pub fn spawn_started(
+        &self,
+        cmd: &mut std::process::Command,
+        within: std::time::Duration,
+    ) -> Result<std::process::Child, String> {
+        let mut child = self.spawn(cmd)?;
+        match self.wait(&mut child, within)? {
+            Readiness::Ready | Readiness::Exited(_) => Ok(child),
+            Readiness::Silent => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(format!("npqos live did not say it was ready within {within:?}"))
+            }
+        }
+    }
     /// Waits up to `within` for `READY=1` or for `child` to exit.
     pub fn wait(&self, child: &mut std::process::Child, within: std::time::Duration) -> Result<Readiness, String> {
         let asked = std::time::Instant::now();

@@ -41,7 +41,7 @@ pub fn skip(test: &str, reason: &str) {
 /// (`READY=1`), or once it has exited (for a test that expects a start to fail).
 #[cfg(target_os = "linux")]
 pub fn live_in_bed(bed: &npqos_cli::live::netns::Bed, cfg: &str) -> (tempfile::TempDir, std::process::Child) {
-    use npqos_cli::live::notify::{Listener, Readiness};
+    use npqos_cli::live::notify::Listener;
     let dir = tempfile::tempdir().expect("a temporary directory");
     std::fs::write(dir.path().join("live.toml"), cfg).expect("the configuration written");
     let listener = Listener::bind(&dir.path().join("notify.sock")).expect("a socket for READY=1");
@@ -51,10 +51,6 @@ pub fn live_in_bed(bed: &npqos_cli::live::netns::Bed, cfg: &str) -> (tempfile::T
         .arg("--out")
         .arg(dir.path().join("out"))
         .arg("--quiet");
-    let mut child = listener.spawn(&mut cmd).expect("npqos live starts");
-    match listener.wait(&mut child, std::time::Duration::from_secs(30)).expect("the socket works") {
-        Readiness::Ready | Readiness::Exited(_) => {}
-        Readiness::Silent => panic!("npqos live did not say it was ready within 30 s"),
-    }
+    let child = listener.spawn_started(&mut cmd, std::time::Duration::from_secs(30)).expect("npqos live starts");
     (dir, child)
 }

@@ -90,7 +90,6 @@ pub struct Calendar {
     far: BinaryHeap<Reverse<(u128, u32)>>,
     /// The least key and its member.
     top: Entry,
-    members: usize,
 }
 
 impl Calendar {
@@ -147,7 +146,6 @@ impl Calendar {
             near: BinaryHeap::new(),
             far: BinaryHeap::new(),
             top: Entry::default(),
-            members: n,
         };
         // In key order, so that members of one time are filed in key order (see the module
         // documentation). The current slot is before the first key's, so none is near.
@@ -156,15 +154,6 @@ impl Calendar {
         }
         c.advance();
         c
-    }
-
-    /// Members.
-    pub fn len(&self) -> usize {
-        self.members
-    }
-    /// Always false: a calendar has at least one member.
-    pub fn is_empty(&self) -> bool {
-        false
     }
 
     /// The member with the least key.
