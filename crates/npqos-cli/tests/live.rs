@@ -718,7 +718,7 @@ fn a_reload_changes_the_rates_on_the_wire_without_loss() {
     // Which side a shortfall is on: what each configuration forwarded, and what each window of
     // the receiver saw (CI once saw nothing after the reload, 2026-11-28).
     println!(
-        "reload: frames in / out by run {:?}; the receiver's windows saw {} and {} flows",
+        "reload: frames in / out by run {:?}; the receiver's windows saw {} and {} flows, {} and {} other frames, {} and {} frames its ring dropped",
         runs.iter()
             .map(|r| format!(
                 "{}: {} / {}",
@@ -728,7 +728,11 @@ fn a_reload_changes_the_rates_on_the_wire_without_loss() {
             ))
             .collect::<Vec<_>>(),
         before.flows.len(),
-        after.flows.len()
+        after.flows.len(),
+        before.other_frames,
+        after.other_frames,
+        before.ring_drops,
+        after.ring_drops
     );
     for i in 0..FLOWS {
         assert!((rate(&before, i) / 5.0 - 1.0).abs() < 0.02, "flow {i} before: {}", rate(&before, i));

@@ -522,6 +522,41 @@ impl EventShaper {
         Ok(self.send(core, q, bytes, now, obs))
     }
 
+    /// [`Self::on_send_on`] (or [`Self::try_send_on`] when `wait`), then, when the packet goes
+    /// and `idle_poll` is set, [`Self::poll_core_idle`] on the same core at the same time,
+    /// without checking the arguments and the time a second time. Returns the decision and
+    /// whether that idle poll was done (false: not asked, not eligible, something due, or a
+    /// timing wheel; then call [`Self::poll_core`] if a poll is wanted).
+    ///
+    /// Errors (no effect): those of the send.
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn send_and_poll_idle<O: Observe>(
+        &mut self,
+        core: CoreId,
+        queue: QueueId,
+        bytes: u64,
+        now: Instant,
+        wait: bool,
+        idle_poll: bool,
+        obs: &mut O,
+    ) -> Result<(Decision, bool), Error> {
+        let d = if wait {
+            self.try_send_on(core, queue, bytes, now, obs)?
+        } else {
+            self.on_send_on(core, queue, bytes, now, obs)?
+        };
+        if !idle_poll || d != Decision::Eligible {
+            return Ok((d, false));
+        }
+        // The send checked the core and advanced the clock to `now`.
+        let idle = match &mut self.timers[core.index()] {
+            CoreTimer::Heap(h) => h.peek_not_due(now, obs),
+            CoreTimer::Wheel(_) => false,
+        };
+        Ok((d, idle))
+    }
+
     /// Algorithm 1 lines 6-13 on checked arguments.
     #[inline]
     fn send<O: Observe>(&mut self, core: usize, q: usize, bytes: u64, now: Instant, obs: &mut O) -> Decision {
@@ -620,7 +655,9 @@ impl EventShaper {
     /// last reschedule (the last with its count, the empty ones with a count of 0), then counts
     /// this reschedule. Returns the alpha to use.
     fn adapt_alpha(&mut self, q: usize, now_ns: u64) -> i64 {
-        let Some(a) = self.adaptive else { return self.alpha(q) };
+        // Without adaptation a queue's alpha_change stays 0, and its cold record (not loaded
+        // ahead, as its bucket is) is not read.
+        let Some(a) = self.adaptive else { return self.alphas[self.profile_index(q)] };
         let k = (now_ns / a.interval.as_nanos()).min(u32::MAX as u64) as u32;
         let last = self.cold[q].interval_of;
         if k != last {

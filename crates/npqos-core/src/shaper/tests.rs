@@ -698,3 +698,59 @@ fn an_idle_poll_is_a_poll_that_releases_nothing() {
     assert!(!wheel.poll_core_idle(CoreId(0), Instant::from_nanos(1), &mut ()).unwrap());
     assert!(matches!(wheel.poll_core_idle(CoreId(3), Instant::from_nanos(1), &mut ()), Err(Error::UnknownId { .. })));
 }
+
+/// `send_and_poll_idle` is a send (`on_send_on`, or `try_send_on` when waiting for tokens)
+/// followed, when the packet goes, by `poll_core_idle`: the same decisions, the same idle
+/// answers, the same heap accesses and counters, under both conformances; its errors are the
+/// send's.
+#[test]
+fn a_send_with_its_idle_poll_is_a_send_then_an_idle_poll() {
+    use rand::{Rng, SeedableRng};
+    let ps: Vec<_> = (0..200u64).map(|i| params(10_000_000 + i * 100_000, 3000, 1500)).collect();
+    for wait in [false, true] {
+        let mut apart = EventShaper::new(&ps, 3, 64, 6).unwrap();
+        let mut fused = EventShaper::new(&ps, 3, 64, 6).unwrap();
+        let (mut ta, mut tb) = (Trail::default(), Trail::default());
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        let (mut now, mut idle, mut not) = (0u64, 0u32, 0u32);
+        for step in 0..50_000u32 {
+            now += rng.random_range(0..3000);
+            let t = Instant::from_nanos(now);
+            let (q, core, bytes) =
+                (QueueId(rng.random_range(0..200)), CoreId(rng.random_range(0..3)), 64 + step % 1400);
+            let ask = step % 7 != 0;
+            let d = if wait {
+                apart.try_send_on(core, q, bytes as u64, t, &mut ta)
+            } else {
+                apart.on_send_on(core, q, bytes as u64, t, &mut ta)
+            }
+            .unwrap();
+            let was_idle = ask && d == Decision::Eligible && apart.poll_core_idle(core, t, &mut ta).unwrap();
+            let (e, is_idle) = fused.send_and_poll_idle(core, q, bytes as u64, t, wait, ask, &mut tb).unwrap();
+            assert_eq!((d, was_idle), (e, is_idle), "step {step}, wait {wait}");
+            if is_idle {
+                idle += 1;
+            } else {
+                not += 1;
+                apart.poll_core(core, t, &mut ta, |_| {}).unwrap();
+                fused.poll_core(core, t, &mut tb, |_| {}).unwrap();
+            }
+            assert_eq!(ta, tb, "step {step}, wait {wait}");
+            ta.0.clear();
+            tb.0.clear();
+        }
+        assert_eq!(apart.counters(), fused.counters());
+        assert_eq!(apart.heap_counters(), fused.heap_counters());
+        assert!(idle > 5_000 && not > 5_000, "both answers happened: {idle} idle, {not} not");
+        let t = Instant::from_nanos(now);
+        let unknown = fused.send_and_poll_idle(CoreId(0), QueueId(200), 64, t, wait, true, &mut ());
+        assert!(matches!(unknown, Err(Error::UnknownId { .. })), "{unknown:?}");
+        let late =
+            fused.send_and_poll_idle(CoreId(0), QueueId(0), 64, Instant::from_nanos(now - 1), wait, true, &mut ());
+        assert!(late.is_err(), "time went back: {late:?}");
+    }
+    let mut wheel = EventShaper::new(&ps, 3, 0, 6).unwrap().with_timer(Timer::Wheel).unwrap();
+    let (d, idle) =
+        wheel.send_and_poll_idle(CoreId(0), QueueId(0), 64, Instant::from_nanos(1), false, true, &mut ()).unwrap();
+    assert_eq!((d, idle), (Decision::Eligible, false), "a wheel always declines the idle poll");
+}

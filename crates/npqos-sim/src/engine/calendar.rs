@@ -299,34 +299,40 @@ impl Calendar {
         let n = self.lens[i] as usize;
         self.lens[i] = 0;
         let base = self.cur << self.shift;
-        let filed = &self.store[i * self.cap..i * self.cap + n.min(self.cap)];
-        let spill = std::mem::take(&mut self.spill[i]);
-        let all = filed.iter().chain(spill.iter());
+        let Calendar { store, spill, run, cap, shift, .. } = self;
+        let filed = &store[i * *cap..i * *cap + n.min(*cap)];
+        // Almost always empty: the filed array and the spill are two passes, not one chained
+        // iterator (whose every step asks which half it is in).
+        let spilled = &spill[i][..];
         let entry = |f: &Filed| Entry { time: base | f.low as u64, seq: f.seq, member: f.member };
-        self.run.clear();
-        if n <= 16 || self.shift == 0 {
-            self.run.extend(all.map(entry));
+        run.clear();
+        if n <= 16 || *shift == 0 {
+            run.extend(filed.iter().chain(spilled).map(entry));
         } else {
-            let lo = self.shift.saturating_sub(8);
-            let mask = (1u32 << (self.shift - lo)) - 1;
+            let lo = shift.saturating_sub(8);
+            // At most 8 bits: the digit indexes `counts` without a bounds check.
+            let mask = ((1u32 << (*shift - lo)) - 1) & 0xff;
+            let digit = |f: &Filed| ((f.low >> lo) & mask) as usize;
             let mut counts = [0u32; 257];
-            for f in all.clone() {
-                counts[((f.low >> lo) & mask) as usize + 1] += 1;
+            for part in [filed, spilled] {
+                for f in part {
+                    counts[digit(f) + 1] += 1;
+                }
             }
             for d in 1..257 {
                 counts[d] += counts[d - 1];
             }
-            self.run.resize(n, Entry::default());
-            for f in all {
-                let d = ((f.low >> lo) & mask) as usize;
-                self.run[counts[d] as usize] = entry(f);
+            run.resize(n, Entry::default());
+            let mut scatter = |f: &Filed| {
+                let d = digit(f);
+                run[counts[d] as usize] = entry(f);
                 counts[d] += 1;
-            }
+            };
+            filed.iter().for_each(&mut scatter);
+            spilled.iter().for_each(&mut scatter);
         }
         // Keep the spill's room for the slot's next turn.
-        let mut spill = spill;
-        spill.clear();
-        self.spill[i] = spill;
+        spill[i].clear();
         for k in 1..n {
             let e = self.run[k];
             if self.run[k - 1].time <= e.time {

@@ -23,7 +23,7 @@ use npqos_core::cache::SetAssocCache;
 use npqos_core::pipeline::Shaping;
 use npqos_core::queues::pool::{Packet, PacketPool};
 use npqos_core::sched::drr::Drr;
-use npqos_core::shaper::heap::{HeapCounters, NODE_BYTES};
+use npqos_core::shaper::heap::HeapCounters;
 use npqos_core::shaper::wheel::WheelCounters;
 use npqos_core::shaper::{
     Adaptive, BucketParams, Conformance, Decision, EventCounters, EventShaper, PeriodicShaper, ShaperError, Timer,
@@ -411,20 +411,22 @@ impl Kim {
                 }
                 let log = c == 0 && self.p.log_core0;
                 let inserts0 = if log { self.heap_inserts(0) } else { 0 };
+                let Shaping::Event(s) = &mut self.shaper else { unreachable!() };
                 let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
-                let d = (self.shaper.decide(CoreId::from_index(c), queue, bytes, now, self.p.conformance, &mut obs))
+                // A send that leaves the core's heap as it was, with nothing due on it: the poll
+                // reads the root and finds nothing, and the heap's size, earliest time and so
+                // this core's timer are what the event that last changed them left. (With the
+                // log, the poll is made in full, to be logged.)
+                let wait = self.p.conformance == Conformance::WaitForTokens;
+                let (d, idle) = (s.send_and_poll_idle(CoreId::from_index(c), queue, bytes, now, wait, !log, &mut obs))
                     .expect("cores and queues are in range, time does not go back, packets fit the cap");
-                let Shaping::Event(s) = &self.shaper else { unreachable!() };
+                if idle {
+                    return false;
+                }
                 if log && heap_counters(s, 0).inserts > inserts0 {
                     if let Decision::Throttled { until } = d {
                         self.log.push(HeapOp::Insert { queue: qi as u32, time: until, now });
                     }
-                }
-                // A send that left the core's heap as it was, with nothing due on it: the poll
-                // reads the root and finds nothing, and the heap's size, earliest time and so
-                // this core's timer are what the event that last changed them left.
-                if d == Decision::Eligible && !log && self.poll_idle(c, now) {
-                    return false;
                 }
                 self.poll(c, now);
                 self.core_done(c, engine);
@@ -449,15 +451,6 @@ impl Kim {
             Shaping::Event(s) => heap_counters(s, c).inserts,
             Shaping::Periodic(_) | Shaping::None => 0,
         }
-    }
-
-    /// [`Self::poll`] when core `c`'s heap has nothing due (see
-    /// [`EventShaper::poll_core_idle`]): true, done; false, nothing done.
-    #[inline]
-    fn poll_idle(&mut self, c: usize, now: Instant) -> bool {
-        let Shaping::Event(s) = &mut self.shaper else { return false };
-        let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
-        s.poll_core_idle(CoreId::from_index(c), now, &mut obs).expect("cores are in range and time does not go back")
     }
 
     /// Algorithm 1 lines 16-19 on core `c` (event-driven shaper).
@@ -614,7 +607,8 @@ impl Kim {
             s.prefetch(QueueId(next));
         }
         self.counts.arrived += 1;
-        if self.p.while_disabled == WhileDisabled::Drop && !self.eligible(qi) {
+        let eligible = self.eligible(qi);
+        if self.p.while_disabled == WhileDisabled::Drop && !eligible {
             self.counts.dropped_disabled += 1;
             return;
         }
@@ -624,7 +618,7 @@ impl Kim {
         if self.p.link_mode == LinkMode::Ideal
             && self.p.conformance == Conformance::SendThenPay
             && (self.p.while_disabled == WhileDisabled::Drop || self.pool.is_empty(QueueId::from_index(qi)))
-            && self.eligible(qi)
+            && eligible
         {
             let now = engine.now().as_nanos();
             self.send_packet(qi, size, now, engine);
@@ -637,7 +631,7 @@ impl Kim {
             return;
         }
         self.pool.push(queue, Packet { size, arrival: engine.now() }).expect("queue ids come from 0..queues");
-        if self.eligible(qi) {
+        if eligible {
             self.work.push(q);
             self.serve(engine);
         }

@@ -5,17 +5,48 @@
 use npqos_core::cache::SetAssocCache;
 use npqos_core::shaper::heap::{Observe, OpKind, NODE_BYTES};
 
-/// Counts heap array accesses by index (shared by all cores' heaps: off-chip accesses for a
-/// locked size L are the accesses at index >= L / 8).
+/// Counts heap array accesses by where their index falls among the locked sizes' first
+/// off-chip indices (shared by all cores' heaps: off-chip accesses for a locked size L are the
+/// accesses at index >= L / 8). Bin `k` counts the indices in `[bounds[k - 1], bounds[k])`
+/// (from 0, and to the end for the last); the heap's root, index 1, falls in the first bin.
+/// Counts by bin rather than by index: the few bins stay in the first-level cache, where a
+/// count per index of a deep heap did not.
 #[derive(Default)]
-pub(super) struct IndexCounts(pub(super) Vec<u64>);
+pub(super) struct IndexCounts {
+    bounds: Vec<usize>,
+    pub(super) bins: Vec<u64>,
+}
+impl IndexCounts {
+    /// Bins for the first off-chip index of each of `locked_sizes` (bytes).
+    pub(super) fn new(locked_sizes: &[u64]) -> Self {
+        let mut bounds: Vec<usize> = locked_sizes.iter().map(|&l| first_off_chip(l)).collect();
+        bounds.sort_unstable();
+        bounds.dedup();
+        let bins = vec![0; bounds.len() + 1];
+        IndexCounts { bounds, bins }
+    }
+    /// Accesses at index `first_off_chip(locked)` or later, of the bins `bins` (added up over
+    /// shards built with the same sizes).
+    pub(super) fn at_or_after(&self, bins: &[u64], locked: u64) -> u64 {
+        let first = first_off_chip(locked);
+        let k = self.bounds.partition_point(|&b| b <= first);
+        // Every bin from the one that starts at `first` (or would start after it) on.
+        debug_assert!(self.bounds.contains(&first), "locked size {locked} B was not given");
+        bins.iter().skip(k).sum()
+    }
+}
+/// The first heap index of a locked size of `locked` bytes that is off chip.
+pub(super) fn first_off_chip(locked: u64) -> usize {
+    (locked / NODE_BYTES) as usize
+}
 impl Observe for IndexCounts {
     #[inline(always)]
     fn access(&mut self, index: usize, _write: bool) {
-        if index >= self.0.len() {
-            self.0.resize(index + 1, 0);
+        let mut k = 0;
+        while k < self.bounds.len() && index >= self.bounds[k] {
+            k += 1;
         }
-        self.0[index] += 1;
+        self.bins[k] += 1;
     }
 }
 
@@ -103,6 +134,34 @@ impl MissCounts {
         ] {
             for (x, y) in a.iter_mut().zip(b) {
                 *x += y;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::{Rng, SeedableRng};
+
+    /// Counting by bins gives, for every locked size, the sum a count per index gives: sizes
+    /// given in any order, repeated, 0, and indices on either side of every bound.
+    #[test]
+    fn bins_give_the_off_chip_sums_of_a_count_per_index() {
+        for sizes in [vec![2048, 4096, 8192], vec![8192, 2048, 2048, 0], vec![24], vec![]] {
+            let mut bins = IndexCounts::new(&sizes);
+            let mut per_index = vec![0u64; 3000];
+            let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+            for k in 0..100_000usize {
+                // Every index at and around the bounds, then random ones.
+                let i = if k < 3000 { k } else { rng.random_range(0..3000) };
+                bins.access(i, k % 2 == 0);
+                per_index[i] += 1;
+            }
+            assert_eq!(bins.bins.iter().sum::<u64>(), 100_000);
+            for &l in &sizes {
+                let want: u64 = per_index.iter().skip(first_off_chip(l)).sum();
+                assert_eq!(bins.at_or_after(&bins.bins, l), want, "sizes {sizes:?}, locked {l}");
             }
         }
     }

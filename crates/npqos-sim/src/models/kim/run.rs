@@ -140,6 +140,7 @@ struct TimerOut {
     counters: EventCounters,
     heap: HeapCounters,
     wheel: WheelCounters,
+    /// Heap accesses by bin ([`IndexCounts`]).
     index: Vec<u64>,
     misses: MissCounts,
     /// Sum over the shard's cores of heap size x time after the warm-up (node ns).
@@ -219,7 +220,7 @@ fn simulate(
         pool: PacketPool::new(n as u32),
         arrivals: if proc.is_stateless() { vec![proc] } else { vec![proc; n] },
         groups,
-        obs: IndexCounts::default(),
+        obs: IndexCounts::new(&p.locked_sizes),
         timer_at: vec![u64::MAX; cores],
         heap_area: vec![0; cores],
         heap_last: vec![0; cores],
@@ -280,7 +281,7 @@ fn simulate(
                 counters: *s.counters(),
                 heap: s.heap_counters(),
                 wheel: s.wheel_counters(),
-                index: std::mem::take(&mut m.obs.0),
+                index: std::mem::take(&mut m.obs.bins),
                 misses: m.misses.clone(),
                 heap_area: m.heap_area.iter().sum(),
                 heap_max: m.heap_max,
@@ -373,9 +374,9 @@ fn combine(p: &KimParams, outs: Vec<ShardOut>) -> (RunResult, Vec<HeapOp>) {
         if heap {
             let total: u64 = index.iter().sum();
             r.scalar("heap_accesses", total as f64, "1");
+            let bins = IndexCounts::new(&p.locked_sizes);
             for &l in &p.locked_sizes {
-                let first = (l / NODE_BYTES) as usize;
-                let off: u64 = index.iter().skip(first).sum();
+                let off = bins.at_or_after(&index, l);
                 r.scalar(&format!("offchip_{}KB", l / 1024), off as f64, "1");
             }
         }
