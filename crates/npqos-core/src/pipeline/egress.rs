@@ -70,6 +70,33 @@ impl Shaping {
         })
     }
 
+    /// [`Self::decide`], then, when `idle_poll` is set, the packet goes and the shaper is
+    /// event-driven, [`EventShaper::poll_core_idle`] on `core` at `now`
+    /// ([`EventShaper::send_and_poll_idle`]): the decision, and whether that idle poll was done
+    /// (false for the other shapers, which have no core to poll). The same dispatch as
+    /// [`Self::decide`], for a caller that polls the core after every packet, as kim's model does.
+    ///
+    /// Errors: those of [`Self::decide`].
+    #[inline]
+    #[allow(clippy::too_many_arguments)]
+    pub fn decide_and_poll_idle<O: Observe>(
+        &mut self,
+        core: CoreId,
+        b: QueueId,
+        len: u64,
+        now: Instant,
+        conformance: Conformance,
+        idle_poll: bool,
+        obs: &mut O,
+    ) -> Result<(Decision, bool), Error> {
+        match self {
+            Shaping::Event(e) => {
+                e.send_and_poll_idle(core, b, len, now, conformance == Conformance::WaitForTokens, idle_poll, obs)
+            }
+            Shaping::None | Shaping::Periodic(_) => Ok((self.decide(core, b, len, now, conformance, obs)?, false)),
+        }
+    }
+
     /// When bucket `b` is full again if nothing more is sent on it (`None`: no shaper, or an
     /// unknown bucket).
     pub fn full_at(&self, b: QueueId) -> Option<Instant> {

@@ -749,8 +749,18 @@ fn a_send_with_its_idle_poll_is_a_send_then_an_idle_poll() {
             fused.send_and_poll_idle(CoreId(0), QueueId(0), 64, Instant::from_nanos(now - 1), wait, true, &mut ());
         assert!(late.is_err(), "time went back: {late:?}");
     }
+    // A wheel always declines (its poll moves its cursor), empty or holding queues.
     let mut wheel = EventShaper::new(&ps, 3, 0, 6).unwrap().with_timer(Timer::Wheel).unwrap();
-    let (d, idle) =
-        wheel.send_and_poll_idle(CoreId(0), QueueId(0), 64, Instant::from_nanos(1), false, true, &mut ()).unwrap();
-    assert_eq!((d, idle), (Decision::Eligible, false), "a wheel always declines the idle poll");
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(4);
+    let (mut now, mut held) = (0u64, 0u32);
+    for step in 0..20_000u32 {
+        now += rng.random_range(0..3000);
+        let t = Instant::from_nanos(now);
+        let (q, core) = (QueueId(rng.random_range(0..200)), CoreId(rng.random_range(0..3)));
+        let (_, idle) = wheel.send_and_poll_idle(core, q, 64 + step as u64 % 1400, t, false, true, &mut ()).unwrap();
+        assert!(!idle, "step {step}: a wheel declined no idle poll");
+        held += (wheel.waiting(core) > 0) as u32;
+        wheel.poll_core(core, t, &mut (), |_| {}).unwrap();
+    }
+    assert!(held > 1_000, "the wheel held queues at {held} of the sends");
 }

@@ -411,19 +411,19 @@ impl Kim {
                 }
                 let log = c == 0 && self.p.log_core0;
                 let inserts0 = if log { self.heap_inserts(0) } else { 0 };
-                let Shaping::Event(s) = &mut self.shaper else { unreachable!() };
                 let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
                 // A send that leaves the core's heap as it was, with nothing due on it: the poll
                 // reads the root and finds nothing, and the heap's size, earliest time and so
                 // this core's timer are what the event that last changed them left. (With the
                 // log, the poll is made in full, to be logged.)
-                let wait = self.p.conformance == Conformance::WaitForTokens;
-                let (d, idle) = (s.send_and_poll_idle(CoreId::from_index(c), queue, bytes, now, wait, !log, &mut obs))
-                    .expect("cores and queues are in range, time does not go back, packets fit the cap");
+                let core = CoreId::from_index(c);
+                let (d, idle) =
+                    (self.shaper.decide_and_poll_idle(core, queue, bytes, now, self.p.conformance, !log, &mut obs))
+                        .expect("cores and queues are in range, time does not go back, packets fit the cap");
                 if idle {
                     return false;
                 }
-                if log && heap_counters(s, 0).inserts > inserts0 {
+                if log && self.heap_inserts(0) > inserts0 {
                     if let Decision::Throttled { until } = d {
                         self.log.push(HeapOp::Insert { queue: qi as u32, time: until, now });
                     }

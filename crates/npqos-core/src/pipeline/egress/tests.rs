@@ -118,3 +118,41 @@ fn bad_calls_are_errors() {
     e.arrived(QueueId(0), Some(QueueId(0))).unwrap();
     assert!(matches!(e.pick(t(5), &mut f), Err(Error::TimeWentBackwards { .. })));
 }
+
+/// `decide_and_poll_idle` decides as `decide` does for every shaper and conformance (the same
+/// sequence of decisions on two copies); only the event-driven shaper ever reports an idle poll.
+#[test]
+fn the_decision_with_its_idle_poll_is_the_decision() {
+    let p = [BucketParams { cir: Rate::from_bits_per_sec(8_000_000), cap_bytes: 1000, alpha_bytes: 500 }; 3];
+    for kind in ["event", "periodic", "none"] {
+        for conformance in [Conformance::SendThenPay, Conformance::WaitForTokens] {
+            let make = || match kind {
+                "event" => Shaping::Event(EventShaper::new(&p, 1, 0, 0).unwrap()),
+                "periodic" => Shaping::Periodic(PeriodicShaper::new(&p, Duration::from_micros(100)).unwrap()),
+                _ => Shaping::None,
+            };
+            let (mut a, mut b) = (make(), make());
+            let mut idle = 0;
+            for k in 0..2_000u64 {
+                let (q, len, now) = (QueueId((k % 3) as u32), 100 + k % 900, t(k * 40_000));
+                let d = a.decide(CoreId(0), q, len, now, conformance, &mut ()).map_err(|e| e.to_string());
+                let e = b.decide_and_poll_idle(CoreId(0), q, len, now, conformance, true, &mut ());
+                let (e, was_idle) = match e {
+                    Ok((e, i)) => (Ok(e), i),
+                    Err(e) => (Err(e.to_string()), false),
+                };
+                assert_eq!(d, e, "{kind}, {conformance:?}, packet {k}");
+                idle += was_idle as u32;
+                // The event-driven shaper's core is polled after every packet: in full by `a`,
+                // by `b` only when its idle poll was not all there was to do.
+                if let (Shaping::Event(x), Shaping::Event(y)) = (&mut a, &mut b) {
+                    x.poll_core(CoreId(0), now, &mut (), |_| {}).unwrap();
+                    if !was_idle {
+                        y.poll_core(CoreId(0), now, &mut (), |_| {}).unwrap();
+                    }
+                }
+            }
+            assert_eq!(idle > 0, kind == "event", "{kind}, {conformance:?}: {idle} idle polls");
+        }
+    }
+}

@@ -11,7 +11,6 @@ use npqos_core::shaper::heap::{Observe, OpKind, NODE_BYTES};
 /// (from 0, and to the end for the last); the heap's root, index 1, falls in the first bin.
 /// Counts by bin rather than by index: the few bins stay in the first-level cache, where a
 /// count per index of a deep heap did not.
-#[derive(Default)]
 pub(super) struct IndexCounts {
     bounds: Vec<usize>,
     pub(super) bins: Vec<u64>,
@@ -29,9 +28,9 @@ impl IndexCounts {
     /// shards built with the same sizes).
     pub(super) fn at_or_after(&self, bins: &[u64], locked: u64) -> u64 {
         let first = first_off_chip(locked);
+        assert!(self.bounds.contains(&first), "locked size {locked} B was not one of the bins' sizes");
+        // Every bin from the one that starts at `first` on.
         let k = self.bounds.partition_point(|&b| b <= first);
-        // Every bin from the one that starts at `first` (or would start after it) on.
-        debug_assert!(self.bounds.contains(&first), "locked size {locked} B was not given");
         bins.iter().skip(k).sum()
     }
 }
@@ -148,6 +147,8 @@ mod tests {
     /// given in any order, repeated, 0, and indices on either side of every bound.
     #[test]
     fn bins_give_the_off_chip_sums_of_a_count_per_index() {
+        // A locked size of L bytes keeps the heap's first L / 8 nodes (8 B each) on chip.
+        assert_eq!((first_off_chip(2048), first_off_chip(8192), first_off_chip(24)), (256, 1024, 3));
         for sizes in [vec![2048, 4096, 8192], vec![8192, 2048, 2048, 0], vec![24], vec![]] {
             let mut bins = IndexCounts::new(&sizes);
             let mut per_index = vec![0u64; 3000];
