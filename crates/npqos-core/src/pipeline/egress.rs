@@ -45,8 +45,8 @@ impl Shaping {
     /// The shaper's decision on a packet of `len` bytes on bucket `b` at `now`, under
     /// `conformance` (send-then-pay: the packet is paid for and goes, `Throttled` says its
     /// bucket is now throttled; wait-for-tokens: `Throttled` says it must wait, unpaid), the
-    /// event-driven shaper on `core`'s heap with its accesses seen by `obs`. The one dispatch
-    /// of the shaper's calls: the egress element's pick and kim's model both make it.
+    /// event-driven shaper on `core`'s heap with its accesses seen by `obs`: the egress element's
+    /// pick makes it. [`Self::decide_and_poll_idle`] without the poll.
     ///
     /// Errors: a bucket or core outside the shaper, `now` going backwards, a packet larger than
     /// the cap under wait-for-tokens.
@@ -60,21 +60,15 @@ impl Shaping {
         conformance: Conformance,
         obs: &mut O,
     ) -> Result<Decision, Error> {
-        let wait = conformance == Conformance::WaitForTokens;
-        Ok(match (self, wait) {
-            (Shaping::None, _) => Decision::Eligible,
-            (Shaping::Event(e), true) => e.try_send_on(core, b, len, now, obs)?,
-            (Shaping::Event(e), false) => e.on_send_on(core, b, len, now, obs)?,
-            (Shaping::Periodic(p), true) => p.try_send(b, len, now)?,
-            (Shaping::Periodic(p), false) => p.on_send(b, len, now)?,
-        })
+        self.decide_and_poll_idle(core, b, len, now, conformance, false, obs).map(|(d, _)| d)
     }
 
-    /// [`Self::decide`], then, when `idle_poll` is set, the packet goes and the shaper is
-    /// event-driven, [`EventShaper::poll_core_idle`] on `core` at `now`
-    /// ([`EventShaper::send_and_poll_idle`]): the decision, and whether that idle poll was done
-    /// (false for the other shapers, which have no core to poll). The same dispatch as
-    /// [`Self::decide`], for a caller that polls the core after every packet, as kim's model does.
+    /// The one dispatch of the shaper's calls: [`Self::decide`]'s decision, then, when
+    /// `idle_poll` is set, the packet goes and the shaper is event-driven,
+    /// [`EventShaper::poll_core_idle`] on `core` at `now` ([`EventShaper::send_and_poll_idle`]).
+    /// Returns the decision and whether that idle poll was done (never for the other shapers,
+    /// which have no core to poll). kim's model, which polls its core after every packet, calls
+    /// it with the poll.
     ///
     /// Errors: those of [`Self::decide`].
     #[inline]
@@ -89,12 +83,13 @@ impl Shaping {
         idle_poll: bool,
         obs: &mut O,
     ) -> Result<(Decision, bool), Error> {
-        match self {
-            Shaping::Event(e) => {
-                e.send_and_poll_idle(core, b, len, now, conformance == Conformance::WaitForTokens, idle_poll, obs)
-            }
-            Shaping::None | Shaping::Periodic(_) => Ok((self.decide(core, b, len, now, conformance, obs)?, false)),
-        }
+        let wait = conformance == Conformance::WaitForTokens;
+        Ok(match (self, wait) {
+            (Shaping::None, _) => (Decision::Eligible, false),
+            (Shaping::Event(e), _) => return e.send_and_poll_idle(core, b, len, now, wait, idle_poll, obs),
+            (Shaping::Periodic(p), true) => (p.try_send(b, len, now)?, false),
+            (Shaping::Periodic(p), false) => (p.on_send(b, len, now)?, false),
+        })
     }
 
     /// When bucket `b` is full again if nothing more is sent on it (`None`: no shaper, or an
