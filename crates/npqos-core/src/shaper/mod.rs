@@ -550,11 +550,7 @@ impl EventShaper {
             return Ok((d, false));
         }
         // The send checked the core and advanced the clock to `now`.
-        let idle = match &mut self.timers[core.index()] {
-            CoreTimer::Heap(h) => h.peek_not_due(now, obs),
-            CoreTimer::Wheel(_) => false,
-        };
-        Ok((d, idle))
+        Ok((d, self.poll_idle_checked(core.index(), now, obs)))
     }
 
     /// Algorithm 1 lines 6-13 on checked arguments.
@@ -710,10 +706,16 @@ impl EventShaper {
     pub fn poll_core_idle<O: Observe>(&mut self, core: CoreId, now: Instant, obs: &mut O) -> Result<bool, Error> {
         let core = id::check(CoreId::KIND, core.0, self.timers.len())?;
         self.clock.advance(now)?;
-        Ok(match &mut self.timers[core] {
+        Ok(self.poll_idle_checked(core, now, obs))
+    }
+
+    /// [`Self::poll_core_idle`] on checked arguments, the clock at `now`.
+    #[inline]
+    fn poll_idle_checked<O: Observe>(&mut self, core: usize, now: Instant, obs: &mut O) -> bool {
+        match &mut self.timers[core] {
             CoreTimer::Heap(h) => h.peek_not_due(now, obs),
             CoreTimer::Wheel(_) => false,
-        })
+        }
     }
 
     fn poll_checked<O: Observe>(&mut self, core: usize, now: Instant, obs: &mut O, mut enabled: impl FnMut(QueueId)) {
