@@ -266,8 +266,8 @@ struct Kim {
     groups: Vec<Group>,
     obs: IndexCounts,
     timer_at: Vec<u64>,
-    heap_area: Vec<u128>,
-    heap_last: Vec<u64>,
+    /// Per core, its heap's size integrated over time.
+    heap_area: Vec<HeapArea>,
     heap_max: u64,
     work: Vec<u32>,
     /// Whether packets ever wait in `pool` (otherwise every packet is sent or dropped as it
@@ -324,18 +324,16 @@ impl Kim {
         (if m == 1 { 0 } else { qi % m }, m)
     }
 
+    /// Core `c`'s heap area up to `now`, before its heap changes at `now`.
     fn core_touch(&mut self, c: usize, now: u64) {
-        if let Shaping::Event(s) = &self.shaper {
-            let from = self.heap_last[c].max(self.p.warmup.as_nanos());
-            if now > from {
-                self.heap_area[c] += heap_len(s, c) as u128 * (now - from) as u128;
-            }
-            self.heap_last[c] = now;
-        }
+        self.heap_area[c].advance(now, self.p.warmup.as_nanos());
     }
+    /// After core `c`'s heap changed (or may have): its size taken for the area from now on,
+    /// the maximum, and the core's timer.
     fn core_done(&mut self, c: usize, engine: &mut Engine<Ev>) {
         if let Shaping::Event(s) = &self.shaper {
             let core = CoreId::from_index(c);
+            self.heap_area[c].len = s.waiting(core) as u64;
             self.heap_max = self.heap_max.max(s.waiting(core) as u64);
             if let Some(t) = s.earliest(core) {
                 let t = t.as_nanos().max(engine.now().as_nanos());
@@ -401,7 +399,6 @@ impl Kim {
                 let (slot, m) = self.group_of(qi);
                 let g = &mut self.groups[slot];
                 let c = slot + m * g.core.random_range(0..g.cores) as usize;
-                self.core_touch(c, now.as_nanos());
                 // Algorithm 1 line 6 reads and writes the queue's bucket state (tokens and T_lu,
                 // 16 B) through the same data cache as the heap (a separate address region).
                 for cache in self.caches[c].iter_mut() {
@@ -423,6 +420,9 @@ impl Kim {
                 if idle {
                     return false;
                 }
+                // The heap may have changed just now (an insert): its area up to now is at the
+                // size the last change left, which an idle send does not touch.
+                self.core_touch(c, now.as_nanos());
                 if log && self.heap_inserts(0) > inserts0 {
                     if let Decision::Throttled { until } = d {
                         self.log.push(HeapOp::Insert { queue: qi as u32, time: until, now });
@@ -543,6 +543,31 @@ impl Kim {
     }
 }
 
+/// A heap's size integrated over time (ns x queues), after the warm-up. It is brought up to
+/// date only before the heap changes ([`HeapArea::advance`]) and told the new size after
+/// (`len`): a send that leaves the heap as it was (most of them) does not touch it, and the sum
+/// is what advancing it at every event would give.
+#[derive(Clone, Copy, Debug, Default)]
+struct HeapArea {
+    sum: u128,
+    /// The time up to which `sum` is taken.
+    since: u64,
+    /// The heap's size since then.
+    len: u64,
+}
+
+impl HeapArea {
+    /// Takes the area up to `now` (ns), counting only what lies after `warmup`.
+    #[inline]
+    fn advance(&mut self, now: u64, warmup: u64) {
+        let from = self.since.max(warmup);
+        if now > from {
+            self.sum += self.len as u128 * (now - from) as u128;
+        }
+        self.since = now;
+    }
+}
+
 /// Whether the shaper lets `q` send now.
 #[inline]
 fn eligible(shaper: &Shaping, q: QueueId) -> bool {
@@ -551,11 +576,6 @@ fn eligible(shaper: &Shaping, q: QueueId) -> bool {
 
 fn heap_counters(s: &EventShaper, c: usize) -> npqos_core::shaper::heap::HeapCounters {
     s.heap(CoreId::from_index(c)).map(|h| *h.counters()).unwrap_or_default()
-}
-
-/// Queues waiting in core `c`'s heap (or wheel).
-fn heap_len(s: &EventShaper, c: usize) -> usize {
-    s.waiting(CoreId::from_index(c))
 }
 
 impl Kim {

@@ -222,8 +222,7 @@ fn simulate(
         groups,
         obs: IndexCounts::new(&p.locked_sizes),
         timer_at: vec![u64::MAX; cores],
-        heap_area: vec![0; cores],
-        heap_last: vec![0; cores],
+        heap_area: vec![HeapArea::default(); cores],
         heap_max: 0,
         work: Vec::new(),
         buffers: !(p.link_mode == LinkMode::Ideal
@@ -271,11 +270,8 @@ fn simulate(
     match &m.shaper {
         Shaping::Event(s) => {
             let w = p.warmup.as_nanos();
-            for c in 0..cores {
-                let from = m.heap_last[c].max(w);
-                if end > from {
-                    m.heap_area[c] += heap_len(s, c) as u128 * (end - from) as u128;
-                }
+            for a in &mut m.heap_area {
+                a.advance(end, w);
             }
             out.timers = Some(TimerOut {
                 counters: *s.counters(),
@@ -283,7 +279,7 @@ fn simulate(
                 wheel: s.wheel_counters(),
                 index: std::mem::take(&mut m.obs.bins),
                 misses: m.misses.clone(),
-                heap_area: m.heap_area.iter().sum(),
+                heap_area: m.heap_area.iter().map(|a| a.sum).sum(),
                 heap_max: m.heap_max,
                 resched_per_interval: std::mem::take(&mut m.resched_per_interval),
             });
