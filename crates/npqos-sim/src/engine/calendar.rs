@@ -1,12 +1,16 @@
-//! A calendar of slots held as arrays: the earliest of `n` keys, one per member, where the
+//! A calendar of slots held as chains of small arrays: the earliest of `n` keys, one per member, where the
 //! member that wins is the one whose key changes next, for members whose new keys lie far ahead
 //! of the present (kim's queues: each queue's next arrival, about `n` arrivals' worth of time
 //! away, and the engine's source through [`super::Model::next_source_key`]).
 //!
 //! Time is cut into slots of `2^shift` ns, sized so that a slot holds a few hundred members when
 //! it comes up. The members of the next `slots - 1` slots are kept per slot in the order they
-//! were filed: the first `cap` in the slot's room of one flat array (16 bytes a member), any
-//! more in a spill vector of the slot's own; a bit per slot says whether it holds any. Members
+//! were filed, in a chain of chunks of 16 members (16 bytes a member, a chunk four cache
+//! lines); a bit per slot says whether it holds any. A sorted slot gives its chunks back to a
+//! stack of free ones, and a slot that fills its last chunk takes the one on top: the one whose
+//! lines a sort read last, so the writes of new members go to lines still in cache, and the
+//! memory is the members' (about 16 bytes each, plus a partly filled chunk a slot), not the
+//! ring's span. Members
 //! further ahead wait in a binary heap (`far`) and are appended to their slot when the ring
 //! comes within reach of it. When the current slot runs out, the next occupied slot's members
 //! become the current run, sorted by time (one counting pass over the top 8 bits of the time
@@ -18,7 +22,7 @@
 //! one integer ([`super::EventKey::packed`]), and every key given after the calendar was built
 //! has a larger sequence than any key in it (the engine's tickets of one class are numbered in
 //! the order they are taken; the class sits above the number, so the members' tickets must all
-//! be of one class, as kim's are). A slot's array therefore holds its members in sequence order among those of the
+//! be of one class, as kim's are). A slot's chain therefore holds its members in sequence order among those of the
 //! same time: the members brought in from `far` come first and in key order (they were filed
 //! before the slot came within reach, and `far` gives them up in key order), the members filed
 //! directly come after, each later than every member before it. A stable sort by time then
@@ -28,9 +32,12 @@
 //! **Why arrays.** A loser tree (which kim used before) replays `log2 n` matches a key, 16 for
 //! 50,000 members, its compares one chain; an event queue of levels moves each entry two or
 //! three times. Here a key is written once where its slot's members end, read once when the
-//! slot is sorted (in order) and once more from the run: the loads go forward through memory.
-//! (A calendar of linked lists with a few members a slot, tried before, walked its lists through
-//! members filed long before, one dependent cache miss after another; docs/PERFORMANCE.md.)
+//! slot is sorted (in order) and once more from the run: the loads go forward through memory,
+//! sixteen members a chunk, the next chunk loaded while one is read. (A calendar of linked
+//! lists with a member a link, tried before, walked its lists through members filed long
+//! before, one dependent cache miss after another; a calendar with each slot's own room in one
+//! flat array, the one before this, wrote its members to lines last used a revolution of the
+//! ring before, and its memory followed the ring's span: docs/PERFORMANCE.md.)
 
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -63,16 +70,31 @@ struct Filed {
     seq: u64,
 }
 
+/// Members a chunk.
+const CHUNK: usize = 16;
+
+/// [`CHUNK`] members of one slot (256 bytes: four cache lines, aligned to them).
+#[derive(Clone, Copy, Debug, Default)]
+#[repr(C, align(64))]
+struct Chunk([Filed; CHUNK]);
+/// No chunk.
+const NONE: u32 = u32::MAX;
+
 /// See the module documentation.
 #[derive(Clone, Debug)]
 pub struct Calendar {
-    /// Per slot (absolute slot `a` at `a & mask`), its first `cap` members in the order they were
-    /// filed, at `a & mask` times `cap`; `lens` says how many.
-    store: Vec<Filed>,
+    /// A slot's members in the order they were filed, in a chain of chunks.
+    store: Vec<Chunk>,
+    /// Per chunk, the next of its slot's chain ([`NONE`] at the end).
+    next: Vec<u32>,
+    /// Chunks no slot holds, the last given back on top: the lines a sort has just read are
+    /// the next to be written.
+    free: Vec<u32>,
+    /// Per slot (absolute slot `a` at `a & mask`): members, and its chain's first and last
+    /// chunk (when it holds any).
     lens: Vec<u32>,
-    cap: usize,
-    /// Per slot, its members past the first `cap`, in the order they were filed.
-    spill: Vec<Vec<Filed>>,
+    head: Vec<u32>,
+    tail: Vec<u32>,
     /// One bit per slot: its array is not empty.
     occupied: Vec<u64>,
     /// A slot spans `2^shift` ns.
@@ -100,7 +122,8 @@ impl Calendar {
     /// `mean_gap_ns` on average: slots sized to hold 128 to 256 members each, and enough of them
     /// to reach at least 8 mean gaps ahead (at most about 3 keys in 10,000 wait in `far` for
     /// exponential gaps).
-    /// Any sizing gives the same order; it moves only the speed.
+    /// Any sizing gives the same order; it moves only the speed (the memory is the members',
+    /// whatever the reach).
     pub fn for_gaps(keys: Vec<u128>, mean_gap_ns: u64) -> Self {
         let n = keys.len().max(1) as u128;
         let mean = mean_gap_ns.max(1) as u128;
@@ -112,21 +135,13 @@ impl Calendar {
         let shift = (127 - width.leading_zeros()).min(32); // floor(log2 width)
         let reach = ((8 * mean) >> shift).max(64);
         let slots = reach.next_power_of_two().min(1 << 20) as usize;
-        let per_slot = (n << shift) / mean;
-        let cap = (per_slot + per_slot / 2).clamp(8, 1 << 16).next_power_of_two() as usize;
-        Self::with_room(keys, shift, slots, cap)
+        Self::new(keys, shift, slots)
     }
 
     /// A calendar over `keys.len()` members (at least one, fewer than 2^32), member `j` with key
     /// `keys[j]` (distinct), slots of `2^shift` ns (`shift` at most 32), `slots` of them (a power
     /// of two, at least 64).
     pub fn new(keys: Vec<u128>, shift: u32, slots: usize) -> Self {
-        let cap = (2 * keys.len() / slots).clamp(8, 1 << 16).next_power_of_two();
-        Self::with_room(keys, shift, slots, cap)
-    }
-
-    /// [`Self::new`] with room for `cap` members a slot before it spills.
-    fn with_room(keys: Vec<u128>, shift: u32, slots: usize, cap: usize) -> Self {
         let n = keys.len();
         assert!((1..=u32::MAX as usize).contains(&n), "a calendar has 1 to 2^32 - 1 members, not {n}");
         assert!(shift <= 32, "slots of 2^{shift} ns");
@@ -135,10 +150,13 @@ impl Calendar {
         sorted.sort_unstable_by_key(Entry::key);
         let first = sorted[0].time >> shift;
         let mut c = Calendar {
-            store: vec![Filed::default(); slots * cap],
+            // Room for the members and a partly filled chunk a slot; more is added if needed.
+            store: Vec::with_capacity(n / CHUNK + slots.min(n)),
+            next: Vec::with_capacity(n / CHUNK + slots.min(n)),
+            free: Vec::new(),
             lens: vec![0; slots],
-            cap,
-            spill: vec![Vec::new(); slots],
+            head: vec![NONE; slots],
+            tail: vec![NONE; slots],
             occupied: vec![0; slots / 64],
             shift,
             mask: slots as u64 - 1,
@@ -258,13 +276,35 @@ impl Calendar {
     fn put(&mut self, i: usize, e: Entry) {
         let f = Filed { low: e.time as u32 & ((1u64 << self.shift) - 1) as u32, member: e.member, seq: e.seq };
         let len = self.lens[i] as usize;
-        if len < self.cap {
-            self.store[i * self.cap + len] = f;
-        } else {
-            self.spill[i].push(f);
+        let at = len % CHUNK;
+        if at == 0 {
+            let k = self.chunk();
+            if len == 0 {
+                self.head[i] = k;
+            } else {
+                self.next[self.tail[i] as usize] = k;
+            }
+            self.tail[i] = k;
         }
+        self.store[self.tail[i] as usize].0[at] = f;
         self.lens[i] = len as u32 + 1;
         self.occupied[i / 64] |= 1 << (i % 64);
+    }
+
+    /// A free chunk (its contents stale).
+    #[inline(always)]
+    fn chunk(&mut self) -> u32 {
+        match self.free.pop() {
+            Some(k) => k,
+            None => self.grow(),
+        }
+    }
+    #[cold]
+    fn grow(&mut self) -> u32 {
+        let k = u32::try_from(self.next.len()).ok().filter(|&k| k != NONE).expect("fewer than 2^32 - 1 chunks");
+        self.next.push(NONE);
+        self.store.push(Chunk::default());
+        k
     }
 
     /// The first occupied slot after the current one, within reach.
@@ -304,15 +344,15 @@ impl Calendar {
         let n = self.lens[i] as usize;
         self.lens[i] = 0;
         let base = self.cur << self.shift;
-        let Calendar { store, spill, run, cap, shift, .. } = self;
-        let filed = &store[i * *cap..i * *cap + n.min(*cap)];
-        // Almost always empty: the filed array and the spill are two passes, not one chained
-        // iterator (whose every step asks which half it is in).
-        let spilled = &spill[i][..];
+        let head = self.head[i];
+        let Calendar { store, next, free, run, shift, .. } = self;
+        let chain = || Chain { store, next, k: head, left: n };
         let entry = |f: &Filed| Entry { time: base | f.low as u64, seq: f.seq, member: f.member };
         run.clear();
         if n <= 16 || *shift == 0 {
-            run.extend(filed.iter().chain(spilled).map(entry));
+            for c in chain() {
+                run.extend(c.iter().map(entry));
+            }
         } else {
             #[cfg(test)]
             {
@@ -323,8 +363,8 @@ impl Calendar {
             let mask = ((1u32 << (*shift - lo)) - 1) & 0xff;
             let digit = |f: &Filed| ((f.low >> lo) & mask) as usize;
             let mut counts = [0u32; 257];
-            for part in [filed, spilled] {
-                for f in part {
+            for c in chain() {
+                for f in c {
                     counts[digit(f) + 1] += 1;
                 }
             }
@@ -332,16 +372,20 @@ impl Calendar {
                 counts[d] += counts[d - 1];
             }
             run.resize(n, Entry::default());
-            let mut scatter = |f: &Filed| {
-                let d = digit(f);
-                run[counts[d] as usize] = entry(f);
-                counts[d] += 1;
-            };
-            filed.iter().for_each(&mut scatter);
-            spilled.iter().for_each(&mut scatter);
+            for c in chain() {
+                for f in c {
+                    let d = digit(f);
+                    run[counts[d] as usize] = entry(f);
+                    counts[d] += 1;
+                }
+            }
         }
-        // Keep the spill's room for the slot's next turn.
-        spill[i].clear();
+        // The chunks go back, the last read on top.
+        let mut k = head;
+        for _ in 0..n.div_ceil(CHUNK) {
+            free.push(k);
+            k = next[k as usize];
+        }
         for k in 1..n {
             let e = self.run[k];
             if self.run[k - 1].time <= e.time {
@@ -354,6 +398,33 @@ impl Calendar {
             }
             self.run[j] = e;
         }
+    }
+}
+
+/// A slot's members as the slices of its chunks, in the order they were filed; each step
+/// starts loading the chunk after.
+struct Chain<'a> {
+    store: &'a [Chunk],
+    next: &'a [u32],
+    k: u32,
+    left: usize,
+}
+
+impl<'a> Iterator for Chain<'a> {
+    type Item = &'a [Filed];
+    #[inline(always)]
+    fn next(&mut self) -> Option<&'a [Filed]> {
+        if self.left == 0 {
+            return None;
+        }
+        let m = self.left.min(CHUNK);
+        let c = &self.store[self.k as usize].0[..m];
+        self.left -= m;
+        if self.left > 0 {
+            self.k = self.next[self.k as usize];
+            npqos_core::hint::prefetch_whole(self.store, self.k as usize);
+        }
+        Some(c)
     }
 }
 
@@ -402,6 +473,10 @@ mod tests {
         // Slots were sorted by the counting pass (more than 16 members, shift above 8): about
         // 160 members a slot, 400,000 keys over about 2,500 slots.
         assert!(cal.shift > 8 && cal.counted > 1_000, "shift {}, slots counted {}", cal.shift, cal.counted);
+        // The memory is the members' and a partly filled chunk a slot: sorted slots give their
+        // chunks back, and they are used again.
+        let slots = cal.lens.len();
+        assert!(cal.store.len() <= n / CHUNK + slots, "{} chunks for {n} members in {slots} slots", cal.store.len());
     }
 
     #[test]

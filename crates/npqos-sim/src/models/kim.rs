@@ -207,30 +207,29 @@ impl KimParams {
 /// Cache-model address of the bucket-state array (far above any heap array).
 const BUCKET_REGION: u64 = 1 << 40;
 
-/// Queues up to which their next arrivals are kept in a [`Calendar`] rather than queued as
-/// events. Each queue has exactly one arrival pending, about `queues` arrivals' worth of time
-/// ahead: the calendar files it at the end of its slot's array and reads it back in order,
-/// where the engine's queue pays a push, a pop and two or three moves between its levels. Up
-/// to 200,000 queues an engine it took 0.78 of the queue's time, one engine of 1e6 queues 0.90
-/// but with 598 MB against 123 MB of memory (its slots' arrays spread over 8 mean gaps); this
-/// limit keeps that out. At the limit an engine's slots take 64-128 MiB by their sizing (not
-/// measured; docs/PERFORMANCE.md).
-pub const CALENDAR_MAX: usize = 1 << 18;
-
-/// [`CALENDAR_MAX`], or in a test the limit it set (0: every arrival queued), so that small
-/// scenarios can run both ways.
-fn calendar_max() -> usize {
+/// Whether an engine of `n` queues keeps their next arrivals in a [`Calendar`] rather than
+/// queued as events: always, but a test may set a limit (0: every arrival queued), so that small
+/// scenarios can run both ways. Each queue has exactly one arrival pending, about `queues`
+/// arrivals' worth of time ahead: the calendar files it at the end of its slot's chunks and
+/// reads it back in order, where the engine's queue pays a push, a pop and two or three moves
+/// between its levels. Its memory is the members' (16 B each and a partly filled chunk a slot);
+/// one engine of 1e6 queues ran in 0.70 of the queue's time (median of 3 pairs) and 91 MB
+/// against 127 MB (docs/PERFORMANCE.md).
+fn calendar_for(n: usize) -> bool {
     #[cfg(test)]
-    return tests::CALENDAR_LIMIT.with(|c| c.get());
+    return n <= tests::CALENDAR_LIMIT.with(|c| c.get());
     #[cfg(not(test))]
-    CALENDAR_MAX
+    {
+        let _ = n;
+        true
+    }
 }
 
 /// The queued events.
 #[derive(Clone, Copy, Debug)]
 pub enum Ev {
-    /// A queue's next arrival (above [`CALENDAR_MAX`] queues; below, arrivals are the
-    /// engine's source: [`Kim::next_arrival`]).
+    /// A queue's next arrival, queued (only in tests, as the reference the calendar must
+    /// equal; otherwise arrivals are the engine's source: [`Kim::next_arrival`]).
     Arrival(u32),
     /// A core's heap root is due (event-driven).
     CoreTimer(u32),
@@ -253,10 +252,10 @@ struct Group {
 struct Kim {
     p: KimParams,
     shaper: Shaping,
-    /// With at most [`CALENDAR_MAX`] queues, each local queue's next arrival: the engine
-    /// key ([`EventKey::packed`]) of its ticket, taken when it was drawn, the earliest on top.
-    /// The engine runs them as its source ([`Model::next_source_key`]), exactly where they
-    /// would have run as queued events. Otherwise `None`, and arrivals are queued events.
+    /// Each local queue's next arrival: the engine key ([`EventKey::packed`]) of its ticket,
+    /// taken when it was drawn, the earliest on top. The engine runs them as its source
+    /// ([`Model::next_source_key`]), exactly where they would have run as queued events.
+    /// `None` in a test's reference run ([`calendar_for`]), and arrivals are queued events.
     next_arrival: Option<Calendar>,
     /// The buffered packets (used when packets wait: a shared link, or queueing while disabled).
     pool: PacketPool,

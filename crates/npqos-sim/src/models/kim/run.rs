@@ -202,7 +202,7 @@ fn simulate(
     // gaps are not in lockstep (drawn in queue order from each queue's group stream), each
     // queued or with its ticket in the engine's order.
     let slots = groups.len();
-    let calendar = n <= calendar_max();
+    let calendar = calendar_for(n);
     let mut first: Vec<u128> = Vec::with_capacity(if calendar { n } else { 0 });
     for q in 0..n {
         let rng = &mut groups[q % slots].gap;

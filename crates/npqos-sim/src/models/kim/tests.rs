@@ -8,14 +8,13 @@ use std::cell::Cell;
 thread_local! {
     /// The queues up to which this thread's runs keep arrivals in a calendar. (`run` with
     /// one thread simulates every shard on the calling thread, so the limit reaches them all.)
-    pub(super) static CALENDAR_LIMIT: Cell<usize> = const { Cell::new(CALENDAR_MAX) };
+    pub(super) static CALENDAR_LIMIT: Cell<usize> = const { Cell::new(usize::MAX) };
     /// False: the calendar's arrivals run after the queued events of their instant, as a
     /// source without tickets would (the negative control below).
     pub(super) static TICKETS: Cell<bool> = const { Cell::new(true) };
 }
 
-/// Every arrival a queued event, as above [`CALENDAR_MAX`] queues, or the arrivals of up to
-/// that many queues in a calendar as the engine's source: the same run, result for result,
+/// Every arrival a queued event (the reference), or the arrivals in a calendar as the engine's source: the same run, result for result,
 /// in the model's modes (fills, timers, what happens while disabled, the link, conformance,
 /// the cache model, alternating overload, constant gaps, sampling, shards, the adaptive
 /// threshold, an event budget). Without the tickets the dense case differs: arrivals meet a
@@ -68,7 +67,7 @@ fn arrivals_in_a_calendar_run_as_queued_arrivals_do() {
         let calendar = run(p, 5, None, &mut |_| {}).unwrap();
         CALENDAR_LIMIT.with(|c| c.set(0));
         let queued = run(p, 5, None, &mut |_| {}).unwrap();
-        CALENDAR_LIMIT.with(|c| c.set(CALENDAR_MAX));
+        CALENDAR_LIMIT.with(|c| c.set(usize::MAX));
         let budget = if p.max_events > 0 { p.max_events } else { 10_000 };
         assert!(queued.events >= budget, "case {i}: {} events", queued.events);
         assert_eq!(calendar, queued, "case {i}: {:?} {:?} {:?} {:?}", p.fill, p.timer, p.link_mode, p.conformance);
