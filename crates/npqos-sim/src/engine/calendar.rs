@@ -95,7 +95,7 @@ pub struct Calendar {
     lens: Vec<u32>,
     head: Vec<u32>,
     tail: Vec<u32>,
-    /// One bit per slot: its array is not empty.
+    /// One bit per slot: its chain is not empty.
     occupied: Vec<u64>,
     /// A slot spans `2^shift` ns.
     shift: u32,
@@ -401,6 +401,35 @@ impl Calendar {
     }
 }
 
+#[cfg(test)]
+impl Calendar {
+    /// Every chunk is either free or in exactly one slot's chain, and a chain has as many chunks
+    /// as its slot's members need.
+    fn check_chunks(&self) -> Result<(), String> {
+        let mut seen = vec![0u32; self.store.len()];
+        for &k in &self.free {
+            seen[k as usize] += 1;
+        }
+        for (i, &n) in self.lens.iter().enumerate() {
+            let chunks = (n as usize).div_ceil(CHUNK);
+            let mut k = self.head[i];
+            for c in 0..chunks {
+                seen[k as usize] += 1;
+                if c + 1 < chunks {
+                    k = self.next[k as usize];
+                }
+            }
+            if chunks > 0 && k != self.tail[i] {
+                return Err(format!("slot {i}: its chain ends at chunk {k}, its tail is {}", self.tail[i]));
+            }
+        }
+        match seen.iter().position(|&c| c != 1) {
+            Some(k) => Err(format!("chunk {k} held {} times", seen[k])),
+            None => Ok(()),
+        }
+    }
+}
+
 /// A slot's members as the slices of its chunks, in the order they were filed; each step
 /// starts loading the chunk after.
 struct Chain<'a> {
@@ -443,6 +472,9 @@ mod tests {
         for (seq, (step, &g)) in (first..).zip(gaps.iter().enumerate()) {
             let &(k, j) = set.first().unwrap();
             prop_assert_eq!((cal.top_key(), cal.top()), (k, j), "step {}", step);
+            if step % 997 == 0 {
+                cal.check_chunks().map_err(|e| TestCaseError::fail(format!("step {step}: {e}")))?;
+            }
             set.pop_first();
             let next = ((((k >> 64) as u64 + g) as u128) << 64) | seq as u128;
             set.insert((next, j));

@@ -323,9 +323,19 @@ impl Kim {
         (if m == 1 { 0 } else { qi % m }, m)
     }
 
-    /// Core `c`'s heap area up to `now`, before its heap changes at `now`.
+    /// Core `c`'s heap area up to `now`, at the size its heap's last change left: call it when
+    /// the heap may have changed at `now` (before or after the change), before [`Self::core_done`]
+    /// records the new size.
     fn core_touch(&mut self, c: usize, now: u64) {
         self.heap_area[c].advance(now, self.p.warmup.as_nanos());
+    }
+    /// (Tests.) The size the heap area runs at is core `c`'s heap's: every change went through
+    /// [`Self::core_done`].
+    #[cfg(test)]
+    fn check_area(&self, c: usize) {
+        if let Shaping::Event(s) = &self.shaper {
+            assert_eq!(self.heap_area[c].len, s.waiting(CoreId::from_index(c)) as u64, "core {c}'s heap area");
+        }
     }
     /// After core `c`'s heap changed (or may have): its size taken for the area from now on,
     /// the maximum, and the core's timer.
@@ -398,6 +408,8 @@ impl Kim {
                 let (slot, m) = self.group_of(qi);
                 let g = &mut self.groups[slot];
                 let c = slot + m * g.core.random_range(0..g.cores) as usize;
+                #[cfg(test)]
+                self.check_area(c);
                 // Algorithm 1 line 6 reads and writes the queue's bucket state (tokens and T_lu,
                 // 16 B) through the same data cache as the heap (a separate address region).
                 for cache in self.caches[c].iter_mut() {
@@ -543,9 +555,10 @@ impl Kim {
 }
 
 /// A heap's size integrated over time (ns x queues), after the warm-up. It is brought up to
-/// date only before the heap changes ([`HeapArea::advance`]) and told the new size after
-/// (`len`): a send that leaves the heap as it was (most of them) does not touch it, and the sum
-/// is what advancing it at every event would give.
+/// date only at an instant the heap may have changed, at the size the last change left
+/// ([`HeapArea::advance`]), and told the new size after (`len`): a send that leaves the heap as
+/// it was (most of them) does not touch it, and the sum is what advancing it at every event
+/// would give.
 #[derive(Clone, Copy, Debug, Default)]
 struct HeapArea {
     sum: u128,
@@ -693,6 +706,8 @@ impl Model for Kim {
                     return; // superseded
                 }
                 self.timer_at[c] = u64::MAX;
+                #[cfg(test)]
+                self.check_area(c);
                 self.core_touch(c, now.as_nanos());
                 self.poll(c, now);
                 self.core_done(c, engine);
