@@ -5,7 +5,7 @@
 //! removing a component never changes the draws of the others, and the order in which
 //! components are built does not matter.
 
-use rand::SeedableRng;
+use rand::{RngCore, SeedableRng};
 use rand_chacha::ChaCha12Rng;
 
 /// The generator type used for every stream.
@@ -44,6 +44,142 @@ impl RngStreams {
     }
 }
 
+/// rand_distr's `Exp1` (the 256-layer ziggurat of Doornik's ZIGNOR), the same value from the
+/// same draws, with its common case written out so that it inlines: one 64-bit draw whose low 8
+/// bits pick a layer and whose top 52 bits place the sample in it, taken when it falls inside the
+/// layer below (about 98% of draws). Any other draw is handed to rand_distr itself as the first
+/// it makes, and rand_distr takes its own slower way from the same bits and the stream. The
+/// layers' edges are rand_distr's, read through its public sampler once ([`Exp1Fast::new`]):
+/// a draw whose 52 fraction bits are zero places the sample at exactly 2^-53 times its layer's
+/// edge. kim's row drew an exponential gap in about 85 instructions through rand_distr's call.
+#[derive(Clone, Copy, Debug)]
+pub struct Exp1Fast {
+    /// Layer `i`'s outer edge, and 0 for the 257th: the sample `u x[i]` (u in (0, 1)) is taken
+    /// when it is below `x[i + 1]`.
+    x: &'static [f64; 257],
+}
+
+impl Exp1Fast {
+    /// The layers of rand_distr's table, or `None` if what its sampler gave does not look like
+    /// them (a rand_distr that samples otherwise: then use `Exp1` itself).
+    pub fn new() -> Option<Self> {
+        static X: std::sync::OnceLock<Option<[f64; 257]>> = std::sync::OnceLock::new();
+        X.get_or_init(read_exp1_layers).as_ref().map(|x| Exp1Fast { x })
+    }
+
+    /// A draw of `Exp1` from `rng`: exactly `rng.sample(rand_distr::Exp1)`.
+    #[inline(always)]
+    pub fn sample<R: RngCore + ?Sized>(&self, rng: &mut R) -> f64 {
+        let bits = rng.next_u64();
+        let i = (bits & 0xff) as usize;
+        // rand's `into_float_with_exponent(0)` of the top 52 bits, in [1, 2), less 1 - 2^-53.
+        let u = f64::from_bits((bits >> 12) | (1023u64 << 52)) - (1.0 - f64::EPSILON / 2.0);
+        let x = u * self.x[i];
+        if x < self.x[i + 1] {
+            return x;
+        }
+        exp1_again(bits, rng)
+    }
+}
+
+/// rand_distr's `Exp1` from the stream `rng` as it was before [`Exp1Fast::sample`] drew `bits`.
+#[cold]
+#[inline(never)]
+fn exp1_again<R: RngCore + ?Sized>(bits: u64, rng: &mut R) -> f64 {
+    use rand::Rng;
+    /// The stream with `first` put back in front (rand_distr's first draw is a `next_u64`).
+    struct Replay<'a, R: ?Sized> {
+        first: Option<u64>,
+        rng: &'a mut R,
+    }
+    impl<R: RngCore + ?Sized> RngCore for Replay<'_, R> {
+        fn next_u32(&mut self) -> u32 {
+            assert!(self.first.is_none(), "Exp1 draws 64 bits first");
+            self.rng.next_u32()
+        }
+        fn next_u64(&mut self) -> u64 {
+            self.first.take().unwrap_or_else(|| self.rng.next_u64())
+        }
+        fn fill_bytes(&mut self, dest: &mut [u8]) {
+            assert!(self.first.is_none(), "Exp1 draws 64 bits first");
+            self.rng.fill_bytes(dest)
+        }
+    }
+    let mut r = Replay { first: Some(bits), rng };
+    let x = r.sample(rand_distr::Exp1);
+    debug_assert!(r.first.is_none());
+    x
+}
+
+/// Reads the 256 layer edges of rand_distr's `Exp1` from its sampler: a first draw of `i` (the
+/// layer, zero fraction bits) gives `2^-53 x[i]`; the draws after it are all ones, which the
+/// 256th layer (the only one that draws again) accepts. Checked: positive, finite, decreasing.
+fn read_exp1_layers() -> Option<[f64; 257]> {
+    use rand::Rng;
+    struct Probe(u64, bool);
+    impl RngCore for Probe {
+        fn next_u32(&mut self) -> u32 {
+            self.next_u64() as u32
+        }
+        fn next_u64(&mut self) -> u64 {
+            // The layer first, then all ones.
+            if std::mem::replace(&mut self.1, true) {
+                u64::MAX
+            } else {
+                self.0
+            }
+        }
+        fn fill_bytes(&mut self, dest: &mut [u8]) {
+            dest.fill(0xff)
+        }
+    }
+    let mut x = [0.0f64; 257];
+    for (i, edge) in x.iter_mut().enumerate().take(256) {
+        let v: f64 = Probe(i as u64, false).sample(rand_distr::Exp1);
+        *edge = v * 2f64.powi(53);
+    }
+    let ok = x[..256].iter().all(|v| v.is_finite() && *v > 0.0) && x[..256].windows(2).all(|w| w[0] > w[1]);
+    ok.then_some(x)
+}
+
+/// `rng.random_range(low..=high)` for `u32` (`low <= high`), the same value from the same draws
+/// as rand 0.9 gives it (Canon's method, its default: one draw, a second only when the first
+/// lands in the biased zone), written out so that it inlines: rand's generic call was about 35
+/// instructions a draw on kim's row, where a core is drawn for every send. The test
+/// `ranges_draw_as_rand_does` holds it to rand's over ranges of every size.
+#[inline(always)]
+pub fn range_u32<R: RngCore + ?Sized>(rng: &mut R, low: u32, high: u32) -> u32 {
+    debug_assert!(low <= high);
+    let range = high.wrapping_sub(low).wrapping_add(1);
+    if range == 0 {
+        return rng.next_u32();
+    }
+    let m = rng.next_u32() as u64 * range as u64;
+    let (mut hi, lo) = ((m >> 32) as u32, m as u32);
+    if lo > range.wrapping_neg() {
+        let again = ((rng.next_u32() as u64 * range as u64) >> 32) as u32;
+        hi += lo.checked_add(again).is_none() as u32;
+    }
+    low.wrapping_add(hi)
+}
+
+/// [`range_u32`] for `u64`: `rng.random_range(low..=high)` as rand 0.9 draws it.
+#[inline(always)]
+pub fn range_u64<R: RngCore + ?Sized>(rng: &mut R, low: u64, high: u64) -> u64 {
+    debug_assert!(low <= high);
+    let range = high.wrapping_sub(low).wrapping_add(1);
+    if range == 0 {
+        return rng.next_u64();
+    }
+    let m = rng.next_u64() as u128 * range as u128;
+    let (mut hi, lo) = ((m >> 64) as u64, m as u64);
+    if lo > range.wrapping_neg() {
+        let again = ((rng.next_u64() as u128 * range as u128) >> 64) as u64;
+        hi += lo.checked_add(again).is_none() as u64;
+    }
+    low.wrapping_add(hi)
+}
+
 /// SplitMix64 finaliser (Steele, Lea, Flood 2014).
 fn splitmix(mut z: u64) -> u64 {
     z = z.wrapping_add(0x9e37_79b9_7f4a_7c15);
@@ -75,6 +211,80 @@ mod tests {
     fn stream_derivation_is_pinned() {
         let v: u64 = RngStreams::new(1).stream("pin", 7).random();
         assert_eq!(v, PINNED);
+    }
+
+    /// The written-out ranges draw what rand's `random_range` draws, value for value, and leave
+    /// the stream where rand leaves it: small ranges, ranges just past a power of two, and
+    /// ranges near the type's size, where the second draw of Canon's method is taken about
+    /// half the time (it would fail if that draw were skipped or its carry dropped).
+    #[test]
+    fn ranges_draw_as_rand_does() {
+        let s = RngStreams::new(9);
+        let mut pick = s.stream("pick", 0);
+        let mut second = 0u64;
+        for case in 0..400u64 {
+            let (mut a, mut b) = (s.stream("range", case), s.stream("range", case));
+            let bits = pick.random_range(1..=64u32);
+            let span64: u64 = if bits == 64 { pick.random() } else { pick.random::<u64>() >> (64 - bits) };
+            let low64: u64 = pick.random::<u64>() >> pick.random_range(0..64u32);
+            let high64 = low64.saturating_add(span64);
+            let (low32, high32) = (low64 as u32, (low64 as u32).saturating_add(span64 as u32));
+            for _ in 0..200 {
+                assert_eq!(range_u64(&mut a, low64, high64), b.random_range(low64..=high64), "u64 case {case}");
+                assert_eq!(range_u32(&mut a, low32, high32), b.random_range(low32..=high32), "u32 case {case}");
+                // Canon's second draw: taken when the low half of the product lands in the
+                // last `range` values.
+                let r = high64.wrapping_sub(low64).wrapping_add(1);
+                if r > u64::MAX / 4 {
+                    second += 1;
+                }
+            }
+            assert_eq!(a.random::<u64>(), b.random::<u64>(), "the streams stand at the same place");
+        }
+        for n in [1u32, 2, 5, 12, 100, u32::MAX] {
+            let (mut a, mut b) = (s.stream("small", n as u64), s.stream("small", n as u64));
+            for _ in 0..1000 {
+                assert_eq!(range_u32(&mut a, 0, n - 1), b.random_range(0..n));
+                assert_eq!(range_u64(&mut a, 0, n as u64 - 1), b.random_range(0..n as u64));
+            }
+        }
+        assert!(second > 1000, "large ranges were drawn ({second})");
+    }
+
+    /// The written-out `Exp1` draws what rand_distr's draws, bit for bit, over two million draws
+    /// of one stream (the slower ways included: the base layer's tail, the 256th layer, and
+    /// the wedges' second draw), leaves the stream where rand_distr leaves it, and so does the
+    /// exponential gap built on it. Fails if a layer edge is off by one place, if the taken
+    /// case is widened, or if the draw handed back is dropped.
+    #[test]
+    fn exp1_draws_as_rand_distr_does() {
+        use rand_distr::{Distribution, Exp, Exp1};
+        let fast = Exp1Fast::new().expect("rand_distr's layers read");
+        let s = RngStreams::new(3);
+        let (mut a, mut b) = (s.stream("exp", 0), s.stream("exp", 0));
+        let (mut tail, mut again) = (0u64, 0u64);
+        for k in 0..2_000_000u32 {
+            let mut peek = a.clone();
+            let bits = peek.next_u64();
+            let x = fast.sample(&mut a);
+            let y: f64 = b.sample(Exp1);
+            assert_eq!(x.to_bits(), y.to_bits(), "draw {k}");
+            // Where the taken case did not hold: rand_distr drew more.
+            if a.get_word_pos() > peek.get_word_pos() {
+                again += 1;
+                tail += (bits & 0xff == 0) as u64;
+            }
+        }
+        assert_eq!(a.random::<u64>(), b.random::<u64>(), "the streams stand at the same place");
+        assert!(again > 5_000 && tail > 50, "the slower ways were taken ({again} draws, {tail} in the tail)");
+        for mean in [1.0, 3.0, 29.7e6, 0.1, 1e12] {
+            let (mut a, mut b) = (s.stream("gap", mean as u64), s.stream("gap", mean as u64));
+            let exp = Exp::new(1.0 / mean).unwrap();
+            let scale = 1.0 / (1.0 / mean);
+            for _ in 0..100_000 {
+                assert_eq!((fast.sample(&mut a) * scale).to_bits(), exp.sample(&mut b).to_bits(), "mean {mean}");
+            }
+        }
     }
     const PINNED: u64 = 4_302_492_572_158_584_309;
 }

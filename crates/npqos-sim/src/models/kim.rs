@@ -407,7 +407,8 @@ impl Kim {
             Shaping::Event(_) => {
                 let (slot, m) = self.group_of(qi);
                 let g = &mut self.groups[slot];
-                let c = slot + m * g.core.random_range(0..g.cores) as usize;
+                // rand's `random_range(0..cores)`, inlined (a group has a core or more).
+                let c = slot + m * crate::rng::range_u32(&mut g.core, 0, g.cores - 1) as usize;
                 #[cfg(test)]
                 self.check_area(c);
                 // Algorithm 1 line 6 reads and writes the queue's bucket state (tokens and T_lu,

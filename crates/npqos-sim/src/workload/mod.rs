@@ -7,6 +7,7 @@
 
 pub mod flows;
 
+use crate::rng::Exp1Fast;
 use npqos_core::{Duration, Rate};
 use rand::Rng;
 use rand_distr::{weighted::WeightedAliasIndex, Distribution, Exp, Pareto};
@@ -161,13 +162,15 @@ impl SizeDist {
         }
     }
 
-    #[inline]
+    /// A packet size. Inlined where it is called, as [`Arrivals::next_gap`] is.
+    #[inline(always)]
     pub fn sample<R: Rng + ?Sized>(&self, rng: &mut R) -> u32 {
         match self {
             SizeDist::Constant(s) => *s,
             SizeDist::Uniform { min, max } => rng.random_range(*min..=*max),
             SizeDist::Empirical(e) => {
-                let u = rng.random_range(0..e.total_weight());
+                // rand's `random_range(0..total)`, inlined (the total is at least 1).
+                let u = crate::rng::range_u64(rng, 0, e.total_weight() - 1);
                 e.sizes[e.entry(u)]
             }
         }
@@ -233,8 +236,18 @@ pub struct Arrivals {
 #[derive(Clone, Debug)]
 enum ArrivalKind {
     Constant(u64),
-    Exponential(Exp<f64>),
-    OnOff { gap: Exp<f64>, on: Pareto<f64>, off: Pareto<f64>, on_left_ns: f64 },
+    /// rand_distr's exponential, and the same draws through [`Exp1Fast`] with `Exp`'s scale
+    /// (`1 / lambda`, as `Exp::new` computes it).
+    Exponential {
+        exp: Exp<f64>,
+        fast: Option<(Exp1Fast, f64)>,
+    },
+    OnOff {
+        gap: Exp<f64>,
+        on: Pareto<f64>,
+        off: Pareto<f64>,
+        on_left_ns: f64,
+    },
 }
 
 /// Why an arrival process could not be built.
@@ -262,7 +275,13 @@ impl Arrivals {
         let m = mean.as_nanos() as f64;
         let kind = match dist {
             GapDist::Constant => ArrivalKind::Constant(mean.as_nanos()),
-            GapDist::Exponential => ArrivalKind::Exponential(Exp::new(1.0 / m).expect("positive")),
+            GapDist::Exponential => {
+                let lambda = 1.0 / m;
+                ArrivalKind::Exponential {
+                    exp: Exp::new(lambda).expect("positive"),
+                    fast: Exp1Fast::new().map(|f| (f, 1.0 / lambda)),
+                }
+            }
             GapDist::OnOff { on_mean, off_mean, shape } => {
                 if shape.is_nan() || *shape <= 1.0 || !shape.is_finite() {
                     return Err(ArrivalError::BadShape(*shape));
@@ -285,26 +304,35 @@ impl Arrivals {
     }
 
     /// The gap to the next packet, in whole nanoseconds (rounded to nearest, at least 0).
-    #[inline]
+    /// Inlined where it is called: an exponential gap is a handful of instructions
+    /// ([`Exp1Fast`]), which a call's entry and exit would double.
+    #[inline(always)]
     pub fn next_gap<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Duration {
         match &mut self.kind {
             ArrivalKind::Constant(ns) => Duration::from_nanos(*ns),
-            ArrivalKind::Exponential(e) => Duration::from_nanos(round_ns(e.sample(rng))),
-            ArrivalKind::OnOff { gap, on, off, on_left_ns } => {
-                // Gap drawn inside the current ON period; if it overruns the period, the rest
-                // of the period is lost, an OFF period follows and a new ON period starts.
-                let mut total = 0.0;
-                loop {
-                    let g = gap.sample(rng);
-                    if g <= *on_left_ns {
-                        *on_left_ns -= g;
-                        total += g;
-                        return Duration::from_nanos(round_ns(total));
-                    }
-                    total += *on_left_ns + off.sample(rng);
-                    *on_left_ns = on.sample(rng);
-                }
+            ArrivalKind::Exponential { exp, fast } => Duration::from_nanos(round_ns(match fast {
+                Some((f, scale)) => f.sample(rng) * *scale,
+                None => exp.sample(rng),
+            })),
+            ArrivalKind::OnOff { .. } => self.on_off_gap(rng),
+        }
+    }
+
+    #[inline(never)]
+    fn on_off_gap<R: Rng + ?Sized>(&mut self, rng: &mut R) -> Duration {
+        let ArrivalKind::OnOff { gap, on, off, on_left_ns } = &mut self.kind else { unreachable!("an on-off process") };
+        // Gap drawn inside the current ON period; if it overruns the period, the rest of the
+        // period is lost, an OFF period follows and a new ON period starts.
+        let mut total = 0.0;
+        loop {
+            let g = gap.sample(rng);
+            if g <= *on_left_ns {
+                *on_left_ns -= g;
+                total += g;
+                return Duration::from_nanos(round_ns(total));
             }
+            total += *on_left_ns + off.sample(rng);
+            *on_left_ns = on.sample(rng);
         }
     }
 }
