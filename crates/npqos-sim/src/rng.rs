@@ -113,20 +113,29 @@ fn exp1_again<R: RngCore + ?Sized>(bits: u64, rng: &mut R) -> f64 {
 
 /// Reads the 256 layer edges of rand_distr's `Exp1` from its sampler: a first draw of `i` (the
 /// layer, zero fraction bits) gives `2^-53 x[i]`; the draws after it are all ones, which the
-/// 256th layer (the only one that draws again) accepts. Checked: positive, finite, decreasing.
+/// 256th layer (the only one that draws again) accepts. Checked: positive, finite, decreasing,
+/// and read with at most two draws each; a sampler that draws on and on (some other version of
+/// rand_distr) is cut off and the table refused, and `Exp1` itself is used.
 fn read_exp1_layers() -> Option<[f64; 257]> {
     use rand::Rng;
-    struct Probe(u64, bool);
+    /// The layer first, then all ones; `draws` counts them, and past a few the draws are
+    /// refused by ending the sample in the base layer's tail, which returns at once.
+    struct Probe {
+        layer: u64,
+        draws: u32,
+    }
     impl RngCore for Probe {
         fn next_u32(&mut self) -> u32 {
             self.next_u64() as u32
         }
         fn next_u64(&mut self) -> u64 {
-            // The layer first, then all ones.
-            if std::mem::replace(&mut self.1, true) {
-                u64::MAX
-            } else {
-                self.0
+            self.draws += 1;
+            match self.draws {
+                1 => self.layer,
+                2..=8 => u64::MAX,
+                // Layer 0, fraction bits all ones: outside the base layer's box only if its
+                // edge test fails; the tail's draw then ends the sample.
+                _ => 0xffff_ffff_ffff_f000,
             }
         }
         fn fill_bytes(&mut self, dest: &mut [u8]) {
@@ -134,11 +143,14 @@ fn read_exp1_layers() -> Option<[f64; 257]> {
         }
     }
     let mut x = [0.0f64; 257];
+    let mut ok = true;
     for (i, edge) in x.iter_mut().enumerate().take(256) {
-        let v: f64 = Probe(i as u64, false).sample(rand_distr::Exp1);
+        let mut probe = Probe { layer: i as u64, draws: 0 };
+        let v: f64 = probe.sample(rand_distr::Exp1);
+        ok &= probe.draws <= 2;
         *edge = v * 2f64.powi(53);
     }
-    let ok = x[..256].iter().all(|v| v.is_finite() && *v > 0.0) && x[..256].windows(2).all(|w| w[0] > w[1]);
+    ok &= x[..256].iter().all(|v| v.is_finite() && *v > 0.0) && x[..256].windows(2).all(|w| w[0] > w[1]);
     ok.then_some(x)
 }
 
@@ -215,8 +227,8 @@ mod tests {
 
     /// The written-out ranges draw what rand's `random_range` draws, value for value, and leave
     /// the stream where rand leaves it: small ranges, ranges just past a power of two, and
-    /// ranges near the type's size, where the second draw of Canon's method is taken about
-    /// half the time (it would fail if that draw were skipped or its carry dropped).
+    /// ranges near the type's size, where Canon's method often takes its second draw (it fails
+    /// if that draw is skipped or its carry dropped: both mutants tried).
     #[test]
     fn ranges_draw_as_rand_does() {
         let s = RngStreams::new(9);
@@ -230,14 +242,11 @@ mod tests {
             let high64 = low64.saturating_add(span64);
             let (low32, high32) = (low64 as u32, (low64 as u32).saturating_add(span64 as u32));
             for _ in 0..200 {
+                let at = a.get_word_pos();
                 assert_eq!(range_u64(&mut a, low64, high64), b.random_range(low64..=high64), "u64 case {case}");
+                // Canon's second draw taken: four words rather than two.
+                second += (a.get_word_pos() - at == 4) as u64;
                 assert_eq!(range_u32(&mut a, low32, high32), b.random_range(low32..=high32), "u32 case {case}");
-                // Canon's second draw: taken when the low half of the product lands in the
-                // last `range` values.
-                let r = high64.wrapping_sub(low64).wrapping_add(1);
-                if r > u64::MAX / 4 {
-                    second += 1;
-                }
             }
             assert_eq!(a.random::<u64>(), b.random::<u64>(), "the streams stand at the same place");
         }
@@ -248,14 +257,15 @@ mod tests {
                 assert_eq!(range_u64(&mut a, 0, n as u64 - 1), b.random_range(0..n as u64));
             }
         }
-        assert!(second > 1000, "large ranges were drawn ({second})");
+        assert!(second > 1000, "second draws taken: {second}");
     }
 
     /// The written-out `Exp1` draws what rand_distr's draws, bit for bit, over two million draws
     /// of one stream (the slower ways included: the base layer's tail, the 256th layer, and
     /// the wedges' second draw), leaves the stream where rand_distr leaves it, and so does the
-    /// exponential gap built on it. Fails if a layer edge is off by one place, if the taken
-    /// case is widened, or if the draw handed back is dropped.
+    /// exponential gap built on it, `Arrivals::next_gap`. Fails if the taken case tests a layer
+    /// against its own edge rather than the next one's, or if the draw handed back is dropped
+    /// (both mutants tried).
     #[test]
     fn exp1_draws_as_rand_distr_does() {
         use rand_distr::{Distribution, Exp, Exp1};
@@ -276,7 +286,18 @@ mod tests {
             }
         }
         assert_eq!(a.random::<u64>(), b.random::<u64>(), "the streams stand at the same place");
-        assert!(again > 5_000 && tail > 50, "the slower ways were taken ({again} draws, {tail} in the tail)");
+        assert!(again > 30_000 && tail > 500, "the slower ways were taken ({again} draws, {tail} in the tail)");
+        eprintln!("{again} of 2,000,000 draws by the slower ways, {tail} of them in the base layer");
+        for mean_ns in [1u64, 3, 29_700_000, 1_000_000_000_000] {
+            let mean = npqos_core::Duration::from_nanos(mean_ns);
+            let mut gaps = crate::workload::Arrivals::new(&crate::workload::GapDist::Exponential, mean).unwrap();
+            let exp = Exp::new(1.0 / mean_ns as f64).unwrap();
+            let (mut a, mut b) = (s.stream("next_gap", mean_ns), s.stream("next_gap", mean_ns));
+            for _ in 0..100_000 {
+                let want = crate::workload::round_ns(exp.sample(&mut b));
+                assert_eq!(gaps.next_gap(&mut a).as_nanos(), want, "mean {mean_ns} ns");
+            }
+        }
         for mean in [1.0, 3.0, 29.7e6, 0.1, 1e12] {
             let (mut a, mut b) = (s.stream("gap", mean as u64), s.stream("gap", mean as u64));
             let exp = Exp::new(1.0 / mean).unwrap();

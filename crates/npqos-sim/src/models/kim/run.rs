@@ -194,6 +194,9 @@ fn simulate(
             cores: members(p.cores, p.shards, g),
         })
         .collect();
+    // A send draws one of its group's cores (`rng::range_u32(.., 0, cores - 1)`): with
+    // event-driven fill every group has one (`check_shards`).
+    assert!(p.fill != Fill::EventDriven || groups.iter().all(|g| g.cores > 0), "every group has a core");
     let mut engine = Engine::new();
     if let Some(f) = interrupt {
         engine = engine.with_interrupt(f);
