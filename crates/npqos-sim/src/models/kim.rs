@@ -413,22 +413,24 @@ impl Kim {
                 self.check_area(c);
                 // Algorithm 1 line 6 reads and writes the queue's bucket state (tokens and T_lu,
                 // 16 B) through the same data cache as the heap (a separate address region).
-                for cache in self.caches[c].iter_mut() {
+                let log = c == 0 && self.p.log_core0;
+                let inserts0 = if log { self.heap_inserts(0) } else { 0 };
+                let caches = &mut self.caches[c];
+                for cache in caches.iter_mut() {
                     let a = BUCKET_REGION + qi as u64 * 16;
                     cache.access(a, false);
                     cache.access(a, true);
                 }
-                let log = c == 0 && self.p.log_core0;
-                let inserts0 = if log { self.heap_inserts(0) } else { 0 };
-                let mut obs = CoreObs { counts: &mut self.obs, caches: &mut self.caches[c], misses: &mut self.misses };
+                let Shaping::Event(s) = &mut self.shaper else { unreachable!("matched above") };
+                let mut obs = CoreObs { counts: &mut self.obs, caches, misses: &mut self.misses };
                 // A send that leaves the core's heap as it was, with nothing due on it: the poll
                 // reads the root and finds nothing, and the heap's size, earliest time and so
                 // this core's timer are what the event that last changed them left. (With the
                 // log, the poll is made in full, to be logged.)
                 let core = CoreId::from_index(c);
-                let (d, idle) =
-                    (self.shaper.decide_and_poll_idle(core, queue, bytes, now, self.p.conformance, !log, &mut obs))
-                        .expect("cores and queues are in range, time does not go back, packets fit the cap");
+                let wait = self.p.conformance == Conformance::WaitForTokens;
+                let (d, idle) = (s.send_and_poll_idle(core, queue, bytes, now, wait, !log, &mut obs))
+                    .expect("cores and queues are in range, time does not go back, packets fit the cap");
                 if idle {
                     return false;
                 }
