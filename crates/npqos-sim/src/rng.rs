@@ -154,43 +154,42 @@ fn read_exp1_layers() -> Option<[f64; 257]> {
     ok.then_some(x)
 }
 
-/// `rng.random_range(low..=high)` for `u32` (`low <= high`), the same value from the same draws
-/// as rand 0.9 gives it (Canon's method, its default: one draw, a second only when the first
-/// lands in the biased zone), written out so that it inlines: rand's generic call was about 35
-/// instructions a draw on kim's row, where a core is drawn for every send. The test
-/// `ranges_draw_as_rand_does` holds it to rand's over ranges of every size.
-#[inline(always)]
-pub fn range_u32<R: RngCore + ?Sized>(rng: &mut R, low: u32, high: u32) -> u32 {
-    debug_assert!(low <= high);
-    let range = high.wrapping_sub(low).wrapping_add(1);
-    if range == 0 {
-        return rng.next_u32();
-    }
-    let m = rng.next_u32() as u64 * range as u64;
-    let (mut hi, lo) = ((m >> 32) as u32, m as u32);
-    if lo > range.wrapping_neg() {
-        let again = ((rng.next_u32() as u64 * range as u64) >> 32) as u32;
-        hi += lo.checked_add(again).is_none() as u32;
-    }
-    low.wrapping_add(hi)
+/// Canon's method as rand 0.9 samples `random_range(low..=high)` for one integer type: one draw
+/// of the type's width times the range, the high half the value; a second draw only when the
+/// low half lands in the biased zone, its high half carried in.
+macro_rules! canon_range {
+    ($(#[$doc:meta])* $name:ident, $t:ty, $wide:ty, $next:ident) => {
+        $(#[$doc])*
+        #[inline(always)]
+        pub fn $name<R: RngCore + ?Sized>(rng: &mut R, low: $t, high: $t) -> $t {
+            debug_assert!(low <= high);
+            let range = high.wrapping_sub(low).wrapping_add(1);
+            if range == 0 {
+                return rng.$next();
+            }
+            let m = rng.$next() as $wide * range as $wide;
+            let (mut hi, lo) = ((m >> <$t>::BITS) as $t, m as $t);
+            if lo > range.wrapping_neg() {
+                let again = ((rng.$next() as $wide * range as $wide) >> <$t>::BITS) as $t;
+                hi += lo.checked_add(again).is_none() as $t;
+            }
+            low.wrapping_add(hi)
+        }
+    };
 }
 
-/// [`range_u32`] for `u64`: `rng.random_range(low..=high)` as rand 0.9 draws it.
-#[inline(always)]
-pub fn range_u64<R: RngCore + ?Sized>(rng: &mut R, low: u64, high: u64) -> u64 {
-    debug_assert!(low <= high);
-    let range = high.wrapping_sub(low).wrapping_add(1);
-    if range == 0 {
-        return rng.next_u64();
-    }
-    let m = rng.next_u64() as u128 * range as u128;
-    let (mut hi, lo) = ((m >> 64) as u64, m as u64);
-    if lo > range.wrapping_neg() {
-        let again = ((rng.next_u64() as u128 * range as u128) >> 64) as u64;
-        hi += lo.checked_add(again).is_none() as u64;
-    }
-    low.wrapping_add(hi)
-}
+canon_range!(
+    /// `rng.random_range(low..=high)` for `u32` (`low <= high`), the same value from the same
+    /// draws as rand 0.9 gives it (Canon's method, its default), written out so that it
+    /// inlines: rand's generic call was about 35 instructions a draw on kim's row, where a core
+    /// is drawn for every send. The test `ranges_draw_as_rand_does` holds it to rand's over
+    /// ranges of every size.
+    range_u32, u32, u64, next_u32
+);
+canon_range!(
+    /// [`range_u32`] for `u64`: `rng.random_range(low..=high)` as rand 0.9 draws it.
+    range_u64, u64, u128, next_u64
+);
 
 /// SplitMix64 finaliser (Steele, Lea, Flood 2014).
 fn splitmix(mut z: u64) -> u64 {
