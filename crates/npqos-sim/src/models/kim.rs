@@ -411,10 +411,10 @@ impl Kim {
                 let c = slot + m * crate::rng::range_u32(&mut g.core, 0, g.cores - 1) as usize;
                 #[cfg(test)]
                 self.check_area(c);
-                // Algorithm 1 line 6 reads and writes the queue's bucket state (tokens and T_lu,
-                // 16 B) through the same data cache as the heap (a separate address region).
                 let log = c == 0 && self.p.log_core0;
                 let inserts0 = if log { self.heap_inserts(0) } else { 0 };
+                // Algorithm 1 line 6 reads and writes the queue's bucket state (tokens and T_lu,
+                // 16 B) through the same data cache as the heap (a separate address region).
                 let caches = &mut self.caches[c];
                 for cache in caches.iter_mut() {
                     let a = BUCKET_REGION + qi as u64 * 16;
