@@ -342,8 +342,9 @@ impl Kim {
     fn core_done(&mut self, c: usize, engine: &mut Engine<Ev>) {
         if let Shaping::Event(s) = &self.shaper {
             let core = CoreId::from_index(c);
-            self.heap_area[c].len = s.waiting(core) as u64;
-            self.heap_max = self.heap_max.max(s.waiting(core) as u64);
+            let len = s.waiting(core) as u64;
+            self.heap_area[c].len = len;
+            self.heap_max = self.heap_max.max(len);
             if let Some(t) = s.earliest(core) {
                 let t = t.as_nanos().max(engine.now().as_nanos());
                 if t < self.timer_at[c] {
