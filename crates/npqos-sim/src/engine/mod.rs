@@ -8,7 +8,9 @@
 //! may also have a *source* of lazily produced events ([`Model::next_source`]) that the engine
 //! merges by `(time, class)` without queueing them, or, when the source takes a ticket
 //! ([`Engine::ticket`]) as it makes each event, exactly where a queued event would have run
-//! ([`Model::next_source_key`]; kim's per-queue arrivals in a [`calendar::Calendar`]).
+//! ([`Model::next_source_key`]; kim's per-queue arrivals in a [`calendar::Calendar`]). Source
+//! events that follow one another run in a row without a new look at the queue, as long as no
+//! event is pushed ([`EventQueue::pushes`]): the same order as one event at a time.
 //! A run stops when the queue and the source are drained, at an end time, after an event budget, when an interrupt flag (Ctrl-C) is raised,
 //! or when the model halts it; the [`StopReason`] says which.
 //!
@@ -210,9 +212,33 @@ impl<E: Copy> Engine<E> {
             self.executed += 1;
             budget -= 1;
             if from_source {
-                assert!(t >= self.now, "source event in the past: {t} < now {}", self.now);
-                self.now = t;
-                model.source(self);
+                // Source events in a row: while nothing was pushed, the queued key peeked above
+                // still bounds the queue, and the next source event runs without a new peek if
+                // it comes before that key and the end time. Stopping at the next multiple of
+                // CHECK_EVERY and at the budget keeps the checks above on the same counts.
+                let pushes = self.queue.pushes();
+                // Before the queued key and not after the end time, as one integer (breaking
+                // early is always safe: the full step above decides).
+                let end = EventKey::after_queued(limits.until, u8::MAX).packed().saturating_add(1);
+                let bound = queued.map_or(end, |q| q.packed().min(end));
+                let mut row = budget.min((CHECK_EVERY - self.executed % CHECK_EVERY) % CHECK_EVERY);
+                let mut t = t;
+                loop {
+                    assert!(t >= self.now, "source event in the past: {t} < now {}", self.now);
+                    self.now = t;
+                    model.source(self);
+                    if row == 0 || self.halted || self.queue.pushes() != pushes {
+                        break;
+                    }
+                    let Some(s) = model.next_source_key() else { break };
+                    if s.packed() >= bound {
+                        break;
+                    }
+                    t = s.time();
+                    row -= 1;
+                    self.executed += 1;
+                    budget -= 1;
+                }
             } else {
                 let (t, ev) = self.queue.pop().expect("peeked");
                 self.now = t;
@@ -399,6 +425,47 @@ mod tests {
         assert!(queued.iter().filter(|s| s.1 == "timer" && s.2 < 1000).count() > 50);
         assert_eq!(run(true, true), queued);
         assert_ne!(run(true, false), queued, "without tickets a timer at an arrival's instant goes first");
+    }
+
+    /// Source events in a row (the engine runs them without peeking at the queue again) stop
+    /// exactly at the budget, at the end time and before a queued event, and the progress hook
+    /// sees the same counts as one event at a time would give.
+    #[test]
+    fn a_row_of_source_events_keeps_budget_end_time_and_queued_order() {
+        struct M {
+            next: u64,
+            seen: Vec<(u64, bool)>,
+        }
+        impl Model for M {
+            type Event = ();
+            fn handle(&mut self, _: (), eng: &mut Engine<()>) {
+                self.seen.push((eng.now().as_nanos(), false));
+            }
+            fn next_source(&mut self) -> Option<(Instant, u8)> {
+                (self.next < 100_000).then(|| (Instant::from_nanos(self.next), 0))
+            }
+            fn source(&mut self, eng: &mut Engine<()>) {
+                self.seen.push((eng.now().as_nanos(), true));
+                self.next += 1;
+            }
+        }
+        let mut m = M { next: 0, seen: vec![] };
+        let mut e = Engine::new();
+        e.schedule(Instant::from_nanos(16_382), ());
+        let mut calls = Vec::new();
+        let r = e.run(&mut m, RunLimits { until: Instant::MAX, max_events: 40_000 }, &mut |t| calls.push(t.as_nanos()));
+        assert_eq!((r, e.executed(), m.seen.len()), (StopReason::Budget, 40_000, 40_000));
+        // Before events 0, 16384 and 32768, at the time of the event before: event 16383 is
+        // the first source event after the queued one (which runs at 16,382 ns, before the
+        // source event of that time).
+        assert_eq!(calls, vec![0, 16_382, 32_766]);
+        let r = e.run(&mut m, RunLimits::until(Instant::from_nanos(45_000)), &mut |_| {});
+        assert_eq!((r, m.seen.len(), m.seen.last()), (StopReason::EndTime, 45_002, Some(&(45_000, true))));
+        let r = e.run(&mut m, RunLimits::until(Instant::MAX), &mut |_| {});
+        assert_eq!((r, m.seen.len()), (StopReason::Drained, 100_001));
+        // At 16,382 ns the queued event runs first (a source without tickets comes after it).
+        assert_eq!(m.seen[16_382..16_384], [(16_382, false), (16_382, true)]);
+        assert!(m.seen.windows(2).all(|w| w[0].0 <= w[1].0));
     }
 
     #[test]

@@ -223,6 +223,8 @@ pub struct EventQueue<E> {
     /// Entries stored (live + cancelled).
     entries: usize,
     next_seq: u64,
+    /// Events pushed so far ([`EventQueue::pushes`]).
+    pushes: u64,
     /// Still a 4-ary heap (everything in `early`); see the module documentation.
     small: bool,
 }
@@ -246,12 +248,20 @@ impl<E: Copy> EventQueue<E> {
             cancelled: HashSet::new(),
             entries: 0,
             next_seq: 0,
+            pushes: 0,
             small: true,
         }
     }
     /// Number of live (not cancelled) pending events.
     pub fn len(&self) -> usize {
         self.entries - self.cancelled.len()
+    }
+    /// Events pushed so far: while it stays the same, nothing came before the earliest pending
+    /// event (pops and cancellations only take events away), so a key peeked before is still a
+    /// bound on what comes next.
+    #[inline(always)]
+    pub fn pushes(&self) -> u64 {
+        self.pushes
     }
     pub fn is_empty(&self) -> bool {
         self.len() == 0
@@ -318,6 +328,7 @@ impl<E: Copy> EventQueue<E> {
         self.next_seq += 1;
         debug_assert!(self.next_seq <= COUNTER_MASK, "2^56 events");
         self.entries += 1;
+        self.pushes += 1;
         let e = Entry { time, seq, event };
         // Small sets: everything is early (the reference key is the largest possible).
         if self.small || e.key() < self.reference {
