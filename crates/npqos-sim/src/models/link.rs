@@ -578,6 +578,8 @@ impl LinkModel {
 
 impl Model for LinkModel {
     type Event = Ev;
+    /// Synthetic arrivals and the departure push no event: they run in a row.
+    const SOURCE_ROWS: bool = true;
     fn handle(&mut self, ev: Ev, engine: &mut Engine<Ev>) {
         match ev {
             Ev::TraceNext => {
