@@ -676,8 +676,9 @@ impl Kim {
 
 impl Model for Kim {
     type Event = Ev;
-    /// An arrival seldom pushes an event (a core's timer, when its heap changed; the calendar's
-    /// tickets are not pushes): arrivals run in a row.
+    /// An arrival seldom pushes an event (a core's timer when its heap changed; with the
+    /// periodic shaper a fill's wake-up, with the shared link its end of transmission; the
+    /// calendar's tickets are not pushes): arrivals run in a row.
     const SOURCE_ROWS: bool = true;
     #[inline]
     fn next_source(&mut self) -> Option<(Instant, u8)> {
