@@ -112,6 +112,8 @@ pub struct Calendar {
     far: BinaryHeap<Reverse<(u128, u32)>>,
     /// The least key and its member.
     top: Entry,
+    /// The top is `near`'s, not the run's front.
+    top_near: bool,
     /// Slots sorted by the counting pass (tests only: which path a test took).
     #[cfg(test)]
     counted: u64,
@@ -167,6 +169,7 @@ impl Calendar {
             near: BinaryHeap::new(),
             far: BinaryHeap::new(),
             top: Entry::default(),
+            top_near: false,
             #[cfg(test)]
             counted: 0,
         };
@@ -196,10 +199,10 @@ impl Calendar {
     pub fn replace_top(&mut self, key: u128) {
         let member = self.top.member;
         // The top leaves from where it was: the run's front, or `near`.
-        if self.pos < self.run.len() && self.run[self.pos] == self.top {
-            self.pos += 1;
-        } else {
+        if self.top_near {
             self.near.pop();
+        } else {
+            self.pos += 1;
         }
         debug_assert!(key > self.top.key(), "a member's key only grows");
         self.file(Entry::new(key, member));
@@ -228,18 +231,19 @@ impl Calendar {
             self.advance();
             return;
         }
-        self.top = self.least();
+        self.set_top();
     }
 
+    /// The least key becomes the top: the run's front or `near`'s, whichever is less.
     #[inline(always)]
-    fn least(&self) -> Entry {
+    fn set_top(&mut self) {
         let front = self.run.get(self.pos);
-        match (front, self.near.peek()) {
-            (Some(&f), Some(&Reverse((k, m)))) if k < f.key() => Entry::new(k, m),
-            (Some(&f), _) => f,
-            (None, Some(&Reverse((k, m)))) => Entry::new(k, m),
+        (self.top, self.top_near) = match (front, self.near.peek()) {
+            (Some(&f), Some(&Reverse((k, m)))) if k < f.key() => (Entry::new(k, m), true),
+            (Some(&f), _) => (f, false),
+            (None, Some(&Reverse((k, m)))) => (Entry::new(k, m), true),
             (None, None) => unreachable!("a calendar always has members"),
-        }
+        };
     }
 
     /// Makes the next occupied slot current (the run and `near` are empty), bringing in from
@@ -268,7 +272,7 @@ impl Calendar {
         self.occupied[i / 64] &= !(1 << (i % 64));
         self.pos = 0;
         self.take_sorted(i);
-        self.top = self.least();
+        self.set_top();
     }
 
     /// Appends `e` to slot `i`'s members.
